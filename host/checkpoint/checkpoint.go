@@ -1,0 +1,81 @@
+// Package checkpoint stores a thread's state after every super-step, so a
+// paused or crashed run resumes exactly where it stopped.
+//
+// A Checkpointer is a small append-only log per thread. Each Put names the
+// sequence number it expects to write (the latest plus one); a writer that
+// lost a race gets ErrConflict instead of overwriting, which is what keeps
+// two runs on one thread from both succeeding.
+package checkpoint
+
+import (
+	"context"
+	"errors"
+	"time"
+)
+
+// Status is where a thread stands after a checkpoint.
+type Status string
+
+// The statuses a checkpoint records.
+const (
+	// StatusRunning: a super-step finished and more remain.
+	StatusRunning Status = "running"
+	// StatusInterrupted: the graph paused; Next holds the nodes to resume.
+	StatusInterrupted Status = "interrupted"
+	// StatusCompleted: the graph reached END.
+	StatusCompleted Status = "completed"
+	// StatusFailed: a node returned an error; the previous state is intact.
+	StatusFailed Status = "failed"
+)
+
+// Checkpoint is one snapshot of one thread.
+type Checkpoint struct {
+	// ThreadID names the thread.
+	ThreadID string
+	// Seq numbers the thread's checkpoints 1, 2, 3, ... with no gaps.
+	Seq int64
+	// RunID is the run that wrote the checkpoint.
+	RunID string
+	// Step is the super-step within that run (0 for the run's input).
+	Step int
+	// Status is the thread's status after this checkpoint.
+	Status Status
+	// Next lists the nodes that run next; empty when completed.
+	Next []string
+	// State is the graph's state, encoded by the graph engine. The store
+	// treats it as opaque bytes.
+	State []byte
+	// Metadata holds small string facts about the thread (the owner of the
+	// thread for the API server, say); it is copied forward by the engine.
+	Metadata map[string]string
+	// CreatedAt is when the checkpoint was written (set by Put when zero).
+	CreatedAt time.Time
+}
+
+// Checkpointer stores checkpoints. Implementations must be safe for
+// concurrent use and must pass the conformance suite in checkpointtest.
+type Checkpointer interface {
+	// Put appends cp to its thread. cp.Seq must be one more than the
+	// thread's latest (1 for a new thread); otherwise Put writes nothing and
+	// returns an error wrapping ErrConflict.
+	Put(ctx context.Context, cp Checkpoint) error
+	// Latest returns the thread's newest checkpoint, or an error wrapping
+	// ErrNotFound.
+	Latest(ctx context.Context, threadID string) (Checkpoint, error)
+	// History returns up to limit checkpoints of the thread, newest first
+	// (limit <= 0 means all). An unknown thread has an empty history.
+	History(ctx context.Context, threadID string, limit int) ([]Checkpoint, error)
+	// DeleteThread removes every checkpoint of the thread. Deleting an
+	// unknown thread is not an error.
+	DeleteThread(ctx context.Context, threadID string) error
+	// Close releases the store's resources.
+	Close() error
+}
+
+// Sentinel errors, for errors.Is.
+var (
+	// ErrNotFound: the thread has no checkpoint.
+	ErrNotFound = errors.New("thread not found")
+	// ErrConflict: another writer already wrote that sequence number.
+	ErrConflict = errors.New("checkpoint conflict: the thread was changed by another run")
+)

@@ -1,0 +1,416 @@
+// Package message defines the messages a thread is made of and their JSON.
+//
+// A message is a role and a list of content blocks. Blocks are a closed set
+// (text, tool_call, tool_result, remote_tool_call): decoding refuses any other
+// type, so a typo in a client's request is an error the client sees instead of
+// content the model silently never gets.
+package message
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"strings"
+)
+
+// Role says who wrote a message. The four roles are the ones every chat model
+// API understands, so a thread can be sent to any provider unchanged.
+type Role string
+
+// The roles a message may have.
+const (
+	RoleSystem    Role = "system"
+	RoleUser      Role = "user"
+	RoleAssistant Role = "assistant"
+	RoleTool      Role = "tool"
+)
+
+func (r Role) valid() bool {
+	switch r {
+	case RoleSystem, RoleUser, RoleAssistant, RoleTool:
+		return true
+	}
+	return false
+}
+
+// Message is one entry of a thread. ID is assigned by the host when empty so
+// that clients and checkpoints can refer to messages stably.
+type Message struct {
+	ID      string
+	Role    Role
+	Content []Block
+}
+
+// Block is one piece of a message's content. The set is closed: only the
+// types in this package implement it, which lets code switch over blocks
+// exhaustively.
+type Block interface {
+	// BlockType is the block's JSON "type" value.
+	BlockType() string
+	sealed()
+}
+
+// Block type names as they appear on the wire.
+const (
+	TypeText           = "text"
+	TypeToolCall       = "tool_call"
+	TypeToolResult     = "tool_result"
+	TypeRemoteToolCall = "remote_tool_call"
+)
+
+// TextBlock is prose from any role.
+type TextBlock struct {
+	Text string `json:"text"`
+}
+
+// ToolCallBlock is the model asking for a tool. Arguments is the JSON object
+// the model produced, kept verbatim so it can be validated and forwarded
+// without a lossy round trip through Go maps.
+type ToolCallBlock struct {
+	ID        string          `json:"id"`
+	Name      string          `json:"name"`
+	Arguments json.RawMessage `json:"arguments"`
+}
+
+// ToolResultBlock answers one tool call. Content is any JSON value; IsError
+// marks a failure the model should see and may recover from.
+type ToolResultBlock struct {
+	ToolCallID string          `json:"tool_call_id"`
+	Content    json.RawMessage `json:"content"`
+	IsError    bool            `json:"is_error"`
+}
+
+// RemoteToolCallBlock is what a ToolNode returns instead of running a remote
+// tool: the call, handed to the client, with the node that will resume.
+type RemoteToolCallBlock struct {
+	ID        string          `json:"id"`
+	Name      string          `json:"name"`
+	Arguments json.RawMessage `json:"arguments"`
+	Node      string          `json:"node"`
+}
+
+// BlockType implements Block.
+func (TextBlock) BlockType() string { return TypeText }
+
+// BlockType implements Block.
+func (ToolCallBlock) BlockType() string { return TypeToolCall }
+
+// BlockType implements Block.
+func (ToolResultBlock) BlockType() string { return TypeToolResult }
+
+// BlockType implements Block.
+func (RemoteToolCallBlock) BlockType() string { return TypeRemoteToolCall }
+
+func (TextBlock) sealed()           {}
+func (ToolCallBlock) sealed()       {}
+func (ToolResultBlock) sealed()     {}
+func (RemoteToolCallBlock) sealed() {}
+
+// Text returns a message holding one text block; the usual way to build user
+// input in code.
+func Text(role Role, text string) Message {
+	return Message{Role: role, Content: []Block{TextBlock{Text: text}}}
+}
+
+// Text joins the message's text blocks.
+func (m Message) Text() string {
+	var b strings.Builder
+	for _, c := range m.Content {
+		if t, ok := c.(TextBlock); ok {
+			b.WriteString(t.Text)
+		}
+	}
+	return b.String()
+}
+
+// ToolCalls returns the message's tool_call blocks in order.
+func (m Message) ToolCalls() []ToolCallBlock { return blocksOf[ToolCallBlock](m) }
+
+// ToolResults returns the message's tool_result blocks in order.
+func (m Message) ToolResults() []ToolResultBlock { return blocksOf[ToolResultBlock](m) }
+
+// RemoteToolCalls returns the message's remote_tool_call blocks in order.
+func (m Message) RemoteToolCalls() []RemoteToolCallBlock { return blocksOf[RemoteToolCallBlock](m) }
+
+func blocksOf[T Block](m Message) []T {
+	var out []T
+	for _, c := range m.Content {
+		if b, ok := c.(T); ok {
+			out = append(out, b)
+		}
+	}
+	return out
+}
+
+type wireMessage struct {
+	ID      string            `json:"id,omitempty"`
+	Role    Role              `json:"role"`
+	Content []json.RawMessage `json:"content"`
+}
+
+// MarshalJSON writes the message as DESIGN's wire shape, with content always
+// an array of typed blocks.
+func (m Message) MarshalJSON() ([]byte, error) {
+	var b bytes.Buffer
+	b.WriteString(`{"id":`)
+	writeString(&b, m.ID)
+	b.WriteString(`,"role":`)
+	writeString(&b, string(m.Role))
+	b.WriteString(`,"content":[`)
+	for i, c := range m.Content {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		raw, err := MarshalBlock(c)
+		if err != nil {
+			return nil, fmt.Errorf("content[%d]: %w", i, err)
+		}
+		b.Write(raw)
+	}
+	b.WriteString(`]}`)
+	return b.Bytes(), nil
+}
+
+func writeString(b *bytes.Buffer, s string) {
+	raw, _ := json.Marshal(s) // strings always marshal
+	b.Write(raw)
+}
+
+// MarshalBlock writes one block with its "type" first.
+func MarshalBlock(c Block) ([]byte, error) {
+	if c == nil {
+		return nil, fmt.Errorf("nil block")
+	}
+	body, err := json.Marshal(normalised(c))
+	if err != nil {
+		return nil, err
+	}
+	out := make([]byte, 0, len(body)+len(c.BlockType())+12)
+	out = append(out, `{"type":"`...)
+	out = append(out, c.BlockType()...)
+	out = append(out, '"')
+	if len(body) > 2 {
+		out = append(out, ',')
+		out = append(out, body[1:]...)
+	} else {
+		out = append(out, '}')
+	}
+	return out, nil
+}
+
+// normalised fills nil JSON fields so the wire never carries an empty
+// RawMessage (which encoding/json refuses) and arguments are always objects.
+func normalised(c Block) Block {
+	switch b := c.(type) {
+	case ToolCallBlock:
+		if len(b.Arguments) == 0 {
+			b.Arguments = emptyObject
+		}
+		return b
+	case RemoteToolCallBlock:
+		if len(b.Arguments) == 0 {
+			b.Arguments = emptyObject
+		}
+		return b
+	case ToolResultBlock:
+		if len(b.Content) == 0 {
+			b.Content = null
+		}
+		return b
+	}
+	return c
+}
+
+var (
+	emptyObject = json.RawMessage(`{}`)
+	null        = json.RawMessage(`null`)
+)
+
+// UnmarshalJSON reads a message, accepting a plain string as content (one
+// text block) and refusing unknown roles, unknown block types and unknown
+// fields, each with the path of the offending part.
+func (m *Message) UnmarshalJSON(data []byte) error {
+	var w struct {
+		ID      string          `json:"id"`
+		Role    Role            `json:"role"`
+		Content json.RawMessage `json:"content"`
+	}
+	if err := strictUnmarshal(data, &w); err != nil {
+		return err
+	}
+	if !w.Role.valid() {
+		if w.Role == "" {
+			return fmt.Errorf("role: missing (want user, assistant, tool or system)")
+		}
+		return fmt.Errorf("role: unknown role %q (want user, assistant, tool or system)", w.Role)
+	}
+	out := Message{ID: w.ID, Role: w.Role}
+	content := bytes.TrimSpace(w.Content)
+	switch {
+	case len(content) == 0 || bytes.Equal(content, null):
+		return fmt.Errorf("content: missing (want a string or an array of blocks)")
+	case content[0] == '"':
+		var s string
+		if err := json.Unmarshal(content, &s); err != nil {
+			return fmt.Errorf("content: %w", err)
+		}
+		out.Content = []Block{TextBlock{Text: s}}
+	case content[0] == '[':
+		var raws []json.RawMessage
+		if err := json.Unmarshal(content, &raws); err != nil {
+			return fmt.Errorf("content: %w", err)
+		}
+		out.Content = make([]Block, 0, len(raws))
+		for i, raw := range raws {
+			b, err := UnmarshalBlock(raw)
+			if err != nil {
+				return fmt.Errorf("content[%d]: %w", i, err)
+			}
+			out.Content = append(out.Content, b)
+		}
+	default:
+		return fmt.Errorf("content: want a string or an array of blocks")
+	}
+	*m = out
+	return nil
+}
+
+// UnmarshalBlock decodes one block by its "type".
+func UnmarshalBlock(raw json.RawMessage) (Block, error) {
+	var head struct {
+		Type *string `json:"type"`
+	}
+	if err := json.Unmarshal(raw, &head); err != nil {
+		return nil, fmt.Errorf("a block must be a JSON object: %w", err)
+	}
+	if head.Type == nil {
+		return nil, fmt.Errorf("type: missing (want %s)", typeList)
+	}
+	switch *head.Type {
+	case TypeText:
+		var b struct {
+			typed
+			TextBlock
+		}
+		if err := strictUnmarshal(raw, &b); err != nil {
+			return nil, err
+		}
+		return b.TextBlock, nil
+	case TypeToolCall:
+		var b struct {
+			typed
+			ToolCallBlock
+		}
+		if err := strictUnmarshal(raw, &b); err != nil {
+			return nil, err
+		}
+		if err := checkCall(b.ID, b.Name, b.Arguments); err != nil {
+			return nil, err
+		}
+		b.Arguments = compactObject(b.Arguments)
+		return b.ToolCallBlock, nil
+	case TypeRemoteToolCall:
+		var b struct {
+			typed
+			RemoteToolCallBlock
+		}
+		if err := strictUnmarshal(raw, &b); err != nil {
+			return nil, err
+		}
+		if err := checkCall(b.ID, b.Name, b.Arguments); err != nil {
+			return nil, err
+		}
+		b.Arguments = compactObject(b.Arguments)
+		return b.RemoteToolCallBlock, nil
+	case TypeToolResult:
+		var b struct {
+			typed
+			ToolResultBlock
+		}
+		if err := strictUnmarshal(raw, &b); err != nil {
+			return nil, err
+		}
+		if b.ToolCallID == "" {
+			return nil, fmt.Errorf("tool_call_id: missing")
+		}
+		if len(b.Content) == 0 {
+			b.Content = null
+		} else {
+			b.Content = compact(b.Content)
+		}
+		return b.ToolResultBlock, nil
+	default:
+		return nil, fmt.Errorf("type: unknown block type %q (want %s)", *head.Type, typeList)
+	}
+}
+
+const typeList = "text, tool_call, tool_result or remote_tool_call"
+
+// typed absorbs the "type" key so strict decoding accepts it.
+type typed struct {
+	Type string `json:"type"`
+}
+
+func checkCall(id, name string, args json.RawMessage) error {
+	if id == "" {
+		return fmt.Errorf("id: missing")
+	}
+	if name == "" {
+		return fmt.Errorf("name: missing")
+	}
+	a := bytes.TrimSpace(args)
+	if len(a) > 0 && !bytes.Equal(a, null) && a[0] != '{' {
+		return fmt.Errorf("arguments: want a JSON object")
+	}
+	return nil
+}
+
+func compactObject(raw json.RawMessage) json.RawMessage {
+	a := bytes.TrimSpace(raw)
+	if len(a) == 0 || bytes.Equal(a, null) {
+		return emptyObject
+	}
+	return compact(a)
+}
+
+func compact(raw json.RawMessage) json.RawMessage {
+	var b bytes.Buffer
+	if err := json.Compact(&b, raw); err != nil {
+		return raw
+	}
+	return b.Bytes()
+}
+
+// strictUnmarshal refuses unknown fields and trailing data, and names the
+// field a type error is in.
+func strictUnmarshal(data []byte, v any) error {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		return describe(err)
+	}
+	if dec.More() {
+		return fmt.Errorf("unexpected data after the JSON value")
+	}
+	return nil
+}
+
+func describe(err error) error {
+	var te *json.UnmarshalTypeError
+	if ok := asTypeError(err, &te); ok && te.Field != "" {
+		return fmt.Errorf("%s: want %s, got %s", te.Field, te.Type, te.Value)
+	}
+	msg := err.Error()
+	if f, ok := strings.CutPrefix(msg, "json: unknown field "); ok {
+		return fmt.Errorf("%s: unknown field", strings.Trim(f, `"`))
+	}
+	return err
+}
+
+func asTypeError(err error, te **json.UnmarshalTypeError) bool {
+	t, ok := err.(*json.UnmarshalTypeError)
+	if ok {
+		*te = t
+	}
+	return ok
+}

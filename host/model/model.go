@@ -1,0 +1,52 @@
+// Package model defines ChatModel, the one interface the graph uses to talk
+// to a language model, and the providers that implement it.
+package model
+
+import (
+	"context"
+
+	"github.com/tenxgraph/tenxgraph/host/message"
+	"github.com/tenxgraph/tenxgraph/sdk"
+)
+
+// ChatModel produces the next assistant message for a conversation.
+type ChatModel interface {
+	// Generate answers req. It blocks until the whole message is known;
+	// providers that stream report pieces through req.OnDelta as they come.
+	Generate(ctx context.Context, req Request) (Response, error)
+}
+
+// Request is one model call.
+type Request struct {
+	// Messages is the conversation, already in the shape every provider
+	// accepts (see message.ForModel): each tool-calling assistant message is
+	// followed by one result per call, in call order.
+	Messages []message.Message
+	// Tools are the tools the model may call in this step.
+	Tools []sdk.ToolSpec
+	// ThreadID names the conversation (providers may use it for caching or
+	// deterministic ids).
+	ThreadID string
+	// OnDelta, when set, receives text as the model produces it.
+	OnDelta func(text string)
+}
+
+// Response is the model's answer.
+type Response struct {
+	// Message is the assistant message: text blocks and tool_call blocks.
+	Message message.Message
+	// Usage counts tokens where the provider reports them.
+	Usage Usage
+}
+
+// Usage is token accounting for one call.
+type Usage struct {
+	InputTokens  int `json:"input_tokens"`
+	OutputTokens int `json:"output_tokens"`
+}
+
+// Func adapts a function to ChatModel, for tests and small custom models.
+type Func func(ctx context.Context, req Request) (Response, error)
+
+// Generate implements ChatModel.
+func (f Func) Generate(ctx context.Context, req Request) (Response, error) { return f(ctx, req) }

@@ -1,0 +1,240 @@
+// Package toolspec holds the rules a tool specification must follow, shared
+// by every place a tool enters the host: the config file, code-first
+// AttachRemoteTools, per-run client tools and provider tool lists. One set of
+// rules means a tool valid in one place is valid in all of them.
+package toolspec
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"strings"
+	"sync"
+
+	"github.com/santhosh-tekuri/jsonschema/v5"
+
+	"github.com/tenxgraph/tenxgraph/sdk"
+)
+
+// Problem is one thing wrong with an input, at a JSON path such as
+// "remote_tools[1].parameters".
+type Problem struct {
+	Path    string
+	Message string
+}
+
+func (p Problem) String() string {
+	if p.Path == "" {
+		return p.Message
+	}
+	return p.Path + ": " + p.Message
+}
+
+// Problems collects every error found in one pass, so a person fixes a
+// config file in one edit instead of one error per run.
+type Problems []Problem
+
+// Add records a problem at path.
+func (ps *Problems) Add(path, format string, args ...any) {
+	*ps = append(*ps, Problem{Path: path, Message: fmt.Sprintf(format, args...)})
+}
+
+// Merge appends others, each path prefixed with prefix.
+func (ps *Problems) Merge(prefix string, others Problems) {
+	for _, p := range others {
+		*ps = append(*ps, Problem{Path: Join(prefix, p.Path), Message: p.Message})
+	}
+}
+
+// Err returns ps as an error, or nil when there are none.
+func (ps Problems) Err() error {
+	if len(ps) == 0 {
+		return nil
+	}
+	return ps
+}
+
+// Error lists one problem per line.
+func (ps Problems) Error() string {
+	lines := make([]string, len(ps))
+	for i, p := range ps {
+		lines[i] = p.String()
+	}
+	return strings.Join(lines, "\n")
+}
+
+// Join appends a path element: a key ("node"), or an index ("[2]").
+func Join(prefix, elem string) string {
+	switch {
+	case prefix == "":
+		return elem
+	case elem == "":
+		return prefix
+	case elem[0] == '[':
+		return prefix + elem
+	}
+	return prefix + "." + elem
+}
+
+// Index is the path element of a list entry.
+func Index(i int) string { return fmt.Sprintf("[%d]", i) }
+
+// CheckName reports why name cannot be a tool name, or nil.
+func CheckName(name string) error {
+	if name == "" {
+		return fmt.Errorf("missing")
+	}
+	if !sdk.ToolNamePattern.MatchString(name) {
+		return fmt.Errorf("%q is not a valid tool name: use 1 to 64 letters, digits, '_' or '-'", name)
+	}
+	return nil
+}
+
+// Schema is a compiled parameters schema.
+type Schema struct {
+	s *jsonschema.Schema
+}
+
+// cache holds compiled schemas by their bytes: per-run client tools arrive
+// with every run, and compiling is far dearer than validating. It is dropped
+// whole when it grows past cacheMax, which bounds memory against clients that
+// send a new schema each time.
+var (
+	cacheMu  sync.Mutex
+	cache    = map[string]*Schema{}
+	cacheMax = 4096
+)
+
+// Compile checks that params is a JSON Schema whose root describes an object
+// (what every model API requires of tool parameters) and compiles it. Empty
+// params mean a tool without arguments. References to other documents are
+// refused: a schema must be self-contained, and loading files or URLs named by
+// a client would be a hole.
+func Compile(params json.RawMessage) (*Schema, error) {
+	params = bytes.TrimSpace(params)
+	if len(params) == 0 {
+		params = sdk.EmptyObjectSchema
+	}
+	key := string(params)
+	cacheMu.Lock()
+	s, ok := cache[key]
+	cacheMu.Unlock()
+	if ok {
+		return s, nil
+	}
+	s, err := compile(params)
+	if err != nil {
+		return nil, err
+	}
+	cacheMu.Lock()
+	if len(cache) >= cacheMax {
+		cache = map[string]*Schema{}
+	}
+	cache[key] = s
+	cacheMu.Unlock()
+	return s, nil
+}
+
+func compile(params json.RawMessage) (*Schema, error) {
+	doc, err := decodeJSON(params)
+	if err != nil {
+		return nil, fmt.Errorf("not valid JSON: %w", err)
+	}
+	root, ok := doc.(map[string]any)
+	if !ok {
+		return nil, fmt.Errorf(`must be a JSON Schema object with "type": "object"`)
+	}
+	if t, ok := root["type"]; !ok || t != "object" {
+		return nil, fmt.Errorf(`the root schema must have "type": "object" (tool arguments are always an object), got %s`, describeType(root["type"], ok))
+	}
+	c := jsonschema.NewCompiler()
+	c.Draft = jsonschema.Draft2020
+	c.LoadURL = func(u string) (io.ReadCloser, error) {
+		return nil, fmt.Errorf("reference to %s: a parameters schema must be self-contained", u)
+	}
+	const url = "tenxgraph:///parameters.json"
+	if err := c.AddResource(url, bytes.NewReader(params)); err != nil {
+		return nil, fmt.Errorf("not a valid JSON Schema: %w", err)
+	}
+	s, err := c.Compile(url)
+	if err != nil {
+		return nil, fmt.Errorf("not a valid JSON Schema: %s", schemaMessage(err))
+	}
+	return &Schema{s: s}, nil
+}
+
+func describeType(v any, present bool) string {
+	if !present {
+		return "no type"
+	}
+	raw, _ := json.Marshal(v)
+	return string(raw)
+}
+
+func schemaMessage(err error) string {
+	if se, ok := err.(*jsonschema.SchemaError); ok {
+		if ve, ok := se.Err.(*jsonschema.ValidationError); ok {
+			return leaves(ve)
+		}
+		return strings.TrimPrefix(se.Err.Error(), "jsonschema: ")
+	}
+	return strings.TrimPrefix(err.Error(), "jsonschema: ")
+}
+
+// Validate checks arguments against the schema and says what is wrong with
+// them in words a model can act on.
+func (s *Schema) Validate(args json.RawMessage) error {
+	args = bytes.TrimSpace(args)
+	if len(args) == 0 {
+		args = []byte(`{}`)
+	}
+	v, err := decodeJSON(args)
+	if err != nil {
+		return fmt.Errorf("arguments are not valid JSON: %w", err)
+	}
+	if err := s.s.Validate(v); err != nil {
+		if ve, ok := err.(*jsonschema.ValidationError); ok {
+			return fmt.Errorf("invalid arguments: %s", leaves(ve))
+		}
+		return fmt.Errorf("invalid arguments: %w", err)
+	}
+	return nil
+}
+
+// leaves lists the innermost causes, which say what is wrong ("missing
+// properties: 'city'") rather than which combinator failed.
+func leaves(ve *jsonschema.ValidationError) string {
+	var out []string
+	var walk func(*jsonschema.ValidationError)
+	walk = func(e *jsonschema.ValidationError) {
+		if len(e.Causes) == 0 {
+			loc := e.InstanceLocation
+			if loc == "" {
+				loc = "/"
+			}
+			out = append(out, fmt.Sprintf("at %s: %s", loc, e.Message))
+			return
+		}
+		for _, c := range e.Causes {
+			walk(c)
+		}
+	}
+	walk(ve)
+	return strings.Join(out, "; ")
+}
+
+// decodeJSON decodes with json.Number, as the schema library requires, and
+// refuses trailing data.
+func decodeJSON(raw []byte) (any, error) {
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	var v any
+	if err := dec.Decode(&v); err != nil {
+		return nil, err
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return nil, fmt.Errorf("unexpected data after the JSON value")
+	}
+	return v, nil
+}
