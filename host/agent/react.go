@@ -1,0 +1,129 @@
+package agent
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"sync/atomic"
+
+	"github.com/tenxgraph/tenxgraph/host/graph"
+	"github.com/tenxgraph/tenxgraph/host/message"
+	"github.com/tenxgraph/tenxgraph/host/model"
+	"github.com/tenxgraph/tenxgraph/host/toolnode"
+)
+
+// DefaultMaxSteps bounds a run's model calls when the config sets none.
+const DefaultMaxSteps = 25
+
+// ErrMaxSteps: the model kept calling tools past max_steps.
+var ErrMaxSteps = errors.New("model called tools too many times without a final answer")
+
+// React builds the prebuilt agent: a "model" node and a ToolNode "tools",
+// looping while the model calls tools.
+func React(ctx context.Context, env Env) (*graph.StateGraph, error) {
+	if env.Model == nil {
+		return nil, fmt.Errorf("%s needs a model: add a \"model\" section to the config", ReactName)
+	}
+	tools, err := env.ToolNode(ctx, "tools")
+	if err != nil {
+		return nil, err
+	}
+	g := graph.New().
+		AddNode("model", &ModelNode{Model: env.Model, Tools: tools, SystemPrompt: env.SystemPrompt, MaxSteps: env.MaxSteps}).
+		AddNode("tools", tools).
+		AddEdge(graph.START, "model").
+		AddConditionalEdges("model", ToolsCondition("tools"), "tools", graph.END).
+		AddEdge("tools", "model")
+	return g, nil
+}
+
+// ToolsCondition routes to the ToolNode when the last message calls tools,
+// and to END otherwise.
+func ToolsCondition(toolNode string) graph.Router {
+	return func(s graph.State) []string {
+		if n := len(s.Messages); n > 0 {
+			last := s.Messages[n-1]
+			if last.Role == message.RoleAssistant && len(last.ToolCalls()) > 0 {
+				return []string{toolNode}
+			}
+		}
+		return []string{graph.END}
+	}
+}
+
+// ModelNode calls a chat model with the thread and the tools of a ToolNode.
+// It is the model half of the react agent, usable in any graph.
+type ModelNode struct {
+	Model model.ChatModel
+	// Tools is the ToolNode whose tools the model is offered (may be nil).
+	Tools *toolnode.Node
+	// SystemPrompt, when set, is sent first.
+	SystemPrompt string
+	// MaxSteps bounds the node's model calls per run (DefaultMaxSteps when
+	// zero).
+	MaxSteps int
+}
+
+type callsKey struct{ n *ModelNode }
+
+// Run implements graph.Node.
+func (m *ModelNode) Run(ctx context.Context, in *graph.Input) (graph.Update, error) {
+	counter, _ := in.Run.Memo(callsKey{m}, func() (any, error) { return new(atomic.Int32), nil })
+	limit := m.MaxSteps
+	if limit <= 0 {
+		limit = DefaultMaxSteps
+	}
+	if n := counter.(*atomic.Int32).Add(1); int(n) > limit {
+		return graph.Update{}, fmt.Errorf("%w (max_steps is %d; raise model.max_steps if the task needs more)", ErrMaxSteps, limit)
+	}
+	req := model.Request{ThreadID: in.Run.ThreadID, Messages: message.ForModel(in.State.Messages)}
+	if m.SystemPrompt != "" {
+		req.Messages = append([]message.Message{message.Text(message.RoleSystem, m.SystemPrompt)}, req.Messages...)
+	}
+	if m.Tools != nil {
+		ts, err := m.Tools.ToolSet(ctx, in.Run)
+		if err != nil {
+			return graph.Update{}, err
+		}
+		req.Tools = ts.Specs()
+	}
+	req.OnDelta = func(text string) {
+		in.Run.Emit(graph.Event{Type: graph.EventTextDelta, Data: graph.TextDelta{Node: in.Node, Text: text}})
+	}
+	resp, err := m.Model.Generate(ctx, req)
+	if err != nil {
+		return graph.Update{}, fmt.Errorf("model: %w", err)
+	}
+	in.Run.Emit(graph.Event{Type: graph.EventUsage, Data: graph.Usage{Node: in.Node, InputTokens: resp.Usage.InputTokens, OutputTokens: resp.Usage.OutputTokens}})
+	msg := resp.Message
+	msg.Role = message.RoleAssistant
+	uniqueCallIDs(in.State.Messages, &msg, in.Run.RunID)
+	return graph.Update{Messages: []message.Message{msg}}, nil
+}
+
+// uniqueCallIDs gives every tool call an id unused in the thread. Some
+// OpenAI-compatible servers reuse ids like "call_0" on every turn, and a
+// reused id would make a new call look already answered.
+func uniqueCallIDs(history []message.Message, msg *message.Message, runID string) {
+	var used map[string]bool
+	for i, b := range msg.Content {
+		c, ok := b.(message.ToolCallBlock)
+		if !ok {
+			continue
+		}
+		if used == nil {
+			used = map[string]bool{}
+			for _, h := range history {
+				for _, hc := range h.ToolCalls() {
+					used[hc.ID] = true
+				}
+			}
+		}
+		if c.ID == "" || used[c.ID] {
+			c.ID = "call_" + runID[:8] + "_" + strconv.Itoa(len(history)) + "_" + strconv.Itoa(i)
+			msg.Content[i] = c
+		}
+		used[c.ID] = true
+	}
+}

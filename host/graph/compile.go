@@ -1,0 +1,129 @@
+package graph
+
+import (
+	"errors"
+	"fmt"
+	"sync"
+
+	"github.com/tenxgraph/tenxgraph/host/checkpoint"
+)
+
+// Option configures a compiled App.
+type Option func(*App)
+
+// WithInterruptAfter pauses the graph after any of the named nodes, whatever
+// they return, in the manner of LangGraph's interrupt_after. A run with no
+// new input continues.
+func WithInterruptAfter(nodes ...string) Option {
+	return func(a *App) {
+		for _, n := range nodes {
+			a.interruptAfter[n] = true
+		}
+	}
+}
+
+// WithStepLimit bounds the super-steps of one run, so a graph that loops
+// forever fails with ErrStepLimit instead of hanging. The default is 100.
+func WithStepLimit(n int) Option {
+	return func(a *App) { a.stepLimit = n }
+}
+
+// DefaultStepLimit is the super-step bound when none is set: deep enough for
+// any reasonable agent loop, small enough to stop a runaway one in seconds.
+const DefaultStepLimit = 100
+
+// App is a compiled graph bound to a checkpointer. It is safe for concurrent
+// use; runs on one thread are serialised (a second concurrent run on a thread
+// fails with ErrThreadBusy rather than racing).
+type App struct {
+	g              *StateGraph
+	cp             checkpoint.Checkpointer
+	index          map[string]int
+	interruptAfter map[string]bool
+	stepLimit      int
+
+	mu    sync.Mutex
+	busy  map[string]bool
+	idGen func() string
+}
+
+// Compile checks the graph and binds it to cp. Every structural problem is
+// reported at once: edges to unknown nodes, nodes nothing reaches, nodes with
+// no way out, a missing entry.
+func (g *StateGraph) Compile(cp checkpoint.Checkpointer, opts ...Option) (*App, error) {
+	problems := append([]string(nil), g.problems...)
+	known := func(n string) bool { return n == END || g.nodes[n] != nil }
+	if len(g.edges[START]) == 0 {
+		problems = append(problems, "no entry: add an edge from START")
+	}
+	for from, tos := range g.edges {
+		if from != START && g.nodes[from] == nil {
+			problems = append(problems, fmt.Sprintf("edge from unknown node %q", from))
+		}
+		for _, to := range tos {
+			if !known(to) {
+				problems = append(problems, fmt.Sprintf("edge %s -> %s: unknown node %q", from, to, to))
+			}
+		}
+	}
+	for from, r := range g.routers {
+		if g.nodes[from] == nil {
+			problems = append(problems, fmt.Sprintf("router on unknown node %q", from))
+		}
+		if r.route == nil {
+			problems = append(problems, fmt.Sprintf("router on %q is nil", from))
+		}
+		if len(r.possible) == 0 {
+			problems = append(problems, fmt.Sprintf("router on %q lists no possible targets", from))
+		}
+		for _, to := range r.possible {
+			if !known(to) {
+				problems = append(problems, fmt.Sprintf("router on %q: unknown target %q", from, to))
+			}
+		}
+		if len(g.edges[from]) > 0 {
+			problems = append(problems, fmt.Sprintf("node %q has both edges and a router", from))
+		}
+	}
+	for _, n := range g.order {
+		if len(g.edges[n]) == 0 && g.routers[n].route == nil {
+			problems = append(problems, fmt.Sprintf("node %q has no outgoing edge (add an edge to END to finish there)", n))
+		}
+	}
+	if cp == nil {
+		problems = append(problems, "no checkpointer")
+	}
+	if len(problems) > 0 {
+		errs := make([]error, len(problems))
+		for i, p := range problems {
+			errs[i] = errors.New(p)
+		}
+		return nil, fmt.Errorf("graph: %w", errors.Join(errs...))
+	}
+	a := &App{
+		g: g, cp: cp,
+		index:          map[string]int{},
+		interruptAfter: map[string]bool{},
+		stepLimit:      DefaultStepLimit,
+		busy:           map[string]bool{},
+		idGen:          newID,
+	}
+	for i, n := range g.order {
+		a.index[n] = i
+	}
+	for _, o := range opts {
+		o(a)
+	}
+	for n := range a.interruptAfter {
+		if g.nodes[n] == nil {
+			return nil, fmt.Errorf("graph: interrupt after unknown node %q", n)
+		}
+	}
+	return a, nil
+}
+
+// Graph returns the graph the app was compiled from.
+func (a *App) Graph() *StateGraph { return a.g }
+
+// Checkpointer returns the store the app writes to.
+func (a *App) Checkpointer() checkpoint.Checkpointer { return a.cp }

@@ -1,0 +1,222 @@
+// Package graph is the StateGraph engine: named nodes joined by static and
+// conditional edges, run in super-steps, with a checkpoint after every step.
+//
+// A run starts from the thread's latest checkpoint. Each super-step runs the
+// active nodes concurrently, applies their updates in declaration order,
+// picks the next nodes from the edges and writes a checkpoint. A node may ask
+// to pause (a ToolNode does when the model called a remote tool); the graph
+// then stops after that step with the thread "interrupted", and a later run
+// on the same thread continues with the nodes that were next. Everything
+// about pausing and resuming lives in this package: resume.go.
+package graph
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+
+	"github.com/tenxgraph/tenxgraph/host/message"
+	"github.com/tenxgraph/tenxgraph/host/toolspec"
+)
+
+// START and END are the graph's virtual entry and exit.
+const (
+	START = "__start__"
+	END   = "__end__"
+)
+
+// State is what flows through the graph and what a checkpoint holds. Nodes
+// must treat it as read-only and return changes as an Update.
+type State struct {
+	// Messages is the thread, append-only.
+	Messages []message.Message `json:"messages"`
+	// Values holds named values for custom graphs; an Update replaces a
+	// value by key.
+	Values map[string]json.RawMessage `json:"values,omitempty"`
+}
+
+// Update is what a node returns.
+type Update struct {
+	// Messages are appended to the thread. IDs are assigned when empty.
+	Messages []message.Message
+	// Values are set (replacing earlier values of the same key).
+	Values map[string]json.RawMessage
+	// Interrupt pauses the graph after this super-step. The step's updates
+	// are saved first, so nothing that finished in it runs again.
+	Interrupt bool
+}
+
+// Node is one step of a graph.
+type Node interface {
+	Run(ctx context.Context, in *Input) (Update, error)
+}
+
+// NodeFunc adapts a function to Node.
+type NodeFunc func(ctx context.Context, in *Input) (Update, error)
+
+// Run implements Node.
+func (f NodeFunc) Run(ctx context.Context, in *Input) (Update, error) { return f(ctx, in) }
+
+// Input is what a node sees: the state before the step and the run.
+type Input struct {
+	State State
+	Run   *Run
+	// Node is the name the node runs under.
+	Node string
+}
+
+// Router picks the next node(s) after a node with conditional edges. It
+// returns node names, or END.
+type Router func(s State) []string
+
+// RemoteToolNode is implemented by nodes that can offer remote tools: a
+// ToolNode. AttachRemoteTools refuses nodes that don't implement it.
+type RemoteToolNode interface {
+	Node
+	// CheckRemoteTools reports problems attaching tools (a name the node
+	// already serves, say), with paths relative to the list.
+	CheckRemoteTools(tools []RemoteToolConfig, indexes []int) toolspec.Problems
+	// AttachRemoteTools adds tools already checked.
+	AttachRemoteTools(tools []RemoteToolConfig)
+}
+
+// StateGraph is a graph under construction. Methods record mistakes instead
+// of returning them one at a time; Compile reports them all.
+type StateGraph struct {
+	order    []string
+	nodes    map[string]Node
+	edges    map[string][]string
+	routers  map[string]routeSpec
+	problems []string
+}
+
+type routeSpec struct {
+	route    Router
+	possible []string
+}
+
+// New returns an empty graph.
+func New() *StateGraph {
+	return &StateGraph{nodes: map[string]Node{}, edges: map[string][]string{}, routers: map[string]routeSpec{}}
+}
+
+// AddNode adds a node under a unique name.
+func (g *StateGraph) AddNode(name string, n Node) *StateGraph {
+	switch {
+	case name == "" || name == START || name == END:
+		g.problems = append(g.problems, fmt.Sprintf("node name %q is reserved or empty", name))
+	case n == nil:
+		g.problems = append(g.problems, fmt.Sprintf("node %q is nil", name))
+	case g.nodes[name] != nil:
+		g.problems = append(g.problems, fmt.Sprintf("node %q added twice", name))
+	default:
+		g.nodes[name] = n
+		g.order = append(g.order, name)
+	}
+	return g
+}
+
+// AddEdge runs to after from (START for the entry, END to finish).
+func (g *StateGraph) AddEdge(from, to string) *StateGraph {
+	g.edges[from] = append(g.edges[from], to)
+	return g
+}
+
+// AddConditionalEdges lets route pick what follows from. possible lists
+// every name route may return, so Compile can check them and a mistyped
+// route fails at startup instead of mid-run.
+func (g *StateGraph) AddConditionalEdges(from string, route Router, possible ...string) *StateGraph {
+	if _, dup := g.routers[from]; dup {
+		g.problems = append(g.problems, fmt.Sprintf("node %q has two routers", from))
+	}
+	g.routers[from] = routeSpec{route: route, possible: possible}
+	return g
+}
+
+// Node returns the node called name, or nil.
+func (g *StateGraph) Node(name string) Node { return g.nodes[name] }
+
+// ToolNodes lists the names of nodes that can offer remote tools.
+func (g *StateGraph) ToolNodes() []string {
+	var out []string
+	for _, name := range g.order {
+		if _, ok := g.nodes[name].(RemoteToolNode); ok {
+			out = append(out, name)
+		}
+	}
+	return out
+}
+
+// AttachRemoteTools declares remote tools on the graph's ToolNodes. It is
+// validated here, once: names, schemas, duplicates, nodes that are missing
+// or are not ToolNodes, and names the node already serves. Any problem
+// rejects the whole list, with paths like "[1].node".
+func (g *StateGraph) AttachRemoteTools(tools []RemoteToolConfig) error {
+	ps := CheckRemoteTools(tools)
+	byNode := map[string][]int{}
+	for i, t := range tools {
+		if t.Node == "" {
+			continue
+		}
+		n, ok := g.nodes[t.Node]
+		if !ok {
+			ps.Add(toolspec.Index(i)+".node", "graph has no node %q (ToolNodes: %s)", t.Node, listOrNone(g.ToolNodes()))
+			continue
+		}
+		if _, ok := n.(RemoteToolNode); !ok {
+			ps.Add(toolspec.Index(i)+".node", "node %q is not a ToolNode (ToolNodes: %s)", t.Node, listOrNone(g.ToolNodes()))
+			continue
+		}
+		byNode[t.Node] = append(byNode[t.Node], i)
+	}
+	for node, idx := range byNode {
+		ps = append(ps, g.nodes[node].(RemoteToolNode).CheckRemoteTools(pick(tools, idx), idx)...)
+	}
+	if len(ps) > 0 {
+		slices.SortStableFunc(ps, func(a, b toolspec.Problem) int { return comparePaths(a.Path, b.Path) })
+		return ps
+	}
+	for node, idx := range byNode {
+		g.nodes[node].(RemoteToolNode).AttachRemoteTools(pick(tools, idx))
+	}
+	return nil
+}
+
+func pick(tools []RemoteToolConfig, idx []int) []RemoteToolConfig {
+	out := make([]RemoteToolConfig, len(idx))
+	for i, j := range idx {
+		out[i] = tools[j]
+	}
+	return out
+}
+
+func comparePaths(a, b string) int {
+	var ia, ib int
+	fmt.Sscanf(a, "[%d]", &ia)
+	fmt.Sscanf(b, "[%d]", &ib)
+	if ia != ib {
+		return ia - ib
+	}
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
+
+func listOrNone(names []string) string {
+	if len(names) == 0 {
+		return "none"
+	}
+	out := ""
+	for i, n := range names {
+		if i > 0 {
+			out += ", "
+		}
+		out += n
+	}
+	return out
+}

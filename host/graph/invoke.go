@@ -1,0 +1,373 @@
+package graph
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"iter"
+	"strconv"
+	"sync"
+
+	"github.com/tenxgraph/tenxgraph/host/checkpoint"
+	"github.com/tenxgraph/tenxgraph/host/message"
+	"github.com/tenxgraph/tenxgraph/host/toolspec"
+)
+
+// Invoke runs the graph on cfg.ThreadID with input and returns when the run
+// completes or pauses. To resume a paused thread, send a tool message with
+// tool_result blocks for the pending calls.
+func (a *App) Invoke(ctx context.Context, input []message.Message, cfg RunConfig) (Result, error) {
+	return a.run(ctx, input, cfg, nil)
+}
+
+// Stream is Invoke reporting progress. The last event of a run that did not
+// fail is EventEnd carrying the Result; a failure is yielded as an error
+// instead. Stopping the iteration early cancels the run.
+func (a *App) Stream(ctx context.Context, input []message.Message, cfg RunConfig) iter.Seq2[Event, error] {
+	return func(yield func(Event, error) bool) {
+		ctx, cancel := context.WithCancel(ctx)
+		defer cancel()
+		ch := make(chan Event, 64)
+		var res Result
+		var err error
+		go func() {
+			defer close(ch)
+			res, err = a.run(ctx, input, cfg, func(e Event) {
+				select {
+				case ch <- e:
+				case <-ctx.Done():
+				}
+			})
+		}()
+		for e := range ch {
+			if !yield(e, nil) {
+				cancel()
+				for range ch { // let the run finish unwinding
+				}
+				return
+			}
+		}
+		if err != nil {
+			yield(Event{}, err)
+			return
+		}
+		yield(Event{Type: EventEnd, Data: res}, nil)
+	}
+}
+
+func (a *App) run(ctx context.Context, input []message.Message, cfg RunConfig, emit func(Event)) (Result, error) {
+	if cfg.ThreadID == "" || len(cfg.ThreadID) > 256 {
+		return Result{}, invalid("config.thread_id: required, at most 256 characters")
+	}
+	r := &Run{ThreadID: cfg.ThreadID, RunID: a.idGen(), emit: emit}
+	if !a.acquire(cfg.ThreadID) {
+		return Result{}, &StateError{Kind: ErrThreadBusy, ThreadID: cfg.ThreadID, Detail: "wait for the current run to finish"}
+	}
+	defer a.release(cfg.ThreadID)
+
+	var latest *checkpoint.Checkpoint
+	switch cp, err := a.cp.Latest(ctx, cfg.ThreadID); {
+	case err == nil:
+		latest = &cp
+	case !errors.Is(err, checkpoint.ErrNotFound):
+		return Result{}, fmt.Errorf("thread %q: load: %w", cfg.ThreadID, err)
+	}
+	s, err := a.begin(latest, input, cfg)
+	if err != nil {
+		return Result{}, err
+	}
+	if s.runTools != nil {
+		specs, err := toolspec.ParseRunTools(s.runTools)
+		if err != nil {
+			return Result{}, fmt.Errorf("%w: config.%v", ErrInvalidInput, err)
+		}
+		r.RemoteTools = specs
+	}
+	w := writer{app: a, run: r, meta: cfg.Metadata, runTools: s.runTools}
+	if latest != nil {
+		w.seq, w.meta = latest.Seq, latest.Metadata
+	}
+	r.Emit(Event{Type: EventRunStarted, Data: RunStarted{ThreadID: r.ThreadID, RunID: r.RunID, Resumed: s.resumed}})
+
+	state := s.state
+	if len(s.appended) > 0 {
+		state.Messages = a.appendMessages(r, state.Messages, s.appended)
+		status := checkpoint.StatusRunning
+		if s.stillPaused {
+			status = checkpoint.StatusInterrupted
+		}
+		if err := w.put(ctx, state, s.next, status); err != nil {
+			return Result{}, err
+		}
+	}
+	if s.stillPaused {
+		return a.result(r, state, StatusInterrupted), nil
+	}
+
+	next := s.next
+	for len(next) > 0 {
+		r.Step++
+		if r.Step > a.stepLimit {
+			err := fmt.Errorf("thread %q: %w: %d super-steps without reaching END; the graph is probably looping (raise the limit if it is not)", r.ThreadID, ErrStepLimit, a.stepLimit)
+			return Result{}, w.fail(ctx, state, next, err)
+		}
+		updates, err := a.step(ctx, r, state, next)
+		if err != nil {
+			return Result{}, w.fail(ctx, state, next, err)
+		}
+		interrupt := false
+		for i, u := range updates {
+			state = a.apply(r, state, u)
+			interrupt = interrupt || u.Interrupt || a.interruptAfter[next[i]]
+		}
+		next, err = a.route(state, next)
+		if err != nil {
+			return Result{}, w.fail(ctx, state, nil, err)
+		}
+		status := checkpoint.StatusRunning
+		switch {
+		case interrupt:
+			status = checkpoint.StatusInterrupted
+		case len(next) == 0:
+			status = checkpoint.StatusCompleted
+		}
+		if err := w.put(ctx, state, next, status); err != nil {
+			return Result{}, err
+		}
+		if interrupt {
+			res := a.result(r, state, StatusInterrupted)
+			r.Emit(Event{Type: EventInterrupted, Data: Interrupted{RemoteToolCalls: res.RemoteToolCalls}})
+			return res, nil
+		}
+	}
+	return a.result(r, state, StatusCompleted), nil
+}
+
+// step runs the active nodes of one super-step, concurrently when there
+// are several, and returns their updates in the order of next.
+func (a *App) step(ctx context.Context, r *Run, state State, next []string) ([]Update, error) {
+	updates := make([]Update, len(next))
+	one := func(i int) error {
+		name := next[i]
+		r.Emit(Event{Type: EventNodeStarted, Data: NodeEvent{Node: name, Step: r.Step}})
+		u, err := a.g.nodes[name].Run(ctx, &Input{State: state, Run: r, Node: name})
+		if err != nil {
+			return fmt.Errorf("node %q: %w", name, err)
+		}
+		r.Emit(Event{Type: EventNodeFinished, Data: NodeEvent{Node: name, Step: r.Step}})
+		updates[i] = u
+		return nil
+	}
+	if len(next) == 1 {
+		return updates, one(0)
+	}
+	errs := make([]error, len(next))
+	var wg sync.WaitGroup
+	for i := range next {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs[i] = one(i)
+		}()
+	}
+	wg.Wait()
+	return updates, errors.Join(errs...)
+}
+
+// apply adds an update to the state without touching the previous state's
+// backing arrays, which nodes of the step may still hold.
+func (a *App) apply(r *Run, s State, u Update) State {
+	if len(u.Messages) > 0 {
+		s.Messages = a.appendMessages(r, s.Messages, u.Messages)
+	}
+	if len(u.Values) > 0 {
+		out := make(map[string]json.RawMessage, len(s.Values)+len(u.Values))
+		for k, v := range s.Values {
+			out[k] = v
+		}
+		for k, v := range u.Values {
+			out[k] = v
+		}
+		s.Values = out
+	}
+	return s
+}
+
+func (a *App) appendMessages(r *Run, msgs, add []message.Message) []message.Message {
+	out := make([]message.Message, len(msgs), len(msgs)+len(add))
+	copy(out, msgs)
+	for _, m := range add {
+		if m.ID == "" {
+			m.ID = r.RunID[:12] + "-" + strconv.Itoa(len(out))
+		}
+		out = append(out, m)
+		r.Emit(Event{Type: EventMessage, Data: m})
+	}
+	return out
+}
+
+// route picks the next nodes from the edges of the nodes that just ran,
+// keeping first-seen order and dropping END.
+func (a *App) route(state State, ran []string) ([]string, error) {
+	var next []string
+	seen := map[string]bool{}
+	add := func(from string, tos []string) error {
+		for _, to := range tos {
+			if to == END || seen[to] {
+				continue
+			}
+			if a.g.nodes[to] == nil {
+				return fmt.Errorf("router of node %q returned unknown node %q", from, to)
+			}
+			seen[to] = true
+			next = append(next, to)
+		}
+		return nil
+	}
+	for _, n := range ran {
+		if rs, ok := a.g.routers[n]; ok {
+			if err := add(n, rs.route(state)); err != nil {
+				return nil, err
+			}
+			continue
+		}
+		if err := add(n, a.g.edges[n]); err != nil {
+			return nil, err
+		}
+	}
+	return next, nil
+}
+
+func (a *App) result(r *Run, s State, status Status) Result {
+	res := Result{ThreadID: r.ThreadID, RunID: r.RunID, Status: status, Messages: s.Messages,
+		RemoteToolCalls: []message.RemoteToolCallBlock{}}
+	if status == StatusInterrupted {
+		if p := message.Pending(s.Messages); p != nil {
+			res.RemoteToolCalls = p
+		}
+	}
+	return res
+}
+
+func (a *App) acquire(thread string) bool {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.busy[thread] {
+		return false
+	}
+	a.busy[thread] = true
+	return true
+}
+
+func (a *App) release(thread string) {
+	a.mu.Lock()
+	delete(a.busy, thread)
+	a.mu.Unlock()
+}
+
+// writer appends a run's checkpoints.
+type writer struct {
+	app      *App
+	run      *Run
+	seq      int64
+	meta     map[string]string
+	runTools []json.RawMessage
+}
+
+func (w *writer) put(ctx context.Context, s State, next []string, status checkpoint.Status) error {
+	raw, err := encodeState(s, w.runTools)
+	if err != nil {
+		return fmt.Errorf("thread %q: encode state: %w", w.run.ThreadID, err)
+	}
+	cp := checkpoint.Checkpoint{ThreadID: w.run.ThreadID, Seq: w.seq + 1, RunID: w.run.RunID, Step: w.run.Step,
+		Status: status, Next: next, State: raw, Metadata: w.meta}
+	if err := w.app.cp.Put(ctx, cp); err != nil {
+		if errors.Is(err, checkpoint.ErrConflict) {
+			return &StateError{Kind: ErrThreadBusy, ThreadID: w.run.ThreadID, Detail: "another process changed the thread during this run; reload it and retry"}
+		}
+		return fmt.Errorf("thread %q: save checkpoint: %w", w.run.ThreadID, err)
+	}
+	w.seq++
+	return nil
+}
+
+// fail records that the run stopped on err with the state before the failing
+// step, so that calling the thread again without input retries that step.
+func (w *writer) fail(ctx context.Context, s State, next []string, err error) error {
+	if ctx.Err() != nil {
+		return err // cancelled: leave the last checkpoint as it was
+	}
+	if perr := w.put(context.WithoutCancel(ctx), s, next, checkpoint.StatusFailed); perr != nil {
+		return errors.Join(err, perr)
+	}
+	return err
+}
+
+// Thread returns the thread's current state as a Result (RunID is the run
+// that last wrote it), or an error wrapping ErrThreadNotFound.
+func (a *App) Thread(ctx context.Context, threadID string) (Result, error) {
+	cp, err := a.cp.Latest(ctx, threadID)
+	if errors.Is(err, checkpoint.ErrNotFound) {
+		return Result{}, fmt.Errorf("thread %q: %w", threadID, ErrThreadNotFound)
+	}
+	if err != nil {
+		return Result{}, fmt.Errorf("thread %q: load: %w", threadID, err)
+	}
+	return a.snapshot(cp)
+}
+
+// Snapshot is one checkpoint of a thread's history.
+type Snapshot struct {
+	Result
+	Seq  int64             `json:"seq"`
+	Step int               `json:"step"`
+	Next []string          `json:"next"`
+	Raw  checkpoint.Status `json:"checkpoint_status"`
+}
+
+// History returns up to limit snapshots of the thread, newest first.
+func (a *App) History(ctx context.Context, threadID string, limit int) ([]Snapshot, error) {
+	cps, err := a.cp.History(ctx, threadID, limit)
+	if err != nil {
+		return nil, fmt.Errorf("thread %q: history: %w", threadID, err)
+	}
+	out := make([]Snapshot, 0, len(cps))
+	for _, cp := range cps {
+		res, err := a.snapshot(cp)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, Snapshot{Result: res, Seq: cp.Seq, Step: cp.Step, Next: cp.Next, Raw: cp.Status})
+	}
+	return out, nil
+}
+
+// ThreadMetadata returns the metadata stored with the thread.
+func (a *App) ThreadMetadata(ctx context.Context, threadID string) (map[string]string, error) {
+	cp, err := a.cp.Latest(ctx, threadID)
+	if errors.Is(err, checkpoint.ErrNotFound) {
+		return nil, fmt.Errorf("thread %q: %w", threadID, ErrThreadNotFound)
+	}
+	return cp.Metadata, err
+}
+
+// DeleteThread forgets the thread. A thread with a run in progress is not
+// deleted (ErrThreadBusy).
+func (a *App) DeleteThread(ctx context.Context, threadID string) error {
+	if !a.acquire(threadID) {
+		return &StateError{Kind: ErrThreadBusy, ThreadID: threadID, Detail: "wait for the current run to finish"}
+	}
+	defer a.release(threadID)
+	return a.cp.DeleteThread(ctx, threadID)
+}
+
+func (a *App) snapshot(cp checkpoint.Checkpoint) (Result, error) {
+	w, err := decodeState(cp)
+	if err != nil {
+		return Result{}, fmt.Errorf("thread %q: read checkpoint %d: %w", cp.ThreadID, cp.Seq, err)
+	}
+	status := Status(cp.Status) // the names are the same by design
+	r := &Run{ThreadID: cp.ThreadID, RunID: cp.RunID}
+	return a.result(r, w.State, status), nil
+}

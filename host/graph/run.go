@@ -1,0 +1,115 @@
+package graph
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"sync"
+
+	"github.com/tenxgraph/tenxgraph/host/checkpoint"
+	"github.com/tenxgraph/tenxgraph/host/message"
+	"github.com/tenxgraph/tenxgraph/sdk"
+)
+
+// RunConfig is the per-run configuration.
+type RunConfig struct {
+	// ThreadID names the conversation; required.
+	ThreadID string `json:"thread_id"`
+	// RemoteTools are client tools for this run only, each in the flat or
+	// the OpenAI shape. A name a ToolNode already has is ignored (and the
+	// run's events say so). On a resume that carries none, the paused run's
+	// tools are offered again.
+	RemoteTools []json.RawMessage `json:"remote_tools,omitempty"`
+	// Metadata is stored with a new thread (its owner, say) and kept for
+	// its lifetime; later runs cannot change it.
+	Metadata map[string]string `json:"-"`
+}
+
+// Status is the outcome of a run.
+type Status string
+
+// Run outcomes.
+const (
+	StatusCompleted   Status = "completed"
+	StatusInterrupted Status = "interrupted"
+	// StatusRunning and StatusFailed describe a thread (not a run's
+	// outcome): a run is in progress or stopped mid-way, or its last run
+	// failed. Calling the thread again without input continues it.
+	StatusRunning Status = "running"
+	StatusFailed  Status = "failed"
+)
+
+// Result is what a run returns: the thread after the run and, when it
+// paused, the remote calls the client must answer. Its JSON is the HTTP
+// API's invoke response.
+type Result struct {
+	ThreadID        string                        `json:"thread_id"`
+	RunID           string                        `json:"run_id"`
+	Status          Status                        `json:"status"`
+	Messages        []message.Message             `json:"messages"`
+	RemoteToolCalls []message.RemoteToolCallBlock `json:"remote_tool_calls"`
+}
+
+// Run is one execution of the graph on a thread, as nodes see it.
+type Run struct {
+	ThreadID string
+	RunID    string
+	// RemoteTools are this run's client tools, parsed and validated.
+	RemoteTools []sdk.ToolSpec
+	// Step is the current super-step (1-based).
+	Step int
+
+	emit func(Event)
+	memo sync.Map // key -> *memoEntry
+}
+
+type memoEntry struct {
+	once sync.Once
+	v    any
+	err  error
+}
+
+// Emit reports progress on the run's event stream. It is cheap when nobody
+// listens.
+func (r *Run) Emit(e Event) {
+	if r.emit != nil {
+		r.emit(e)
+	}
+}
+
+// Memo computes a value once per run and shares it between nodes and steps:
+// a ToolNode's tool set, for one, is built once although the model node and
+// the ToolNode both need it on every step.
+func (r *Run) Memo(key any, f func() (any, error)) (any, error) {
+	e, _ := r.memo.LoadOrStore(key, &memoEntry{})
+	m := e.(*memoEntry)
+	m.once.Do(func() { m.v, m.err = f() })
+	return m.v, m.err
+}
+
+func newID() string {
+	var b [12]byte
+	_, _ = rand.Read(b[:]) // crypto/rand never fails on supported platforms
+	return hex.EncodeToString(b[:])
+}
+
+// wireState is the checkpoint's State bytes.
+type wireState struct {
+	State
+	// RunTools are the per-run tools of the run that wrote the checkpoint,
+	// kept so that a resume without them offers the same tools.
+	RunTools []json.RawMessage `json:"run_remote_tools,omitempty"`
+}
+
+func encodeState(s State, runTools []json.RawMessage) ([]byte, error) {
+	return json.Marshal(wireState{State: s, RunTools: runTools})
+}
+
+func decodeState(cp checkpoint.Checkpoint) (wireState, error) {
+	var w wireState
+	if len(cp.State) == 0 {
+		return w, nil
+	}
+	err := json.Unmarshal(cp.State, &w)
+	return w, err
+}

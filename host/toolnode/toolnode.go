@@ -1,0 +1,230 @@
+// Package toolnode is the ToolNode: the graph node that runs the tools the
+// model called.
+//
+// A ToolNode offers the model three kinds of tools: server tools from its
+// providers, remote tools declared on the server (config or
+// AttachRemoteTools), and the run's own client tools. Server tools run here,
+// all of a step's calls concurrently; remote calls become RemoteToolCallBlocks
+// and the node asks the graph to pause. Because the graph checkpoints the
+// step's whole update before pausing, a server tool that ran is never run
+// again on resume.
+package toolnode
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sort"
+	"strings"
+	"sync"
+
+	"github.com/tenxgraph/tenxgraph/host/graph"
+	"github.com/tenxgraph/tenxgraph/host/message"
+	"github.com/tenxgraph/tenxgraph/host/toolspec"
+	"github.com/tenxgraph/tenxgraph/sdk"
+)
+
+// Kind says where a tool runs.
+type Kind string
+
+// Tool kinds, as `tenxgraph tools` prints them.
+const (
+	// KindServer tools run in the host, through a provider.
+	KindServer Kind = "server"
+	// KindRemote tools are declared on the server and run in the client.
+	KindRemote Kind = "remote"
+	// KindRunRemote tools are a client's own, for one run.
+	KindRunRemote Kind = "remote (per-run)"
+)
+
+// Tool is one entry of a tool set.
+type Tool struct {
+	Spec sdk.ToolSpec
+	Kind Kind
+	// Provider names the provider of a server tool; "client" otherwise.
+	Provider string
+
+	provider sdk.Provider
+	schema   *toolspec.Schema
+}
+
+// Node is a ToolNode. Build it with New; it is safe for concurrent runs.
+type Node struct {
+	name string
+
+	mu     sync.RWMutex
+	server []Tool // sorted by name; fixed after New
+	remote []Tool // configured remote tools, in declaration order
+	byName map[string]*Tool
+}
+
+// New builds a ToolNode serving the providers' tools. It lists every
+// provider once, now: a provider that cannot describe itself, a tool with an
+// invalid spec, or a name two providers share is an error at startup rather
+// than a surprise mid-conversation.
+func New(ctx context.Context, name string, providers ...sdk.Provider) (*Node, error) {
+	n := &Node{name: name, byName: map[string]*Tool{}}
+	var errs []string
+	seen := map[string]string{} // tool name -> provider name
+	for i, p := range providers {
+		md, err := p.Metadata(ctx, sdk.MetadataRequest{})
+		if err != nil {
+			return nil, fmt.Errorf("tool node %q: provider %d: list tools: %w", name, i, err)
+		}
+		pname := md.Name
+		if pname == "" {
+			pname = fmt.Sprintf("provider-%d", i)
+		}
+		for _, spec := range md.Tools {
+			if ps := toolspec.Check(spec); len(ps) > 0 {
+				errs = append(errs, fmt.Sprintf("provider %q, tool %q: %v", pname, spec.Name, strings.ReplaceAll(ps.Error(), "\n", "; ")))
+				continue
+			}
+			if prev, dup := seen[spec.Name]; dup {
+				errs = append(errs, fmt.Sprintf("tool %q is served by both %q and %q; tool names must be unique on a node", spec.Name, prev, pname))
+				continue
+			}
+			seen[spec.Name] = pname
+			schema, _ := toolspec.Compile(spec.Parameters) // checked above
+			n.server = append(n.server, Tool{Spec: spec, Kind: KindServer, Provider: pname, provider: p, schema: schema})
+		}
+	}
+	if len(errs) > 0 {
+		return nil, fmt.Errorf("tool node %q:\n  %s", name, strings.Join(errs, "\n  "))
+	}
+	sort.Slice(n.server, func(i, j int) bool { return n.server[i].Spec.Name < n.server[j].Spec.Name })
+	n.reindex()
+	return n, nil
+}
+
+func (n *Node) reindex() {
+	n.byName = make(map[string]*Tool, len(n.server)+len(n.remote))
+	for i := range n.server {
+		n.byName[n.server[i].Spec.Name] = &n.server[i]
+	}
+	for i := range n.remote {
+		n.byName[n.remote[i].Spec.Name] = &n.remote[i]
+	}
+}
+
+// Name is the node's name in the graph.
+func (n *Node) Name() string { return n.name }
+
+// CheckRemoteTools implements graph.RemoteToolNode: a remote tool may not
+// take a name the node already serves.
+func (n *Node) CheckRemoteTools(tools []graph.RemoteToolConfig, indexes []int) toolspec.Problems {
+	n.mu.RLock()
+	defer n.mu.RUnlock()
+	var ps toolspec.Problems
+	for i, t := range tools {
+		if prev, ok := n.byName[t.Name]; ok {
+			ps.Add(toolspec.Index(indexes[i])+".name", "node %q already has a %s tool %q (from %s); a remote tool cannot shadow it", n.name, prev.Kind, t.Name, prev.Provider)
+		}
+	}
+	return ps
+}
+
+// AttachRemoteTools implements graph.RemoteToolNode.
+func (n *Node) AttachRemoteTools(tools []graph.RemoteToolConfig) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	for _, t := range tools {
+		spec := t.Spec()
+		schema, _ := toolspec.Compile(spec.Parameters) // checked by the graph
+		n.remote = append(n.remote, Tool{Spec: spec, Kind: KindRemote, Provider: "client", schema: schema})
+	}
+	n.reindex()
+}
+
+// Tools lists the node's tools without a run: server tools, then configured
+// remote tools.
+func (n *Node) Tools() []Tool {
+	n.mu.RLock()
+	defer n.mu.RUnlock()
+	return slices.Concat(n.server, n.remote)
+}
+
+// ToolSet is the tools one run offers the model.
+type ToolSet struct {
+	tools  []Tool
+	byName map[string]*Tool
+	specs  []sdk.ToolSpec
+}
+
+// Specs are the tools as the model sees them.
+func (ts *ToolSet) Specs() []sdk.ToolSpec { return ts.specs }
+
+// Tools are the set's entries.
+func (ts *ToolSet) Tools() []Tool { return ts.tools }
+
+type toolSetKey struct{ node *Node }
+
+// ToolSet returns the tools this run offers: the node's own plus the run's
+// client tools whose names are free. It is built once per run; a per-run tool
+// that would shadow one of the node's is left out and reported as an
+// EventToolIgnored.
+func (n *Node) ToolSet(ctx context.Context, r *graph.Run) (*ToolSet, error) {
+	v, err := r.Memo(toolSetKey{n}, func() (any, error) { return n.buildToolSet(r), nil })
+	if err != nil {
+		return nil, err
+	}
+	return v.(*ToolSet), nil
+}
+
+func (n *Node) buildToolSet(r *graph.Run) *ToolSet {
+	n.mu.RLock()
+	defer n.mu.RUnlock()
+	ts := &ToolSet{byName: n.byName}
+	if len(r.RemoteTools) == 0 {
+		ts.tools = slices.Concat(n.server, n.remote)
+	} else {
+		ts.tools = slices.Concat(n.server, n.remote, make([]Tool, 0, len(r.RemoteTools)))
+		ts.byName = make(map[string]*Tool, len(n.byName)+len(r.RemoteTools))
+		for k, v := range n.byName {
+			ts.byName[k] = v
+		}
+		for _, spec := range r.RemoteTools {
+			if prev, taken := n.byName[spec.Name]; taken {
+				r.Emit(graph.Event{Type: graph.EventToolIgnored, Data: graph.ToolIgnored{Node: n.name, Name: spec.Name,
+					Reason: fmt.Sprintf("node %q already has a %s tool named %q (from %s); a client tool cannot shadow it", n.name, prev.Kind, spec.Name, prev.Provider)}})
+				continue
+			}
+			schema, _ := toolspec.Compile(spec.Parameters) // validated when the run started
+			ts.tools = append(ts.tools, Tool{Spec: spec, Kind: KindRunRemote, Provider: "client", schema: schema})
+		}
+		for i := len(n.server) + len(n.remote); i < len(ts.tools); i++ {
+			ts.byName[ts.tools[i].Spec.Name] = &ts.tools[i]
+		}
+	}
+	ts.specs = make([]sdk.ToolSpec, len(ts.tools))
+	for i, t := range ts.tools {
+		ts.specs[i] = t.Spec
+	}
+	return ts
+}
+
+var _ graph.RemoteToolNode = (*Node)(nil)
+
+// lookup finds a tool for a call, or says why there is none.
+func (ts *ToolSet) lookup(name string) (*Tool, bool) {
+	t, ok := ts.byName[name]
+	return t, ok
+}
+
+func (ts *ToolSet) names() string {
+	names := make([]string, len(ts.tools))
+	for i, t := range ts.tools {
+		names[i] = t.Spec.Name
+	}
+	return strings.Join(names, ", ")
+}
+
+// lastCalls returns the calls of the thread's last assistant message.
+func lastCalls(msgs []message.Message) []message.ToolCallBlock {
+	for i := len(msgs) - 1; i >= 0; i-- {
+		if msgs[i].Role == message.RoleAssistant {
+			return msgs[i].ToolCalls()
+		}
+	}
+	return nil
+}
