@@ -136,7 +136,9 @@ func build(t *testing.T, cp checkpoint.Checkpointer, steps ...func(model.Request
 
 var ctx = context.Background()
 
-func user(text string) []message.Message { return []message.Message{message.Text(message.RoleUser, text)} }
+func user(text string) []message.Message {
+	return []message.Message{message.Text(message.RoleUser, text)}
+}
 
 func results(rs ...message.ToolResultBlock) []message.Message {
 	m := message.Message{Role: message.RoleTool}
