@@ -398,7 +398,12 @@ func strictUnmarshal(data []byte, v any) error {
 func describe(err error) error {
 	var te *json.UnmarshalTypeError
 	if ok := asTypeError(err, &te); ok && te.Field != "" {
-		return fmt.Errorf("%s: want %s, got %s", te.Field, te.Type, te.Value)
+		field := te.Field
+		// Embedded Go structs show up as "TextBlock.text"; keep the JSON name.
+		if i := strings.LastIndexByte(field, '.'); i >= 0 && field[0] >= 'A' && field[0] <= 'Z' {
+			field = field[i+1:]
+		}
+		return fmt.Errorf("%s: want %s, got %s", field, te.Type, te.Value)
 	}
 	msg := err.Error()
 	if f, ok := strings.CutPrefix(msg, "json: unknown field "); ok {
