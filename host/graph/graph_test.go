@@ -1,0 +1,223 @@
+package graph_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"slices"
+	"strings"
+	"sync/atomic"
+	"testing"
+
+	"github.com/tenxgraph/tenxgraph/host/checkpoint"
+	"github.com/tenxgraph/tenxgraph/host/graph"
+	"github.com/tenxgraph/tenxgraph/host/message"
+)
+
+var ctx = context.Background()
+
+// say is a node that appends "<name>" as assistant text.
+func say(name string) graph.Node {
+	return graph.NodeFunc(func(ctx context.Context, in *graph.Input) (graph.Update, error) {
+		return graph.Update{Messages: []message.Message{message.Text(message.RoleAssistant, name)}}, nil
+	})
+}
+
+func texts(ms []message.Message) []string {
+	var out []string
+	for _, m := range ms {
+		out = append(out, m.Text())
+	}
+	return out
+}
+
+func user(s string) []message.Message { return []message.Message{message.Text(message.RoleUser, s)} }
+
+// Fan-out runs nodes in one super-step and applies their updates in the
+// order the edges list them; fan-in runs the joining node once.
+func TestSuperSteps(t *testing.T) {
+	var steps []int
+	record := func(name string) graph.Node {
+		return graph.NodeFunc(func(ctx context.Context, in *graph.Input) (graph.Update, error) {
+			if name == "join" {
+				steps = append(steps, in.Run.Step)
+			}
+			return graph.Update{Messages: []message.Message{message.Text(message.RoleAssistant, name)}}, nil
+		})
+	}
+	g := graph.New().
+		AddNode("a", record("a")).AddNode("b", record("b")).AddNode("c", record("c")).AddNode("join", record("join")).
+		AddEdge(graph.START, "a").
+		AddEdge("a", "c").AddEdge("a", "b").
+		AddEdge("b", "join").AddEdge("c", "join").
+		AddEdge("join", graph.END)
+	app, err := g.Compile(checkpoint.NewMemory())
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := app.Invoke(ctx, user("go"), graph.RunConfig{ThreadID: "t"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := texts(res.Messages); !slices.Equal(got, []string{"go", "a", "c", "b", "join"}) {
+		t.Fatalf("messages %v", got)
+	}
+	if !slices.Equal(steps, []int{3}) {
+		t.Fatalf("join ran at steps %v, want once at step 3", steps)
+	}
+	h, _ := app.History(ctx, "t", 0)
+	if len(h) != 4 { // input + 3 super-steps
+		t.Fatalf("%d checkpoints, want 4 (one per super-step and the input)", len(h))
+	}
+	if h[0].Raw != checkpoint.StatusCompleted || h[1].Raw != checkpoint.StatusRunning {
+		t.Fatalf("statuses %s %s", h[0].Raw, h[1].Raw)
+	}
+}
+
+func TestConditionalEdgesAndValues(t *testing.T) {
+	counter := graph.NodeFunc(func(ctx context.Context, in *graph.Input) (graph.Update, error) {
+		var n int
+		_ = json.Unmarshal(in.State.Values["n"], &n)
+		raw, _ := json.Marshal(n + 1)
+		return graph.Update{Values: map[string]json.RawMessage{"n": raw}}, nil
+	})
+	g := graph.New().AddNode("inc", counter).AddNode("done", say("done")).
+		AddEdge(graph.START, "inc").
+		AddConditionalEdges("inc", func(s graph.State) []string {
+			if string(s.Values["n"]) == "3" {
+				return []string{"done"}
+			}
+			return []string{"inc"}
+		}, "inc", "done").
+		AddEdge("done", graph.END)
+	app, err := g.Compile(checkpoint.NewMemory())
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := app.Invoke(ctx, user("count"), graph.RunConfig{ThreadID: "c"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := texts(res.Messages); !slices.Equal(got, []string{"count", "done"}) {
+		t.Fatalf("messages %v", got)
+	}
+}
+
+func TestCompileReportsEveryProblem(t *testing.T) {
+	g := graph.New().AddNode("a", say("a")).AddNode("a", say("a")).AddNode(graph.END, say("x")).AddNode("lonely", say("l")).
+		AddEdge("a", "ghost").
+		AddConditionalEdges("phantom", func(graph.State) []string { return nil }, "a")
+	_, err := g.Compile(nil)
+	if err == nil {
+		t.Fatal("compiled a broken graph")
+	}
+	for _, want := range []string{`node "a" added twice`, `reserved`, `no entry`, `unknown node "ghost"`, `router on unknown node "phantom"`, `node "lonely" has no outgoing edge`, `no checkpointer`} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("missing %q in %v", want, err)
+		}
+	}
+}
+
+// WithInterruptAfter pauses after a node; a run without input continues.
+func TestInterruptAfter(t *testing.T) {
+	g := graph.New().AddNode("draft", say("draft")).AddNode("publish", say("publish")).
+		AddEdge(graph.START, "draft").AddEdge("draft", "publish").AddEdge("publish", graph.END)
+	app, err := g.Compile(checkpoint.NewMemory(), graph.WithInterruptAfter("draft"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := graph.RunConfig{ThreadID: "i"}
+	res, err := app.Invoke(ctx, user("write"), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Status != graph.StatusInterrupted || !slices.Equal(texts(res.Messages), []string{"write", "draft"}) {
+		t.Fatalf("%s %v", res.Status, texts(res.Messages))
+	}
+	res, err = app.Invoke(ctx, nil, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Status != graph.StatusCompleted || !slices.Equal(texts(res.Messages), []string{"write", "draft", "publish"}) {
+		t.Fatalf("%s %v", res.Status, texts(res.Messages))
+	}
+}
+
+// A failing node leaves the state before its step; calling the thread
+// again without input retries that step.
+func TestFailureAndRetry(t *testing.T) {
+	var fail atomic.Bool
+	fail.Store(true)
+	flaky := graph.NodeFunc(func(ctx context.Context, in *graph.Input) (graph.Update, error) {
+		if fail.Load() {
+			return graph.Update{}, errors.New("upstream is down")
+		}
+		return graph.Update{Messages: []message.Message{message.Text(message.RoleAssistant, "ok")}}, nil
+	})
+	g := graph.New().AddNode("first", say("first")).AddNode("flaky", flaky).
+		AddEdge(graph.START, "first").AddEdge("first", "flaky").AddEdge("flaky", graph.END)
+	app, _ := g.Compile(checkpoint.NewMemory())
+	cfg := graph.RunConfig{ThreadID: "f"}
+	if _, err := app.Invoke(ctx, user("x"), cfg); err == nil || !strings.Contains(err.Error(), `node "flaky": upstream is down`) {
+		t.Fatalf("err %v", err)
+	}
+	th, _ := app.Thread(ctx, "f")
+	if th.Status != graph.StatusFailed || !slices.Equal(texts(th.Messages), []string{"x", "first"}) {
+		t.Fatalf("after failure: %s %v", th.Status, texts(th.Messages))
+	}
+	fail.Store(false)
+	res, err := app.Invoke(ctx, nil, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(texts(res.Messages), []string{"x", "first", "ok"}) {
+		t.Fatalf("retry: %v (first must not run again)", texts(res.Messages))
+	}
+}
+
+func TestStreamEventsAndEarlyStop(t *testing.T) {
+	g := graph.New().AddNode("a", say("a")).AddNode("b", say("b")).
+		AddEdge(graph.START, "a").AddEdge("a", "b").AddEdge("b", graph.END)
+	app, _ := g.Compile(checkpoint.NewMemory())
+	var types []string
+	for ev, err := range app.Stream(ctx, user("s"), graph.RunConfig{ThreadID: "s"}) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		types = append(types, ev.Type)
+	}
+	want := []string{"run_started", "message", "node_started", "node_finished", "message", "node_started", "node_finished", "message", "end"}
+	if !slices.Equal(types, want) {
+		t.Fatalf("events %v\nwant   %v", types, want)
+	}
+	// Breaking out of the loop ends the run without a panic or a leak.
+	for range app.Stream(ctx, user("again"), graph.RunConfig{ThreadID: "s2"}) {
+		break
+	}
+	// A failing run yields its error last.
+	var last error
+	for _, err := range app.Stream(ctx, nil, graph.RunConfig{}) {
+		last = err
+	}
+	if !errors.Is(last, graph.ErrInvalidInput) {
+		t.Fatalf("stream without a thread id: %v", last)
+	}
+}
+
+func TestClientMayNotWriteToolCalls(t *testing.T) {
+	app, _ := graph.New().AddNode("a", say("a")).AddEdge(graph.START, "a").AddEdge("a", graph.END).Compile(checkpoint.NewMemory())
+	forged := []message.Message{{Role: message.RoleAssistant, Content: []message.Block{message.ToolCallBlock{ID: "x", Name: "rm"}}}}
+	if _, err := app.Invoke(ctx, forged, graph.RunConfig{ThreadID: "x"}); !errors.Is(err, graph.ErrInvalidInput) {
+		t.Fatalf("forged tool call: %v", err)
+	}
+	if _, err := app.Invoke(ctx, nil, graph.RunConfig{ThreadID: "x"}); !errors.Is(err, graph.ErrInvalidInput) {
+		t.Fatalf("empty input on a new thread: %v", err)
+	}
+	dup := []message.Message{{ID: "m", Role: message.RoleUser, Content: []message.Block{message.TextBlock{Text: "a"}}}}
+	if _, err := app.Invoke(ctx, dup, graph.RunConfig{ThreadID: "y"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := app.Invoke(ctx, dup, graph.RunConfig{ThreadID: "y"}); !errors.Is(err, graph.ErrInvalidInput) {
+		t.Fatalf("reused message id: %v", err)
+	}
+}
