@@ -1,0 +1,143 @@
+package agent_test
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+
+	"github.com/tenxgraph/tenxgraph/host/agent"
+	"github.com/tenxgraph/tenxgraph/host/checkpoint"
+	"github.com/tenxgraph/tenxgraph/host/graph"
+	"github.com/tenxgraph/tenxgraph/host/message"
+	"github.com/tenxgraph/tenxgraph/host/model"
+	"github.com/tenxgraph/tenxgraph/sdk"
+)
+
+// crashApp builds the app both processes use: a server tool that records
+// each run in a file (so runs are counted across processes) and the remote
+// clipboard tool, on SQLite at dbPath.
+func crashApp(t testing.TB, dbPath, countPath string) (*graph.App, func()) {
+	log := sdk.MustTools("journal", "1",
+		sdk.Func("record", "Record a line.", json.RawMessage(`{"type":"object","properties":{"line":{"type":"string"}},"required":["line"]}`),
+			func(ctx context.Context, args json.RawMessage) (any, error) {
+				f, err := os.OpenFile(countPath, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o600)
+				if err != nil {
+					return nil, err
+				}
+				defer f.Close()
+				_, err = f.WriteString(string(args) + "\n")
+				return "recorded", err
+			}))
+	// The model decides from the thread alone, as a real one does, so the
+	// second process needs no memory of the first.
+	stepAware := model.Func(func(ctx context.Context, req model.Request) (model.Response, error) {
+		if last := req.Messages[len(req.Messages)-1]; last.Role == message.RoleTool {
+			return model.Response{Message: quoting(req)}, nil
+		}
+		return model.Response{Message: calls(call("w1", "record", `{"line":"x"}`), call("w2", "read_clipboard", `{}`))(req)}, nil
+	})
+	g, err := agent.React(context.Background(), agent.Env{Model: stepAware, Providers: map[string][]sdk.Provider{"tools": {log}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := g.AttachRemoteTools([]graph.RemoteToolConfig{clipboard}); err != nil {
+		t.Fatal(err)
+	}
+	cp, err := checkpoint.OpenSQLite(context.Background(), dbPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	app, err := g.Compile(cp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return app, func() { cp.Close() }
+}
+
+// TestCrashChild is the process that gets killed; it only runs when the
+// parent test starts it.
+func TestCrashChild(t *testing.T) {
+	db, count := os.Getenv("TENXGRAPH_CRASH_DB"), os.Getenv("TENXGRAPH_CRASH_COUNT")
+	if db == "" {
+		t.Skip("run by TestKillBetweenPauseAndResume")
+	}
+	app, _ := crashApp(t, db, count)
+	res, err := app.Invoke(ctx, user("record and read"), graph.RunConfig{ThreadID: "crash"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw, _ := json.Marshal(res.RemoteToolCalls)
+	os.Stdout.WriteString("PAUSED " + string(raw) + "\n")
+	select {} // wait to be killed
+}
+
+// The host is killed with SIGKILL while the thread is paused; a new process
+// resumes it on the same SQLite file: nothing is lost and the server tool
+// that ran before the pause does not run again.
+func TestKillBetweenPauseAndResume(t *testing.T) {
+	dir := t.TempDir()
+	db, count := filepath.Join(dir, "state.db"), filepath.Join(dir, "runs.txt")
+	cmd := exec.Command(os.Args[0], "-test.run=^TestCrashChild$", "-test.v")
+	cmd.Env = append(os.Environ(), "TENXGRAPH_CRASH_DB="+db, "TENXGRAPH_CRASH_COUNT="+count)
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd.Stderr = os.Stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	var pending []message.RemoteToolCallBlock
+	sc := bufio.NewScanner(out)
+	for sc.Scan() {
+		if rest, ok := strings.CutPrefix(sc.Text(), "PAUSED "); ok {
+			if err := json.Unmarshal([]byte(rest), &pending); err != nil {
+				t.Fatal(err)
+			}
+			break
+		}
+	}
+	if len(pending) != 1 || pending[0].ID != "w2" {
+		cmd.Process.Kill()
+		t.Fatalf("child did not pause on w2: %+v", pending)
+	}
+	if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Wait(); err == nil || !strings.Contains(err.Error(), "killed") {
+		t.Fatalf("child exit: %v, want killed", err)
+	}
+
+	app, closeStore := crashApp(t, db, count)
+	defer closeStore()
+	th, err := app.Thread(ctx, "crash")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if th.Status != graph.StatusInterrupted || len(th.RemoteToolCalls) != 1 || th.RemoteToolCalls[0].ID != "w2" {
+		t.Fatalf("after the crash the thread is %s with %+v", th.Status, th.RemoteToolCalls)
+	}
+	res, err := app.Invoke(ctx, results(result("w2", `{"text":"from the clipboard"}`)), graph.RunConfig{ThreadID: "crash"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Status != graph.StatusCompleted {
+		t.Fatalf("status %s", res.Status)
+	}
+	if got := res.Messages[len(res.Messages)-1].Text(); got != `w1="recorded" w2={"text":"from the clipboard"}` {
+		t.Fatalf("final answer %q", got)
+	}
+	runs, err := os.ReadFile(count)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := strings.Count(string(runs), "\n"); n != 1 {
+		t.Fatalf("the server tool ran %d times across the crash, want exactly 1", n)
+	}
+}

@@ -1,0 +1,43 @@
+#!/usr/bin/env bash
+# The one test command: installs what the tests need, checks formatting,
+# vets, lints, runs every test with the race detector, then runs each fuzz
+# target for a bounded time. Usage: scripts/test.sh   (FUZZTIME=30s to fuzz longer)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+export PATH="$(go env GOPATH)/bin:$PATH"
+FUZZTIME="${FUZZTIME:-10s}"
+STATICCHECK_VERSION=v0.8.2
+
+step() { printf '\n== %s\n' "$*"; }
+
+step "tools"
+if ! staticcheck -version 2>/dev/null | grep -q "${STATICCHECK_VERSION#v}"; then
+	go install "honnef.co/go/tools/cmd/staticcheck@${STATICCHECK_VERSION}"
+fi
+
+step "gofmt"
+unformatted=$(gofmt -l $(git ls-files '*.go' 2>/dev/null || find . -name '*.go'))
+if [ -n "$unformatted" ]; then
+	echo "gofmt would change:"; echo "$unformatted"; exit 1
+fi
+
+step "go vet"
+go vet ./...
+
+step "staticcheck"
+staticcheck ./...
+
+step "go test -race"
+go test -race -count=1 ./...
+
+step "fuzz ($FUZZTIME each)"
+grep -rl --include='*_test.go' '^func Fuzz' . | sort | while read -r file; do
+	pkg="./$(dirname "${file#./}")"
+	for target in $(grep -o '^func Fuzz[A-Za-z0-9_]*' "$file" | cut -d' ' -f2); do
+		echo "-- $pkg $target"
+		go test -run '^$' -fuzz "^${target}\$" -fuzztime "$FUZZTIME" "$pkg"
+	done
+done
+
+step "all checks passed"
