@@ -1,0 +1,740 @@
+// Package config reads 10xgraph.json strictly: an unknown key, a duplicate
+// key or a value of the wrong type is an error, and every error in the file
+// is reported at once with its JSON path ("remote_tools[1].parameters"). A
+// config that loads is one the host can start from without guessing; a
+// misspelt key that is silently ignored is a setting the user believes in
+// and does not have.
+//
+// Config holds what the file says, with defaults filled in and relative
+// paths made absolute. Checks that need more than the file (that a graph
+// node exists, that a plugin's binary matches its sha256, that environment
+// variables are set) belong to the parts that use the values.
+package config
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io/fs"
+	"math"
+	"net"
+	"net/url"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/tenxgraph/tenxgraph/host/graph"
+	"github.com/tenxgraph/tenxgraph/host/toolspec"
+)
+
+// Defaults for keys the file leaves out.
+const (
+	// DefaultNode is the ToolNode of the prebuilt "tenxgraph:react" graph,
+	// so a provider entry without "node" lands where that graph looks.
+	DefaultNode = "tools"
+	// DefaultAddr listens on loopback only: exposing the API is a choice
+	// the file must make explicitly.
+	DefaultAddr = "127.0.0.1:8123"
+	// DefaultMaxBodyBytes bounds request bodies (4 MiB).
+	DefaultMaxBodyBytes = 4 << 20
+	// DefaultMaxSteps stops a model that keeps calling tools forever.
+	DefaultMaxSteps = 25
+	// DefaultMaxRetries matches the OpenAI SDKs' default.
+	DefaultMaxRetries = 2
+	// DefaultAPIKeyEnv is where every OpenAI client looks for the key.
+	DefaultAPIKeyEnv = "OPENAI_API_KEY"
+	// DefaultSQLitePath is relative to the config's folder, so state stays
+	// with the project rather than with the shell's current directory.
+	DefaultSQLitePath = ".tenxgraph/state.db"
+)
+
+// Config is a validated 10xgraph.json.
+type Config struct {
+	// Dir is the config file's folder (absolute). Relative paths in the
+	// file are resolved against it, so the host behaves the same whatever
+	// directory it is started from.
+	Dir string
+	// Agent names the registered graph to serve ("tenxgraph:react", or a
+	// code-first program's own "graph.agent:app"); the file configures a
+	// graph, it cannot define one.
+	Agent string
+	// RemoteTools are declared on the server, executed by the client.
+	// They are checked here (names, schemas, duplicates) so a broken schema
+	// fails at startup, not when a model first calls the tool; whether
+	// each Node exists is checked when the graph is built.
+	RemoteTools []graph.RemoteToolConfig
+	// Model is nil when the file has no "model": a code-first graph may
+	// bring its own.
+	Model *Model
+	// BuiltinTools is nil when the file has no "builtin_tools": no builtin
+	// tool runs unless asked for.
+	BuiltinTools *BuiltinTools
+	// MCPServers are keyed by the name that prefixes their tools.
+	MCPServers map[string]MCPServer
+	// MCPServerOrder lists MCPServers' keys in file order, so servers start
+	// and tools are listed in the order the user wrote them.
+	MCPServerOrder []string
+	// Plugins are third-party tool providers, in file order.
+	Plugins []Plugin
+	// Checkpointer is where thread state is kept; always set (sqlite by
+	// default), because pausing for remote tools needs somewhere to pause.
+	Checkpointer Checkpointer
+	// Server is the HTTP API's setup; always set, with safe defaults.
+	Server Server
+}
+
+// Model configures the chat model.
+type Model struct {
+	// Provider is "openai" (any OpenAI-compatible endpoint: OpenAI,
+	// Ollama, vLLM, llama.cpp, LM Studio) or "scripted" (deterministic
+	// rules from Script, for demos and tests that must run offline).
+	Provider string
+	// Model is the model name sent to the endpoint; required for openai,
+	// where there is no sensible guess.
+	Model string
+	// BaseURL is empty for OpenAI's own endpoint (OPENAI_BASE_URL may
+	// override it at run time).
+	BaseURL string
+	// APIKeyEnv names the environment variable holding the key (default
+	// OPENAI_API_KEY for openai), so the key never sits in the file.
+	APIKeyEnv string
+	// Script is the scripted model's rule file (absolute).
+	Script string
+	// SystemPrompt is prepended to every conversation; empty for none.
+	SystemPrompt string
+	// MaxSteps bounds model calls per run (default 25), so a model that
+	// loops on tools ends with an error instead of a bill.
+	MaxSteps int
+	// Timeout bounds one model call; 0 leaves it to the provider's default.
+	Timeout time.Duration
+	// MaxRetries is how often a failed call is retried (default 2); 0
+	// turns retries off.
+	MaxRetries int
+}
+
+// BuiltinTools selects the builtin tools provider's tools.
+type BuiltinTools struct {
+	// Node is the ToolNode offering the tools (default "tools").
+	Node string
+	// Enable lists the tools to offer, in file order. Nothing is on by
+	// default: tools that fetch URLs or touch files are capabilities the
+	// user grants, one by one.
+	Enable []string
+	// HTTPFetch limits http_fetch.
+	HTTPFetch HTTPFetch
+	// Workspace confines the file tools.
+	Workspace Workspace
+}
+
+// HTTPFetch limits the http_fetch tool, which a model drives with
+// arbitrary URLs: without a host list it would be a way into the
+// network the host sits on.
+type HTTPFetch struct {
+	// AllowHosts are the only hosts http_fetch may reach; required when
+	// http_fetch is enabled.
+	AllowHosts []string
+	// MaxBytes caps a response; 0 leaves the provider's default.
+	MaxBytes int64
+	// Timeout bounds a fetch; 0 leaves the provider's default.
+	Timeout time.Duration
+}
+
+// Workspace confines read_file, write_file and list_files.
+type Workspace struct {
+	// Root is the folder the file tools cannot leave (absolute); required
+	// when any of them is enabled, so a model never roams the whole disk.
+	Root string
+}
+
+// MCPServer is one entry of mcp_servers, in the shape users know from
+// desktop MCP clients' "mcpServers".
+type MCPServer struct {
+	// Name is the entry's key; it prefixes the server's tool names, so it
+	// must be short and plain.
+	Name string
+	// Type is "stdio", "http" or "sse"; when the file omits it, command
+	// means stdio and url means http. LangChain's and Cline's spellings of
+	// http ("streamable_http", "streamable-http", "streamableHttp") are
+	// accepted and stored as "http", so configs copied from them work.
+	Type string
+	// Command starts a stdio server. A relative path containing a
+	// separator is made absolute; a bare name is looked up in PATH.
+	// ${VAR} references here and in Args, Env, URL and Headers are kept
+	// verbatim for the bridge to expand, so secrets stay out of the file.
+	Command string
+	Args    []string
+	Env     map[string]string
+	// Cwd is the stdio server's working directory (absolute). It defaults
+	// to the config's folder, so relative paths in Args mean the same as
+	// everywhere else in the file.
+	Cwd string
+	// URL reaches an http or sse server.
+	URL     string
+	Headers map[string]string
+	// Timeout bounds one tool call; 0 leaves the bridge's default.
+	Timeout time.Duration
+	// Node is the ToolNode offering the server's tools (default "tools").
+	Node string
+	// AllowTools, when set, are the only tools offered; DenyTools are
+	// hidden. At most one is set: together they would be ambiguous.
+	AllowTools []string
+	DenyTools  []string
+	// Disabled keeps the entry in the file without starting it.
+	Disabled bool
+}
+
+// Plugin is a third-party tool provider: an executable built with sdk.Serve.
+type Plugin struct {
+	// Name identifies the plugin in logs, errors and `tenxgraph tools`.
+	Name string
+	// Command is the executable and its arguments; Command[0] is made
+	// absolute when it is a relative path.
+	Command []string
+	// SHA256 is the executable's expected checksum (lowercase hex), or
+	// empty. When set, the host refuses to run a binary that differs.
+	SHA256 string
+	// Node is the ToolNode offering the plugin's tools (default "tools").
+	Node string
+	// Env is added to the plugin's environment.
+	Env map[string]string
+	// Start is "startup" (default: a broken plugin fails the start, not the
+	// first run) or "lazy" (started on first use, for costly plugins).
+	Start string
+}
+
+// Checkpointer selects where thread state is stored.
+type Checkpointer struct {
+	// Type is "sqlite" (default: embedded, survives restarts), "memory"
+	// (lost on exit) or "postgres".
+	Type string
+	// Path is the sqlite file (absolute).
+	Path string
+	// DSNEnv names the environment variable holding the postgres DSN, which
+	// carries a password and so never sits in the file.
+	DSNEnv string
+}
+
+// Server configures the HTTP API.
+type Server struct {
+	// Addr is host:port to listen on (default 127.0.0.1:8123).
+	Addr string
+	// Auth is nil when the API is open, which is only sensible on loopback.
+	Auth *Auth
+	// CORS lets browser pages on other origins call the API.
+	CORS CORS
+	// MaxBodyBytes bounds a request body (default 4 MiB).
+	MaxBodyBytes int64
+}
+
+// Auth requires a bearer token on every API request.
+type Auth struct {
+	// TokensEnv names environment variables each holding an accepted token;
+	// several allow rotating a token without downtime.
+	TokensEnv []string
+}
+
+// CORS lists the browser origins allowed to call the API.
+type CORS struct {
+	// AllowOrigins are origins such as "http://localhost:5173", or "*".
+	AllowOrigins []string
+}
+
+// Load reads and parses the config file at path.
+func Load(path string) (*Config, error) {
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return nil, fmt.Errorf("config %s: %w", path, err)
+	}
+	data, err := os.ReadFile(abs)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, fmt.Errorf("no config file at %s: create one there (a small one is {\"agent\": \"tenxgraph:react\", \"model\": {\"provider\": \"openai\", \"model\": \"gpt-4o-mini\"}}) or pass --config with the path of yours: %w", abs, err)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read config: %w", err)
+	}
+	return Parse(data, filepath.Dir(abs))
+}
+
+// Parse decodes and validates a config whose file is in dir. On failure the
+// error is a toolspec.Problems listing every problem found.
+func Parse(data []byte, dir string) (*Config, error) {
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return nil, toolspec.Problems{{Message: fmt.Sprintf("config folder %q: %v", dir, err)}}
+	}
+	c := &checker{dir: abs}
+	root := parse(data, &c.ps)
+	if root == nil {
+		return nil, c.ps
+	}
+	if root.kind != kindObject {
+		c.add("", "the config must be a JSON object, got %s", root.kind)
+		return nil, c.ps
+	}
+	top := field{c: c, v: root}.object("agent", "remote_tools", "model", "builtin_tools", "mcp_servers", "plugins", "checkpointer", "server")
+	cfg := &Config{Dir: abs}
+	cfg.Agent, _ = top.get("agent").required(`name a registered graph such as "tenxgraph:react"`)
+	cfg.RemoteTools = c.remoteTools(top.get("remote_tools"))
+	cfg.Model = c.model(top.get("model"))
+	cfg.BuiltinTools = c.builtinTools(top.get("builtin_tools"))
+	cfg.MCPServers, cfg.MCPServerOrder = c.mcpServers(top.get("mcp_servers"))
+	cfg.Plugins = c.plugins(top.get("plugins"))
+	cfg.Checkpointer = c.checkpointer(top.get("checkpointer"))
+	cfg.Server = c.server(top.get("server"))
+	if len(c.ps) > 0 {
+		return nil, c.ps
+	}
+	return cfg, nil
+}
+
+// node reads a provider entry's "node".
+func nodeName(f field) string {
+	if s, ok := f.text(); ok {
+		return s
+	}
+	return DefaultNode
+}
+
+func (c *checker) remoteTools(f field) []graph.RemoteToolConfig {
+	items, _ := f.items()
+	if len(items) == 0 {
+		return nil
+	}
+	tools := make([]graph.RemoteToolConfig, len(items))
+	for i, it := range items {
+		o := it.object("node", "node_name", "name", "description", "parameters")
+		t := &tools[i]
+		t.Node = DefaultNode
+		node, alias := o.get("node"), o.get("node_name")
+		switch {
+		case node.present() && alias.present():
+			c.add(alias.path, "use one of node or node_name (node_name is an alias of node)")
+		case alias.present():
+			t.Node = nodeName(alias)
+		default:
+			t.Node = nodeName(node)
+		}
+		t.Name, _ = o.get("name").str()
+		t.Description, _ = o.get("description").str()
+		if p := o.get("parameters"); p.present() {
+			var buf bytes.Buffer
+			p.v.encode(&buf)
+			t.Parameters = buf.Bytes()
+		}
+	}
+	// Names, schemas and duplicates are judged by the rules shared with
+	// code-first AttachRemoteTools. Where this file already said what is
+	// wrong (a name that is not a string), its "missing" would only repeat it.
+	var more toolspec.Problems
+	for _, p := range graph.CheckRemoteTools(tools) {
+		if path := toolspec.Join(f.path, p.Path); !c.covered(path) {
+			more.Add(path, "%s", p.Message)
+		}
+	}
+	c.ps = append(c.ps, more...)
+	return tools
+}
+
+func (c *checker) model(f field) *Model {
+	o := f.object("provider", "model", "base_url", "api_key_env", "script", "system_prompt", "max_steps", "timeout", "max_retries")
+	if !o.present() {
+		return nil
+	}
+	m := &Model{MaxSteps: DefaultMaxSteps, MaxRetries: DefaultMaxRetries}
+	provider := o.get("provider")
+	if !provider.present() {
+		c.add(provider.path, `missing: "openai" (any OpenAI-compatible endpoint) or "scripted" (rules from a script file, for demos and tests)`)
+	}
+	m.Provider, _ = provider.oneOf("openai", "scripted")
+
+	model := o.get("model")
+	m.Model, _ = model.text()
+	if m.Provider == "openai" && !model.present() {
+		c.add(model.path, `missing: the openai provider needs a model name, such as "gpt-4o-mini"`)
+	}
+	if u, ok := o.get("base_url").text(); ok {
+		if err := checkURL(u); err != nil {
+			c.add(o.get("base_url").path, "%v", err)
+		}
+		m.BaseURL = u
+	}
+	m.APIKeyEnv, _ = o.get("api_key_env").envName()
+	if m.Provider == "openai" && !o.get("api_key_env").present() {
+		m.APIKeyEnv = DefaultAPIKeyEnv
+	}
+	script := o.get("script")
+	m.Script, _ = script.filePath()
+	if m.Provider == "scripted" && !script.present() {
+		c.add(script.path, "missing: the scripted provider reads its rules from this file")
+	}
+	m.SystemPrompt, _ = o.get("system_prompt").str()
+	if n, ok := o.get("max_steps").integer(1, math.MaxInt32); ok {
+		m.MaxSteps = int(n)
+	}
+	m.Timeout, _ = o.get("timeout").duration()
+	if n, ok := o.get("max_retries").integer(0, math.MaxInt32); ok {
+		m.MaxRetries = int(n)
+	}
+	return m
+}
+
+// builtinNames are the builtin provider's tools.
+var builtinNames = []string{"calculator", "current_time", "http_fetch", "read_file", "write_file", "list_files"}
+
+func (c *checker) builtinTools(f field) *BuiltinTools {
+	o := f.object("node", "enable", "http_fetch", "workspace")
+	if !o.present() {
+		return nil
+	}
+	b := &BuiltinTools{Node: nodeName(o.get("node"))}
+	enable := o.get("enable")
+	if !enable.present() {
+		c.add(enable.path, "missing: list the tools to turn on, from %s", quoteList(builtinNames))
+	}
+	items, _ := enable.items()
+	first := map[string]int{}
+	for i, it := range items {
+		name, ok := it.oneOf(builtinNames...)
+		if !ok {
+			continue
+		}
+		if j, dup := first[name]; dup {
+			c.add(it.path, "%q is already enabled at [%d]", name, j)
+			continue
+		}
+		first[name] = i
+		b.Enable = append(b.Enable, name)
+	}
+
+	hf := o.get("http_fetch").object("allow_hosts", "max_bytes", "timeout")
+	hosts := hf.get("allow_hosts")
+	allowed, listed := hosts.list(checkHost)
+	b.HTTPFetch.AllowHosts = allowed
+	b.HTTPFetch.MaxBytes, _ = hf.get("max_bytes").integer(1, math.MaxInt64)
+	b.HTTPFetch.Timeout, _ = hf.get("timeout").duration()
+	if _, on := first["http_fetch"]; on && (listed || !hosts.present()) && len(allowed) == 0 && !c.covered(hosts.path) {
+		c.add(hosts.path, "missing: http_fetch is enabled, and a model may only fetch from hosts listed here, such as [\"api.example.com\"]")
+	}
+
+	root := o.get("workspace").object("root").get("root")
+	b.Workspace.Root, _ = root.filePath()
+	for _, name := range []string{"read_file", "write_file", "list_files"} {
+		if _, on := first[name]; on && b.Workspace.Root == "" && !c.covered(root.path) {
+			c.add(root.path, "missing: %s is enabled, and the file tools work only inside this folder", name)
+			break
+		}
+	}
+	return b
+}
+
+// serverNamePattern keeps server names short and plain: they prefix tool
+// names, which models accept only up to 64 such characters.
+var serverNamePattern = regexp.MustCompile(`^[a-zA-Z0-9_-]{1,32}$`)
+
+func (c *checker) mcpServers(f field) (map[string]MCPServer, []string) {
+	names, entries := f.members()
+	if len(names) == 0 {
+		return nil, nil
+	}
+	servers := make(map[string]MCPServer, len(names))
+	for i, name := range names {
+		if !serverNamePattern.MatchString(name) {
+			c.add(entries[i].path, "server name %q must be 1 to 32 letters, digits, '_' or '-': it prefixes the names of the server's tools", name)
+		}
+		s := c.mcpServer(entries[i])
+		s.Name = name
+		servers[name] = s
+	}
+	return servers, names
+}
+
+func (c *checker) mcpServer(f field) MCPServer {
+	o := f.object("type", "command", "args", "env", "cwd", "url", "headers", "timeout", "node", "allow_tools", "deny_tools", "disabled")
+	s := MCPServer{Node: nodeName(o.get("node"))}
+	if !o.present() {
+		return s
+	}
+	typ, command, u := o.get("type"), o.get("command"), o.get("url")
+	if t, ok := typ.str(); ok {
+		switch t {
+		case "stdio", "http", "sse":
+			s.Type = t
+		case "streamable_http", "streamable-http", "streamableHttp":
+			s.Type = "http"
+		default:
+			c.add(typ.path, `must be one of "stdio" (started with command), "http" or "sse" (reached by url), got %q`, t)
+		}
+	}
+	switch {
+	case command.present() && u.present():
+		c.add(f.path, "set command (to start a local server) or url (to reach a remote one), not both")
+		s.Type = ""
+	case !command.present() && !u.present():
+		c.add(f.path, "missing command (to start a local server) or url (to reach a remote one)")
+		s.Type = ""
+	case s.Type == "" && !typ.present() && command.present():
+		s.Type = "stdio"
+	case s.Type == "" && !typ.present():
+		s.Type = "http"
+	case s.Type == "stdio" && u.present():
+		c.add(u.path, "a stdio server is started with command; url is for type \"http\" or \"sse\"")
+	case s.Type != "stdio" && s.Type != "" && command.present():
+		c.add(command.path, "an %s server is reached by url; command is for type \"stdio\"", s.Type)
+	}
+
+	if cmd, ok := command.text(); ok {
+		if !strings.HasPrefix(cmd, "$") && strings.ContainsAny(cmd, `/`+string(filepath.Separator)) {
+			cmd = c.resolve(cmd)
+		}
+		s.Command = cmd
+	}
+	s.Args, _ = o.get("args").list(field.str)
+	s.Env, _ = o.get("env").strMap(checkEnvKey, nil)
+	cwd := o.get("cwd")
+	if d, ok := cwd.text(); ok {
+		if !strings.HasPrefix(d, "$") {
+			d = c.resolve(d)
+		}
+		s.Cwd = d
+	}
+	if addr, ok := u.text(); ok {
+		if !strings.Contains(addr, "${") { // checked after expansion instead
+			if err := checkURL(addr); err != nil {
+				c.add(u.path, "%v", err)
+			}
+		}
+		s.URL = addr
+	}
+	s.Headers, _ = o.get("headers").strMap(checkHeaderName, checkHeaderValue)
+	s.Timeout, _ = o.get("timeout").duration()
+	s.AllowTools, _ = o.get("allow_tools").list(field.text)
+	s.DenyTools, _ = o.get("deny_tools").list(field.text)
+	if o.get("allow_tools").present() && o.get("deny_tools").present() {
+		c.add(o.get("deny_tools").path, "set allow_tools or deny_tools, not both")
+	}
+	s.Disabled, _ = o.get("disabled").boolean()
+
+	// Keys of the other transport are mistakes the server would ignore.
+	switch s.Type {
+	case "stdio":
+		if h := o.get("headers"); h.present() {
+			c.add(h.path, "only used by \"http\" and \"sse\" servers (reached by url)")
+		}
+		if s.Cwd == "" {
+			s.Cwd = c.dir
+		}
+	case "http", "sse":
+		for _, k := range []string{"args", "env", "cwd"} {
+			if g := o.get(k); g.present() {
+				c.add(g.path, "only used by \"stdio\" servers (started with command)")
+			}
+		}
+	}
+	return s
+}
+
+// pluginNamePattern is the tool name rule: plugin names show up next to
+// tool names in listings and errors.
+var pluginNamePattern = regexp.MustCompile(`^[a-zA-Z0-9_-]{1,64}$`)
+
+var sha256Pattern = regexp.MustCompile(`^[0-9a-fA-F]{64}$`)
+
+func (c *checker) plugins(f field) []Plugin {
+	items, _ := f.items()
+	var out []Plugin
+	first := map[string]int{}
+	for i, it := range items {
+		o := it.object("name", "command", "sha256", "node", "env", "start")
+		if !o.present() {
+			continue
+		}
+		p := Plugin{Node: nodeName(o.get("node")), Start: "startup"}
+		name := o.get("name")
+		if n, ok := name.required(`a short name for logs and errors, such as "weather"`); ok {
+			switch j, dup := first[n]; {
+			case !pluginNamePattern.MatchString(n):
+				c.add(name.path, "%q must be 1 to 64 letters, digits, '_' or '-'", n)
+			case dup:
+				c.add(name.path, "duplicate plugin name %q (first at plugins[%d])", n, j)
+			default:
+				first[n] = i
+			}
+			p.Name = n
+		}
+		command := o.get("command")
+		if !command.present() {
+			c.add(command.path, `missing: the plugin's executable and its arguments, such as ["./bin/weather-plugin"]`)
+		}
+		if args, ok := command.list(field.str); ok {
+			switch {
+			case len(args) == 0:
+				c.add(command.path, `must not be empty: the plugin's executable and its arguments, such as ["./bin/weather-plugin"]`)
+			case args[0] == "":
+				c.add(toolspec.Join(command.path, toolspec.Index(0)), "must not be empty: the plugin's executable")
+			default:
+				if !filepath.IsAbs(args[0]) && strings.ContainsAny(args[0], `/`+string(filepath.Separator)) {
+					args[0] = c.resolve(args[0])
+				}
+				p.Command = args
+			}
+		}
+		sum := o.get("sha256")
+		if h, ok := sum.str(); ok {
+			if sha256Pattern.MatchString(h) {
+				p.SHA256 = strings.ToLower(h)
+			} else {
+				c.add(sum.path, "must be 64 hexadecimal characters, the output of `sha256sum` on the executable (got %d characters)", len(h))
+			}
+		}
+		p.Env, _ = o.get("env").strMap(checkEnvKey, nil)
+		if s, ok := o.get("start").oneOf("startup", "lazy"); ok {
+			p.Start = s
+		}
+		out = append(out, p)
+	}
+	return out
+}
+
+func (c *checker) checkpointer(f field) Checkpointer {
+	o := f.object("type", "path", "dsn_env")
+	cp := Checkpointer{Type: "sqlite"}
+	typ := o.get("type")
+	if typ.present() {
+		t, ok := typ.oneOf("sqlite", "memory", "postgres")
+		if !ok {
+			return cp // which keys belong depends on a type we do not know
+		}
+		cp.Type = t
+	}
+	path, dsn := o.get("path"), o.get("dsn_env")
+	if cp.Type != "sqlite" && path.present() {
+		c.add(path.path, "only used when type is \"sqlite\" (the %s checkpointer has no file)", cp.Type)
+	}
+	if cp.Type != "postgres" && dsn.present() {
+		c.add(dsn.path, "only used when type is \"postgres\"")
+	}
+	switch cp.Type {
+	case "sqlite":
+		cp.Path = c.resolve(DefaultSQLitePath)
+		if p, ok := path.filePath(); ok {
+			cp.Path = p
+		}
+	case "postgres":
+		if !dsn.present() {
+			c.add(dsn.path, "missing: the postgres checkpointer reads its DSN from the environment variable named here, such as \"DATABASE_URL\"")
+		}
+		cp.DSNEnv, _ = dsn.envName()
+	}
+	return cp
+}
+
+func (c *checker) server(f field) Server {
+	o := f.object("addr", "auth", "cors", "max_body_bytes")
+	s := Server{Addr: DefaultAddr, MaxBodyBytes: DefaultMaxBodyBytes}
+	addr := o.get("addr")
+	if a, ok := addr.text(); ok {
+		if err := checkAddr(a); err != nil {
+			c.add(addr.path, "%v", err)
+		} else {
+			s.Addr = a
+		}
+	}
+	if auth := o.get("auth").object("tokens_env"); auth.present() {
+		tokens := auth.get("tokens_env")
+		if !tokens.present() {
+			c.add(tokens.path, "missing: name the environment variables that hold the accepted tokens, such as [\"TENXGRAPH_TOKEN\"]")
+		}
+		names, ok := tokens.list(field.envName)
+		if ok && len(names) == 0 {
+			c.add(tokens.path, "must name at least one environment variable; leave out auth for an open API")
+		}
+		s.Auth = &Auth{TokensEnv: names}
+	}
+	s.CORS.AllowOrigins, _ = o.get("cors").object("allow_origins").get("allow_origins").list(checkOrigin)
+	if n, ok := o.get("max_body_bytes").integer(1, math.MaxInt64); ok {
+		s.MaxBodyBytes = n
+	}
+	return s
+}
+
+func checkURL(s string) error {
+	u, err := url.Parse(s)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return fmt.Errorf("%q is not an http or https URL", s)
+	}
+	return nil
+}
+
+func checkAddr(s string) error {
+	_, port, err := net.SplitHostPort(s)
+	if err != nil {
+		return fmt.Errorf("%q must be host:port, such as %q", s, DefaultAddr)
+	}
+	if n, err := strconv.Atoi(port); err != nil || n < 0 || n > 65535 {
+		return fmt.Errorf("%q: the port must be a number from 0 to 65535", s)
+	}
+	return nil
+}
+
+// checkHost reads an allow_hosts entry: a host name, optionally with a port
+// or a leading "*." wildcard, but not a URL.
+func checkHost(f field) (string, bool) {
+	h, ok := f.text()
+	if !ok {
+		return "", false
+	}
+	if strings.Contains(h, "://") || strings.ContainsAny(h, "/ \t?#@") {
+		f.c.add(f.path, "%q is not a host: list host names only, such as \"api.example.com\" or \"*.example.com\"", h)
+		return "", false
+	}
+	return h, true
+}
+
+// checkOrigin reads a CORS origin. Browsers send Origin without a path or a
+// trailing slash, so an entry with one would never match.
+func checkOrigin(f field) (string, bool) {
+	o, ok := f.text()
+	if !ok || o == "*" {
+		return o, ok
+	}
+	u, err := url.Parse(o)
+	switch {
+	case err != nil || u.Scheme == "" || u.Host == "":
+		f.c.add(f.path, "%q is not an origin: use scheme://host[:port], such as \"http://localhost:5173\", or \"*\"", o)
+		return "", false
+	case u.Path != "" || u.RawQuery != "" || u.Fragment != "" || u.User != nil || strings.HasSuffix(o, "?") || strings.HasSuffix(o, "#"):
+		f.c.add(f.path, "%q is not an origin: browsers send only scheme://host[:port], with no path or trailing slash, such as %q", o, u.Scheme+"://"+u.Host)
+		return "", false
+	}
+	return o, true
+}
+
+func checkEnvKey(k string) error {
+	if k == "" || strings.ContainsAny(k, "=\x00") {
+		return fmt.Errorf("%q is not an environment variable name", k)
+	}
+	return nil
+}
+
+func checkHeaderValue(v string) error {
+	if strings.ContainsAny(v, "\r\n\x00") {
+		return fmt.Errorf("a header value cannot contain a line break or NUL")
+	}
+	return nil
+}
+
+// checkHeaderName accepts RFC 9110 token characters.
+func checkHeaderName(k string) error {
+	if k == "" {
+		return fmt.Errorf("a header name cannot be empty")
+	}
+	for _, r := range k {
+		if r > 0x7e || r <= ' ' || strings.ContainsRune(`"(),/:;<=>?@[\]{}`, r) {
+			return fmt.Errorf("%q is not a valid header name", k)
+		}
+	}
+	return nil
+}
