@@ -56,6 +56,9 @@ type Node struct {
 	server []Tool // sorted by name; fixed after New
 	remote []Tool // configured remote tools, in declaration order
 	byName map[string]*Tool
+	// base is the tool set of a run without client tools, shared by all
+	// such runs (a ToolSet is never modified once built).
+	base *ToolSet
 }
 
 // New builds a ToolNode serving the providers' tools. It lists every
@@ -105,6 +108,16 @@ func (n *Node) reindex() {
 	for i := range n.remote {
 		n.byName[n.remote[i].Spec.Name] = &n.remote[i]
 	}
+	n.base = &ToolSet{tools: slices.Concat(n.server, n.remote), byName: n.byName}
+	n.base.specs = specsOf(n.base.tools)
+}
+
+func specsOf(tools []Tool) []sdk.ToolSpec {
+	specs := make([]sdk.ToolSpec, len(tools))
+	for i, t := range tools {
+		specs[i] = t.Spec
+	}
+	return specs
 }
 
 // Name is the node's name in the graph.
@@ -174,32 +187,29 @@ func (n *Node) ToolSet(ctx context.Context, r *graph.Run) (*ToolSet, error) {
 func (n *Node) buildToolSet(r *graph.Run) *ToolSet {
 	n.mu.RLock()
 	defer n.mu.RUnlock()
-	ts := &ToolSet{byName: n.byName}
 	if len(r.RemoteTools) == 0 {
-		ts.tools = slices.Concat(n.server, n.remote)
-	} else {
-		ts.tools = slices.Concat(n.server, n.remote, make([]Tool, 0, len(r.RemoteTools)))
-		ts.byName = make(map[string]*Tool, len(n.byName)+len(r.RemoteTools))
-		for k, v := range n.byName {
-			ts.byName[k] = v
-		}
-		for _, spec := range r.RemoteTools {
-			if prev, taken := n.byName[spec.Name]; taken {
-				r.Emit(graph.Event{Type: graph.EventToolIgnored, Data: graph.ToolIgnored{Node: n.name, Name: spec.Name,
-					Reason: fmt.Sprintf("node %q already has a %s tool named %q (from %s); a client tool cannot shadow it", n.name, prev.Kind, spec.Name, prev.Provider)}})
-				continue
-			}
-			schema, _ := toolspec.Compile(spec.Parameters) // validated when the run started
-			ts.tools = append(ts.tools, Tool{Spec: spec, Kind: KindRunRemote, Provider: "client", schema: schema})
-		}
-		for i := len(n.server) + len(n.remote); i < len(ts.tools); i++ {
-			ts.byName[ts.tools[i].Spec.Name] = &ts.tools[i]
-		}
+		return n.base
 	}
-	ts.specs = make([]sdk.ToolSpec, len(ts.tools))
-	for i, t := range ts.tools {
-		ts.specs[i] = t.Spec
+	ts := &ToolSet{
+		tools:  slices.Concat(n.server, n.remote, make([]Tool, 0, len(r.RemoteTools))),
+		byName: make(map[string]*Tool, len(n.byName)+len(r.RemoteTools)),
 	}
+	for k, v := range n.byName {
+		ts.byName[k] = v
+	}
+	for _, spec := range r.RemoteTools {
+		if prev, taken := n.byName[spec.Name]; taken {
+			r.Emit(graph.Event{Type: graph.EventToolIgnored, Data: graph.ToolIgnored{Node: n.name, Name: spec.Name,
+				Reason: fmt.Sprintf("node %q already has a %s tool named %q (from %s); a client tool cannot shadow it", n.name, prev.Kind, spec.Name, prev.Provider)}})
+			continue
+		}
+		schema, _ := toolspec.Compile(spec.Parameters) // validated when the run started
+		ts.tools = append(ts.tools, Tool{Spec: spec, Kind: KindRunRemote, Provider: "client", schema: schema})
+	}
+	for i := len(n.server) + len(n.remote); i < len(ts.tools); i++ {
+		ts.byName[ts.tools[i].Spec.Name] = &ts.tools[i]
+	}
+	ts.specs = specsOf(ts.tools)
 	return ts
 }
 
