@@ -1,0 +1,220 @@
+package cli
+
+import (
+	"bufio"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/spf13/cobra"
+
+	"github.com/tenxgraph/tenxgraph/host/checkpoint"
+	"github.com/tenxgraph/tenxgraph/host/graph"
+	"github.com/tenxgraph/tenxgraph/host/message"
+	"github.com/tenxgraph/tenxgraph/host/service"
+)
+
+func load(cmd *cobra.Command, store checkpoint.Checkpointer) (*service.Service, error) {
+	path, _ := cmd.Flags().GetString("config")
+	s, err := service.Load(cmd.Context(), path, service.Options{Store: store})
+	return s, fail(err)
+}
+
+func validateCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:   "validate",
+		Short: "Check the config: exit 0 when valid, otherwise list every problem with its path",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			s, err := load(cmd, checkpoint.NewMemory())
+			if err != nil {
+				return err
+			}
+			defer s.Shutdown(context.WithoutCancel(cmd.Context()))
+			path, _ := cmd.Flags().GetString("config")
+			fmt.Fprintf(cmd.OutOrStdout(), "%s is valid: agent %q, %d tool(s) on %d node(s)\n", path, s.Config.Agent, len(s.Tools()), len(s.Graph.ToolNodes()))
+			return nil
+		},
+	}
+}
+
+func toolsCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:   "tools",
+		Short: "List each node's tools with their provider and kind",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			s, err := load(cmd, checkpoint.NewMemory())
+			if err != nil {
+				return err
+			}
+			defer s.Shutdown(context.WithoutCancel(cmd.Context()))
+			w := tabwriter.NewWriter(cmd.OutOrStdout(), 2, 4, 2, ' ', 0)
+			fmt.Fprintln(w, "NODE\tTOOL\tPROVIDER\tKIND\tDESCRIPTION")
+			for _, t := range s.Tools() {
+				fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\n", t.Node, t.Name, t.Provider, t.Kind, summary(t.Description))
+			}
+			return w.Flush()
+		},
+	}
+}
+
+// summary is the description's first sentence, short enough for a table.
+func summary(s string) string {
+	s, _, _ = strings.Cut(s, "\n")
+	if i := strings.Index(s, ". "); i >= 0 {
+		s = s[:i+1]
+	}
+	if r := []rune(s); len(r) > 72 {
+		s = string(r[:71]) + "…"
+	}
+	return s
+}
+
+func runCmd() *cobra.Command {
+	var thread string
+	cmd := &cobra.Command{
+		Use:   "run [--thread ID] MESSAGE",
+		Short: "Hold one conversation in the terminal, answering remote tools at the prompt",
+		Long: `run sends MESSAGE to the graph and prints the answer as it streams.
+When the model calls a remote tool, run asks you for the result: type JSON
+(an object, a number, a quoted string) or plain text, or start the line
+with "!" to answer with an error. The graph resumes with your answer.`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			s, err := load(cmd, nil)
+			if err != nil {
+				return err
+			}
+			defer s.Shutdown(context.WithoutCancel(cmd.Context()))
+			if thread == "" {
+				thread = newThreadID()
+			}
+			t := &terminal{out: cmd.OutOrStdout(), in: bufio.NewReader(cmd.InOrStdin()), app: s.App, thread: thread}
+			return fail(t.converse(cmd.Context(), message.Text(message.RoleUser, args[0])))
+		},
+	}
+	cmd.Flags().StringVar(&thread, "thread", "", "thread id (default: a new thread); reuse one to continue a conversation")
+	return cmd
+}
+
+// terminal is one conversation at a prompt.
+type terminal struct {
+	out    io.Writer
+	in     *bufio.Reader
+	app    *graph.App
+	thread string
+}
+
+func (t *terminal) converse(ctx context.Context, first message.Message) error {
+	// A thread left paused (a run stopped at the prompt) is answered first.
+	if th, err := t.app.Thread(ctx, t.thread); err == nil && len(th.RemoteToolCalls) > 0 {
+		fmt.Fprintf(t.out, "Thread %s is waiting for %d remote tool result(s).\n", t.thread, len(th.RemoteToolCalls))
+		if err := t.answer(ctx, th); err != nil {
+			return err
+		}
+	}
+	res, err := t.stream(ctx, []message.Message{first})
+	if err != nil {
+		return err
+	}
+	return t.answer(ctx, res)
+}
+
+// answer asks for the results of res's pending calls and resumes, until the
+// thread completes.
+func (t *terminal) answer(ctx context.Context, res graph.Result) error {
+	for {
+		if res.Status != graph.StatusInterrupted {
+			fmt.Fprintf(t.out, "\n[thread %s]\n", t.thread)
+			return nil
+		}
+		answers := message.Message{Role: message.RoleTool}
+		for _, c := range res.RemoteToolCalls {
+			r, err := t.ask(c)
+			if err != nil {
+				return err
+			}
+			answers.Content = append(answers.Content, r)
+		}
+		var err error
+		if res, err = t.stream(ctx, []message.Message{answers}); err != nil {
+			return err
+		}
+	}
+}
+
+func newThreadID() string {
+	var b [6]byte
+	_, _ = rand.Read(b[:]) // crypto/rand does not fail on supported platforms
+	return "cli-" + hex.EncodeToString(b[:])
+}
+
+// stream runs once, printing model text as it arrives and a line per tool.
+func (t *terminal) stream(ctx context.Context, input []message.Message) (graph.Result, error) {
+	midLine := false
+	for ev, err := range t.app.Stream(ctx, input, graph.RunConfig{ThreadID: t.thread}) {
+		if err != nil {
+			if midLine {
+				fmt.Fprintln(t.out)
+			}
+			return graph.Result{}, err
+		}
+		switch d := ev.Data.(type) {
+		case graph.TextDelta:
+			fmt.Fprint(t.out, d.Text)
+			midLine = true
+		case graph.ToolEvent:
+			if midLine {
+				fmt.Fprintln(t.out)
+				midLine = false
+			}
+			if ev.Type == graph.EventToolStarted {
+				fmt.Fprintf(t.out, "… running %s (%s)\n", d.Name, d.Provider)
+			} else {
+				status := "done"
+				if d.IsError {
+					status = "failed"
+				}
+				fmt.Fprintf(t.out, "✓ %s %s in %s\n", d.Name, status, d.Duration.Round(1000))
+			}
+		case graph.ToolIgnored:
+			fmt.Fprintf(t.out, "(ignored client tool %s: %s)\n", d.Name, d.Reason)
+		case graph.Result:
+			if midLine {
+				fmt.Fprintln(t.out)
+			}
+			return d, nil
+		}
+	}
+	return graph.Result{}, errors.New("the run ended without a result")
+}
+
+// ask prompts for one remote tool's result.
+func (t *terminal) ask(c message.RemoteToolCallBlock) (message.ToolResultBlock, error) {
+	fmt.Fprintf(t.out, "\nThe model called the remote tool %s with %s.\n", c.Name, c.Arguments)
+	fmt.Fprintf(t.out, "Result for %s (JSON or text; start with ! for an error)> ", c.Name)
+	line, err := t.in.ReadString('\n')
+	if err != nil && (line == "" || !errors.Is(err, io.EOF)) {
+		return message.ToolResultBlock{}, fmt.Errorf("reading the result for %s (call %s): %w; the thread %s stays paused, run again with --thread to answer", c.Name, c.ID, err, t.thread)
+	}
+	line = strings.TrimRight(line, "\r\n")
+	r := message.ToolResultBlock{ToolCallID: c.ID}
+	if rest, ok := strings.CutPrefix(line, "!"); ok {
+		r.IsError = true
+		line = rest
+	}
+	if json.Valid([]byte(line)) && strings.TrimSpace(line) != "" {
+		r.Content = json.RawMessage(strings.TrimSpace(line))
+	} else {
+		raw, _ := json.Marshal(line) // a string always encodes
+		r.Content = raw
+	}
+	return r, nil
+}

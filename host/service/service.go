@@ -1,0 +1,207 @@
+// Package service turns a validated 10xgraph.json into a running graph: the
+// model, the tool providers per node, the registered agent graph with the
+// configured remote tools attached, and the checkpointer. The CLI and the
+// HTTP server both start from here, so they can never disagree about what a
+// config means.
+package service
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"sort"
+
+	"github.com/tenxgraph/tenxgraph/host/agent"
+	"github.com/tenxgraph/tenxgraph/host/checkpoint"
+	"github.com/tenxgraph/tenxgraph/host/config"
+	"github.com/tenxgraph/tenxgraph/host/graph"
+	"github.com/tenxgraph/tenxgraph/host/model"
+	"github.com/tenxgraph/tenxgraph/host/model/scripted"
+	"github.com/tenxgraph/tenxgraph/host/toolnode"
+	"github.com/tenxgraph/tenxgraph/host/toolspec"
+	"github.com/tenxgraph/tenxgraph/plugins/builtin"
+	"github.com/tenxgraph/tenxgraph/sdk"
+)
+
+// Service is a config made live.
+type Service struct {
+	Config *config.Config
+	Graph  *graph.StateGraph
+	App    *graph.App
+	Store  checkpoint.Checkpointer
+
+	providers []sdk.Provider
+	ownsStore bool
+}
+
+// Options adjust how a service starts.
+type Options struct {
+	// Store, when set, is used instead of the configured checkpointer (the
+	// validate command uses a memory store so that it writes nothing).
+	Store checkpoint.Checkpointer
+}
+
+// Load reads the config at path and starts the service.
+func Load(ctx context.Context, path string, opts Options) (*Service, error) {
+	cfg, err := config.Load(path)
+	if err != nil {
+		return nil, err
+	}
+	return New(ctx, cfg, opts)
+}
+
+// New starts the service for cfg. Problems that can only be seen with the
+// graph built (a remote tool on a node that does not exist, or named like a
+// server tool) come back as toolspec.Problems with config paths, like the
+// config's own.
+func New(ctx context.Context, cfg *config.Config, opts Options) (s *Service, err error) {
+	s = &Service{Config: cfg}
+	defer func() {
+		if err != nil {
+			_ = s.Shutdown(context.WithoutCancel(ctx))
+		}
+	}()
+	var ps toolspec.Problems
+	env := agent.Env{Providers: map[string][]sdk.Provider{}}
+	if cfg.Model != nil {
+		env.SystemPrompt, env.MaxSteps = cfg.Model.SystemPrompt, cfg.Model.MaxSteps
+		m, err := newModel(cfg.Model)
+		if err != nil {
+			ps.Add("model", "%v", err)
+		}
+		env.Model = m
+	}
+	if bt := cfg.BuiltinTools; bt != nil && len(bt.Enable) > 0 {
+		p, err := builtin.New(builtin.Options{Enable: bt.Enable})
+		if err != nil {
+			ps.Add("builtin_tools", "%v", err)
+		} else {
+			s.providers = append(s.providers, p)
+			env.Providers[bt.Node] = append(env.Providers[bt.Node], p)
+		}
+	}
+	if len(cfg.Plugins) > 0 {
+		ps.Add("plugins", "third-party plugins are not supported by this build yet")
+	}
+	if len(cfg.MCPServers) > 0 {
+		ps.Add("mcp_servers", "MCP servers are not supported by this build yet")
+	}
+	build, ok := agent.Lookup(cfg.Agent)
+	if !ok {
+		ps.Add("agent", "no graph is registered as %q (registered: %s)", cfg.Agent, join(agent.Names()))
+	}
+	if len(ps) > 0 {
+		return s, ps
+	}
+	g, err := build(ctx, env)
+	if err != nil {
+		return s, toolspec.Problems{{Path: "agent", Message: fmt.Sprintf("building %q: %v", cfg.Agent, err)}}
+	}
+	if err := g.AttachRemoteTools(cfg.RemoteTools); err != nil {
+		var aps toolspec.Problems
+		if errors.As(err, &aps) {
+			ps.Merge("remote_tools", aps)
+			return s, ps
+		}
+		return s, err
+	}
+	s.Graph = g
+	s.Store = opts.Store
+	if s.Store == nil {
+		if s.Store, err = openStore(ctx, cfg.Checkpointer); err != nil {
+			return s, err
+		}
+		s.ownsStore = true
+	}
+	var gopts []graph.Option
+	if cfg.Model != nil && cfg.Model.MaxSteps > 0 {
+		// Each model call is followed by at most one tool step.
+		gopts = append(gopts, graph.WithStepLimit(max(graph.DefaultStepLimit, 2*cfg.Model.MaxSteps+2)))
+	}
+	if s.App, err = g.Compile(s.Store, gopts...); err != nil {
+		return s, err
+	}
+	return s, nil
+}
+
+func newModel(m *config.Model) (model.ChatModel, error) {
+	switch m.Provider {
+	case "scripted":
+		return scripted.Load(m.Script)
+	default:
+		return nil, fmt.Errorf("provider %q is not available in this build yet (use \"scripted\")", m.Provider)
+	}
+}
+
+func openStore(ctx context.Context, c config.Checkpointer) (checkpoint.Checkpointer, error) {
+	switch c.Type {
+	case "memory":
+		return checkpoint.NewMemory(), nil
+	case "sqlite", "":
+		if err := os.MkdirAll(filepath.Dir(c.Path), 0o700); err != nil {
+			return nil, fmt.Errorf("checkpointer.path: %w", err)
+		}
+		return checkpoint.OpenSQLite(ctx, c.Path)
+	default:
+		return nil, fmt.Errorf("checkpointer.type: %q is not available in this build yet (use sqlite or memory)", c.Type)
+	}
+}
+
+// ToolInfo is one tool of one node, as `tenxgraph tools` lists it.
+type ToolInfo struct {
+	Node        string        `json:"node"`
+	Name        string        `json:"name"`
+	Provider    string        `json:"provider"`
+	Kind        toolnode.Kind `json:"kind"`
+	Description string        `json:"description"`
+}
+
+// Tools lists every ToolNode's tools, by node then name.
+func (s *Service) Tools() []ToolInfo {
+	var out []ToolInfo
+	for _, name := range s.Graph.ToolNodes() {
+		tn, ok := s.Graph.Node(name).(*toolnode.Node)
+		if !ok {
+			continue
+		}
+		for _, t := range tn.Tools() {
+			out = append(out, ToolInfo{Node: name, Name: t.Spec.Name, Provider: t.Provider, Kind: t.Kind, Description: t.Spec.Description})
+		}
+	}
+	sort.SliceStable(out, func(i, j int) bool {
+		if out[i].Node != out[j].Node {
+			return out[i].Node < out[j].Node
+		}
+		return out[i].Name < out[j].Name
+	})
+	return out
+}
+
+// Shutdown releases providers and the store. It is safe to call on a
+// service that failed to start.
+func (s *Service) Shutdown(ctx context.Context) error {
+	var errs []error
+	for _, p := range slices.Backward(s.providers) {
+		if sd, ok := p.(sdk.Shutdowner); ok {
+			errs = append(errs, sd.Shutdown(ctx))
+		}
+	}
+	if s.ownsStore && s.Store != nil {
+		errs = append(errs, s.Store.Close())
+	}
+	return errors.Join(errs...)
+}
+
+func join(names []string) string {
+	if len(names) == 0 {
+		return "none"
+	}
+	out := names[0]
+	for _, n := range names[1:] {
+		out += ", " + n
+	}
+	return out
+}
