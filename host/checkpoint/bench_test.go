@@ -1,0 +1,144 @@
+package checkpoint_test
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"testing"
+
+	"github.com/tenxgraph/tenxgraph/host/checkpoint"
+)
+
+// benchStores lists the stores the benchmarks compare.
+var benchStores = []struct {
+	name string
+	open func(b *testing.B) checkpoint.Checkpointer
+}{
+	{"memory", func(*testing.B) checkpoint.Checkpointer { return checkpoint.NewMemory() }},
+	{"sqlite", func(b *testing.B) checkpoint.Checkpointer {
+		return openSQLite(b, filepath.Join(b.TempDir(), "bench.db"))
+	}},
+}
+
+func benchCheckpoint(thread string, seq int64) checkpoint.Checkpoint {
+	state := make([]byte, 2048)
+	for i := range state {
+		state[i] = byte(i)
+	}
+	return checkpoint.Checkpoint{
+		ThreadID: thread,
+		Seq:      seq,
+		RunID:    "run-0123456789",
+		Step:     int(seq),
+		Status:   checkpoint.StatusRunning,
+		Next:     []string{"agent", "tools"},
+		State:    state,
+		Metadata: map[string]string{"owner": "alice"},
+	}
+}
+
+// BenchmarkPut appends 2 KB checkpoints to one thread, deleting it (untimed)
+// every 1000 puts so memory and the file stay bounded.
+func BenchmarkPut(b *testing.B) {
+	ctx := context.Background()
+	for _, bs := range benchStores {
+		b.Run(bs.name, func(b *testing.B) {
+			s := bs.open(b)
+			defer s.Close()
+			cp := benchCheckpoint("bench", 0)
+			b.ReportAllocs()
+			b.ResetTimer()
+			for i := range b.N {
+				seq := int64(i%1000) + 1
+				if seq == 1 && i > 0 {
+					b.StopTimer()
+					if err := s.DeleteThread(ctx, cp.ThreadID); err != nil {
+						b.Fatal(err)
+					}
+					b.StartTimer()
+				}
+				cp.Seq = seq
+				if err := s.Put(ctx, cp); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
+// BenchmarkLatest reads the newest of 100 2 KB checkpoints.
+func BenchmarkLatest(b *testing.B) {
+	ctx := context.Background()
+	for _, bs := range benchStores {
+		b.Run(bs.name, func(b *testing.B) {
+			s := bs.open(b)
+			defer s.Close()
+			fill(b, s, "bench", 100)
+			b.ReportAllocs()
+			b.ResetTimer()
+			for range b.N {
+				cp, err := s.Latest(ctx, "bench")
+				if err != nil || cp.Seq != 100 {
+					b.Fatal(cp.Seq, err)
+				}
+			}
+		})
+	}
+}
+
+// BenchmarkLatestParallel reads from many goroutines, which is where the
+// SQLite read pool matters.
+func BenchmarkLatestParallel(b *testing.B) {
+	ctx := context.Background()
+	for _, bs := range benchStores {
+		b.Run(bs.name, func(b *testing.B) {
+			s := bs.open(b)
+			defer s.Close()
+			const threads = 64
+			for i := range threads {
+				fill(b, s, fmt.Sprint(i), 10)
+			}
+			b.ReportAllocs()
+			b.ResetTimer()
+			b.RunParallel(func(pb *testing.PB) {
+				i := 0
+				for pb.Next() {
+					i++
+					if _, err := s.Latest(ctx, fmt.Sprint(i%threads)); err != nil {
+						b.Error(err)
+						return
+					}
+				}
+			})
+		})
+	}
+}
+
+// BenchmarkHistory reads the 10 newest of 100 2 KB checkpoints.
+func BenchmarkHistory(b *testing.B) {
+	ctx := context.Background()
+	for _, bs := range benchStores {
+		b.Run(bs.name, func(b *testing.B) {
+			s := bs.open(b)
+			defer s.Close()
+			fill(b, s, "bench", 100)
+			b.ReportAllocs()
+			b.ResetTimer()
+			for range b.N {
+				cps, err := s.History(ctx, "bench", 10)
+				if err != nil || len(cps) != 10 {
+					b.Fatal(len(cps), err)
+				}
+			}
+		})
+	}
+}
+
+func fill(b *testing.B, s checkpoint.Checkpointer, thread string, n int64) {
+	b.Helper()
+	for seq := int64(1); seq <= n; seq++ {
+		if err := s.Put(context.Background(), benchCheckpoint(thread, seq)); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

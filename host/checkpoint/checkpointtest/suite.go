@@ -1,0 +1,561 @@
+// Package checkpointtest is the conformance suite for checkpoint.Checkpointer.
+// Every implementation runs it from its own tests, so the graph engine can
+// rely on one behaviour whichever store it is given.
+package checkpointtest
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/tenxgraph/tenxgraph/host/checkpoint"
+)
+
+// Run runs the conformance suite against the stores open returns. Each
+// subtest calls open once and closes the store when it ends, so open only
+// has to return a ready store (and may register its own t.Cleanup). Thread
+// IDs are unique per subtest, so stores returned by open may share one
+// database.
+func Run(t *testing.T, open func(t *testing.T) checkpoint.Checkpointer) {
+	t.Helper()
+	tests := []struct {
+		name string
+		fn   func(*testing.T, checkpoint.Checkpointer)
+	}{
+		{"LatestUnknownThread", testLatestUnknown},
+		{"PutThenLatest", testPutThenLatest},
+		{"CreatedAtSetWhenZero", testCreatedAtSetWhenZero},
+		{"WrongSeqConflicts", testWrongSeq},
+		{"History", testHistory},
+		{"ThreadsIsolated", testThreadsIsolated},
+		{"UnusualThreadIDs", testUnusualThreadIDs},
+		{"DeleteThread", testDeleteThread},
+		{"DeleteUnknownThread", testDeleteUnknown},
+		{"ReturnsCopies", testReturnsCopies},
+		{"StoresCopies", testStoresCopies},
+		{"RacingPutsOneWins", testRacingPuts},
+		{"ConcurrentThreads", testConcurrentThreads},
+		{"LargeState", testLargeState},
+		{"EmptyFields", testEmptyFields},
+		{"CancelledContext", testCancelledContext},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s := open(t)
+			if s == nil {
+				t.Fatal("open returned a nil Checkpointer")
+			}
+			t.Cleanup(func() {
+				if err := s.Close(); err != nil {
+					t.Errorf("Close: %v", err)
+				}
+			})
+			tt.fn(t, s)
+		})
+	}
+}
+
+// threadID returns a thread ID no other subtest or run uses.
+func threadID(t *testing.T, name string) string {
+	return fmt.Sprintf("%s/%s/%s", t.Name(), name, rand.Text())
+}
+
+// sample returns a checkpoint with every field set.
+func sample(thread string, seq int64) checkpoint.Checkpoint {
+	return checkpoint.Checkpoint{
+		ThreadID: thread,
+		Seq:      seq,
+		RunID:    fmt.Sprintf("run-%d", seq),
+		Step:     int(seq) * 10,
+		Status:   checkpoint.StatusInterrupted,
+		Next:     []string{"tools", fmt.Sprintf("node-%d", seq), "héllo, \"world\""},
+		State:    []byte(fmt.Sprintf("\x00state %d\xff\x01", seq)),
+		Metadata: map[string]string{"owner": "alice", "seq": fmt.Sprint(seq), "": "empty key", "ünï": "cödé\n"},
+		// Nanoseconds the store may round away, a zone it may drop.
+		CreatedAt: time.Date(2024, 2, 29, 13, 14, 15, 123456789, time.FixedZone("X", 5*3600+30*60)).Add(time.Duration(seq) * time.Second),
+	}
+}
+
+func put(t *testing.T, s checkpoint.Checkpointer, cp checkpoint.Checkpoint) {
+	t.Helper()
+	if err := s.Put(context.Background(), cp); err != nil {
+		t.Fatalf("Put(thread %q, seq %d): %v", cp.ThreadID, cp.Seq, err)
+	}
+}
+
+func latest(t *testing.T, s checkpoint.Checkpointer, thread string) checkpoint.Checkpoint {
+	t.Helper()
+	cp, err := s.Latest(context.Background(), thread)
+	if err != nil {
+		t.Fatalf("Latest(%q): %v", thread, err)
+	}
+	return cp
+}
+
+func history(t *testing.T, s checkpoint.Checkpointer, thread string, limit int) []checkpoint.Checkpoint {
+	t.Helper()
+	cps, err := s.History(context.Background(), thread, limit)
+	if err != nil {
+		t.Fatalf("History(%q, %d): %v", thread, limit, err)
+	}
+	return cps
+}
+
+func wantNotFound(t *testing.T, s checkpoint.Checkpointer, thread string) {
+	t.Helper()
+	cp, err := s.Latest(context.Background(), thread)
+	if !errors.Is(err, checkpoint.ErrNotFound) {
+		t.Fatalf("Latest(%q) = seq %d, %v; want an error wrapping ErrNotFound", thread, cp.Seq, err)
+	}
+}
+
+func wantSeqs(t *testing.T, cps []checkpoint.Checkpoint, want ...int64) {
+	t.Helper()
+	got := make([]int64, len(cps))
+	for i, cp := range cps {
+		got[i] = cp.Seq
+	}
+	if !slices.Equal(got, want) {
+		t.Fatalf("seqs = %v, want %v", got, want)
+	}
+}
+
+// diff describes how got differs from want, or returns "". Empty and nil
+// slices and maps are equal; CreatedAt must agree to the microsecond.
+func diff(got, want checkpoint.Checkpoint) string {
+	var d []string
+	if got.ThreadID != want.ThreadID {
+		d = append(d, fmt.Sprintf("ThreadID %q, want %q", got.ThreadID, want.ThreadID))
+	}
+	if got.Seq != want.Seq {
+		d = append(d, fmt.Sprintf("Seq %d, want %d", got.Seq, want.Seq))
+	}
+	if got.RunID != want.RunID {
+		d = append(d, fmt.Sprintf("RunID %q, want %q", got.RunID, want.RunID))
+	}
+	if got.Step != want.Step {
+		d = append(d, fmt.Sprintf("Step %d, want %d", got.Step, want.Step))
+	}
+	if got.Status != want.Status {
+		d = append(d, fmt.Sprintf("Status %q, want %q", got.Status, want.Status))
+	}
+	if !slices.Equal(got.Next, want.Next) {
+		d = append(d, fmt.Sprintf("Next %q, want %q", got.Next, want.Next))
+	}
+	if !bytes.Equal(got.State, want.State) {
+		if len(got.State) > 64 || len(want.State) > 64 {
+			d = append(d, fmt.Sprintf("State differs (%d bytes, want %d)", len(got.State), len(want.State)))
+		} else {
+			d = append(d, fmt.Sprintf("State %q, want %q", got.State, want.State))
+		}
+	}
+	if !maps.Equal(got.Metadata, want.Metadata) {
+		d = append(d, fmt.Sprintf("Metadata %q, want %q", got.Metadata, want.Metadata))
+	}
+	if dt := got.CreatedAt.Sub(want.CreatedAt).Abs(); dt >= time.Microsecond {
+		d = append(d, fmt.Sprintf("CreatedAt %v, want %v (off by %v)", got.CreatedAt, want.CreatedAt, dt))
+	}
+	if len(d) == 0 {
+		return ""
+	}
+	return fmt.Sprint(d)
+}
+
+func wantEqual(t *testing.T, what string, got, want checkpoint.Checkpoint) {
+	t.Helper()
+	if d := diff(got, want); d != "" {
+		t.Fatalf("%s: %s", what, d)
+	}
+}
+
+func testLatestUnknown(t *testing.T, s checkpoint.Checkpointer) {
+	wantNotFound(t, s, threadID(t, "unknown"))
+	cps := history(t, s, threadID(t, "unknown"), 0)
+	if len(cps) != 0 {
+		t.Fatalf("History of an unknown thread has %d checkpoints, want 0", len(cps))
+	}
+}
+
+func testPutThenLatest(t *testing.T, s checkpoint.Checkpointer) {
+	th := threadID(t, "a")
+	want := sample(th, 1)
+	put(t, s, want)
+	wantEqual(t, "Latest after Put", latest(t, s, th), want)
+
+	for i, st := range []checkpoint.Status{checkpoint.StatusRunning, checkpoint.StatusCompleted, checkpoint.StatusFailed} {
+		cp := sample(th, int64(i)+2)
+		cp.Status = st
+		cp.Step = -1 // any int round-trips
+		put(t, s, cp)
+		wantEqual(t, "Latest after Put", latest(t, s, th), cp)
+	}
+}
+
+func testCreatedAtSetWhenZero(t *testing.T, s checkpoint.Checkpointer) {
+	th := threadID(t, "a")
+	cp := sample(th, 1)
+	cp.CreatedAt = time.Time{}
+	before := time.Now()
+	put(t, s, cp)
+	after := time.Now()
+	got := latest(t, s, th).CreatedAt
+	// A store may keep only microseconds.
+	if got.Before(before.Add(-time.Microsecond)) || got.After(after.Add(time.Microsecond)) {
+		t.Fatalf("CreatedAt = %v, want between %v and %v", got, before, after)
+	}
+}
+
+func testWrongSeq(t *testing.T, s checkpoint.Checkpointer) {
+	ctx := context.Background()
+	th := threadID(t, "a")
+	wrong := func(seq int64) {
+		t.Helper()
+		cp := sample(th, seq)
+		cp.RunID = "intruder"
+		if err := s.Put(ctx, cp); !errors.Is(err, checkpoint.ErrConflict) {
+			t.Fatalf("Put seq %d: %v; want an error wrapping ErrConflict", seq, err)
+		}
+	}
+
+	// A new thread starts at 1.
+	for _, seq := range []int64{0, -1, 2} {
+		wrong(seq)
+	}
+	wantNotFound(t, s, th)
+
+	first := sample(th, 1)
+	put(t, s, first)
+	for _, seq := range []int64{0, -1, 1, 3, 100} {
+		wrong(seq)
+	}
+	wantEqual(t, "Latest after failed Puts", latest(t, s, th), first)
+	cps := history(t, s, th, 0)
+	wantSeqs(t, cps, 1)
+	wantEqual(t, "History after failed Puts", cps[0], first)
+
+	// The right seq still works after the failures.
+	put(t, s, sample(th, 2))
+	wrong(2)
+	wantSeqs(t, history(t, s, th, 0), 2, 1)
+}
+
+func testHistory(t *testing.T, s checkpoint.Checkpointer) {
+	th := threadID(t, "a")
+	var all []checkpoint.Checkpoint
+	for seq := int64(1); seq <= 5; seq++ {
+		cp := sample(th, seq)
+		put(t, s, cp)
+		all = append(all, cp)
+	}
+	slices.Reverse(all)
+
+	for _, limit := range []int{0, -1, 5, 6, 100} {
+		cps := history(t, s, th, limit)
+		wantSeqs(t, cps, 5, 4, 3, 2, 1)
+		for i := range cps {
+			wantEqual(t, fmt.Sprintf("History(limit %d)[%d]", limit, i), cps[i], all[i])
+		}
+	}
+	wantSeqs(t, history(t, s, th, 1), 5)
+	cps := history(t, s, th, 2)
+	wantSeqs(t, cps, 5, 4)
+	wantEqual(t, "History(limit 2)[1]", cps[1], all[1])
+}
+
+func testThreadsIsolated(t *testing.T, s checkpoint.Checkpointer) {
+	a, b := threadID(t, "a"), threadID(t, "b")
+	for seq := int64(1); seq <= 3; seq++ {
+		put(t, s, sample(a, seq))
+	}
+	bcp := sample(b, 1)
+	bcp.RunID = "b-run"
+	put(t, s, bcp)
+
+	if got := latest(t, s, a).Seq; got != 3 {
+		t.Fatalf("Latest(a).Seq = %d, want 3", got)
+	}
+	wantEqual(t, "Latest(b)", latest(t, s, b), bcp)
+	wantSeqs(t, history(t, s, b, 0), 1)
+
+	// b's sequence is its own.
+	if err := s.Put(context.Background(), sample(b, 4)); !errors.Is(err, checkpoint.ErrConflict) {
+		t.Fatalf("Put(b, seq 4) = %v; want ErrConflict", err)
+	}
+	put(t, s, sample(b, 2))
+
+	if err := s.DeleteThread(context.Background(), a); err != nil {
+		t.Fatalf("DeleteThread(a): %v", err)
+	}
+	wantNotFound(t, s, a)
+	wantSeqs(t, history(t, s, b, 0), 2, 1)
+}
+
+func testUnusualThreadIDs(t *testing.T, s checkpoint.Checkpointer) {
+	// Characters that break naive SQL, LIKE patterns, paths or URLs, and
+	// IDs that are prefixes of one another.
+	base := threadID(t, "x")
+	ids := []string{base + "%", base + "_", base + "'; DROP TABLE checkpoints; --", base + "\"", base + "/", base + "\\", base + " ", base + "ü🙂", base}
+	for i, id := range ids {
+		for seq := int64(1); seq <= int64(i)+1; seq++ {
+			put(t, s, sample(id, seq))
+		}
+	}
+	for i, id := range ids {
+		got := latest(t, s, id)
+		wantEqual(t, fmt.Sprintf("Latest(%q)", id), got, sample(id, int64(i)+1))
+		if n := len(history(t, s, id, 0)); n != i+1 {
+			t.Fatalf("History(%q) has %d checkpoints, want %d", id, n, i+1)
+		}
+	}
+	if err := s.DeleteThread(context.Background(), base+"%"); err != nil {
+		t.Fatal(err)
+	}
+	wantNotFound(t, s, base+"%")
+	for _, id := range ids[1:] {
+		latest(t, s, id)
+	}
+}
+
+func testDeleteThread(t *testing.T, s checkpoint.Checkpointer) {
+	ctx := context.Background()
+	th := threadID(t, "a")
+	for seq := int64(1); seq <= 3; seq++ {
+		put(t, s, sample(th, seq))
+	}
+	if err := s.DeleteThread(ctx, th); err != nil {
+		t.Fatalf("DeleteThread: %v", err)
+	}
+	wantNotFound(t, s, th)
+	if cps := history(t, s, th, 0); len(cps) != 0 {
+		t.Fatalf("History after DeleteThread has %d checkpoints, want 0", len(cps))
+	}
+	if err := s.Put(ctx, sample(th, 4)); !errors.Is(err, checkpoint.ErrConflict) {
+		t.Fatalf("Put seq 4 after DeleteThread = %v; want ErrConflict", err)
+	}
+	again := sample(th, 1)
+	again.RunID = "second life"
+	put(t, s, again)
+	wantEqual(t, "Latest after re-creating the thread", latest(t, s, th), again)
+	wantSeqs(t, history(t, s, th, 0), 1)
+	if err := s.DeleteThread(ctx, th); err != nil {
+		t.Fatalf("DeleteThread again: %v", err)
+	}
+	if err := s.DeleteThread(ctx, th); err != nil {
+		t.Fatalf("DeleteThread of a deleted thread: %v", err)
+	}
+}
+
+func testDeleteUnknown(t *testing.T, s checkpoint.Checkpointer) {
+	if err := s.DeleteThread(context.Background(), threadID(t, "never")); err != nil {
+		t.Fatalf("DeleteThread of an unknown thread: %v", err)
+	}
+}
+
+// mutate scribbles over every reference field of cp.
+func mutate(cp *checkpoint.Checkpoint) {
+	for i := range cp.Next {
+		cp.Next[i] = "mutated"
+	}
+	cp.Next = append(cp.Next, "appended")
+	for i := range cp.State {
+		cp.State[i] = 'X'
+	}
+	for k := range cp.Metadata {
+		cp.Metadata[k] = "mutated"
+	}
+	if cp.Metadata != nil {
+		cp.Metadata["added"] = "yes"
+	}
+}
+
+func testReturnsCopies(t *testing.T, s checkpoint.Checkpointer) {
+	th := threadID(t, "a")
+	want1, want2 := sample(th, 1), sample(th, 2)
+	put(t, s, sample(th, 1))
+	put(t, s, sample(th, 2))
+
+	got := latest(t, s, th)
+	mutate(&got)
+	wantEqual(t, "Latest after mutating an earlier Latest", latest(t, s, th), want2)
+
+	cps := history(t, s, th, 0)
+	for i := range cps {
+		mutate(&cps[i])
+	}
+	cps = history(t, s, th, 0)
+	wantEqual(t, "History[0] after mutating an earlier History", cps[0], want2)
+	wantEqual(t, "History[1] after mutating an earlier History", cps[1], want1)
+}
+
+func testStoresCopies(t *testing.T, s checkpoint.Checkpointer) {
+	th := threadID(t, "a")
+	want := sample(th, 1)
+	cp := sample(th, 1)
+	put(t, s, cp)
+	mutate(&cp)
+	wantEqual(t, "Latest after mutating the Put argument", latest(t, s, th), want)
+}
+
+func testRacingPuts(t *testing.T, s checkpoint.Checkpointer) {
+	const racers = 16
+	th := threadID(t, "a")
+	put(t, s, sample(th, 1))
+
+	var (
+		start = make(chan struct{})
+		wg    sync.WaitGroup
+		errs  = make([]error, racers)
+	)
+	for i := range racers {
+		wg.Go(func() {
+			cp := sample(th, 2)
+			cp.RunID = fmt.Sprintf("racer-%d", i)
+			<-start
+			errs[i] = s.Put(context.Background(), cp)
+		})
+	}
+	close(start)
+	wg.Wait()
+
+	winner := -1
+	for i, err := range errs {
+		switch {
+		case err == nil:
+			if winner >= 0 {
+				t.Fatalf("racers %d and %d both wrote seq 2", winner, i)
+			}
+			winner = i
+		case !errors.Is(err, checkpoint.ErrConflict):
+			t.Errorf("racer %d: %v; want nil or ErrConflict", i, err)
+		}
+	}
+	if winner < 0 {
+		t.Fatalf("no racer wrote seq 2: %v", errs)
+	}
+	got := latest(t, s, th)
+	if want := fmt.Sprintf("racer-%d", winner); got.Seq != 2 || got.RunID != want {
+		t.Fatalf("Latest = seq %d run %q, want seq 2 run %q", got.Seq, got.RunID, want)
+	}
+	wantSeqs(t, history(t, s, th, 0), 2, 1)
+}
+
+func testConcurrentThreads(t *testing.T, s checkpoint.Checkpointer) {
+	const threads, perThread = 16, 20
+	ctx := context.Background()
+	ids := make([]string, threads)
+	for i := range ids {
+		ids[i] = threadID(t, fmt.Sprint(i))
+	}
+	var (
+		wg   sync.WaitGroup
+		mu   sync.Mutex
+		errs []error
+	)
+	fail := func(err error) {
+		mu.Lock()
+		errs = append(errs, err)
+		mu.Unlock()
+	}
+	for _, id := range ids {
+		// A writer and a reader per thread, so reads overlap writes.
+		wg.Go(func() {
+			for seq := int64(1); seq <= perThread; seq++ {
+				if err := s.Put(ctx, sample(id, seq)); err != nil {
+					fail(err)
+					return
+				}
+			}
+		})
+		wg.Go(func() {
+			for range perThread {
+				cp, err := s.Latest(ctx, id)
+				if err != nil && !errors.Is(err, checkpoint.ErrNotFound) {
+					fail(err)
+					return
+				}
+				if err == nil && cp.ThreadID != id {
+					fail(fmt.Errorf("Latest(%q) returned thread %q", id, cp.ThreadID))
+					return
+				}
+				if _, err := s.History(ctx, id, 3); err != nil {
+					fail(err)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range ids {
+		wantEqual(t, "Latest", latest(t, s, id), sample(id, perThread))
+		cps := history(t, s, id, 0)
+		if len(cps) != perThread {
+			t.Fatalf("History(%q) has %d checkpoints, want %d", id, len(cps), perThread)
+		}
+		for i, cp := range cps {
+			wantEqual(t, fmt.Sprintf("History(%q)[%d]", id, i), cp, sample(id, int64(perThread-i)))
+		}
+	}
+}
+
+func testLargeState(t *testing.T, s checkpoint.Checkpointer) {
+	th := threadID(t, "a")
+	cp := sample(th, 1)
+	cp.State = make([]byte, 5<<20)
+	if _, err := rand.Read(cp.State); err != nil {
+		t.Fatal(err)
+	}
+	put(t, s, cp)
+	wantEqual(t, "Latest", latest(t, s, th), cp)
+	cps := history(t, s, th, 0)
+	wantSeqs(t, cps, 1)
+	wantEqual(t, "History[0]", cps[0], cp)
+}
+
+func testEmptyFields(t *testing.T, s checkpoint.Checkpointer) {
+	th := threadID(t, "a")
+	cases := []checkpoint.Checkpoint{
+		{ThreadID: th, Seq: 1},
+		{ThreadID: th, Seq: 2, Next: []string{}, State: []byte{}, Metadata: map[string]string{}},
+		{ThreadID: th, Seq: 3, Status: checkpoint.StatusCompleted, Next: []string{""}, Metadata: map[string]string{"": ""}},
+	}
+	for _, cp := range cases {
+		put(t, s, cp)
+		got := latest(t, s, th)
+		if got.CreatedAt.IsZero() {
+			t.Fatalf("seq %d: CreatedAt is zero, want it set by Put", cp.Seq)
+		}
+		got.CreatedAt = time.Time{}
+		wantEqual(t, fmt.Sprintf("Latest seq %d", cp.Seq), got, cp)
+	}
+}
+
+func testCancelledContext(t *testing.T, s checkpoint.Checkpointer) {
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+
+	th := threadID(t, "new")
+	if err := s.Put(ctx, sample(th, 1)); !errors.Is(err, context.Canceled) {
+		t.Fatalf("Put with a cancelled context = %v; want an error wrapping context.Canceled", err)
+	}
+	wantNotFound(t, s, th)
+
+	th = threadID(t, "existing")
+	first := sample(th, 1)
+	put(t, s, first)
+	if err := s.Put(ctx, sample(th, 2)); !errors.Is(err, context.Canceled) {
+		t.Fatalf("Put with a cancelled context = %v; want an error wrapping context.Canceled", err)
+	}
+	wantEqual(t, "Latest after a cancelled Put", latest(t, s, th), first)
+	wantSeqs(t, history(t, s, th, 0), 1)
+	put(t, s, sample(th, 2))
+}

@@ -1,0 +1,526 @@
+package checkpoint
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"math"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"sync"
+	"time"
+	"unicode/utf8"
+
+	sqlite "modernc.org/sqlite"
+	sqlite3 "modernc.org/sqlite/lib"
+)
+
+// sqliteSchemaVersion is the schema this build writes, kept in the
+// database's PRAGMA user_version. It is len(sqliteMigrations).
+const sqliteSchemaVersion = 1
+
+// sqliteMigrations[i] moves a database from schema version i to i+1. Append
+// to it (never edit an entry that has shipped) and the version follows.
+var sqliteMigrations = [...]string{
+	// 0 -> 1: the checkpoint log. A rowid table rather than WITHOUT ROWID,
+	// because State can be megabytes and WITHOUT ROWID suits small rows; the
+	// primary key's index serves every lookup (thread_id = ? ORDER BY seq).
+	`CREATE TABLE checkpoints (
+		thread_id  TEXT    NOT NULL,
+		seq        INTEGER NOT NULL CHECK (seq >= 1),
+		run_id     TEXT    NOT NULL,
+		step       INTEGER NOT NULL,
+		status     TEXT    NOT NULL,
+		next       TEXT    NOT NULL, -- JSON array of node names
+		state      BLOB    NOT NULL,
+		metadata   TEXT    NOT NULL, -- JSON object of strings
+		created_at INTEGER NOT NULL, -- unix nanoseconds, UTC
+		PRIMARY KEY (thread_id, seq)
+	)`,
+}
+
+// sqliteBusyTimeout is how long a connection waits for another writer (in
+// this process or another) before failing with "database is locked".
+const sqliteBusyTimeout = 5 * time.Second
+
+// The statements, each prepared once per store.
+const (
+	// Put is a single INSERT ... SELECT that writes only when seq is the
+	// thread's latest plus one. As one statement in autocommit mode it takes
+	// the write lock before it reads, so the check and the insert are one
+	// atomic transaction with BEGIN IMMEDIATE semantics, and it waits under
+	// busy_timeout rather than failing when another connection is writing.
+	sqlPut = `INSERT INTO checkpoints
+		(thread_id, seq, run_id, step, status, next, state, metadata, created_at)
+	SELECT ?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9
+	WHERE (SELECT COALESCE(MAX(seq), 0) FROM checkpoints WHERE thread_id = ?1) = ?2 - 1`
+	sqlLatestSeq = `SELECT COALESCE(MAX(seq), 0) FROM checkpoints WHERE thread_id = ?`
+	sqlHistory   = `SELECT seq, run_id, step, status, next, state, metadata, created_at
+	FROM checkpoints WHERE thread_id = ? ORDER BY seq DESC LIMIT ?`
+	sqlDelete = `DELETE FROM checkpoints WHERE thread_id = ?`
+)
+
+// SQLite is a durable Checkpointer in a single SQLite file, for a single
+// host: the API server and CLI keep threads in it without running a
+// database server. It is safe for concurrent use, and several SQLite values
+// (in one process or several) may share a file; SQLite's locking and Put's
+// sequence check keep them consistent.
+//
+// The database runs in WAL mode with synchronous=NORMAL: a committed Put
+// survives a crash of the process, but the last few commits before a power
+// loss or OS crash may be rolled back (the database itself stays intact).
+// Writes go through one connection, since SQLite has a single writer anyway
+// and queuing in Go is cheaper than spinning on the busy lock; reads use a
+// separate pool and, in WAL mode, never wait for the writer.
+type SQLite struct {
+	path string
+	w    *sql.DB // one connection: SQLite allows one writer at a time
+	r    *sql.DB // a read-only pool; WAL readers do not block the writer
+
+	put       *sql.Stmt // on w
+	del       *sql.Stmt // on w
+	latestSeq *sql.Stmt // on r
+	history   *sql.Stmt // on r
+
+	closeOnce sync.Once
+	closeErr  error
+}
+
+var _ Checkpointer = (*SQLite)(nil)
+
+// OpenSQLite opens the store at path, creating the file, its parent
+// directories (mode 0700) and the schema when missing, so the first run of a
+// program needs no setup step. It refuses a database written by a newer
+// build, whose schema it does not know.
+func OpenSQLite(ctx context.Context, path string) (*SQLite, error) {
+	s, err := openSQLite(ctx, path)
+	if err != nil {
+		return nil, fmt.Errorf("checkpoint: open sqlite %q: %w", path, err)
+	}
+	return s, nil
+}
+
+func openSQLite(ctx context.Context, path string) (_ *SQLite, err error) {
+	if path == "" {
+		return nil, errors.New("empty path")
+	}
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return nil, err
+	}
+	if err := os.MkdirAll(filepath.Dir(abs), 0o700); err != nil {
+		return nil, err
+	}
+	if err := createPrivate(abs); err != nil {
+		return nil, err
+	}
+
+	s := &SQLite{path: abs}
+	defer func() {
+		if err != nil {
+			s.closeAll()
+		}
+	}()
+
+	// Every pooled connection runs these pragmas as it opens, busy_timeout
+	// first (the driver sorts it so). synchronous is per connection;
+	// journal_mode(WAL) is stored in the file, so after the first connection
+	// it is a no-op (see connectWriter for that first time).
+	pragmas := fmt.Sprintf("_pragma=busy_timeout(%d)"+
+		"&_pragma=foreign_keys(1)"+
+		"&_pragma=journal_mode(WAL)"+
+		"&_pragma=synchronous(NORMAL)", sqliteBusyTimeout.Milliseconds())
+	base := sqliteURI(abs) + "?" + pragmas
+
+	// The writer: one connection, kept open, whose explicit transactions
+	// start with BEGIN IMMEDIATE so they take the write lock up front and
+	// wait under busy_timeout instead of failing on a lock upgrade.
+	if s.w, err = sql.Open("sqlite", base+"&_txlock=immediate"); err != nil {
+		return nil, err
+	}
+	s.w.SetMaxOpenConns(1)
+	s.w.SetMaxIdleConns(1)
+	s.w.SetConnMaxLifetime(0)
+	s.w.SetConnMaxIdleTime(0)
+
+	if err := s.connectWriter(ctx); err != nil {
+		return nil, fmt.Errorf("connect: %w", err)
+	}
+	if err := s.migrate(ctx); err != nil {
+		return nil, err
+	}
+
+	// The readers: query_only guards against a write slipping onto a
+	// connection that bypasses the single-writer queue.
+	if s.r, err = sql.Open("sqlite", base+"&_query_only=1"); err != nil {
+		return nil, err
+	}
+	readers := max(4, runtime.GOMAXPROCS(0))
+	s.r.SetMaxOpenConns(readers)
+	s.r.SetMaxIdleConns(readers)
+	s.r.SetConnMaxLifetime(0)
+	s.r.SetConnMaxIdleTime(0)
+	if err := s.r.PingContext(ctx); err != nil {
+		return nil, fmt.Errorf("connect reader: %w", err)
+	}
+
+	for _, p := range []struct {
+		db    *sql.DB
+		query string
+		stmt  **sql.Stmt
+	}{
+		{s.w, sqlPut, &s.put},
+		{s.w, sqlDelete, &s.del},
+		{s.r, sqlLatestSeq, &s.latestSeq},
+		{s.r, sqlHistory, &s.history},
+	} {
+		if *p.stmt, err = p.db.PrepareContext(ctx, p.query); err != nil {
+			return nil, fmt.Errorf("prepare: %w", err)
+		}
+	}
+	return s, nil
+}
+
+// createMu serialises createPrivate, so no OpenSQLite in this process
+// connects to a file while another is between creating and closing it.
+var createMu sync.Mutex
+
+// createPrivate creates the database file, readable only by its owner, if it
+// does not exist; SQLite gives the -wal and -shm files the same permissions.
+//
+// O_EXCL matters: it never opens an existing file. Closing any descriptor of
+// a file drops every POSIX lock the process holds on it, so opening and
+// closing a database another connection of this process has open would
+// silently strip that connection's locks.
+func createPrivate(path string) error {
+	createMu.Lock()
+	defer createMu.Unlock()
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o600)
+	if errors.Is(err, fs.ErrExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	return f.Close()
+}
+
+// sqliteURI turns a file path into the "file:" URI the driver passes to
+// SQLite, escaping the characters a URI path gives meaning to.
+func sqliteURI(abs string) string {
+	p := filepath.ToSlash(abs)
+	if !strings.HasPrefix(p, "/") {
+		p = "/" + p // a Windows drive letter: file:/C:/dir/db
+	}
+	p = strings.NewReplacer("%", "%25", "?", "%3f", "#", "%23").Replace(p)
+	return "file:" + p
+}
+
+// connectWriter opens the writer's connection, retrying while another
+// connection is switching a new file to WAL. The journal_mode(WAL) pragma
+// upgrades a read lock to a write lock, which SQLite will not wait for (the
+// wait could deadlock), so when two connections convert one new file at once
+// the loser fails at once with SQLITE_BUSY. Once the file is in WAL mode,
+// which is persistent, the pragma is a no-op and connecting cannot fail so.
+func (s *SQLite) connectWriter(ctx context.Context) error {
+	deadline := time.Now().Add(sqliteBusyTimeout)
+	delay := time.Millisecond
+	for {
+		err := s.w.PingContext(ctx)
+		if err == nil || !isBusy(err) || time.Now().After(deadline) {
+			return err
+		}
+		t := time.NewTimer(delay)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return ctx.Err()
+		case <-t.C:
+		}
+		delay = min(2*delay, 50*time.Millisecond)
+	}
+}
+
+// isBusy reports whether err is SQLite's SQLITE_BUSY ("database is locked"),
+// in any of its extended forms.
+func isBusy(err error) bool {
+	var se *sqlite.Error
+	return errors.As(err, &se) && se.Code()&0xff == sqlite3.SQLITE_BUSY
+}
+
+// migrate brings the schema to sqliteSchemaVersion in one IMMEDIATE
+// transaction, so two processes opening a new file at once do not both
+// create it.
+func (s *SQLite) migrate(ctx context.Context) error {
+	var mode string
+	if err := s.w.QueryRowContext(ctx, "PRAGMA journal_mode").Scan(&mode); err != nil {
+		return fmt.Errorf("read journal mode: %w", err)
+	}
+	if !strings.EqualFold(mode, "wal") {
+		return fmt.Errorf("journal mode is %q, not wal (is the file on a network file system?)", mode)
+	}
+
+	tx, err := s.w.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("begin migration: %w", err)
+	}
+	defer tx.Rollback() //nolint:errcheck // a no-op after Commit
+
+	var version int
+	if err := tx.QueryRowContext(ctx, "PRAGMA user_version").Scan(&version); err != nil {
+		return fmt.Errorf("read schema version: %w", err)
+	}
+	switch {
+	case version > sqliteSchemaVersion:
+		return fmt.Errorf("database schema version %d is newer than this build supports (%d); use a newer build", version, sqliteSchemaVersion)
+	case version < 0:
+		return fmt.Errorf("database schema version %d is invalid", version)
+	case version == sqliteSchemaVersion:
+		return nil
+	}
+	for v := version; v < sqliteSchemaVersion; v++ {
+		if _, err := tx.ExecContext(ctx, sqliteMigrations[v]); err != nil {
+			return fmt.Errorf("migrate schema %d to %d: %w", v, v+1, err)
+		}
+	}
+	// PRAGMA takes no parameters; the version is a constant.
+	if _, err := tx.ExecContext(ctx, fmt.Sprintf("PRAGMA user_version = %d", sqliteSchemaVersion)); err != nil {
+		return fmt.Errorf("set schema version: %w", err)
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("commit migration: %w", err)
+	}
+	return nil
+}
+
+// Put appends cp to its thread in one atomic statement; a Seq other than the
+// latest plus one writes nothing and returns an error wrapping ErrConflict.
+func (s *SQLite) Put(ctx context.Context, cp Checkpoint) error {
+	if err := s.put1(ctx, cp); err != nil {
+		return fmt.Errorf("checkpoint: put thread %q seq %d: %w", cp.ThreadID, cp.Seq, err)
+	}
+	return nil
+}
+
+// minNanos and maxNanos bound the times a unix-nanosecond column can hold
+// (the years 1678 to 2262).
+var (
+	minNanos = time.Unix(0, math.MinInt64)
+	maxNanos = time.Unix(0, math.MaxInt64)
+)
+
+func (s *SQLite) put1(ctx context.Context, cp Checkpoint) error {
+	created := cp.CreatedAt
+	if created.IsZero() {
+		created = time.Now()
+	} else if created.Before(minNanos) || created.After(maxNanos) {
+		return fmt.Errorf("created_at %v is outside the years 1678 to 2262", created)
+	}
+	next, err := encodeNext(cp.Next)
+	if err != nil {
+		return fmt.Errorf("encode next: %w", err)
+	}
+	meta, err := encodeMetadata(cp.Metadata)
+	if err != nil {
+		return fmt.Errorf("encode metadata: %w", err)
+	}
+	state := cp.State
+	if state == nil {
+		state = []byte{} // NOT NULL column; an empty blob reads back as empty
+	}
+
+	res, err := s.put.ExecContext(ctx,
+		cp.ThreadID, cp.Seq, cp.RunID, cp.Step, string(cp.Status),
+		next, state, meta, created.UnixNano())
+	if err != nil {
+		var se *sqlite.Error
+		if errors.As(err, &se) && se.Code() == sqlite3.SQLITE_CONSTRAINT_PRIMARYKEY {
+			// Unreachable while every writer uses the conditional insert;
+			// kept so a conflict is never reported as a storage failure.
+			return fmt.Errorf("%w (%v)", ErrConflict, err)
+		}
+		return err
+	}
+	n, err := res.RowsAffected()
+	if err != nil {
+		return err
+	}
+	if n == 1 {
+		return nil
+	}
+	// Nothing written: Seq was not latest+1. Report the latest seq for the
+	// log; it is read after the fact, so it is advice, not the decision.
+	var latest int64
+	if err := s.latestSeq.QueryRowContext(ctx, cp.ThreadID).Scan(&latest); err == nil {
+		return fmt.Errorf("latest is %d: %w", latest, ErrConflict)
+	}
+	return ErrConflict
+}
+
+// Latest returns the thread's newest checkpoint, read from the read pool so
+// it never waits behind a Put.
+func (s *SQLite) Latest(ctx context.Context, threadID string) (Checkpoint, error) {
+	cps, err := s.query(ctx, threadID, 1)
+	if err != nil {
+		return Checkpoint{}, fmt.Errorf("checkpoint: latest of thread %q: %w", threadID, err)
+	}
+	if len(cps) == 0 {
+		return Checkpoint{}, fmt.Errorf("checkpoint: latest of thread %q: %w", threadID, ErrNotFound)
+	}
+	return cps[0], nil
+}
+
+// History returns up to limit checkpoints, newest first (limit <= 0 means
+// all), read in one statement so they come from one consistent snapshot.
+func (s *SQLite) History(ctx context.Context, threadID string, limit int) ([]Checkpoint, error) {
+	if limit <= 0 {
+		limit = -1 // SQLite: no limit
+	}
+	cps, err := s.query(ctx, threadID, limit)
+	if err != nil {
+		return nil, fmt.Errorf("checkpoint: history of thread %q: %w", threadID, err)
+	}
+	if cps == nil {
+		cps = []Checkpoint{}
+	}
+	return cps, nil
+}
+
+func (s *SQLite) query(ctx context.Context, threadID string, limit int) ([]Checkpoint, error) {
+	rows, err := s.history.QueryContext(ctx, threadID, limit)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []Checkpoint
+	if limit > 0 {
+		out = make([]Checkpoint, 0, min(limit, 64))
+	}
+	for rows.Next() {
+		cp := Checkpoint{ThreadID: threadID}
+		var (
+			status      string
+			next, meta  []byte
+			createdNano int64
+		)
+		if err := rows.Scan(&cp.Seq, &cp.RunID, &cp.Step, &status, &next, &cp.State, &meta, &createdNano); err != nil {
+			return nil, err
+		}
+		cp.Status = Status(status)
+		if cp.Next, err = decodeNext(next); err != nil {
+			return nil, fmt.Errorf("seq %d: decode next: %w", cp.Seq, err)
+		}
+		if cp.Metadata, err = decodeMetadata(meta); err != nil {
+			return nil, fmt.Errorf("seq %d: decode metadata: %w", cp.Seq, err)
+		}
+		if len(cp.State) == 0 {
+			cp.State = nil
+		}
+		cp.CreatedAt = time.Unix(0, createdNano).UTC()
+		out = append(out, cp)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// DeleteThread removes the thread's checkpoints in one statement; its next
+// Put must use Seq 1 again.
+func (s *SQLite) DeleteThread(ctx context.Context, threadID string) error {
+	if _, err := s.del.ExecContext(ctx, threadID); err != nil {
+		return fmt.Errorf("checkpoint: delete thread %q: %w", threadID, err)
+	}
+	return nil
+}
+
+// Close closes the statements and both connection pools. When the last
+// connection to the file closes, SQLite checkpoints the WAL into the main
+// file and removes it. Calling Close again returns the first call's result.
+func (s *SQLite) Close() error {
+	s.closeOnce.Do(func() {
+		if err := s.closeAll(); err != nil {
+			s.closeErr = fmt.Errorf("checkpoint: close sqlite %q: %w", s.path, err)
+		}
+	})
+	return s.closeErr
+}
+
+func (s *SQLite) closeAll() error {
+	var errs []error
+	for _, st := range []*sql.Stmt{s.put, s.del, s.latestSeq, s.history} {
+		if st != nil {
+			errs = append(errs, st.Close())
+		}
+	}
+	// Readers first, so the writer's connection is the last one and
+	// checkpoints the WAL as it closes.
+	for _, db := range []*sql.DB{s.r, s.w} {
+		if db != nil {
+			errs = append(errs, db.Close())
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// encodeNext and encodeMetadata refuse invalid UTF-8, which JSON would
+// silently replace with U+FFFD, so a checkpoint never reads back different
+// from what was written.
+func encodeNext(next []string) (string, error) {
+	if len(next) == 0 {
+		return "[]", nil
+	}
+	for _, n := range next {
+		if !utf8.ValidString(n) {
+			return "", fmt.Errorf("node name %q is not valid UTF-8", n)
+		}
+	}
+	b, err := json.Marshal(next)
+	return string(b), err
+}
+
+func decodeNext(b []byte) ([]string, error) {
+	if len(b) == 0 || string(b) == "[]" || string(b) == "null" {
+		return nil, nil
+	}
+	var next []string
+	if err := json.Unmarshal(b, &next); err != nil {
+		return nil, err
+	}
+	if len(next) == 0 {
+		return nil, nil
+	}
+	return next, nil
+}
+
+func encodeMetadata(meta map[string]string) (string, error) {
+	if len(meta) == 0 {
+		return "{}", nil
+	}
+	for k, v := range meta {
+		if !utf8.ValidString(k) || !utf8.ValidString(v) {
+			return "", fmt.Errorf("entry %q: %q is not valid UTF-8", k, v)
+		}
+	}
+	b, err := json.Marshal(meta)
+	return string(b), err
+}
+
+func decodeMetadata(b []byte) (map[string]string, error) {
+	if len(b) == 0 || string(b) == "{}" || string(b) == "null" {
+		return nil, nil
+	}
+	var meta map[string]string
+	if err := json.Unmarshal(b, &meta); err != nil {
+		return nil, err
+	}
+	if len(meta) == 0 {
+		return nil, nil
+	}
+	return meta, nil
+}

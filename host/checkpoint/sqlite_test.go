@@ -1,0 +1,355 @@
+package checkpoint_test
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/tenxgraph/tenxgraph/host/checkpoint"
+	"github.com/tenxgraph/tenxgraph/host/checkpoint/checkpointtest"
+)
+
+func openSQLite(t testing.TB, path string) *checkpoint.SQLite {
+	t.Helper()
+	s, err := checkpoint.OpenSQLite(context.Background(), path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+func TestSQLite(t *testing.T) {
+	checkpointtest.Run(t, func(t *testing.T) checkpoint.Checkpointer {
+		return openSQLite(t, filepath.Join(t.TempDir(), "checkpoints.db"))
+	})
+}
+
+// TestSQLiteSharedFile runs the suite with every subtest's store on one file,
+// as several processes sharing a database would be.
+func TestSQLiteSharedFile(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "shared.db")
+	checkpointtest.Run(t, func(t *testing.T) checkpoint.Checkpointer {
+		return openSQLite(t, path)
+	})
+}
+
+func TestSQLiteSurvivesReopen(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "db")
+	s := openSQLite(t, path)
+	state := make([]byte, 1<<20)
+	for i := range state {
+		state[i] = byte(i * 7)
+	}
+	for seq := int64(1); seq <= 3; seq++ {
+		cp := checkpoint.Checkpoint{ThreadID: "t", Seq: seq, RunID: "r", Status: checkpoint.StatusRunning,
+			Next: []string{"n"}, State: state, Metadata: map[string]string{"k": "v"}}
+		if err := s.Put(ctx, cp); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := s.History(ctx, "t", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatalf("second Close: %v", err)
+	}
+	if _, err := s.Latest(ctx, "t"); err == nil {
+		t.Fatal("Latest after Close succeeded")
+	}
+
+	s = openSQLite(t, path)
+	defer s.Close()
+	got, err := s.History(ctx, "t", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != len(want) {
+		t.Fatalf("after reopen: %d checkpoints, want %d", len(got), len(want))
+	}
+	for i := range got {
+		g, w := got[i], want[i]
+		if g.Seq != w.Seq || g.RunID != w.RunID || string(g.State) != string(w.State) ||
+			!g.CreatedAt.Equal(w.CreatedAt) || g.Metadata["k"] != "v" || len(g.Next) != 1 {
+			t.Fatalf("after reopen, checkpoint %d = %+v, want %+v", i, g, w)
+		}
+	}
+	if err := s.Put(ctx, checkpoint.Checkpoint{ThreadID: "t", Seq: 4}); err != nil {
+		t.Fatalf("Put seq 4 after reopen: %v", err)
+	}
+}
+
+func TestSQLiteRefusesNewerSchema(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "db")
+	openSQLite(t, path).Close()
+
+	db, err := sql.Open("sqlite", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.Exec("PRAGMA user_version = 99"); err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+
+	s, err := checkpoint.OpenSQLite(context.Background(), path)
+	if err == nil {
+		s.Close()
+		t.Fatal("OpenSQLite opened a database with a newer schema")
+	}
+	if !strings.Contains(err.Error(), "99") || !strings.Contains(err.Error(), "newer") {
+		t.Fatalf("error %q should name the version and say it is newer", err)
+	}
+}
+
+func TestSQLiteRefusesNonDatabase(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "db")
+	if err := os.WriteFile(path, []byte(strings.Repeat("not a database\n", 100)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if s, err := checkpoint.OpenSQLite(context.Background(), path); err == nil {
+		s.Close()
+		t.Fatal("OpenSQLite opened a file that is not a database")
+	}
+}
+
+func TestSQLiteCreatesParentDirectory(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "a", "b", "c")
+	path := filepath.Join(dir, "checkpoints.db")
+	openSQLite(t, path).Close()
+
+	fi, err := os.Stat(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !fi.IsDir() {
+		t.Fatalf("%s is not a directory", dir)
+	}
+	fi, err = os.Stat(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if runtime.GOOS != "windows" {
+		if perm := mustStat(t, dir).Mode().Perm(); perm&0o077 != 0 {
+			t.Errorf("directory mode %v, want no group or other access", perm)
+		}
+		if perm := fi.Mode().Perm(); perm&0o077 != 0 {
+			t.Errorf("file mode %v, want no group or other access", perm)
+		}
+	}
+}
+
+func mustStat(t *testing.T, path string) os.FileInfo {
+	t.Helper()
+	fi, err := os.Stat(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return fi
+}
+
+// TestSQLiteURICharacters checks that a path is used as a path, not parsed as
+// a URI.
+func TestSQLiteURICharacters(t *testing.T) {
+	ctx := context.Background()
+	dir := filepath.Join(t.TempDir(), "we?ird#dir %41 &x=y")
+	path := filepath.Join(dir, "db?mode=ro")
+	s := openSQLite(t, path)
+	if err := s.Put(ctx, checkpoint.Checkpoint{ThreadID: "t", Seq: 1}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(path); err != nil {
+		t.Fatalf("the database is not at the path given: %v", err)
+	}
+	s = openSQLite(t, path)
+	defer s.Close()
+	if _, err := s.Latest(ctx, "t"); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestSQLiteWALMode(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "db")
+	s := openSQLite(t, path)
+	defer s.Close()
+	db, err := sql.Open("sqlite", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	var mode string
+	if err := db.QueryRow("PRAGMA journal_mode").Scan(&mode); err != nil {
+		t.Fatal(err)
+	}
+	if mode != "wal" {
+		t.Fatalf("journal_mode = %q, want wal", mode)
+	}
+}
+
+func TestSQLiteOpenCancelled(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if s, err := checkpoint.OpenSQLite(ctx, filepath.Join(t.TempDir(), "db")); err == nil {
+		s.Close()
+		t.Fatal("OpenSQLite with a cancelled context succeeded")
+	}
+}
+
+// TestSQLiteConcurrentOpen opens one new file from many goroutines at once:
+// SQLite does not wait on busy_timeout while a new file switches to WAL, so
+// OpenSQLite has to.
+func TestSQLiteConcurrentOpen(t *testing.T) {
+	ctx := context.Background()
+	for round := range 50 {
+		path := filepath.Join(t.TempDir(), "db")
+		const openers = 8
+		var wg sync.WaitGroup
+		stores := make([]*checkpoint.SQLite, openers)
+		errs := make([]error, openers)
+		for i := range openers {
+			wg.Go(func() { stores[i], errs[i] = checkpoint.OpenSQLite(ctx, path) })
+		}
+		wg.Wait()
+		for i, s := range stores {
+			if errs[i] != nil {
+				t.Fatalf("round %d opener %d: %v", round, i, errs[i])
+			}
+			if err := s.Put(ctx, checkpoint.Checkpoint{ThreadID: "t", Seq: int64(i) + 1}); err != nil {
+				t.Fatalf("round %d opener %d: %v", round, i, err)
+			}
+		}
+		for _, s := range stores {
+			if err := s.Close(); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+}
+
+// TestSQLiteTwoHandles has two stores on one file, as two processes would
+// be: both open a new file at once, race for one seq, and write many threads
+// at once. No "database is locked" may surface.
+func TestSQLiteTwoHandles(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "db")
+
+	var handles [2]*checkpoint.SQLite
+	var wg sync.WaitGroup
+	var openErrs [2]error
+	for i := range handles {
+		wg.Go(func() { handles[i], openErrs[i] = checkpoint.OpenSQLite(ctx, path) })
+	}
+	wg.Wait()
+	for i, err := range openErrs {
+		if err != nil {
+			t.Fatalf("open handle %d: %v", i, err)
+		}
+		t.Cleanup(func() { handles[i].Close() })
+	}
+	a, b := handles[0], handles[1]
+
+	// Both handles race for seq 2 of one thread.
+	for round := range 5 {
+		th := fmt.Sprintf("race-%d", round)
+		if err := a.Put(ctx, checkpoint.Checkpoint{ThreadID: th, Seq: 1}); err != nil {
+			t.Fatal(err)
+		}
+		const racers = 16
+		errs := make([]error, racers)
+		start := make(chan struct{})
+		for i := range racers {
+			wg.Go(func() {
+				<-start
+				errs[i] = handles[i%2].Put(ctx, checkpoint.Checkpoint{ThreadID: th, Seq: 2, RunID: fmt.Sprint(i)})
+			})
+		}
+		close(start)
+		wg.Wait()
+		wins := 0
+		for i, err := range errs {
+			switch {
+			case err == nil:
+				wins++
+			case !errors.Is(err, checkpoint.ErrConflict):
+				t.Errorf("round %d racer %d: %v", round, i, err)
+			}
+		}
+		if wins != 1 {
+			t.Fatalf("round %d: %d racers won, want 1", round, wins)
+		}
+		for _, h := range handles {
+			if cp, err := h.Latest(ctx, th); err != nil || cp.Seq != 2 {
+				t.Fatalf("round %d: Latest = seq %d, %v; want seq 2", round, cp.Seq, err)
+			}
+		}
+	}
+
+	// Both handles write and read many threads at once.
+	const threads, perThread = 8, 25
+	errc := make(chan error, threads*perThread*4)
+	for i := range threads {
+		w, r := handles[i%2], handles[(i+1)%2]
+		th := fmt.Sprintf("busy-%d", i)
+		wg.Go(func() {
+			for seq := int64(1); seq <= perThread; seq++ {
+				if err := w.Put(ctx, checkpoint.Checkpoint{ThreadID: th, Seq: seq, State: make([]byte, 4096)}); err != nil {
+					errc <- err
+				}
+			}
+		})
+		wg.Go(func() {
+			for range perThread {
+				if _, err := r.Latest(ctx, th); err != nil && !errors.Is(err, checkpoint.ErrNotFound) {
+					errc <- err
+				}
+			}
+		})
+	}
+	wg.Wait()
+	close(errc)
+	for err := range errc {
+		t.Error(err)
+	}
+	for i := range threads {
+		th := fmt.Sprintf("busy-%d", i)
+		for _, h := range []*checkpoint.SQLite{a, b} {
+			if cp, err := h.Latest(ctx, th); err != nil || cp.Seq != perThread {
+				t.Fatalf("Latest(%s) = seq %d, %v; want %d", th, cp.Seq, err, perThread)
+			}
+		}
+	}
+}
+
+// TestSQLiteRefusesInvalidUTF8 checks that strings JSON cannot hold exactly
+// are refused rather than changed.
+func TestSQLiteRefusesInvalidUTF8(t *testing.T) {
+	ctx := context.Background()
+	s := openSQLite(t, filepath.Join(t.TempDir(), "db"))
+	defer s.Close()
+	for _, cp := range []checkpoint.Checkpoint{
+		{ThreadID: "t", Seq: 1, Next: []string{"ok", "bad\xff"}},
+		{ThreadID: "t", Seq: 1, Metadata: map[string]string{"k": "bad\xff"}},
+		{ThreadID: "t", Seq: 1, Metadata: map[string]string{"bad\xff": "v"}},
+	} {
+		if err := s.Put(ctx, cp); err == nil || errors.Is(err, checkpoint.ErrConflict) {
+			t.Errorf("Put(%q, %q) = %v; want an encoding error", cp.Next, cp.Metadata, err)
+		}
+	}
+	if _, err := s.Latest(ctx, "t"); !errors.Is(err, checkpoint.ErrNotFound) {
+		t.Fatalf("Latest = %v; want ErrNotFound", err)
+	}
+}
