@@ -142,12 +142,6 @@ func blocksOf[T Block](m Message) []T {
 	return out
 }
 
-type wireMessage struct {
-	ID      string            `json:"id,omitempty"`
-	Role    Role              `json:"role"`
-	Content []json.RawMessage `json:"content"`
-}
-
 // MarshalJSON writes the message as DESIGN's wire shape, with content always
 // an array of typed blocks.
 func (m Message) MarshalJSON() ([]byte, error) {
