@@ -76,6 +76,10 @@ type CallToolRequest struct {
 	CallID string
 	// ThreadID is the conversation the call belongs to.
 	ThreadID string
+	// RunTool is set when the tool is one of the run's client tools (see
+	// RunToolsProvider), so that a provider judging them keeps no per-run
+	// state.
+	RunTool *ToolSpec
 }
 
 // CallToolResponse is a tool's result.
@@ -85,4 +89,46 @@ type CallToolResponse struct {
 	// IsError marks a failure the model should see (bad input, a refused
 	// operation) as opposed to an infrastructure error.
 	IsError bool
+	// Deferred says the tool runs in the client: the host pauses the graph
+	// and hands the call over instead of using Content. Only the remote
+	// bridge answers this way.
+	Deferred bool
+}
+
+// RunToolsProvider is implemented by providers whose tools include the run's
+// own client tools: the remote bridge. The host asks it, once per run, which
+// of the client's tools to offer; it answers without keeping state.
+type RunToolsProvider interface {
+	PrepareRun(ctx context.Context, req PrepareRunRequest) (PrepareRunResponse, error)
+}
+
+// PrepareRunRequest carries a run's client tools.
+type PrepareRunRequest struct {
+	// RunTools are the tools as the client sent them, flat or OpenAI shape.
+	RunTools []json.RawMessage
+	// Taken are the names the node already has; a client tool may not
+	// shadow any of them.
+	Taken []string
+}
+
+// PrepareRunResponse says which client tools a run offers.
+type PrepareRunResponse struct {
+	// Tools are offered to the model for this run.
+	Tools []ToolSpec
+	// Ignored were left out, each with the reason.
+	Ignored []IgnoredTool
+	// Problems make the run's tools invalid: the run must not start.
+	Problems []Problem
+}
+
+// IgnoredTool is a client tool that was not offered.
+type IgnoredTool struct {
+	Name   string
+	Reason string
+}
+
+// Problem is one thing wrong with an input, at a JSON path.
+type Problem struct {
+	Path    string
+	Message string
 }

@@ -1,0 +1,5 @@
+//go:build !unix
+
+package pluginhost
+
+func alive(int) bool { return true }

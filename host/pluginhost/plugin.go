@@ -1,0 +1,412 @@
+// Package pluginhost runs tool providers as plugin subprocesses and keeps
+// them running: it verifies the binary, starts it, restarts it when it dies,
+// drains and stops it on shutdown, and makes sure nothing it started
+// outlives the host. Each plugin is an sdk.Provider to the rest of the host,
+// so a ToolNode cannot tell a plugin from an in-process provider.
+//
+// go-plugin supplies the handshake and the gRPC connection; what it lacks
+// (restart, orphan protection, process groups, draining, stdin isolation) is
+// here.
+package pluginhost
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os/exec"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+	"github.com/hashicorp/go-plugin"
+	"github.com/hashicorp/go-plugin/runner"
+	"google.golang.org/grpc"
+
+	"github.com/tenxgraph/tenxgraph/sdk"
+)
+
+// Config says how to run one provider plugin.
+type Config struct {
+	// Name identifies the plugin in logs, errors and `tenxgraph tools`.
+	Name string
+	// Command is the program and its arguments.
+	Command []string
+	// SHA256, when set, pins the program's bytes: a binary that does not
+	// match is refused before it runs.
+	SHA256 string
+	// Env is added to the plugin's environment (the host's is inherited).
+	Env map[string]string
+	// Lazy starts the process only when a tool is first called. The tool
+	// list is still read at startup (the plugin is started, asked, and
+	// stopped), so configuration mistakes surface at once.
+	Lazy bool
+	// Logger receives the plugin's logs, under the plugin's name.
+	Logger hclog.Logger
+	// StartTimeout bounds one start, handshake included (default 30s).
+	StartTimeout time.Duration
+}
+
+// ErrClosed: the plugin was shut down.
+var ErrClosed = errors.New("plugin is shut down")
+
+// client is what a dispensed plugin offers the host.
+type client interface {
+	sdk.Provider
+	sdk.RunToolsProvider
+	sdk.Shutdowner
+	Watch(ctx context.Context) error
+	Exited() <-chan struct{}
+}
+
+// instance is one process of a plugin.
+type instance struct {
+	pc          *plugin.Client
+	c           client
+	stopWatch   context.CancelFunc
+	intentional bool // set under Plugin.mu when the host stops it on purpose
+}
+
+// Plugin is a provider in a subprocess, supervised. It implements
+// sdk.Provider, sdk.RunToolsProvider and sdk.Shutdowner.
+type Plugin struct {
+	cfg Config
+	log hclog.Logger
+	md  sdk.MetadataResponse
+
+	mu       sync.Mutex
+	cur      *instance
+	starting chan struct{} // non-nil while a start is in progress
+	startErr error
+	crashes  int // consecutive unexpected exits, for backoff
+	lastExit time.Time
+	closed   bool
+	inflight sync.WaitGroup
+}
+
+// Start verifies and starts a plugin and reads its tool list. A plugin that
+// cannot start, or whose binary does not match its pinned sha256, is an error
+// here, at host startup.
+func Start(ctx context.Context, cfg Config) (*Plugin, error) {
+	if len(cfg.Command) == 0 {
+		return nil, fmt.Errorf("plugin %q: no command", cfg.Name)
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = hclog.NewNullLogger()
+	}
+	if cfg.StartTimeout == 0 {
+		cfg.StartTimeout = 30 * time.Second
+	}
+	cfg.Command = append([]string(nil), cfg.Command...)
+	p := &Plugin{cfg: cfg, log: cfg.Logger.Named(cfg.Name)}
+	path, err := exec.LookPath(cfg.Command[0])
+	if err != nil {
+		return nil, fmt.Errorf("plugin %q: %w", cfg.Name, err)
+	}
+	p.cfg.Command[0] = path
+	if cfg.SHA256 != "" {
+		if err := verify(path, cfg.SHA256); err != nil {
+			return nil, fmt.Errorf("plugin %q: %w", cfg.Name, err)
+		}
+	}
+	inst, err := p.get(ctx)
+	if err != nil {
+		return nil, err
+	}
+	md, err := inst.c.Metadata(ctx, sdk.MetadataRequest{})
+	if err != nil {
+		p.Shutdown(context.WithoutCancel(ctx))
+		return nil, fmt.Errorf("plugin %q: read its tools: %w", cfg.Name, err)
+	}
+	p.md = md
+	if cfg.Lazy {
+		p.mu.Lock()
+		p.stop(ctx, inst)
+		p.mu.Unlock()
+	}
+	return p, nil
+}
+
+// Metadata implements sdk.Provider with the tool list read at start. The
+// provider's own name is kept as reported, but the host knows the plugin by
+// its configured name.
+func (p *Plugin) Metadata(context.Context, sdk.MetadataRequest) (sdk.MetadataResponse, error) {
+	md := p.md
+	md.Name = p.cfg.Name
+	return md, nil
+}
+
+// CallTool implements sdk.Provider. A plugin that dies during the call
+// gives an error naming the plugin (the ToolNode turns it into an error
+// result for that call), and is restarted for the next call.
+func (p *Plugin) CallTool(ctx context.Context, req sdk.CallToolRequest) (sdk.CallToolResponse, error) {
+	inst, err := p.enter(ctx)
+	if err != nil {
+		return sdk.CallToolResponse{}, err
+	}
+	defer p.inflight.Done()
+	resp, err := inst.c.CallTool(ctx, req)
+	if err != nil {
+		return resp, p.callError(ctx, inst, "running tool "+req.Name, err)
+	}
+	return resp, nil
+}
+
+// PrepareRun implements sdk.RunToolsProvider.
+func (p *Plugin) PrepareRun(ctx context.Context, req sdk.PrepareRunRequest) (sdk.PrepareRunResponse, error) {
+	inst, err := p.enter(ctx)
+	if err != nil {
+		return sdk.PrepareRunResponse{}, err
+	}
+	defer p.inflight.Done()
+	resp, err := inst.c.PrepareRun(ctx, req)
+	if err != nil {
+		return resp, p.callError(ctx, inst, "preparing the run's client tools", err)
+	}
+	return resp, nil
+}
+
+// enter gets a live instance and counts the call as in flight, unless the
+// plugin is shut down.
+func (p *Plugin) enter(ctx context.Context) (*instance, error) {
+	p.mu.Lock()
+	if p.closed {
+		p.mu.Unlock()
+		return nil, fmt.Errorf("plugin %q: %w", p.cfg.Name, ErrClosed)
+	}
+	p.inflight.Add(1)
+	p.mu.Unlock()
+	inst, err := p.get(ctx)
+	if err != nil {
+		p.inflight.Done()
+		return nil, err
+	}
+	return inst, nil
+}
+
+// callError explains a failed call: the caller gave up, the plugin died, or
+// the plugin answered with an error.
+func (p *Plugin) callError(ctx context.Context, inst *instance, what string, err error) error {
+	if ctx.Err() != nil {
+		return err
+	}
+	select {
+	case <-inst.c.Exited():
+		return fmt.Errorf("plugin %q exited while %s; it is being restarted: %w", p.cfg.Name, what, sdk.ErrProviderUnavailable)
+	case <-time.After(50 * time.Millisecond):
+		// The connection can break a moment before the exit is seen.
+	}
+	if errors.Is(err, sdk.ErrProviderUnavailable) {
+		return fmt.Errorf("plugin %q became unreachable while %s: %w", p.cfg.Name, what, err)
+	}
+	return fmt.Errorf("plugin %q: %s: %w", p.cfg.Name, what, err)
+}
+
+// get returns the live instance, starting one if there is none. Concurrent
+// callers share one start (single-flight); a plugin that keeps dying is
+// restarted with growing delays rather than in a hot loop.
+func (p *Plugin) get(ctx context.Context) (*instance, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for {
+		if p.closed {
+			return nil, fmt.Errorf("plugin %q: %w", p.cfg.Name, ErrClosed)
+		}
+		if p.cur != nil {
+			return p.cur, nil
+		}
+		if p.starting == nil {
+			p.starting = make(chan struct{})
+			go p.launch(p.starting, p.backoff())
+		} else if p.startErr != nil && p.crashes > 0 {
+			// A start already failed and the next one waits out its backoff:
+			// do not hold the caller for it.
+			return nil, p.startErr
+		}
+		ch := p.starting
+		p.mu.Unlock()
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			p.mu.Lock()
+			return nil, fmt.Errorf("plugin %q: waiting for it to start: %w", p.cfg.Name, ctx.Err())
+		}
+		p.mu.Lock()
+		if p.cur == nil && p.startErr != nil {
+			return nil, p.startErr
+		}
+	}
+}
+
+// backoff is the wait before the next start: none after a clean start or a
+// first crash, then doubling from 100ms to 30s while crashes continue.
+// Called with p.mu held.
+func (p *Plugin) backoff() time.Duration {
+	if p.crashes <= 1 {
+		return 0
+	}
+	d := 100 * time.Millisecond << min(p.crashes-2, 9)
+	return min(d, 30*time.Second) - time.Since(p.lastExit)
+}
+
+func (p *Plugin) launch(done chan struct{}, wait time.Duration) {
+	if wait > 0 {
+		time.Sleep(wait)
+	}
+	inst, err := p.spawn()
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.starting = nil
+	p.startErr = err
+	if err != nil {
+		p.crashes++
+		p.lastExit = time.Now()
+	} else if p.closed {
+		p.stop(context.Background(), inst)
+	} else {
+		p.cur = inst
+		go p.supervise(inst)
+	}
+	close(done)
+}
+
+// spawn starts one process and opens its lifeline.
+func (p *Plugin) spawn() (*instance, error) {
+	cmd := exec.Command(p.cfg.Command[0], p.cfg.Command[1:]...)
+	for k, v := range p.cfg.Env {
+		cmd.Env = append(cmd.Env, k+"="+v)
+	}
+	pc := plugin.NewClient(&plugin.ClientConfig{
+		HandshakeConfig:  sdk.Handshake,
+		VersionedPlugins: sdk.HostPlugins(),
+		AllowedProtocols: []plugin.Protocol{plugin.ProtocolGRPC},
+		RunnerFunc: func(l hclog.Logger, c *exec.Cmd, _ string) (runner.Runner, error) {
+			cmd.Env = append(c.Env, cmd.Env...)
+			return newRunner(l, cmd)
+		},
+		UnixSocketConfig: &plugin.UnixSocketConfig{TempDir: socketRoot()},
+		Logger:           p.log,
+		StartTimeout:     p.cfg.StartTimeout,
+		SyncStdout:       logWriter{p.log, "plugin wrote to stdout"},
+		SyncStderr:       logWriter{p.log, "plugin wrote to stderr"},
+		GRPCDialOptions: []grpc.DialOption{grpc.WithDefaultCallOptions(
+			grpc.MaxCallRecvMsgSize(sdk.MaxMessageBytes), grpc.MaxCallSendMsgSize(sdk.MaxMessageBytes))},
+	})
+	rpc, err := pc.Client()
+	if err != nil {
+		pc.Kill()
+		return nil, fmt.Errorf("plugin %q: start %s: %w", p.cfg.Name, strings.Join(p.cfg.Command, " "), err)
+	}
+	raw, err := rpc.Dispense(sdk.PluginName)
+	if err != nil {
+		pc.Kill()
+		return nil, fmt.Errorf("plugin %q: %w", p.cfg.Name, err)
+	}
+	c, ok := raw.(client)
+	if !ok {
+		pc.Kill()
+		return nil, fmt.Errorf("plugin %q: unexpected client type %T", p.cfg.Name, raw)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	go c.Watch(ctx) //nolint:errcheck // ends when the plugin or the host goes
+	return &instance{pc: pc, c: c, stopWatch: cancel}, nil
+}
+
+// supervise waits for the process to exit. An exit the host did not ask for
+// is a crash: the instance is dropped and a new one started at once, so the
+// next call finds it ready.
+func (p *Plugin) supervise(inst *instance) {
+	<-inst.c.Exited()
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if inst.intentional {
+		return
+	}
+	inst.stopWatch()
+	inst.pc.Kill() // reap, remove the socket folder, kill any children left
+	if p.cur == inst {
+		p.cur = nil
+	}
+	if time.Since(p.lastExit) > time.Minute {
+		p.crashes = 0
+	}
+	p.crashes++
+	p.lastExit = time.Now()
+	p.log.Error("plugin exited unexpectedly; restarting", "crashes", p.crashes)
+	if !p.closed && p.starting == nil {
+		p.starting = make(chan struct{})
+		go p.launch(p.starting, p.backoff())
+	}
+}
+
+// stop ends an instance on purpose: the provider releases its resources,
+// then the process and its group are stopped. Called with p.mu held.
+func (p *Plugin) stop(ctx context.Context, inst *instance) {
+	inst.intentional = true
+	if p.cur == inst {
+		p.cur = nil
+	}
+	sctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	_ = inst.c.Shutdown(sctx)
+	cancel()
+	inst.stopWatch()
+	inst.pc.Kill()
+}
+
+// Shutdown drains and stops the plugin: new calls are refused, calls in
+// flight may finish until ctx is done, then the provider is asked to release
+// its resources and the process group is stopped.
+func (p *Plugin) Shutdown(ctx context.Context) error {
+	p.mu.Lock()
+	p.closed = true
+	p.mu.Unlock()
+	drained := make(chan struct{})
+	go func() {
+		p.inflight.Wait()
+		close(drained)
+	}()
+	var err error
+	select {
+	case <-drained:
+	case <-ctx.Done():
+		err = fmt.Errorf("plugin %q: calls still running at shutdown were cut off: %w", p.cfg.Name, ctx.Err())
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.cur != nil {
+		p.stop(context.WithoutCancel(ctx), p.cur)
+	}
+	return err
+}
+
+// PID is the running process's id, or 0; for tests and diagnostics.
+func (p *Plugin) PID() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.cur == nil {
+		return 0
+	}
+	pid, _ := strconv.Atoi(p.cur.pc.ID())
+	return pid
+}
+
+var (
+	_ sdk.Provider         = (*Plugin)(nil)
+	_ sdk.RunToolsProvider = (*Plugin)(nil)
+	_ sdk.Shutdowner       = (*Plugin)(nil)
+)
+
+// logWriter files what a plugin writes to its redirected stdout and stderr
+// after the handshake as warnings, instead of discarding it.
+type logWriter struct {
+	log hclog.Logger
+	msg string
+}
+
+func (w logWriter) Write(b []byte) (int, error) {
+	for _, line := range strings.Split(strings.TrimRight(string(b), "\n"), "\n") {
+		w.log.Warn(w.msg, "output", line)
+	}
+	return len(b), nil
+}

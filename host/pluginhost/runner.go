@@ -1,0 +1,118 @@
+package pluginhost
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"regexp"
+	"strconv"
+
+	"github.com/hashicorp/go-hclog"
+	"github.com/hashicorp/go-plugin/runner"
+)
+
+// procRunner starts a plugin the way go-plugin's own runner cannot: without
+// the host's stdin (a host that speaks a protocol on stdio must not share
+// it), as the leader of its own process group (so its children are killed
+// with it), with a parent-death signal on Linux (so it does not outlive a
+// host killed with SIGKILL), and with stdout filtered so that stray output
+// cannot break the handshake.
+type procRunner struct {
+	log    hclog.Logger
+	cmd    *exec.Cmd
+	stdout io.ReadCloser
+	stderr io.ReadCloser
+	pid    int
+}
+
+var _ runner.Runner = (*procRunner)(nil)
+
+func newRunner(log hclog.Logger, cmd *exec.Cmd) (*procRunner, error) {
+	cmd.Stdin = nil
+	setProcAttr(cmd)
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		return nil, err
+	}
+	errp, err := cmd.StderrPipe()
+	if err != nil {
+		return nil, err
+	}
+	return &procRunner{log: log, cmd: cmd, stdout: handshakeOnly(out, log), stderr: errp}, nil
+}
+
+func (r *procRunner) Start(context.Context) error {
+	if err := start(r.cmd); err != nil {
+		return err
+	}
+	r.pid = r.cmd.Process.Pid
+	return nil
+}
+
+func (r *procRunner) Wait(context.Context) error { return r.cmd.Wait() }
+
+// Kill ends the plugin and everything it started.
+func (r *procRunner) Kill(context.Context) error {
+	if r.cmd.Process == nil {
+		return nil
+	}
+	killGroup(r.pid)
+	if err := r.cmd.Process.Kill(); err != nil && !errors.Is(err, os.ErrProcessDone) {
+		return err
+	}
+	return nil
+}
+
+func (r *procRunner) Stdout() io.ReadCloser { return r.stdout }
+func (r *procRunner) Stderr() io.ReadCloser { return r.stderr }
+func (r *procRunner) Name() string          { return r.cmd.Path }
+func (r *procRunner) ID() string            { return strconv.Itoa(r.pid) }
+
+func (r *procRunner) Diagnose(context.Context) string {
+	return fmt.Sprintf("the plugin %s did not complete the handshake: is it built with sdk.Serve (or go-plugin, toolprovider.v1), for this OS and architecture, and executable?", r.cmd.Path)
+}
+
+func (r *procRunner) PluginToHost(n, a string) (string, string, error) { return n, a, nil }
+func (r *procRunner) HostToPlugin(n, a string) (string, string, error) { return n, a, nil }
+
+// handshakeLine matches go-plugin's handshake:
+// CORE|APP-VERSION|NETWORK|ADDR|PROTOCOL[|CERT[|MUX]].
+var handshakeLine = regexp.MustCompile(`\d+\|\d+\|(unix|tcp)\|[^|\s]+\|(grpc|netrpc)(\|[^|\s]*)?(\|[^|\s]*)?$`)
+
+// handshakeOnly passes the handshake line through and logs everything else
+// a plugin prints on stdout before it: a print in an init function, a
+// library's banner. Output glued to the front of the handshake line (a print
+// without a newline) is split off.
+func handshakeOnly(r io.ReadCloser, log hclog.Logger) io.ReadCloser {
+	pr, pw := io.Pipe()
+	go func() {
+		sc := bufio.NewScanner(r)
+		sc.Buffer(make([]byte, 64<<10), 1<<20)
+		found := false
+		for sc.Scan() {
+			line := sc.Text()
+			if !found {
+				if loc := handshakeLine.FindStringIndex(line); loc != nil {
+					if loc[0] > 0 {
+						log.Warn("plugin wrote to stdout before the handshake", "output", line[:loc[0]])
+					}
+					found = true
+					if _, err := io.WriteString(pw, line[loc[0]:]+"\n"); err != nil {
+						break
+					}
+					continue
+				}
+			}
+			log.Warn("plugin wrote to stdout", "output", line)
+		}
+		pw.CloseWithError(sc.Err())
+	}()
+	return struct {
+		io.Reader
+		io.Closer
+	}{pr, r}
+}

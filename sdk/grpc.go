@@ -1,0 +1,283 @@
+package sdk
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sync/atomic"
+
+	"github.com/hashicorp/go-plugin"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	pb "github.com/tenxgraph/tenxgraph/sdk/internal/toolproviderv1"
+)
+
+// Capabilities a provider can announce in MetadataResponse.Capabilities.
+const (
+	// CapabilityRunTools: the provider implements RunToolsProvider.
+	CapabilityRunTools = "run_tools"
+	// CapabilityRemote: the provider's tools run in the client (its
+	// CallTool answers Deferred).
+	CapabilityRemote = "remote"
+)
+
+// Handshake is what host and plugin check before talking. The cookie only
+// stops a plugin binary from being run by hand by mistake (it then says
+// so); the protocol version is the go-plugin protocol, and the major version
+// of toolprovider.v1.
+var Handshake = plugin.HandshakeConfig{
+	ProtocolVersion:  1,
+	MagicCookieKey:   "TENXGRAPH_PLUGIN",
+	MagicCookieValue: "tool-provider.v1",
+}
+
+// PluginName is the name the provider is dispensed under.
+const PluginName = "toolprovider"
+
+// MaxMessageBytes bounds one gRPC message in either direction. gRPC's 4 MiB
+// default cuts off ordinary tool outputs (a file, a web page); unbounded
+// lets a broken plugin exhaust the host. 256 MiB is Terraform's choice for
+// the same trade-off. Both sides set it.
+const MaxMessageBytes = 256 << 20
+
+// HostPlugins are the protocol versions a host can speak, for
+// plugin.ClientConfig.VersionedPlugins. The dispensed value implements
+// Provider, RunToolsProvider and Shutdowner, plus Watch(ctx) for the host's
+// lifeline.
+func HostPlugins() map[int]plugin.PluginSet {
+	return map[int]plugin.PluginSet{1: {PluginName: &grpcPlugin{}}}
+}
+
+// grpcPlugin joins a Provider to go-plugin; impl is set on the plugin side.
+type grpcPlugin struct {
+	plugin.NetRPCUnsupportedPlugin
+	impl   Provider
+	onLost func() // called when the host's lifeline breaks
+}
+
+func (g *grpcPlugin) GRPCServer(_ *plugin.GRPCBroker, s *grpc.Server) error {
+	pb.RegisterToolProviderServer(s, &grpcServer{p: g.impl, onLost: g.onLost})
+	return nil
+}
+
+// GRPCClient is called with a context go-plugin cancels when the plugin
+// process exits: the client exposes it as Exited, which is how a host learns
+// of a crash within milliseconds.
+func (g *grpcPlugin) GRPCClient(ctx context.Context, _ *plugin.GRPCBroker, c *grpc.ClientConn) (any, error) {
+	return &grpcClient{c: pb.NewToolProviderClient(c), exited: ctx.Done()}, nil
+}
+
+var _ plugin.GRPCPlugin = (*grpcPlugin)(nil)
+
+// grpcServer serves a Provider over toolprovider.v1.
+type grpcServer struct {
+	pb.UnimplementedToolProviderServer
+	p        Provider
+	onLost   func()
+	stopping atomic.Bool
+}
+
+func (s *grpcServer) GetMetadata(ctx context.Context, _ *pb.GetMetadata_Request) (*pb.GetMetadata_Response, error) {
+	md, err := s.p.Metadata(ctx, MetadataRequest{})
+	if err != nil {
+		return nil, status.Error(codes.Internal, err.Error())
+	}
+	caps := md.Capabilities
+	if _, ok := s.p.(RunToolsProvider); ok && !contains(caps, CapabilityRunTools) {
+		caps = append(caps, CapabilityRunTools)
+	}
+	out := &pb.GetMetadata_Response{Name: md.Name, Version: md.Version, Capabilities: caps, Tools: make([]*pb.ToolSpec, len(md.Tools))}
+	for i, t := range md.Tools {
+		out.Tools[i] = toPBSpec(t)
+	}
+	return out, nil
+}
+
+func (s *grpcServer) CallTool(ctx context.Context, req *pb.CallTool_Request) (*pb.CallTool_Response, error) {
+	in := CallToolRequest{Name: req.Name, Arguments: req.ArgumentsJson, CallID: req.CallId, ThreadID: req.ThreadId}
+	if req.RunTool != nil {
+		spec := fromPBSpec(req.RunTool)
+		in.RunTool = &spec
+	}
+	resp, err := s.p.CallTool(ctx, in)
+	switch {
+	case errors.Is(err, ErrUnknownTool):
+		return nil, status.Error(codes.NotFound, err.Error())
+	case err != nil && ctx.Err() != nil:
+		return nil, status.FromContextError(ctx.Err()).Err()
+	case err != nil:
+		return nil, status.Error(codes.Unknown, err.Error())
+	}
+	return &pb.CallTool_Response{ContentJson: resp.Content, IsError: resp.IsError, Deferred: resp.Deferred}, nil
+}
+
+func (s *grpcServer) PrepareRun(ctx context.Context, req *pb.PrepareRun_Request) (*pb.PrepareRun_Response, error) {
+	rp, ok := s.p.(RunToolsProvider)
+	if !ok {
+		return nil, status.Error(codes.Unimplemented, "this provider does not take client tools")
+	}
+	in := PrepareRunRequest{Taken: req.Taken, RunTools: make([]json.RawMessage, len(req.RunToolsJson))}
+	for i, raw := range req.RunToolsJson {
+		in.RunTools[i] = raw
+	}
+	resp, err := rp.PrepareRun(ctx, in)
+	if err != nil {
+		return nil, status.Error(codes.Unknown, err.Error())
+	}
+	out := &pb.PrepareRun_Response{}
+	for _, t := range resp.Tools {
+		out.Tools = append(out.Tools, toPBSpec(t))
+	}
+	for _, ig := range resp.Ignored {
+		out.Ignored = append(out.Ignored, &pb.PrepareRun_Ignored{Name: ig.Name, Reason: ig.Reason})
+	}
+	for _, p := range resp.Problems {
+		out.Problems = append(out.Problems, &pb.PrepareRun_Problem{Path: p.Path, Message: p.Message})
+	}
+	return out, nil
+}
+
+// Watch holds the host's lifeline open. When it breaks while the plugin is
+// not shutting down, the host is gone and the plugin must not linger.
+func (s *grpcServer) Watch(_ *pb.Watch_Request, stream grpc.ServerStreamingServer[pb.Watch_Event]) error {
+	<-stream.Context().Done()
+	if !s.stopping.Load() && s.onLost != nil {
+		s.onLost()
+	}
+	return nil
+}
+
+func (s *grpcServer) Shutdown(ctx context.Context, _ *pb.Shutdown_Request) (*pb.Shutdown_Response, error) {
+	s.stopping.Store(true)
+	if sd, ok := s.p.(Shutdowner); ok {
+		if err := sd.Shutdown(ctx); err != nil {
+			return nil, status.Error(codes.Unknown, err.Error())
+		}
+	}
+	return &pb.Shutdown_Response{}, nil
+}
+
+// grpcClient is a Provider whose implementation is in a plugin process.
+type grpcClient struct {
+	c      pb.ToolProviderClient
+	exited <-chan struct{}
+}
+
+// Exited is closed when the plugin process has exited.
+func (c *grpcClient) Exited() <-chan struct{} { return c.exited }
+
+func (c *grpcClient) Metadata(ctx context.Context, _ MetadataRequest) (MetadataResponse, error) {
+	resp, err := c.c.GetMetadata(ctx, &pb.GetMetadata_Request{})
+	if err != nil {
+		return MetadataResponse{}, fromStatus(err)
+	}
+	md := MetadataResponse{Name: resp.Name, Version: resp.Version, Capabilities: resp.Capabilities, Tools: make([]ToolSpec, len(resp.Tools))}
+	for i, t := range resp.Tools {
+		md.Tools[i] = fromPBSpec(t)
+	}
+	return md, nil
+}
+
+func (c *grpcClient) CallTool(ctx context.Context, req CallToolRequest) (CallToolResponse, error) {
+	in := &pb.CallTool_Request{Name: req.Name, ArgumentsJson: req.Arguments, CallId: req.CallID, ThreadId: req.ThreadID}
+	if req.RunTool != nil {
+		in.RunTool = toPBSpec(*req.RunTool)
+	}
+	resp, err := c.c.CallTool(ctx, in)
+	if err != nil {
+		return CallToolResponse{}, fromStatus(err)
+	}
+	return CallToolResponse{Content: resp.ContentJson, IsError: resp.IsError, Deferred: resp.Deferred}, nil
+}
+
+func (c *grpcClient) PrepareRun(ctx context.Context, req PrepareRunRequest) (PrepareRunResponse, error) {
+	in := &pb.PrepareRun_Request{Taken: req.Taken, RunToolsJson: make([][]byte, len(req.RunTools))}
+	for i, raw := range req.RunTools {
+		in.RunToolsJson[i] = raw
+	}
+	resp, err := c.c.PrepareRun(ctx, in)
+	if err != nil {
+		return PrepareRunResponse{}, fromStatus(err)
+	}
+	var out PrepareRunResponse
+	for _, t := range resp.Tools {
+		out.Tools = append(out.Tools, fromPBSpec(t))
+	}
+	for _, ig := range resp.Ignored {
+		out.Ignored = append(out.Ignored, IgnoredTool{Name: ig.Name, Reason: ig.Reason})
+	}
+	for _, p := range resp.Problems {
+		out.Problems = append(out.Problems, Problem{Path: p.Path, Message: p.Message})
+	}
+	return out, nil
+}
+
+func (c *grpcClient) Shutdown(ctx context.Context) error {
+	_, err := c.c.Shutdown(ctx, &pb.Shutdown_Request{})
+	return fromStatus(err)
+}
+
+// Watch opens the host's lifeline and returns when it breaks (ctx done, or
+// the plugin gone). Hosts run it in a goroutine for the plugin's life.
+func (c *grpcClient) Watch(ctx context.Context) error {
+	stream, err := c.c.Watch(ctx, &pb.Watch_Request{})
+	if err != nil {
+		return fromStatus(err)
+	}
+	for {
+		if _, err := stream.Recv(); err != nil {
+			return fromStatus(err)
+		}
+	}
+}
+
+// ErrUnsupported: the plugin does not implement an optional call.
+var ErrUnsupported = errors.New("not supported by this provider")
+
+// fromStatus turns gRPC statuses back into the errors callers test for.
+func fromStatus(err error) error {
+	if err == nil {
+		return nil
+	}
+	st, ok := status.FromError(err)
+	if !ok {
+		return err
+	}
+	switch st.Code() {
+	case codes.NotFound:
+		return fmt.Errorf("%w: %s", ErrUnknownTool, st.Message())
+	case codes.Unimplemented:
+		return fmt.Errorf("%w: %s", ErrUnsupported, st.Message())
+	case codes.Canceled:
+		return fmt.Errorf("%w: %s", context.Canceled, st.Message())
+	case codes.DeadlineExceeded:
+		return fmt.Errorf("%w: %s", context.DeadlineExceeded, st.Message())
+	case codes.Unavailable:
+		return fmt.Errorf("%w: %s", ErrProviderUnavailable, st.Message())
+	}
+	return errors.New(st.Message())
+}
+
+// ErrProviderUnavailable: the provider's process is gone or unreachable (it
+// crashed, or is restarting).
+var ErrProviderUnavailable = errors.New("provider unavailable")
+
+func toPBSpec(t ToolSpec) *pb.ToolSpec {
+	return &pb.ToolSpec{Name: t.Name, Description: t.Description, ParametersJson: t.Parameters}
+}
+
+func fromPBSpec(t *pb.ToolSpec) ToolSpec {
+	return ToolSpec{Name: t.Name, Description: t.Description, Parameters: t.ParametersJson}
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,99 @@
+package sdk
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+	"github.com/hashicorp/go-plugin"
+	"google.golang.org/grpc"
+)
+
+// ServeOption adjusts Serve.
+type ServeOption func(*serveConfig)
+
+type serveConfig struct {
+	logger hclog.Logger
+}
+
+// WithLogger replaces the default logger (hclog JSON on stderr, which the
+// host reads and files under the provider's name). Keep it on stderr:
+// stdout belongs to the handshake.
+func WithLogger(l hclog.Logger) ServeOption { return func(c *serveConfig) { c.logger = l } }
+
+// Serve runs p as a tool provider plugin and returns when the host stops it.
+// It is the whole main of a plugin:
+//
+//	func main() { sdk.Serve(myProvider) }
+//
+// Serve hides go-plugin: the handshake, gRPC with large message limits on
+// both sides, logs to the host, and a watchdog that ends the plugin (and the
+// processes it started) when the host is gone, however it went. Do the
+// provider's expensive set-up lazily or after Serve starts: the host waits
+// for the handshake.
+func Serve(p Provider, opts ...ServeOption) {
+	cfg := serveConfig{}
+	for _, o := range opts {
+		o(&cfg)
+	}
+	if cfg.logger == nil {
+		cfg.logger = hclog.New(&hclog.LoggerOptions{
+			Level:      hclog.LevelFromString(os.Getenv("TENXGRAPH_PLUGIN_LOG_LEVEL")),
+			Output:     os.Stderr,
+			JSONFormat: true,
+		})
+	}
+	lost := hostLost(p, cfg.logger)
+	watchParent(lost)
+	onTerminate(lost)
+	plugin.Serve(&plugin.ServeConfig{
+		HandshakeConfig:  Handshake,
+		VersionedPlugins: map[int]plugin.PluginSet{1: {PluginName: &grpcPlugin{impl: p, onLost: lost}}},
+		GRPCServer: func(opts []grpc.ServerOption) *grpc.Server {
+			opts = append(opts, grpc.MaxRecvMsgSize(MaxMessageBytes), grpc.MaxSendMsgSize(MaxMessageBytes))
+			return grpc.NewServer(opts...)
+		},
+		Logger: cfg.logger,
+	})
+}
+
+// hostLost returns the one way a plugin ends when its host is gone: give the
+// provider a moment to release what it holds, end every process it started,
+// exit.
+func hostLost(p Provider, log hclog.Logger) func() {
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			log.Warn("the host is gone; shutting down")
+			if sd, ok := p.(Shutdowner); ok {
+				ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+				_ = sd.Shutdown(ctx)
+				cancel()
+			}
+			// go-plugin's socket would outlive an exit that skips its
+			// cleanup; the host made the folder for this plugin alone.
+			if dir := os.Getenv("PLUGIN_UNIX_SOCKET_DIR"); dir != "" {
+				_ = os.RemoveAll(dir)
+				_ = os.Remove(filepath.Dir(dir)) // the host's folder, once empty
+			}
+			killGroup()
+			os.Exit(0)
+		})
+	}
+}
+
+// watchParent notices the host dying on any platform: the parent pid
+// changes when the parent exits and the plugin is re-parented.
+func watchParent(lost func()) {
+	ppid := os.Getppid()
+	go func() {
+		for range time.Tick(250 * time.Millisecond) {
+			if os.Getppid() != ppid {
+				lost()
+			}
+		}
+	}()
+}

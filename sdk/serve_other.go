@@ -1,0 +1,7 @@
+//go:build !unix
+
+package sdk
+
+func onTerminate(func()) {}
+
+func killGroup() {}
