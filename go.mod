@@ -3,6 +3,7 @@ module github.com/tenxgraph/tenxgraph
 go 1.26.0
 
 require (
+	github.com/google/jsonschema-go v0.4.3
 	github.com/hashicorp/go-hclog v1.6.3
 	github.com/hashicorp/go-plugin v1.8.0
 	github.com/santhosh-tekuri/jsonschema/v5 v5.3.1

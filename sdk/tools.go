@@ -31,7 +31,9 @@ type Tool struct {
 
 // Func builds a Tool from a function taking raw JSON arguments. The
 // function's error becomes an error result the model can read, not a failed
-// call: a tool that cannot do what was asked is ordinary tool output.
+// call: a tool that cannot do what was asked is ordinary tool output. The
+// exception is an error after the call's context ended, which is returned as
+// the context's error: the caller cancelled, and nobody reads the result.
 // parameters may be nil for a tool without arguments.
 func Func(name, description string, parameters json.RawMessage, fn func(ctx context.Context, args json.RawMessage) (any, error)) Tool {
 	if len(parameters) == 0 {
@@ -41,7 +43,12 @@ func Func(name, description string, parameters json.RawMessage, fn func(ctx cont
 		Spec: ToolSpec{Name: name, Description: description, Parameters: parameters},
 		Handler: HandlerFunc(func(ctx context.Context, req CallToolRequest) (CallToolResponse, error) {
 			v, err := fn(ctx, req.Arguments)
-			if err != nil {
+			switch {
+			case err != nil && ctx.Err() != nil:
+				// The caller gave up: that is not the tool failing, and
+				// no one is waiting for a result the model would read.
+				return CallToolResponse{}, ctx.Err()
+			case err != nil:
 				return ErrorResult(err), nil
 			}
 			return Result(v)

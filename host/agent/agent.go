@@ -9,6 +9,7 @@ package agent
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sort"
 	"sync"
 
@@ -29,12 +30,19 @@ type Env struct {
 	MaxSteps int
 	// Providers are the server tool providers by ToolNode name.
 	Providers map[string][]sdk.Provider
+	// Bridge is the remote-client bridge every ToolNode uses (nil: the
+	// bridge runs in-process).
+	Bridge sdk.Provider
 }
 
 // ToolNode builds a ToolNode called name with the providers configured for
-// it.
+// it and the remote bridge.
 func (e Env) ToolNode(ctx context.Context, name string) (*toolnode.Node, error) {
-	return toolnode.New(ctx, name, e.Providers[name]...)
+	providers := e.Providers[name]
+	if e.Bridge != nil {
+		providers = append(slices.Clip(providers), e.Bridge)
+	}
+	return toolnode.New(ctx, name, providers...)
 }
 
 // Builder makes a graph from the host's environment. The host compiles it

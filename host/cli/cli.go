@@ -14,6 +14,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/tenxgraph/tenxgraph/host/service"
 	"github.com/tenxgraph/tenxgraph/host/toolspec"
 )
 
@@ -97,8 +98,23 @@ func newRoot(stdin io.Reader, stdout, stderr io.Writer) *cobra.Command {
 	root.SetOut(stdout)
 	root.SetErr(stderr)
 	root.PersistentFlags().String("config", "10xgraph.json", "the config file")
-	root.AddCommand(validateCmd(), toolsCmd(), runCmd(), versionCmd())
+	root.AddCommand(validateCmd(), toolsCmd(), runCmd(), versionCmd(), pluginCmd())
 	return root
+}
+
+// pluginCmd serves one of the providers this binary holds. The host starts
+// it; a person never needs to, which is why it is hidden.
+func pluginCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:       "plugin NAME",
+		Short:     "Serve a builtin provider as a plugin (started by the host)",
+		Hidden:    true,
+		Args:      cobra.ExactArgs(1),
+		ValidArgs: []string{"builtin", "remote"},
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return fail(service.ServePlugin(args[0]))
+		},
+	}
 }
 
 func versionCmd() *cobra.Command {

@@ -12,6 +12,15 @@ import (
 	"github.com/tenxgraph/tenxgraph/host/cli"
 )
 
+// TestMain lets the test binary serve the builtin providers, as the
+// tenxgraph binary does: the host starts "<this program> plugin NAME".
+func TestMain(m *testing.M) {
+	if len(os.Args) > 1 && os.Args[1] == "plugin" {
+		cli.Main()
+	}
+	os.Exit(m.Run())
+}
+
 // quickstart copies the quickstart into a temporary folder, so its SQLite
 // state lands there.
 func quickstart(t *testing.T) string {
@@ -85,7 +94,7 @@ func TestTools(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, errs)
 	}
-	for _, want := range []string{`tools\s+calculator\s+builtin\s+server`, `tools\s+read_clipboard\s+client\s+remote`, `tools\s+change_background\s+client\s+remote`} {
+	for _, want := range []string{`tools\s+calculator\s+builtin\s+server`, `tools\s+read_clipboard\s+remote\s+remote`, `tools\s+change_background\s+remote\s+remote`} {
 		if !regexp.MustCompile(want).MatchString(out) {
 			t.Errorf("no line matching %q in:\n%s", want, out)
 		}

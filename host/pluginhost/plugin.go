@@ -105,11 +105,6 @@ func Start(ctx context.Context, cfg Config) (*Plugin, error) {
 		return nil, fmt.Errorf("plugin %q: %w", cfg.Name, err)
 	}
 	p.cfg.Command[0] = path
-	if cfg.SHA256 != "" {
-		if err := verify(path, cfg.SHA256); err != nil {
-			return nil, fmt.Errorf("plugin %q: %w", cfg.Name, err)
-		}
-	}
 	inst, err := p.get(ctx)
 	if err != nil {
 		return nil, err
@@ -191,16 +186,29 @@ func (p *Plugin) callError(ctx context.Context, inst *instance, what string, err
 	if ctx.Err() != nil {
 		return err
 	}
+	exited := false
 	select {
 	case <-inst.c.Exited():
-		return fmt.Errorf("plugin %q exited while %s; it is being restarted: %w", p.cfg.Name, what, sdk.ErrProviderUnavailable)
+		exited = true
 	case <-time.After(50 * time.Millisecond):
 		// The connection can break a moment before the exit is seen.
 	}
-	if errors.Is(err, sdk.ErrProviderUnavailable) {
-		return fmt.Errorf("plugin %q became unreachable while %s: %w", p.cfg.Name, what, err)
+	if exited || errors.Is(err, sdk.ErrProviderUnavailable) {
+		p.drop(inst)
+		return fmt.Errorf("plugin %q exited or became unreachable while %s; it is being restarted: %w", p.cfg.Name, what, sdk.ErrProviderUnavailable)
 	}
 	return fmt.Errorf("plugin %q: %s: %w", p.cfg.Name, what, err)
+}
+
+// drop stops using an instance that failed, so the next call starts a new
+// one instead of finding the broken one; supervise does the accounting.
+func (p *Plugin) drop(inst *instance) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.cur == inst {
+		p.cur = nil
+		go inst.pc.Kill() // if it still runs, it is of no use: supervise sees it exit
+	}
 }
 
 // get returns the live instance, starting one if there is none. Concurrent
@@ -214,7 +222,12 @@ func (p *Plugin) get(ctx context.Context) (*instance, error) {
 			return nil, fmt.Errorf("plugin %q: %w", p.cfg.Name, ErrClosed)
 		}
 		if p.cur != nil {
-			return p.cur, nil
+			select {
+			case <-p.cur.c.Exited(): // dead, and supervise has not run yet
+				p.cur = nil
+			default:
+				return p.cur, nil
+			}
 		}
 		if p.starting == nil {
 			p.starting = make(chan struct{})
@@ -271,8 +284,15 @@ func (p *Plugin) launch(done chan struct{}, wait time.Duration) {
 	close(done)
 }
 
-// spawn starts one process and opens its lifeline.
+// spawn starts one process and opens its lifeline. A pinned binary is
+// checked before every start, restarts included (the hash is cached while the
+// file is unchanged).
 func (p *Plugin) spawn() (*instance, error) {
+	if p.cfg.SHA256 != "" {
+		if err := verify(p.cfg.Command[0], p.cfg.SHA256); err != nil {
+			return nil, fmt.Errorf("plugin %q: %w", p.cfg.Name, err)
+		}
+	}
 	cmd := exec.Command(p.cfg.Command[0], p.cfg.Command[1:]...)
 	for k, v := range p.cfg.Env {
 		cmd.Env = append(cmd.Env, k+"="+v)

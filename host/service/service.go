@@ -7,8 +7,10 @@ package service
 
 import (
 	"context"
+
 	"errors"
 	"fmt"
+	"github.com/hashicorp/go-hclog"
 	"os"
 	"path/filepath"
 	"slices"
@@ -20,9 +22,9 @@ import (
 	"github.com/tenxgraph/tenxgraph/host/graph"
 	"github.com/tenxgraph/tenxgraph/host/model"
 	"github.com/tenxgraph/tenxgraph/host/model/scripted"
+	"github.com/tenxgraph/tenxgraph/host/pluginhost"
 	"github.com/tenxgraph/tenxgraph/host/toolnode"
 	"github.com/tenxgraph/tenxgraph/host/toolspec"
-	"github.com/tenxgraph/tenxgraph/plugins/builtin"
 	"github.com/tenxgraph/tenxgraph/sdk"
 )
 
@@ -42,6 +44,12 @@ type Options struct {
 	// Store, when set, is used instead of the configured checkpointer (the
 	// validate command uses a memory store so that it writes nothing).
 	Store checkpoint.Checkpointer
+	// Logger receives the host's and the plugins' logs (default: stderr, at
+	// the level in TENXGRAPH_LOG_LEVEL, warn when unset).
+	Logger hclog.Logger
+	// Executable serves the builtin providers with `plugin NAME` (default:
+	// this program, which is how one binary holds them all).
+	Executable string
 }
 
 // Load reads the config at path and starts the service.
@@ -74,27 +82,18 @@ func New(ctx context.Context, cfg *config.Config, opts Options) (s *Service, err
 		}
 		env.Model = m
 	}
-	if bt := cfg.BuiltinTools; bt != nil && len(bt.Enable) > 0 {
-		p, err := builtin.New(builtin.Options{Enable: bt.Enable})
-		if err != nil {
-			ps.Add("builtin_tools", "%v", err)
-		} else {
-			s.providers = append(s.providers, p)
-			env.Providers[bt.Node] = append(env.Providers[bt.Node], p)
-		}
-	}
-	if len(cfg.Plugins) > 0 {
-		ps.Add("plugins", "third-party plugins are not supported by this build yet")
-	}
-	if len(cfg.MCPServers) > 0 {
-		ps.Add("mcp_servers", "MCP servers are not supported by this build yet")
-	}
 	build, ok := agent.Lookup(cfg.Agent)
 	if !ok {
 		ps.Add("agent", "no graph is registered as %q (registered: %s)", cfg.Agent, join(agent.Names()))
 	}
+	if len(cfg.MCPServers) > 0 {
+		ps.Add("mcp_servers", "MCP servers are not supported by this build yet")
+	}
 	if len(ps) > 0 {
 		return s, ps
+	}
+	if err := s.startProviders(ctx, opts, &env); err != nil {
+		return s, err
 	}
 	g, err := build(ctx, env)
 	if err != nil {
@@ -188,6 +187,9 @@ func (s *Service) Shutdown(ctx context.Context) error {
 		if sd, ok := p.(sdk.Shutdowner); ok {
 			errs = append(errs, sd.Shutdown(ctx))
 		}
+	}
+	if len(s.providers) > 0 {
+		pluginhost.Cleanup()
 	}
 	if s.ownsStore && s.Store != nil {
 		errs = append(errs, s.Store.Close())

@@ -13,10 +13,12 @@ import (
 )
 
 // Run implements graph.Node. It answers every unanswered call of the last
-// assistant message, in call order: server tools run (concurrently), remote
-// tools become RemoteToolCallBlocks, and a call that cannot be made (unknown
-// tool, arguments that fail the schema) gets an error result the model can
-// read, so a model mistake never pauses the graph for the client.
+// assistant message, in call order: server tools run and remote calls go to
+// the bridge, all concurrently; a deferred call becomes a
+// RemoteToolCallBlock and the node asks the graph to pause. A call that
+// cannot be made (unknown tool, arguments that fail the schema) gets an
+// error result the model can read, so a model mistake never pauses the graph
+// for the client.
 func (n *Node) Run(ctx context.Context, in *graph.Input) (graph.Update, error) {
 	calls := lastCalls(in.State.Messages)
 	if len(calls) == 0 {
@@ -33,7 +35,6 @@ func (n *Node) Run(ctx context.Context, in *graph.Input) (graph.Update, error) {
 		tool *Tool
 	}
 	var jobs []job
-	remote := false
 	for i, c := range calls {
 		if _, done := answered[c.ID]; done {
 			continue // answered in an earlier step: never run twice
@@ -42,17 +43,14 @@ func (n *Node) Run(ctx context.Context, in *graph.Input) (graph.Update, error) {
 		switch {
 		case !ok:
 			blocks[i] = errorResult(c.ID, fmt.Sprintf("unknown tool %q; available tools: %s", c.Name, ts.names()))
-		case t.schema.Validate(c.Arguments) != nil:
+		case t.schema != nil && t.schema.Validate(c.Arguments) != nil:
 			blocks[i] = errorResult(c.ID, fmt.Sprintf("tool %q: %v. Fix the arguments and call it again.", c.Name, t.schema.Validate(c.Arguments)))
-		case t.Kind == KindServer:
-			jobs = append(jobs, job{i, t})
 		default:
-			remote = true
-			blocks[i] = message.RemoteToolCallBlock{ID: c.ID, Name: c.Name, Arguments: c.Arguments, Node: n.name}
+			jobs = append(jobs, job{i, t})
 		}
 	}
 	call := func(j job) error {
-		b, err := n.callServer(ctx, in.Run, j.tool, calls[j.i])
+		b, err := n.call(ctx, in.Run, j.tool, calls[j.i])
 		blocks[j.i] = b
 		return err
 	}
@@ -80,9 +78,13 @@ func (n *Node) Run(ctx context.Context, in *graph.Input) (graph.Update, error) {
 		}
 	}
 	content := blocks[:0]
+	remote := false
 	for _, b := range blocks {
 		if b != nil {
 			content = append(content, b)
+		}
+		if _, ok := b.(message.RemoteToolCallBlock); ok {
+			remote = true
 		}
 	}
 	if len(content) == 0 {
@@ -94,34 +96,43 @@ func (n *Node) Run(ctx context.Context, in *graph.Input) (graph.Update, error) {
 	}, nil
 }
 
-// callServer runs one server tool. A provider failing (as opposed to the
-// tool reporting an error) still gives the model an error result naming the
-// provider; only the run being cancelled fails the step, so that a cancelled
-// run saves nothing half-done.
-func (n *Node) callServer(ctx context.Context, r *graph.Run, t *Tool, c message.ToolCallBlock) (message.Block, error) {
+// call runs one tool through its provider: a server tool runs; a remote
+// tool goes to the bridge, which checks the arguments and defers the call to
+// the client. A provider failing (as opposed to the tool reporting an error)
+// still gives the model an error result naming the provider; only the run
+// being cancelled fails the step, so that a cancelled run saves nothing
+// half-done.
+func (n *Node) call(ctx context.Context, r *graph.Run, t *Tool, c message.ToolCallBlock) (message.Block, error) {
+	req := sdk.CallToolRequest{Name: c.Name, Arguments: c.Arguments, CallID: c.ID, ThreadID: r.ThreadID}
+	if t.Kind != KindServer {
+		req.RunTool = &t.Spec
+	}
 	ev := graph.ToolEvent{Node: n.name, ID: c.ID, Name: c.Name, Provider: t.Provider}
-	r.Emit(graph.Event{Type: graph.EventToolStarted, Data: ev})
+	if t.Kind == KindServer {
+		r.Emit(graph.Event{Type: graph.EventToolStarted, Data: ev})
+	}
 	start := time.Now()
-	resp, err := t.provider.CallTool(ctx, sdk.CallToolRequest{Name: c.Name, Arguments: c.Arguments, CallID: c.ID, ThreadID: r.ThreadID})
+	resp, err := t.provider.CallTool(ctx, req)
 	if err != nil && ctx.Err() != nil {
 		return nil, fmt.Errorf("tool %q: %w", c.Name, context.Cause(ctx))
 	}
-	var b message.ToolResultBlock
-	if err != nil {
+	var b message.Block
+	switch content := resp.Content; {
+	case err != nil:
 		b = errorResult(c.ID, fmt.Sprintf("provider %q could not run tool %q: %v", t.Provider, c.Name, err))
-	} else {
-		content := resp.Content
-		switch {
-		case len(content) == 0:
-			b = message.ToolResultBlock{ToolCallID: c.ID, Content: json.RawMessage("null"), IsError: resp.IsError}
-		case !json.Valid(content):
-			b = errorResult(c.ID, fmt.Sprintf("provider %q returned a result for tool %q that is not valid JSON", t.Provider, c.Name))
-		default:
-			b = message.ToolResultBlock{ToolCallID: c.ID, Content: content, IsError: resp.IsError}
-		}
+	case resp.Deferred:
+		return message.RemoteToolCallBlock{ID: c.ID, Name: c.Name, Arguments: c.Arguments, Node: n.name}, nil
+	case len(content) == 0:
+		b = message.ToolResultBlock{ToolCallID: c.ID, Content: json.RawMessage("null"), IsError: resp.IsError}
+	case !json.Valid(content):
+		b = errorResult(c.ID, fmt.Sprintf("provider %q returned a result for tool %q that is not valid JSON", t.Provider, c.Name))
+	default:
+		b = message.ToolResultBlock{ToolCallID: c.ID, Content: content, IsError: resp.IsError}
 	}
-	ev.IsError, ev.Duration = b.IsError, time.Since(start)
-	r.Emit(graph.Event{Type: graph.EventToolFinished, Data: ev})
+	if t.Kind == KindServer {
+		ev.IsError, ev.Duration = b.(message.ToolResultBlock).IsError, time.Since(start)
+		r.Emit(graph.Event{Type: graph.EventToolFinished, Data: ev})
+	}
 	return b, nil
 }
 

@@ -12,6 +12,7 @@ package toolnode
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"slices"
 	"sort"
@@ -21,6 +22,7 @@ import (
 	"github.com/tenxgraph/tenxgraph/host/graph"
 	"github.com/tenxgraph/tenxgraph/host/message"
 	"github.com/tenxgraph/tenxgraph/host/toolspec"
+	"github.com/tenxgraph/tenxgraph/plugins/remote"
 	"github.com/tenxgraph/tenxgraph/sdk"
 )
 
@@ -41,16 +43,26 @@ const (
 type Tool struct {
 	Spec sdk.ToolSpec
 	Kind Kind
-	// Provider names the provider of a server tool; "client" otherwise.
+	// Provider names the provider that answers calls: the one that runs a
+	// server tool, or the remote bridge that hands a remote call over.
 	Provider string
 
 	provider sdk.Provider
-	schema   *toolspec.Schema
+	schema   *toolspec.Schema // server tools: the host validates their arguments
+}
+
+// bridge is a provider whose tools run in the client: it judges remote
+// calls and the run's client tools (plugins/remote).
+type bridge interface {
+	sdk.Provider
+	sdk.RunToolsProvider
 }
 
 // Node is a ToolNode. Build it with New; it is safe for concurrent runs.
 type Node struct {
-	name string
+	name       string
+	bridge     bridge
+	bridgeName string
 
 	mu     sync.RWMutex
 	server []Tool // sorted by name; fixed after New
@@ -65,8 +77,12 @@ type Node struct {
 // provider once, now: a provider that cannot describe itself, a tool with an
 // invalid spec, or a name two providers share is an error at startup rather
 // than a surprise mid-conversation.
+//
+// A provider announcing sdk.CapabilityRemote is the node's remote bridge:
+// remote calls and the run's client tools go through it. Without one, the
+// node uses the bridge in-process (remote.New).
 func New(ctx context.Context, name string, providers ...sdk.Provider) (*Node, error) {
-	n := &Node{name: name, byName: map[string]*Tool{}}
+	n := &Node{name: name}
 	var errs []string
 	seen := map[string]string{} // tool name -> provider name
 	for i, p := range providers {
@@ -78,6 +94,19 @@ func New(ctx context.Context, name string, providers ...sdk.Provider) (*Node, er
 		if pname == "" {
 			pname = fmt.Sprintf("provider-%d", i)
 		}
+		kind := KindServer
+		if slices.Contains(md.Capabilities, sdk.CapabilityRemote) {
+			b, ok := p.(bridge)
+			switch {
+			case !ok:
+				errs = append(errs, fmt.Sprintf("provider %q says its tools are remote but cannot judge client tools (it lacks PrepareRun)", pname))
+				continue
+			case n.bridge != nil:
+				errs = append(errs, fmt.Sprintf("providers %q and %q are both remote bridges; a node has one", n.bridgeName, pname))
+				continue
+			}
+			n.bridge, n.bridgeName, kind = b, pname, KindRemote
+		}
 		for _, spec := range md.Tools {
 			if ps := toolspec.Check(spec); len(ps) > 0 {
 				errs = append(errs, fmt.Sprintf("provider %q, tool %q: %v", pname, spec.Name, strings.ReplaceAll(ps.Error(), "\n", "; ")))
@@ -88,12 +117,20 @@ func New(ctx context.Context, name string, providers ...sdk.Provider) (*Node, er
 				continue
 			}
 			seen[spec.Name] = pname
-			schema, _ := toolspec.Compile(spec.Parameters) // checked above
-			n.server = append(n.server, Tool{Spec: spec, Kind: KindServer, Provider: pname, provider: p, schema: schema})
+			t := Tool{Spec: spec, Kind: kind, Provider: pname, provider: p}
+			if kind == KindServer {
+				t.schema, _ = toolspec.Compile(spec.Parameters) // checked above
+				n.server = append(n.server, t)
+			} else {
+				n.remote = append(n.remote, t)
+			}
 		}
 	}
 	if len(errs) > 0 {
 		return nil, fmt.Errorf("tool node %q:\n  %s", name, strings.Join(errs, "\n  "))
+	}
+	if n.bridge == nil {
+		n.bridge, n.bridgeName = remote.New(), remote.Name
 	}
 	sort.Slice(n.server, func(i, j int) bool { return n.server[i].Spec.Name < n.server[j].Spec.Name })
 	n.reindex()
@@ -142,9 +179,7 @@ func (n *Node) AttachRemoteTools(tools []graph.RemoteToolConfig) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	for _, t := range tools {
-		spec := t.Spec()
-		schema, _ := toolspec.Compile(spec.Parameters) // checked by the graph
-		n.remote = append(n.remote, Tool{Spec: spec, Kind: KindRemote, Provider: "client", schema: schema})
+		n.remote = append(n.remote, Tool{Spec: t.Spec(), Kind: KindRemote, Provider: n.bridgeName, provider: n.bridge})
 	}
 	n.reindex()
 }
@@ -173,44 +208,57 @@ func (ts *ToolSet) Tools() []Tool { return ts.tools }
 type toolSetKey struct{ node *Node }
 
 // ToolSet returns the tools this run offers: the node's own plus the run's
-// client tools whose names are free. It is built once per run; a per-run tool
-// that would shadow one of the node's is left out and reported as an
-// EventToolIgnored.
+// client tools whose names are free. It is built once per run; the remote
+// bridge leaves out a client tool that would shadow one of the node's, and
+// the run's events report it (EventToolIgnored).
 func (n *Node) ToolSet(ctx context.Context, r *graph.Run) (*ToolSet, error) {
-	v, err := r.Memo(toolSetKey{n}, func() (any, error) { return n.buildToolSet(r), nil })
+	v, err := r.Memo(toolSetKey{n}, func() (any, error) { return n.buildToolSet(ctx, r) })
 	if err != nil {
 		return nil, err
 	}
 	return v.(*ToolSet), nil
 }
 
-func (n *Node) buildToolSet(r *graph.Run) *ToolSet {
+func (n *Node) buildToolSet(ctx context.Context, r *graph.Run) (*ToolSet, error) {
 	n.mu.RLock()
 	defer n.mu.RUnlock()
 	if len(r.RemoteTools) == 0 {
-		return n.base
+		return n.base, nil
+	}
+	req := sdk.PrepareRunRequest{RunTools: make([]json.RawMessage, len(r.RemoteTools)), Taken: make([]string, 0, len(n.byName))}
+	for i, spec := range r.RemoteTools {
+		req.RunTools[i] = remote.FlatJSON(spec)
+	}
+	for name := range n.byName {
+		req.Taken = append(req.Taken, name)
+	}
+	sort.Strings(req.Taken)
+	resp, err := n.bridge.PrepareRun(ctx, req)
+	if err != nil {
+		return nil, fmt.Errorf("tool node %q: the remote bridge could not judge the run's client tools: %w", n.name, err)
+	}
+	if len(resp.Problems) > 0 {
+		return nil, fmt.Errorf("tool node %q: %w: the run's client tools are invalid: %s: %s", n.name, graph.ErrInvalidInput, resp.Problems[0].Path, resp.Problems[0].Message)
+	}
+	for _, ig := range resp.Ignored {
+		r.Emit(graph.Event{Type: graph.EventToolIgnored, Data: graph.ToolIgnored{Node: n.name, Name: ig.Name,
+			Reason: fmt.Sprintf("%s (node %q)", ig.Reason, n.name)}})
 	}
 	ts := &ToolSet{
-		tools:  slices.Concat(n.server, n.remote, make([]Tool, 0, len(r.RemoteTools))),
-		byName: make(map[string]*Tool, len(n.byName)+len(r.RemoteTools)),
+		tools:  slices.Concat(n.server, n.remote, make([]Tool, 0, len(resp.Tools))),
+		byName: make(map[string]*Tool, len(n.byName)+len(resp.Tools)),
 	}
-	for k, v := range n.byName {
-		ts.byName[k] = v
-	}
-	for _, spec := range r.RemoteTools {
-		if prev, taken := n.byName[spec.Name]; taken {
-			r.Emit(graph.Event{Type: graph.EventToolIgnored, Data: graph.ToolIgnored{Node: n.name, Name: spec.Name,
-				Reason: fmt.Sprintf("node %q already has a %s tool named %q (from %s); a client tool cannot shadow it", n.name, prev.Kind, spec.Name, prev.Provider)}})
-			continue
+	for _, spec := range resp.Tools {
+		if _, taken := n.byName[spec.Name]; taken {
+			continue // a bridge that failed to leave it out does not get to shadow
 		}
-		schema, _ := toolspec.Compile(spec.Parameters) // validated when the run started
-		ts.tools = append(ts.tools, Tool{Spec: spec, Kind: KindRunRemote, Provider: "client", schema: schema})
+		ts.tools = append(ts.tools, Tool{Spec: spec, Kind: KindRunRemote, Provider: n.bridgeName, provider: n.bridge})
 	}
-	for i := len(n.server) + len(n.remote); i < len(ts.tools); i++ {
+	for i := range ts.tools {
 		ts.byName[ts.tools[i].Spec.Name] = &ts.tools[i]
 	}
 	ts.specs = specsOf(ts.tools)
-	return ts
+	return ts, nil
 }
 
 var _ graph.RemoteToolNode = (*Node)(nil)

@@ -1,11 +1,15 @@
 // Package builtin is the tool provider that ships inside the tenxgraph
-// binary: small, dependable tools (a calculator, the current time) that a
-// graph can enable by name without installing anything.
+// binary: small, dependable tools that a graph can enable by name without
+// installing anything. calculator and current_time are pure and on by
+// default; http_fetch (confined to allowed hosts) and read_file, write_file
+// and list_files (confined to a workspace folder) reach outside the process
+// and are on only when enabled.
 //
 // It is a plain sdk.Provider so that the host treats it exactly like a
 // third-party plugin: today it runs in the host's process, and serving it as
 // a go-plugin subprocess (`tenxgraph plugin builtin`) changes nothing in the
-// code that calls it.
+// code that calls it. Options travel to such a subprocess as JSON in the
+// environment variable EnvOptions (see OptionsFromEnv).
 package builtin
 
 import (
@@ -27,35 +31,7 @@ const Name = "builtin"
 
 // Version is the provider's version as reported in its metadata, so a host
 // log tells which tool behaviour a run saw.
-const Version = "0.1.0"
-
-// Options chooses the builtin tools a graph gets and configures the ones that
-// reach outside the process. It is a plain struct so the config file maps
-// onto it one to one.
-type Options struct {
-	// Enable lists the tools to serve by name. Empty means DefaultTools():
-	// the tools without side effects, which are safe to offer to any model.
-	Enable []string
-	// HTTPFetch configures http_fetch when it is enabled.
-	HTTPFetch HTTPFetchOptions
-	// WorkspaceRoot is the only folder the file tools (read_file, write_file,
-	// list_files) may touch; they refuse every path outside it.
-	WorkspaceRoot string
-}
-
-// HTTPFetchOptions bounds what http_fetch may reach and how much it may read,
-// because a model choosing URLs is untrusted input aimed at the network the
-// host sits in. The tool is not implemented yet; the fields fix the shape the
-// config will fill.
-type HTTPFetchOptions struct {
-	// AllowedHosts lists the host names the tool may fetch from; empty means
-	// none.
-	AllowedHosts []string
-	// Timeout caps one fetch; zero means a default of 10 seconds.
-	Timeout time.Duration
-	// MaxBytes caps the response body kept; zero means a default of 1 MiB.
-	MaxBytes int64
-}
+const Version = "0.2.0"
 
 // DefaultTools lists the tools enabled when Options.Enable is empty: pure
 // functions of their arguments and the clock, with nothing to configure and
@@ -63,16 +39,25 @@ type HTTPFetchOptions struct {
 // change another's default.
 func DefaultTools() []string { return []string{"calculator", "current_time"} }
 
-// known maps every builtin tool name to its constructor; nil marks a tool
-// that is planned but not implemented yet.
-var known = map[string]func(Options) sdk.Tool{
-	"calculator":   func(Options) sdk.Tool { return calculatorTool() },
-	"current_time": func(Options) sdk.Tool { return currentTimeTool(time.Now) },
-	"http_fetch":   nil,
-	"read_file":    nil,
-	"write_file":   nil,
-	"list_files":   nil,
+// toolEnv is what the tools that reach outside the process are built from,
+// once New has checked the options.
+type toolEnv struct {
+	fetch *fetcher
+	ws    *workspace
 }
+
+// known maps every builtin tool name to its constructor.
+var known = map[string]func(toolEnv) sdk.Tool{
+	"calculator":   func(toolEnv) sdk.Tool { return calculatorTool() },
+	"current_time": func(toolEnv) sdk.Tool { return currentTimeTool(time.Now) },
+	"http_fetch":   func(e toolEnv) sdk.Tool { return e.fetch.tool() },
+	"read_file":    func(e toolEnv) sdk.Tool { return readFileTool(e.ws) },
+	"write_file":   func(e toolEnv) sdk.Tool { return writeFileTool(e.ws) },
+	"list_files":   func(e toolEnv) sdk.Tool { return listFilesTool(e.ws) },
+}
+
+// fileTools are the tools confined to Options.WorkspaceRoot.
+var fileTools = []string{"read_file", "write_file", "list_files"}
 
 func knownNames() []string {
 	names := make([]string, 0, len(known))
@@ -83,19 +68,11 @@ func knownNames() []string {
 	return names
 }
 
-func implementedNames() []string {
-	var names []string
-	for _, n := range knownNames() {
-		if known[n] != nil {
-			names = append(names, n)
-		}
-	}
-	return names
-}
-
 // New builds the builtin provider with the tools opts enables. Every mistake
-// in opts is reported at once (unknown names, duplicates, tools not
-// implemented yet), so a config file is fixed in one edit.
+// in opts is reported at once (unknown names, duplicates, an http_fetch
+// without allowed hosts, file tools without a usable workspace root), so a
+// config file is fixed in one edit. Options of tools that are not enabled
+// are ignored.
 func New(opts Options) (sdk.Provider, error) {
 	enable := opts.Enable
 	if len(enable) == 0 {
@@ -103,11 +80,11 @@ func New(opts Options) (sdk.Provider, error) {
 	}
 	var (
 		problems []string
-		tools    []sdk.Tool
+		names    []string
 		seen     = map[string]bool{}
 	)
 	for _, name := range enable {
-		ctor, ok := known[name]
+		_, ok := known[name]
 		switch {
 		case !ok:
 			problems = append(problems, fmt.Sprintf("unknown tool %q (known tools: %s)", name, strings.Join(knownNames(), ", ")))
@@ -115,15 +92,33 @@ func New(opts Options) (sdk.Provider, error) {
 		case seen[name]:
 			problems = append(problems, fmt.Sprintf("tool %q is enabled twice; list it once", name))
 			continue
-		case ctor == nil:
-			problems = append(problems, fmt.Sprintf("tool %q is not implemented yet; remove it from enable (available now: %s)", name, strings.Join(implementedNames(), ", ")))
-			continue
 		}
 		seen[name] = true
-		tools = append(tools, ctor(opts))
+		names = append(names, name)
+	}
+	var env toolEnv
+	if seen["http_fetch"] {
+		var ps []string
+		env.fetch, ps = newFetcher(opts.HTTPFetch)
+		problems = append(problems, ps...)
+	}
+	var files []string
+	for _, n := range fileTools {
+		if seen[n] {
+			files = append(files, n)
+		}
+	}
+	if len(files) > 0 {
+		var ps []string
+		env.ws, ps = newWorkspace(opts.WorkspaceRoot, files)
+		problems = append(problems, ps...)
 	}
 	if len(problems) > 0 {
 		return nil, fmt.Errorf("builtin tools: %s", strings.Join(problems, "; "))
+	}
+	tools := make([]sdk.Tool, 0, len(names))
+	for _, name := range names {
+		tools = append(tools, known[name](env))
 	}
 	p, err := sdk.NewTools(Name, Version, tools...)
 	if err != nil {

@@ -1,0 +1,99 @@
+package builtin
+
+import (
+	"encoding/json"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestOptionsJSON(t *testing.T) {
+	o := Options{
+		Enable:        []string{"http_fetch", "read_file"},
+		HTTPFetch:     HTTPFetchOptions{AllowedHosts: []string{"api.example.com", "*.example.org"}, MaxBytes: 2048, Timeout: 1500 * time.Millisecond},
+		WorkspaceRoot: "/srv/ws",
+	}
+	raw, err := json.Marshal(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := `{"enable":["http_fetch","read_file"],"http_fetch":{"allow_hosts":["api.example.com","*.example.org"],"max_bytes":2048,"timeout_ms":1500},"workspace_root":"/srv/ws"}`
+	if string(raw) != want {
+		t.Errorf("JSON\n got %s\nwant %s", raw, want)
+	}
+	back, err := ParseOptions(raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(back, o) {
+		t.Errorf("round trip: got %+v, want %+v", back, o)
+	}
+
+	if raw, _ := json.Marshal(Options{}); string(raw) != `{}` {
+		t.Errorf("zero options encode as %s, want {}", raw)
+	}
+	// A positive timeout never rounds down to "the default".
+	raw, _ = json.Marshal(HTTPFetchOptions{Timeout: time.Microsecond})
+	if string(raw) != `{"timeout_ms":1}` {
+		t.Errorf("1µs timeout encodes as %s", raw)
+	}
+}
+
+func TestParseOptionsErrors(t *testing.T) {
+	cases := map[string]string{
+		`{"enable": "calculator"}`:                      "cannot unmarshal string",
+		`{"http_fetch": {"allowed_hosts": ["a.com"]}}`:  `unknown field "allowed_hosts"`,
+		`{"workspace": "/x"}`:                           `unknown field "workspace"`,
+		`{"http_fetch": {"timeout_ms": "10s"}}`:         "cannot unmarshal string",
+		`{"http_fetch": {"timeout_ms": 9223372036855}}`: "timeout_ms 9223372036855 is out of range",
+		`{} {}`:     "unexpected data after the JSON object",
+		`{"enable"`: "unexpected EOF",
+	}
+	for in, want := range cases {
+		_, err := ParseOptions([]byte(in))
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("ParseOptions(%s) = %v, want an error containing %q", in, err, want)
+		}
+	}
+}
+
+func TestOptionsFromEnv(t *testing.T) {
+	t.Setenv(EnvOptions, "")
+	o, err := OptionsFromEnv()
+	if err != nil || !reflect.DeepEqual(o, Options{}) {
+		t.Errorf("empty variable: %+v, %v", o, err)
+	}
+
+	t.Setenv(EnvOptions, `{"enable":["http_fetch"],"http_fetch":{"allow_hosts":["a.example"],"timeout_ms":250}}`)
+	o, err = OptionsFromEnv()
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := Options{Enable: []string{"http_fetch"}, HTTPFetch: HTTPFetchOptions{AllowedHosts: []string{"a.example"}, Timeout: 250 * time.Millisecond}}
+	if !reflect.DeepEqual(o, want) {
+		t.Errorf("got %+v, want %+v", o, want)
+	}
+
+	t.Setenv(EnvOptions, `{"enable": [calculator]}`)
+	_, err = OptionsFromEnv()
+	if err == nil || !strings.HasPrefix(err.Error(), "TENXGRAPH_BUILTIN_OPTIONS is not valid builtin tools options: invalid character") {
+		t.Errorf("bad JSON: %v", err)
+	}
+
+	// What Environ hands a subprocess is what OptionsFromEnv reads back.
+	o = Options{Enable: []string{"list_files"}, WorkspaceRoot: "/tmp/ws", HTTPFetch: HTTPFetchOptions{MaxBytes: 7}}
+	entry, err := o.Environ()
+	if err != nil {
+		t.Fatal(err)
+	}
+	name, value, _ := strings.Cut(entry, "=")
+	if name != EnvOptions {
+		t.Fatalf("Environ() = %q", entry)
+	}
+	t.Setenv(EnvOptions, value)
+	back, err := OptionsFromEnv()
+	if err != nil || !reflect.DeepEqual(back, o) {
+		t.Errorf("Environ round trip: %+v, %v", back, err)
+	}
+}

@@ -1,0 +1,290 @@
+// Package sdktest tests a tool provider the way the host will run it, in a
+// few lines of an ordinary Go test.
+//
+// In process, through the real gRPC adapter and protobuf encoding:
+//
+//	func TestTools(t *testing.T) {
+//		p := sdktest.Serve(t, newProvider())
+//		resp := sdktest.Call(t, p, "current_weather", map[string]any{"city": "Paris"})
+//		got := sdktest.Decode[Weather](t, resp)
+//		...
+//	}
+//
+// As a real plugin subprocess, started and supervised by the host's own
+// plugin runner:
+//
+//	func TestPlugin(t *testing.T) {
+//		t.Setenv("WEATHER_API_URL", srv.URL) // the plugin inherits the environment
+//		p := sdktest.Start(t, sdktest.Build(t, "."))
+//		resp := sdktest.Call(t, p, "forecast", map[string]any{"city": "Paris", "days": 2})
+//		...
+//	}
+//
+// Both also check every tool's spec as the host does when it loads a
+// provider, and Call checks the arguments against the tool's schema as the
+// host does before each call, so a test sees what a model would see.
+// Everything started is stopped when the test ends.
+package sdktest
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os/exec"
+	"path"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+	"github.com/hashicorp/go-plugin"
+
+	"github.com/tenxgraph/tenxgraph/host/pluginhost"
+	"github.com/tenxgraph/tenxgraph/host/toolspec"
+	"github.com/tenxgraph/tenxgraph/sdk"
+)
+
+// shutdownTimeout bounds the provider's Shutdown at the end of a test: the
+// host allows a plugin 5s, a test is more patient on a loaded machine.
+const shutdownTimeout = 10 * time.Second
+
+// Serve runs p behind the real go-plugin gRPC server and client, in this
+// process, and returns the host's side of the connection. Every call goes
+// through protobuf encoding and back, as it does between the host and a
+// plugin. When the test ends, the provider is shut down (its Shutdown
+// method, if it has one, is called as the host would) and the connection
+// closed.
+//
+// The returned provider also implements sdk.RunToolsProvider and
+// sdk.Shutdowner. Unlike the host, the in-process connection keeps gRPC's
+// default 4 MiB message limit; use Start to test larger results.
+func Serve(t testing.TB, p sdk.Provider) sdk.Provider {
+	t.Helper()
+	client, server := plugin.TestPluginGRPCConn(t, false, sdk.PluginSet(p))
+	raw, err := client.Dispense(sdk.PluginName)
+	if err != nil {
+		server.Stop()
+		_ = client.Close()
+		t.Fatalf("sdktest.Serve: %v", err)
+	}
+	remote := raw.(sdk.Provider)
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), shutdownTimeout)
+		defer cancel()
+		if sd, ok := remote.(sdk.Shutdowner); ok {
+			if err := sd.Shutdown(ctx); err != nil {
+				t.Errorf("sdktest.Serve: shutting the provider down: %v", err)
+			}
+		}
+		// Stop the server first: closing the client asks the server to stop
+		// itself, which would race with stopping it here.
+		server.Stop()
+		_ = client.Close()
+	})
+	checkTools(t, "sdktest.Serve", remote)
+	return remote
+}
+
+// Build compiles the main package pkg, a path such as "." or
+// "./cmd/myplugin" relative to the test's package directory (or an import
+// path), into a temporary directory removed when the test ends, and returns
+// the binary's path. It skips the test when the go command is not
+// available.
+func Build(t testing.TB, pkg string) string {
+	t.Helper()
+	gobin, err := exec.LookPath("go")
+	if err != nil {
+		t.Skipf("sdktest.Build: skipping: building %s needs the go command: %v", pkg, err)
+	}
+	bin := filepath.Join(t.TempDir(), binaryName(pkg))
+	cmd := exec.Command(gobin, "build", "-o", bin, pkg)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("sdktest.Build: go build -o %s %s: %v\n%s", bin, pkg, err, out)
+	}
+	return bin
+}
+
+// binaryName names the binary after the package's directory, as go build
+// does.
+func binaryName(pkg string) string {
+	name := path.Base(pkg)
+	if pkg == "." || pkg == ".." || strings.HasPrefix(pkg, "./") || strings.HasPrefix(pkg, "../") || filepath.IsAbs(pkg) {
+		if abs, err := filepath.Abs(pkg); err == nil {
+			name = filepath.Base(abs)
+		}
+	}
+	if runtime.GOOS == "windows" {
+		name += ".exe"
+	}
+	return name
+}
+
+// Start runs command (a plugin binary and its arguments, such as Build's
+// result) as a plugin subprocess under the host's own plugin runner
+// (host/pluginhost): the handshake, the stdout filter, restarts after a
+// crash, and on cleanup a drained shutdown that also ends any process the
+// plugin started. The plugin is named after the binary. Its logs, and
+// anything it prints, go to the test's log.
+//
+// The plugin inherits the test's environment: set what it reads with
+// t.Setenv before calling Start.
+func Start(t testing.TB, command ...string) sdk.Provider {
+	t.Helper()
+	if len(command) == 0 {
+		t.Fatal("sdktest.Start: no command")
+	}
+	logs := &testLog{t: t}
+	t.Cleanup(logs.stop) // runs last: after the plugin is shut down
+	name := strings.TrimSuffix(filepath.Base(command[0]), ".exe")
+	p, err := pluginhost.Start(context.Background(), pluginhost.Config{
+		Name:    name,
+		Command: command,
+		Logger:  hclog.New(&hclog.LoggerOptions{Output: logs, Level: hclog.Debug}),
+	})
+	if err != nil {
+		t.Fatalf("sdktest.Start: %v", err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), shutdownTimeout)
+		defer cancel()
+		if err := p.Shutdown(ctx); err != nil {
+			t.Errorf("sdktest.Start: shutting plugin %q down: %v", name, err)
+		}
+	})
+	checkTools(t, "sdktest.Start", p)
+	return p
+}
+
+// testLog writes log lines to the test's log until the test is over: a
+// plugin can still log while it stops, and the testing package panics on a
+// log after the test has returned.
+type testLog struct {
+	t    testing.TB
+	mu   sync.Mutex
+	done bool
+}
+
+func (l *testLog) Write(b []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if !l.done {
+		l.t.Log(strings.TrimRight(string(b), "\n"))
+	}
+	return len(b), nil
+}
+
+func (l *testLog) stop() {
+	l.mu.Lock()
+	l.done = true
+	l.mu.Unlock()
+}
+
+var _ io.Writer = (*testLog)(nil)
+
+// checkTools reports the tools the host would refuse to load.
+func checkTools(t testing.TB, who string, p sdk.Provider) {
+	t.Helper()
+	md, err := p.Metadata(context.Background(), sdk.MetadataRequest{})
+	if err != nil {
+		t.Fatalf("%s: reading the provider's tools: %v", who, err)
+	}
+	for _, spec := range md.Tools {
+		if ps := toolspec.Check(spec); len(ps) > 0 {
+			t.Errorf("%s: the host would refuse tool %q: %s", who, spec.Name, strings.ReplaceAll(ps.Error(), "\n", "; "))
+		}
+	}
+}
+
+var callIDs atomic.Int64
+
+// Call calls tool with args as the host does, and returns the result.
+//
+// args is encoded with encoding/json: pass a struct, a map, or a
+// json.RawMessage to send exact bytes; nil sends {}. As the host does, Call
+// first checks args against the tool's parameters schema: arguments that
+// fail it give the error result the model would get, without calling the
+// provider. Call fails the test when the provider has no such tool or the
+// call itself fails (the provider is gone, say); a tool that fails is not a
+// failed call but a result with IsError set (see ErrorText).
+//
+// Like t.Fatal, call it from the test's goroutine.
+func Call(t testing.TB, p sdk.Provider, tool string, args any) sdk.CallToolResponse {
+	t.Helper()
+	raw := json.RawMessage(`{}`)
+	if args != nil {
+		var err error
+		if raw, err = json.Marshal(args); err != nil {
+			t.Fatalf("sdktest.Call %s: encoding the arguments: %v", tool, err)
+		}
+	}
+	md, err := p.Metadata(context.Background(), sdk.MetadataRequest{})
+	if err != nil {
+		t.Fatalf("sdktest.Call %s: reading the provider's tools: %v", tool, err)
+	}
+	var spec *sdk.ToolSpec
+	names := make([]string, len(md.Tools))
+	for i := range md.Tools {
+		names[i] = md.Tools[i].Name
+		if md.Tools[i].Name == tool {
+			spec = &md.Tools[i]
+		}
+	}
+	if spec == nil {
+		t.Fatalf("sdktest.Call: provider %q has no tool %q (tools: %s)", md.Name, tool, strings.Join(names, ", "))
+	}
+	schema, err := toolspec.Compile(spec.Parameters)
+	if err != nil {
+		t.Fatalf("sdktest.Call %s: the host would refuse the tool's parameters: %v", tool, err)
+	}
+	if err := schema.Validate(raw); err != nil {
+		// The result the host's ToolNode gives the model.
+		msg, _ := json.Marshal(fmt.Sprintf("tool %q: %v. Fix the arguments and call it again.", tool, err))
+		return sdk.CallToolResponse{Content: msg, IsError: true}
+	}
+	resp, err := p.CallTool(context.Background(), sdk.CallToolRequest{
+		Name:      tool,
+		Arguments: raw,
+		CallID:    fmt.Sprintf("sdktest-%d", callIDs.Add(1)),
+		ThreadID:  "sdktest",
+	})
+	if err != nil {
+		t.Fatalf("sdktest.Call %s: %v", tool, err)
+	}
+	if len(resp.Content) > 0 && !json.Valid(resp.Content) {
+		t.Errorf("sdktest.Call %s: the result is not valid JSON, which the host replaces with an error: %q", tool, resp.Content)
+	}
+	return resp
+}
+
+// Decode decodes a successful result into a T, failing the test if the
+// tool reported an error or the content does not decode.
+func Decode[T any](t testing.TB, resp sdk.CallToolResponse) T {
+	t.Helper()
+	var v T
+	if resp.IsError {
+		t.Fatalf("sdktest.Decode: the tool reported an error: %s", resp.Content)
+	}
+	if err := json.Unmarshal(resp.Content, &v); err != nil {
+		t.Fatalf("sdktest.Decode: %s into %T: %v", resp.Content, v, err)
+	}
+	return v
+}
+
+// ErrorText returns the message of an error result, as the model reads it,
+// failing the test if the tool succeeded.
+func ErrorText(t testing.TB, resp sdk.CallToolResponse) string {
+	t.Helper()
+	if !resp.IsError {
+		t.Fatalf("sdktest.ErrorText: the tool succeeded: %s", resp.Content)
+	}
+	var s string
+	if json.Unmarshal(resp.Content, &s) != nil {
+		return string(resp.Content) // an error result that is not a string
+	}
+	return s
+}

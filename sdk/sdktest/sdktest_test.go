@@ -1,0 +1,220 @@
+package sdktest_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"runtime"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/tenxgraph/tenxgraph/sdk"
+	"github.com/tenxgraph/tenxgraph/sdk/sdktest"
+)
+
+type addArgs struct {
+	A int `json:"a" jsonschema:"the first term"`
+	B int `json:"b" jsonschema:"the second term"`
+}
+
+type sum struct {
+	Sum int `json:"sum"`
+}
+
+// provider is a small provider with typed tools, and a Shutdown that
+// records it was called.
+type provider struct {
+	*sdk.Tools
+	shutdown atomic.Bool
+	waited   chan error // what the wait tool saw
+}
+
+func (p *provider) Shutdown(context.Context) error {
+	p.shutdown.Store(true)
+	return nil
+}
+
+func newProvider() *provider {
+	p := &provider{waited: make(chan error, 1)}
+	p.Tools = sdk.MustTools("calc", "1.0.0",
+		sdk.MustTool("add", "Add two integers.", func(_ context.Context, in addArgs) (sum, error) {
+			return sum{in.A + in.B}, nil
+		}),
+		sdk.MustTool("fail", "Always fail.", func(context.Context, struct{}) (any, error) {
+			return nil, errors.New("this tool always fails")
+		}),
+		sdk.MustTool("wait", "Wait until the call is cancelled.", func(ctx context.Context, _ struct{}) (string, error) {
+			<-ctx.Done()
+			p.waited <- ctx.Err()
+			return "", ctx.Err()
+		}),
+	)
+	return p
+}
+
+func TestServe(t *testing.T) {
+	impl := newProvider()
+	t.Run("calls", func(t *testing.T) {
+		p := sdktest.Serve(t, impl)
+		md, err := p.Metadata(context.Background(), sdk.MetadataRequest{})
+		if err != nil || md.Name != "calc" || md.Version != "1.0.0" || len(md.Tools) != 3 {
+			t.Fatalf("metadata: %+v, %v", md, err)
+		}
+
+		if got := sdktest.Decode[sum](t, sdktest.Call(t, p, "add", addArgs{A: 2, B: 3})); got.Sum != 5 {
+			t.Errorf("add: %+v", got)
+		}
+		if got := sdktest.Decode[sum](t, sdktest.Call(t, p, "add", json.RawMessage(`{"a": -1, "b": 1}`))); got.Sum != 0 {
+			t.Errorf("add raw: %+v", got)
+		}
+		if got := sdktest.ErrorText(t, sdktest.Call(t, p, "fail", nil)); got != "this tool always fails" {
+			t.Errorf("fail: %q", got)
+		}
+
+		// Arguments the schema refuses never reach the provider, as with
+		// the host.
+		got := sdktest.ErrorText(t, sdktest.Call(t, p, "add", map[string]any{"a": 1, "c": 2}))
+		for _, want := range []string{`tool "add": invalid arguments`, "missing properties: 'b'", "additionalProperties 'c' not allowed", "Fix the arguments"} {
+			if !strings.Contains(got, want) {
+				t.Errorf("schema error %q lacks %q", got, want)
+			}
+		}
+
+		// Errors and cancellation cross the connection as the host sees them.
+		if _, err := p.CallTool(context.Background(), sdk.CallToolRequest{Name: "nope"}); !errors.Is(err, sdk.ErrUnknownTool) {
+			t.Errorf("unknown tool: %v", err)
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+		defer cancel()
+		_, _ = p.CallTool(ctx, sdk.CallToolRequest{Name: "wait", Arguments: json.RawMessage(`{}`)})
+		select {
+		case err := <-impl.waited:
+			// The server sees its own copy of the deadline expire, or the
+			// client cancelling when its copy expires first.
+			if !errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, context.Canceled) {
+				t.Errorf("the tool saw %v, want the deadline", err)
+			}
+		case <-time.After(5 * time.Second):
+			t.Error("the tool did not see the deadline")
+		}
+		if impl.shutdown.Load() {
+			t.Error("shut down before the test ended")
+		}
+	})
+	if !impl.shutdown.Load() {
+		t.Error("the provider was not shut down when the test ended")
+	}
+}
+
+// recorder is a testing.TB that records failures and skips instead of
+// reporting them, to test the kit's own failure reports. Fatal and Skip end
+// the goroutine, as they do for a real test.
+type recorder struct {
+	testing.TB
+	mu   sync.Mutex
+	msgs []string
+}
+
+func (r *recorder) Helper() {}
+
+func (r *recorder) Errorf(format string, args ...any) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.msgs = append(r.msgs, fmt.Sprintf(format, args...))
+}
+
+func (r *recorder) Fatalf(format string, args ...any) {
+	r.Errorf(format, args...)
+	runtime.Goexit()
+}
+
+func (r *recorder) Skipf(format string, args ...any) {
+	r.Errorf("SKIP: "+format, args...)
+	runtime.Goexit()
+}
+
+func (r *recorder) Error(args ...any) { r.Errorf("%s", fmt.Sprint(args...)) }
+func (r *recorder) Fatal(args ...any) { r.Fatalf("%s", fmt.Sprint(args...)) }
+func (r *recorder) Skip(args ...any)  { r.Skipf("%s", fmt.Sprint(args...)) }
+
+// run calls fn with a recorder in its own goroutine, so that Fatal can end
+// it, and returns what was reported.
+func run(t *testing.T, fn func(tb testing.TB)) string {
+	r := &recorder{TB: t}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		fn(r)
+	}()
+	<-done
+	return strings.Join(r.msgs, "\n")
+}
+
+func TestFailures(t *testing.T) {
+	p := sdktest.Serve(t, newProvider())
+	cases := []struct {
+		name string
+		fn   func(tb testing.TB)
+		want string
+	}{
+		{"unknown tool", func(tb testing.TB) { sdktest.Call(tb, p, "ad", nil) }, `provider "calc" has no tool "ad" (tools: add, fail, wait)`},
+		{"unencodable args", func(tb testing.TB) { sdktest.Call(tb, p, "add", func() {}) }, "encoding the arguments"},
+		{"decode an error", func(tb testing.TB) { sdktest.Decode[sum](tb, sdk.ErrorResult(errors.New("boom"))) }, `the tool reported an error: "boom"`},
+		{"decode the wrong type", func(tb testing.TB) {
+			sdktest.Decode[sum](tb, sdk.CallToolResponse{Content: json.RawMessage(`"text"`)})
+		}, "into sdktest_test.sum"},
+		{"error text of a success", func(tb testing.TB) { sdktest.ErrorText(tb, sdk.CallToolResponse{Content: json.RawMessage(`1`)}) }, "the tool succeeded: 1"},
+		{"invalid spec", func(tb testing.TB) {
+			bad := sdk.MustTools("bad", "1", sdk.Func("bad", "", json.RawMessage(`{"type": "array"}`), nil))
+			sdktest.Serve(tb, bad)
+		}, `sdktest.Serve: the host would refuse tool "bad": parameters: the root schema must have "type": "object"`},
+		{"no go command", func(tb testing.TB) {
+			tb.Setenv("PATH", "")
+			sdktest.Build(tb, ".")
+		}, "SKIP: sdktest.Build: skipping: building . needs the go command"},
+		{"build fails", func(tb testing.TB) { sdktest.Build(tb, "./no/such/package") }, "go build -o"},
+		{"no command", func(tb testing.TB) { sdktest.Start(tb) }, "sdktest.Start: no command"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			if got := run(t, c.fn); !strings.Contains(got, c.want) {
+				t.Errorf("reported %q, want %q", got, c.want)
+			}
+		})
+	}
+}
+
+// TestStart runs the host's test plugin, which prints to stdout before its
+// handshake, as a real subprocess.
+func TestStart(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs a plugin")
+	}
+	bin := sdktest.Build(t, "../../host/pluginhost/testdata/testplugin")
+	p := sdktest.Start(t, bin)
+	md, err := p.Metadata(context.Background(), sdk.MetadataRequest{})
+	if err != nil || md.Name != "testplugin" || len(md.Tools) == 0 {
+		t.Fatalf("metadata: %+v, %v", md, err)
+	}
+	got := sdktest.Decode[struct {
+		Text string `json:"text"`
+		PID  int    `json:"pid"`
+	}](t, sdktest.Call(t, p, "echo", map[string]string{"text": "hi"}))
+	if got.Text != "hi" || got.PID == 0 {
+		t.Errorf("echo: %+v", got)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	defer cancel()
+	resp, err := p.CallTool(ctx, sdk.CallToolRequest{Name: "deadline", Arguments: json.RawMessage(`{}`)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var left int
+	if err := json.Unmarshal(resp.Content, &left); err != nil || left <= 0 || left > 300 {
+		t.Errorf("deadline left in the plugin: %s (%v)", resp.Content, err)
+	}
+}

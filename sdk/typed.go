@@ -1,0 +1,219 @@
+package sdk
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"reflect"
+	"strings"
+
+	"github.com/google/jsonschema-go/jsonschema"
+)
+
+// NewTool builds a Tool from a typed function: the parameters schema is
+// derived from In, the arguments are decoded into an In, and fn's Out is
+// encoded as the result. It is Func without the JSON plumbing:
+//
+//	type weatherArgs struct {
+//		City  string `json:"city" jsonschema:"the city name"`
+//		Units string `json:"units,omitempty" jsonschema:"metric or imperial"`
+//	}
+//
+//	tool, err := sdk.NewTool("current_weather", "Get the current weather in a city.",
+//		func(ctx context.Context, in weatherArgs) (Weather, error) { ... })
+//
+// The schema follows github.com/google/jsonschema-go, as the official MCP
+// Go SDK does: properties are In's exported fields under their JSON names,
+// a field is required unless its json tag says omitempty or omitzero, a
+// jsonschema tag is the property's description, and unknown properties are
+// not allowed. In must be a struct or a pointer to one, since tool
+// arguments are always a JSON object. Use opts, such as WithProperty, for
+// what a Go type cannot say: allowed values, ranges, patterns.
+//
+// The schema is built and checked once, here. At call time the arguments
+// are decoded strictly: an unknown field, or a value of the wrong JSON type,
+// gives an error result naming the field, without calling fn. The host has
+// already validated the arguments against the schema, so this only guards
+// against a caller that did not. An error from fn becomes an error result
+// the model reads (see ErrorResult), as with Func.
+func NewTool[In, Out any](name, description string, fn func(ctx context.Context, in In) (Out, error), opts ...ToolOption) (Tool, error) {
+	switch {
+	case !ToolNamePattern.MatchString(name):
+		return Tool{}, fmt.Errorf("tool %q: name must match %s", name, ToolNamePattern)
+	case fn == nil:
+		return Tool{}, fmt.Errorf("tool %q: nil function", name)
+	}
+	params, err := typedSchema[In](opts)
+	if err != nil {
+		return Tool{}, fmt.Errorf("tool %q: %w", name, err)
+	}
+	return Func(name, description, params, func(ctx context.Context, args json.RawMessage) (any, error) {
+		in, err := decodeArgs[In](args)
+		if err != nil {
+			return nil, err
+		}
+		return fn(ctx, in)
+	}), nil
+}
+
+// MustTool is NewTool for tools defined at package level; it panics on an
+// invalid tool, at init time, where the mistake is found at once.
+func MustTool[In, Out any](name, description string, fn func(ctx context.Context, in In) (Out, error), opts ...ToolOption) Tool {
+	t, err := NewTool(name, description, fn, opts...)
+	if err != nil {
+		panic(err)
+	}
+	return t
+}
+
+// ToolOption refines the schema NewTool derives from In, before it is
+// checked and frozen. WithProperty covers the usual needs; write your own
+// to change anything else with github.com/google/jsonschema-go.
+type ToolOption func(schema *jsonschema.Schema) error
+
+// WithProperty merges JSON Schema keywords, given as a JSON object, into
+// the schema of the top-level property name (its JSON name), replacing
+// keywords already there. It says what a Go type cannot:
+//
+//	sdk.WithProperty("units", `{"enum": ["metric", "imperial"]}`)
+//	sdk.WithProperty("days", `{"minimum": 1, "maximum": 7}`)
+//
+// The host validates every call against the result, so the tool's function
+// sees only allowed values and the model is told precisely what was wrong.
+// A property In does not have, or keywords that are not a JSON object, make
+// NewTool fail.
+func WithProperty(name, keywords string) ToolOption {
+	return func(s *jsonschema.Schema) error {
+		prop, ok := s.Properties[name]
+		if !ok {
+			return fmt.Errorf("WithProperty(%q): no such property (properties: %s)", name, strings.Join(s.PropertyOrder, ", "))
+		}
+		var add map[string]json.RawMessage
+		if err := json.Unmarshal([]byte(keywords), &add); err != nil || add == nil {
+			return fmt.Errorf("WithProperty(%q): keywords must be a JSON object such as {\"minimum\": 1}", name)
+		}
+		raw, err := json.Marshal(prop)
+		if err != nil {
+			return fmt.Errorf("WithProperty(%q): %w", name, err)
+		}
+		var merged map[string]json.RawMessage
+		if err := json.Unmarshal(raw, &merged); err != nil {
+			return fmt.Errorf("WithProperty(%q): %w", name, err)
+		}
+		for k, v := range add {
+			merged[k] = v
+		}
+		if raw, err = json.Marshal(merged); err != nil {
+			return fmt.Errorf("WithProperty(%q): %w", name, err)
+		}
+		next := new(jsonschema.Schema)
+		if err := json.Unmarshal(raw, next); err != nil {
+			return fmt.Errorf("WithProperty(%q): %w", name, err)
+		}
+		s.Properties[name] = next
+		return nil
+	}
+}
+
+// typedSchema derives, refines, checks and encodes the parameters schema
+// of In.
+func typedSchema[In any](opts []ToolOption) (json.RawMessage, error) {
+	rt := reflect.TypeFor[In]()
+	st := rt
+	if st.Kind() == reflect.Pointer {
+		st = st.Elem() // a nil *In is not a valid argument: the root is not nullable
+	}
+	if st.Kind() != reflect.Struct {
+		return nil, fmt.Errorf("arguments type %v must be a struct or a pointer to a struct: tool arguments are a JSON object", rt)
+	}
+	s, err := jsonschema.ForType(st, nil)
+	if err != nil {
+		return nil, fmt.Errorf("schema of %v: %w", rt, err)
+	}
+	if s.Properties == nil {
+		s.Properties = map[string]*jsonschema.Schema{} // as EmptyObjectSchema: some model APIs want the key
+	}
+	for _, o := range opts {
+		if err := o(s); err != nil {
+			return nil, err
+		}
+	}
+	if s.Type != "object" {
+		return nil, fmt.Errorf(`the root schema must have "type": "object", got %q`, s.Type)
+	}
+	// Resolve checks what marshalling would not: patterns that do not
+	// compile, defaults that break their own schema, bad references.
+	if _, err := s.Resolve(&jsonschema.ResolveOptions{ValidateDefaults: true}); err != nil {
+		return nil, fmt.Errorf("schema of %v: %w", rt, err)
+	}
+	raw, err := json.Marshal(s)
+	if err != nil {
+		return nil, fmt.Errorf("schema of %v: %w", rt, err)
+	}
+	return raw, nil
+}
+
+// decodeArgs decodes arguments into an In: a JSON object, with no field In
+// lacks and no trailing data.
+func decodeArgs[In any](raw json.RawMessage) (In, error) {
+	var in In
+	raw = bytes.TrimSpace(raw)
+	if len(raw) == 0 {
+		raw = json.RawMessage(`{}`)
+	}
+	if raw[0] != '{' {
+		return in, errors.New("invalid arguments: they must be a JSON object")
+	}
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&in); err != nil {
+		return in, argsError(err)
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return in, errors.New("invalid arguments: unexpected data after the JSON object")
+	}
+	return in, nil
+}
+
+// argsError rewords encoding/json's errors, which speak of Go types, in
+// terms of the JSON the model wrote.
+func argsError(err error) error {
+	var typeErr *json.UnmarshalTypeError
+	var syntaxErr *json.SyntaxError
+	switch {
+	case errors.As(err, &typeErr) && typeErr.Field != "":
+		return fmt.Errorf("invalid arguments: %q must be %s, got %s", typeErr.Field, jsonKind(typeErr.Type), typeErr.Value)
+	case errors.As(err, &syntaxErr):
+		return fmt.Errorf("invalid arguments: not valid JSON: %v", err)
+	}
+	if field, ok := strings.CutPrefix(err.Error(), "json: unknown field "); ok {
+		return fmt.Errorf("invalid arguments: unknown field %s", field)
+	}
+	return fmt.Errorf("invalid arguments: %s", strings.TrimPrefix(err.Error(), "json: "))
+}
+
+// jsonKind names what JSON a Go type decodes from.
+func jsonKind(t reflect.Type) string {
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	switch t.Kind() {
+	case reflect.String:
+		return "a string"
+	case reflect.Bool:
+		return "true or false"
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
+		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64, reflect.Uintptr:
+		return "an integer"
+	case reflect.Float32, reflect.Float64:
+		return "a number"
+	case reflect.Slice, reflect.Array:
+		return "an array"
+	case reflect.Struct, reflect.Map:
+		return "an object"
+	}
+	return "a " + t.String()
+}
