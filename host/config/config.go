@@ -28,6 +28,7 @@ import (
 
 	"github.com/tenxgraph/tenxgraph/host/graph"
 	"github.com/tenxgraph/tenxgraph/host/toolspec"
+	"github.com/tenxgraph/tenxgraph/plugins/builtin"
 )
 
 // Defaults for keys the file leaves out.
@@ -686,8 +687,8 @@ func checkHost(f field) (string, bool) {
 	if !ok {
 		return "", false
 	}
-	if strings.Contains(h, "://") || strings.ContainsAny(h, "/ \t?#@") {
-		f.c.add(f.path, "%q is not a host: list host names only, such as \"api.example.com\" or \"*.example.com\"", h)
+	if err := builtin.CheckAllowHost(h); err != nil {
+		f.c.add(f.path, "%v", err)
 		return "", false
 	}
 	return h, true

@@ -4,10 +4,12 @@ import (
 	"context"
 	"encoding/json"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/tenxgraph/tenxgraph/host/checkpoint"
 	"github.com/tenxgraph/tenxgraph/host/config"
@@ -177,5 +179,59 @@ func TestPluginProblemsHaveConfigPaths(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("missing %q in %v", want, err)
 		}
+	}
+}
+
+// A plugin killed with SIGKILL in the middle of a tool call: the run goes on
+// with an error result for that call naming the plugin, the host stays up,
+// and the next run's call is answered by the restarted plugin.
+func TestPluginKilledMidCallGivesAnErrorResult(t *testing.T) {
+	dir := t.TempDir()
+	bin := filepath.Join(dir, "testplugin")
+	if out, err := exec.Command("go", "build", "-o", bin, "../pluginhost/testdata/testplugin").CombinedOutput(); err != nil {
+		t.Fatalf("build test plugin: %v\n%s", err, out)
+	}
+	marks := filepath.Join(dir, "marks")
+	os.WriteFile(filepath.Join(dir, "script.json"), []byte(`{"rules": [
+	  {"match": "slow", "tool_calls": [{"name": "sleep", "arguments": {"ms": 30000, "tag": "victim"}}]},
+	  {"match": "echo", "tool_calls": [{"name": "echo", "arguments": {"text": "back"}}]}]}`), 0o600)
+	cfg, err := config.Parse([]byte(`{"agent": "tenxgraph:react", "model": {"provider": "scripted", "script": "script.json"},
+	  "checkpointer": {"type": "memory"},
+	  "plugins": [{"name": "flaky", "command": ["`+bin+`"], "env": {"TESTPLUGIN_MARKS": "`+marks+`"}}]}`), dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := service.New(context.Background(), cfg, service.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Shutdown(context.Background())
+	go func() {
+		for i := 0; i < 500; i++ {
+			if data, _ := os.ReadFile(marks); strings.Contains(string(data), "started victim") {
+				break
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+		exec.Command("pkill", "-KILL", "-f", "^"+bin+"$").Run()
+	}()
+	res, err := s.App.Invoke(context.Background(), []message.Message{message.Text(message.RoleUser, "slow")}, graph.RunConfig{ThreadID: "k"})
+	if err != nil {
+		t.Fatalf("the run failed instead of getting an error result: %v", err)
+	}
+	var got []message.ToolResultBlock
+	for _, m := range res.Messages {
+		got = append(got, m.ToolResults()...)
+	}
+	if len(got) != 1 || !got[0].IsError || !strings.Contains(string(got[0].Content), `plugin \"flaky\"`) {
+		t.Fatalf("results %+v, want one error result naming the plugin", got)
+	}
+	res, err = s.App.Invoke(context.Background(), []message.Message{message.Text(message.RoleUser, "echo")}, graph.RunConfig{ThreadID: "k2"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	last := res.Messages[len(res.Messages)-2].ToolResults()
+	if len(last) != 1 || last[0].IsError || !strings.Contains(string(last[0].Content), `"text":"back"`) {
+		t.Fatalf("after the restart: %+v", last)
 	}
 }

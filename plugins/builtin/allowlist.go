@@ -45,6 +45,14 @@ func parseAllowlist(entries []string) (allowlist, []string) {
 	return a, problems
 }
 
+// CheckAllowHost reports why entry cannot be an http_fetch allow_hosts
+// entry, or nil. The config loader calls it so that a bad entry is found
+// when the config is checked, with its path, by the rules the tool applies.
+func CheckAllowHost(entry string) error {
+	_, err := parseHostRule(entry)
+	return err
+}
+
 func parseHostRule(entry string) (hostRule, error) {
 	e := strings.ToLower(strings.TrimSpace(entry))
 	switch {
