@@ -20,10 +20,16 @@ import (
 	"github.com/tenxgraph/tenxgraph/host/service"
 )
 
-func load(cmd *cobra.Command, store checkpoint.Checkpointer) (*service.Service, error) {
+// withService starts the service of --config (on store, when set), runs f
+// and shuts the service down, plugins included.
+func withService(cmd *cobra.Command, store checkpoint.Checkpointer, f func(*service.Service) error) error {
 	path, _ := cmd.Flags().GetString("config")
 	s, err := service.Load(cmd.Context(), path, service.Options{Store: store})
-	return s, fail(err)
+	if err != nil {
+		return fail(err)
+	}
+	defer s.Shutdown(context.WithoutCancel(cmd.Context()))
+	return f(s)
 }
 
 func validateCmd() *cobra.Command {
@@ -32,14 +38,11 @@ func validateCmd() *cobra.Command {
 		Short: "Check the config: exit 0 when valid, otherwise list every problem with its path",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			s, err := load(cmd, checkpoint.NewMemory())
-			if err != nil {
-				return err
-			}
-			defer s.Shutdown(context.WithoutCancel(cmd.Context()))
-			path, _ := cmd.Flags().GetString("config")
-			fmt.Fprintf(cmd.OutOrStdout(), "%s is valid: agent %q, %d tool(s) on %d node(s)\n", path, s.Config.Agent, len(s.Tools()), len(s.Graph.ToolNodes()))
-			return nil
+			return withService(cmd, checkpoint.NewMemory(), func(s *service.Service) error {
+				path, _ := cmd.Flags().GetString("config")
+				fmt.Fprintf(cmd.OutOrStdout(), "%s is valid: agent %q, %d tool(s) on %d node(s)\n", path, s.Config.Agent, len(s.Tools()), len(s.Graph.ToolNodes()))
+				return nil
+			})
 		},
 	}
 }
@@ -50,17 +53,14 @@ func toolsCmd() *cobra.Command {
 		Short: "List each node's tools with their provider and kind",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			s, err := load(cmd, checkpoint.NewMemory())
-			if err != nil {
-				return err
-			}
-			defer s.Shutdown(context.WithoutCancel(cmd.Context()))
-			w := tabwriter.NewWriter(cmd.OutOrStdout(), 2, 4, 2, ' ', 0)
-			fmt.Fprintln(w, "NODE\tTOOL\tPROVIDER\tKIND\tDESCRIPTION")
-			for _, t := range s.Tools() {
-				fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\n", t.Node, t.Name, t.Provider, t.Kind, summary(t.Description))
-			}
-			return w.Flush()
+			return withService(cmd, checkpoint.NewMemory(), func(s *service.Service) error {
+				w := tabwriter.NewWriter(cmd.OutOrStdout(), 2, 4, 2, ' ', 0)
+				fmt.Fprintln(w, "NODE\tTOOL\tPROVIDER\tKIND\tDESCRIPTION")
+				for _, t := range s.Tools() {
+					fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\n", t.Node, t.Name, t.Provider, t.Kind, summary(t.Description))
+				}
+				return w.Flush()
+			})
 		},
 	}
 }
@@ -88,16 +88,13 @@ When the model calls a remote tool, run asks you for the result: type JSON
 with "!" to answer with an error. The graph resumes with your answer.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			s, err := load(cmd, nil)
-			if err != nil {
-				return err
-			}
-			defer s.Shutdown(context.WithoutCancel(cmd.Context()))
-			if thread == "" {
-				thread = newThreadID()
-			}
-			t := &terminal{out: cmd.OutOrStdout(), in: bufio.NewReader(cmd.InOrStdin()), app: s.App, thread: thread}
-			return fail(t.converse(cmd.Context(), message.Text(message.RoleUser, args[0])))
+			return withService(cmd, nil, func(s *service.Service) error {
+				if thread == "" {
+					thread = newThreadID()
+				}
+				t := &terminal{out: cmd.OutOrStdout(), in: bufio.NewReader(cmd.InOrStdin()), app: s.App, thread: thread}
+				return fail(t.converse(cmd.Context(), message.Text(message.RoleUser, args[0])))
+			})
 		},
 	}
 	cmd.Flags().StringVar(&thread, "thread", "", "thread id (default: a new thread); reuse one to continue a conversation")
