@@ -88,8 +88,11 @@ func (m *ModelNode) Run(ctx context.Context, in *graph.Input) (graph.Update, err
 		}
 		req.Tools = ts.Specs()
 	}
+	// The message's id is chosen before the model speaks, so streamed text
+	// and the stored message share it (AG-UI clients match them by id).
+	id := in.Run.RunID[:12] + "-m" + strconv.Itoa(len(in.State.Messages))
 	req.OnDelta = func(text string) {
-		in.Run.Emit(graph.Event{Type: graph.EventTextDelta, Data: graph.TextDelta{Node: in.Node, Text: text}})
+		in.Run.Emit(graph.Event{Type: graph.EventTextDelta, Data: graph.TextDelta{Node: in.Node, MessageID: id, Text: text}})
 	}
 	resp, err := m.Model.Generate(ctx, req)
 	if err != nil {
@@ -97,7 +100,7 @@ func (m *ModelNode) Run(ctx context.Context, in *graph.Input) (graph.Update, err
 	}
 	in.Run.Emit(graph.Event{Type: graph.EventUsage, Data: graph.Usage{Node: in.Node, InputTokens: resp.Usage.InputTokens, OutputTokens: resp.Usage.OutputTokens}})
 	msg := resp.Message
-	msg.Role = message.RoleAssistant
+	msg.ID, msg.Role = id, message.RoleAssistant
 	uniqueCallIDs(in.State.Messages, &msg, in.Run.RunID)
 	return graph.Update{Messages: []message.Message{msg}}, nil
 }

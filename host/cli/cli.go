@@ -98,7 +98,7 @@ func newRoot(stdin io.Reader, stdout, stderr io.Writer) *cobra.Command {
 	root.SetOut(stdout)
 	root.SetErr(stderr)
 	root.PersistentFlags().String("config", "10xgraph.json", "the config file")
-	root.AddCommand(validateCmd(), toolsCmd(), runCmd(), versionCmd(), pluginCmd())
+	root.AddCommand(serveCmd(), validateCmd(), toolsCmd(), runCmd(), versionCmd(), pluginCmd())
 	return root
 }
 

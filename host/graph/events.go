@@ -54,7 +54,9 @@ type NodeEvent struct {
 // TextDelta is a piece of model text.
 type TextDelta struct {
 	Node string `json:"node"`
-	Text string `json:"text"`
+	// MessageID is the id the finished message will have.
+	MessageID string `json:"message_id"`
+	Text      string `json:"text"`
 }
 
 // ToolEvent reports a server tool call.

@@ -221,3 +221,23 @@ func TestClientMayNotWriteToolCalls(t *testing.T) {
 		t.Fatalf("reused message id: %v", err)
 	}
 }
+
+// A thread created with metadata is invisible to runs naming other values.
+func TestThreadMetadataScopes(t *testing.T) {
+	app, _ := graph.New().AddNode("a", say("a")).AddEdge(graph.START, "a").AddEdge("a", graph.END).Compile(checkpoint.NewMemory())
+	alice := graph.RunConfig{ThreadID: "m", Metadata: map[string]string{"owner": "alice"}}
+	if _, err := app.Invoke(ctx, user("hi"), alice); err != nil {
+		t.Fatal(err)
+	}
+	bob := graph.RunConfig{ThreadID: "m", Metadata: map[string]string{"owner": "bob"}}
+	if _, err := app.Invoke(ctx, user("hi"), bob); !errors.Is(err, graph.ErrThreadNotFound) {
+		t.Fatalf("another owner's run: %v, want ErrThreadNotFound", err)
+	}
+	if _, err := app.Invoke(ctx, user("again"), alice); err != nil {
+		t.Fatal(err)
+	}
+	md, _ := app.ThreadMetadata(ctx, "m")
+	if md["owner"] != "alice" {
+		t.Fatalf("metadata %v", md)
+	}
+}

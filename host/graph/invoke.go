@@ -73,6 +73,9 @@ func (a *App) run(ctx context.Context, input []message.Message, cfg RunConfig, e
 	case !errors.Is(err, checkpoint.ErrNotFound):
 		return Result{}, fmt.Errorf("thread %q: load: %w", cfg.ThreadID, err)
 	}
+	if latest != nil && !owns(latest.Metadata, cfg.Metadata) {
+		return Result{}, fmt.Errorf("thread %q: %w", cfg.ThreadID, ErrThreadNotFound)
+	}
 	s, err := a.begin(latest, input, cfg)
 	if err != nil {
 		return Result{}, err
@@ -341,6 +344,18 @@ func (a *App) History(ctx context.Context, threadID string, limit int) ([]Snapsh
 		out = append(out, Snapshot{Result: res, Seq: cp.Seq, Step: cp.Step, Next: cp.Next, Raw: cp.Status})
 	}
 	return out, nil
+}
+
+// owns reports whether a run with metadata want may use a thread stored
+// with have: every key the run names must match. A thread created with an
+// owner is thus invisible to runs of another owner, as if it did not exist.
+func owns(have, want map[string]string) bool {
+	for k, v := range want {
+		if have[k] != v {
+			return false
+		}
+	}
+	return true
 }
 
 // ThreadMetadata returns the metadata stored with the thread.

@@ -21,7 +21,9 @@ type RunConfig struct {
 	// tools are offered again.
 	RemoteTools []json.RawMessage `json:"remote_tools,omitempty"`
 	// Metadata is stored with a new thread (its owner, say) and kept for
-	// its lifetime; later runs cannot change it.
+	// its lifetime; later runs cannot change it. A run on an existing thread
+	// whose metadata differs in any key it names gets ErrThreadNotFound:
+	// that is how threads are scoped to their owner.
 	Metadata map[string]string `json:"-"`
 }
 

@@ -1,0 +1,255 @@
+package server
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+
+	"github.com/tenxgraph/tenxgraph/host/graph"
+	"github.com/tenxgraph/tenxgraph/host/message"
+)
+
+// RunRequest is the body of /v1/graph/invoke and /v1/graph/stream.
+type RunRequest struct {
+	Input  RunInput  `json:"input"`
+	Config RunConfig `json:"config"`
+}
+
+// RunInput is the new input of a run: user messages, or tool results that
+// resume a paused thread.
+type RunInput struct {
+	Messages []message.Message `json:"messages"`
+}
+
+// RunConfig is the client's part of a run's configuration.
+type RunConfig struct {
+	ThreadID string `json:"thread_id"`
+	// Dropped lists server-owned keys the client sent and the server
+	// ignored (remote_tools).
+	Dropped []string `json:"-"`
+}
+
+// errMalformed marks a request whose body cannot be read as a RunRequest.
+var errMalformed = errors.New("malformed request")
+
+// DecodeRunRequest reads a run request strictly: unknown keys are errors
+// with their path, a message that does not decode names its index and part,
+// and remote_tools in the config is dropped (the seed: a server-owned key).
+func DecodeRunRequest(body io.Reader) (RunRequest, error) {
+	var raw struct {
+		Input  json.RawMessage            `json:"input"`
+		Config map[string]json.RawMessage `json:"config"`
+	}
+	if err := strictDecode(body, &raw); err != nil {
+		return RunRequest{}, err
+	}
+	var req RunRequest
+	if len(raw.Input) > 0 && string(raw.Input) != "null" {
+		var in struct {
+			Messages []json.RawMessage `json:"messages"`
+		}
+		if err := strictDecode(bytes.NewReader(raw.Input), &in); err != nil {
+			return RunRequest{}, fmt.Errorf("%w: input: %v", errMalformed, strings.TrimPrefix(err.Error(), errMalformed.Error()+": "))
+		}
+		for i, m := range in.Messages {
+			var msg message.Message
+			if err := json.Unmarshal(m, &msg); err != nil {
+				return RunRequest{}, fmt.Errorf("%w: input.messages[%d].%v", errMalformed, i, err)
+			}
+			req.Input.Messages = append(req.Input.Messages, msg)
+		}
+	}
+	for k, v := range raw.Config {
+		switch k {
+		case "thread_id":
+			if err := json.Unmarshal(v, &req.Config.ThreadID); err != nil {
+				return RunRequest{}, fmt.Errorf("%w: config.thread_id: must be a string", errMalformed)
+			}
+		case "remote_tools":
+			req.Config.Dropped = append(req.Config.Dropped, k)
+		default:
+			return RunRequest{}, fmt.Errorf("%w: config.%s: unknown key (allowed: thread_id; remote_tools is accepted and ignored)", errMalformed, k)
+		}
+	}
+	return req, nil
+}
+
+// strictDecode reads one JSON value, refusing unknown fields and trailing
+// data.
+func strictDecode(r io.Reader, v any) error {
+	dec := json.NewDecoder(r)
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		var mbe *http.MaxBytesError
+		if errors.As(err, &mbe) {
+			return err
+		}
+		return fmt.Errorf("%w: %s", errMalformed, describeJSONError(err))
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return fmt.Errorf("%w: unexpected data after the JSON body", errMalformed)
+	}
+	return nil
+}
+
+func describeJSONError(err error) string {
+	var se *json.SyntaxError
+	var te *json.UnmarshalTypeError
+	switch {
+	case errors.As(err, &se):
+		return fmt.Sprintf("invalid JSON at byte %d: %v", se.Offset, se)
+	case errors.As(err, &te):
+		return fmt.Sprintf("%s: must be %s, got %s", te.Field, jsonKind(te.Type.Kind().String()), te.Value)
+	case errors.Is(err, io.EOF):
+		return "empty body: send a JSON object"
+	}
+	msg := err.Error()
+	if f, ok := strings.CutPrefix(msg, "json: unknown field "); ok {
+		return strings.Trim(f, `"`) + ": unknown key"
+	}
+	return strings.TrimPrefix(msg, "json: ")
+}
+
+func jsonKind(k string) string {
+	switch k {
+	case "struct", "map":
+		return "an object"
+	case "slice":
+		return "an array"
+	case "string":
+		return "a string"
+	}
+	return k
+}
+
+func (s *Server) decodeRun(w http.ResponseWriter, r *http.Request) (RunRequest, graph.RunConfig, bool) {
+	req, err := DecodeRunRequest(r.Body)
+	if err != nil {
+		writeErr(w, err)
+		return req, graph.RunConfig{}, false
+	}
+	return req, graph.RunConfig{ThreadID: req.Config.ThreadID, Metadata: owner(r)}, true
+}
+
+func (s *Server) handleInvoke(w http.ResponseWriter, r *http.Request) {
+	req, cfg, ok := s.decodeRun(w, r)
+	if !ok {
+		return
+	}
+	if len(req.Config.Dropped) > 0 {
+		w.Header().Set("Tenxgraph-Ignored-Config", strings.Join(req.Config.Dropped, ", "))
+	}
+	var res graph.Result
+	var err error
+	for ev, e := range s.svc.App.Stream(r.Context(), req.Input.Messages, cfg) {
+		s.metrics.observe(ev)
+		if e != nil {
+			err = e
+			break
+		}
+		if ev.Type == graph.EventEnd {
+			res = ev.Data.(graph.Result)
+		}
+	}
+	s.metrics.finished(res, err)
+	if err != nil {
+		writeErr(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, res)
+}
+
+func (s *Server) handleStream(w http.ResponseWriter, r *http.Request) {
+	req, cfg, ok := s.decodeRun(w, r)
+	if !ok {
+		return
+	}
+	next, stop := iterPull(s.svc.App.Stream(r.Context(), req.Input.Messages, cfg))
+	defer stop()
+	// A run refused before it starts (a conflict, bad input) is answered
+	// with a plain status and error body, like invoke.
+	first, err, more := next()
+	if err != nil {
+		s.metrics.finished(graph.Result{}, err)
+		writeErr(w, err)
+		return
+	}
+	sse := newSSE(w)
+	for _, key := range req.Config.Dropped {
+		sse.event("config_ignored", map[string]string{"key": key, "reason": "remote_tools is a server-owned key; the API drops it from client config"})
+	}
+	for ev := first; more; ev, err, more = next() {
+		if err != nil {
+			s.metrics.finished(graph.Result{}, err)
+			code, body := errorBody(err)
+			_ = code
+			sse.event("error", body)
+			return
+		}
+		s.metrics.observe(ev)
+		if ev.Type == graph.EventEnd {
+			s.metrics.finished(ev.Data.(graph.Result), nil)
+		}
+		sse.event(ev.Type, ev.Data)
+	}
+}
+
+// Thread is the body of GET /v1/threads/{thread_id}.
+type Thread struct {
+	ThreadID        string                        `json:"thread_id"`
+	Status          graph.Status                  `json:"status"`
+	Messages        []message.Message             `json:"messages"`
+	RemoteToolCalls []message.RemoteToolCallBlock `json:"remote_tool_calls"`
+}
+
+// checkOwner answers 404 for a thread the caller does not own, exactly as
+// for one that does not exist.
+func (s *Server) checkOwner(r *http.Request, id string) error {
+	want := owner(r)
+	if want == nil {
+		return nil
+	}
+	md, err := s.svc.App.ThreadMetadata(r.Context(), id)
+	if err != nil {
+		return err
+	}
+	if md["owner"] != want["owner"] {
+		return fmt.Errorf("thread %q: %w", id, graph.ErrThreadNotFound)
+	}
+	return nil
+}
+
+func (s *Server) handleGetThread(w http.ResponseWriter, r *http.Request) {
+	id := r.PathValue("thread_id")
+	if err := s.checkOwner(r, id); err != nil {
+		writeErr(w, err)
+		return
+	}
+	res, err := s.svc.App.Thread(r.Context(), id)
+	if err != nil {
+		writeErr(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, Thread{ThreadID: res.ThreadID, Status: res.Status, Messages: res.Messages, RemoteToolCalls: res.RemoteToolCalls})
+}
+
+func (s *Server) handleDeleteThread(w http.ResponseWriter, r *http.Request) {
+	id := r.PathValue("thread_id")
+	if err := s.checkOwner(r, id); err != nil {
+		writeErr(w, err)
+		return
+	}
+	if err := s.svc.App.DeleteThread(r.Context(), id); err != nil {
+		writeErr(w, err)
+		return
+	}
+	w.WriteHeader(http.StatusNoContent)
+}
+
+func (s *Server) handleHealth(w http.ResponseWriter, r *http.Request) {
+	writeJSON(w, http.StatusOK, map[string]any{"status": "ok", "agent": s.svc.Config.Agent, "tools": len(s.svc.Tools())})
+}

@@ -1,0 +1,223 @@
+// Package server is tenxgraph's HTTP API: invoke and stream runs, resume
+// paused threads, read and delete threads, the AG-UI endpoint, health and
+// metrics. It is a thin layer over graph.App: every rule about threads and
+// pauses lives in the graph; this package maps them to HTTP.
+package server
+
+import (
+	"context"
+	"crypto/subtle"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+
+	"github.com/tenxgraph/tenxgraph/host/config"
+	"github.com/tenxgraph/tenxgraph/host/service"
+)
+
+// Server serves one service over HTTP.
+type Server struct {
+	svc     *service.Service
+	log     hclog.Logger
+	cfg     config.Server
+	tokens  []token
+	metrics *metrics
+	http    *http.Server
+	mux     *http.ServeMux
+}
+
+// token is one accepted bearer token; name (the env var it came from)
+// identifies its holder, and owns the threads it creates.
+type token struct {
+	name  string
+	value []byte
+}
+
+// Options adjust a server.
+type Options struct {
+	// Logger receives access logs and errors (default: service.DefaultLogger).
+	Logger hclog.Logger
+}
+
+// New builds the server for svc with the config's server section. Tokens
+// named by server.auth.tokens_env must be set: a server configured for auth
+// never starts open by accident.
+func New(svc *service.Service, opts Options) (*Server, error) {
+	s := &Server{svc: svc, log: opts.Logger, cfg: svc.Config.Server, mux: http.NewServeMux()}
+	if s.log == nil {
+		s.log = service.DefaultLogger()
+	}
+	s.log = s.log.Named("http")
+	if a := s.cfg.Auth; a != nil {
+		for _, env := range a.TokensEnv {
+			v := os.Getenv(env)
+			if v == "" {
+				return nil, fmt.Errorf("server.auth.tokens_env: the environment variable %s is empty; set it to the token clients must send", env)
+			}
+			s.tokens = append(s.tokens, token{name: env, value: []byte(v)})
+		}
+	}
+	if s.cfg.MaxBodyBytes == 0 {
+		s.cfg.MaxBodyBytes = config.DefaultMaxBodyBytes
+	}
+	s.metrics = newMetrics()
+	s.routes()
+	s.http = &http.Server{
+		Handler:           s.Handler(),
+		ReadHeaderTimeout: 10 * time.Second,
+		ReadTimeout:       60 * time.Second,
+		IdleTimeout:       120 * time.Second,
+		// No WriteTimeout: a stream lasts as long as its run.
+	}
+	return s, nil
+}
+
+func (s *Server) routes() {
+	s.mux.HandleFunc("POST /v1/graph/invoke", s.v1(s.handleInvoke))
+	s.mux.HandleFunc("POST /v1/graph/stream", s.v1(s.handleStream))
+	s.mux.HandleFunc("POST /v1/agui", s.v1(s.handleAGUI))
+	s.mux.HandleFunc("GET /v1/threads/{thread_id}", s.v1(s.handleGetThread))
+	s.mux.HandleFunc("DELETE /v1/threads/{thread_id}", s.v1(s.handleDeleteThread))
+	s.mux.HandleFunc("GET /healthz", s.handleHealth)
+	s.mux.Handle("GET /metrics", s.metrics.handler())
+	s.mux.HandleFunc("/v1/", func(w http.ResponseWriter, r *http.Request) {
+		writeError(w, http.StatusNotFound, "not_found", fmt.Sprintf("no route %s %s (see docs/api.md)", r.Method, r.URL.Path), nil)
+	})
+}
+
+// Handler is the server's handler, with CORS and access logs: for tests and
+// for mounting under another server.
+func (s *Server) Handler() http.Handler { return s.accessLog(s.cors(s.mux)) }
+
+// Serve accepts connections on ln until Shutdown.
+func (s *Server) Serve(ln net.Listener) error {
+	err := s.http.Serve(ln)
+	if errors.Is(err, http.ErrServerClosed) {
+		return nil
+	}
+	return err
+}
+
+// Shutdown stops accepting requests and waits for those in flight (runs
+// included) until ctx is done. The service's providers are drained by the
+// caller after this returns.
+func (s *Server) Shutdown(ctx context.Context) error { return s.http.Shutdown(ctx) }
+
+type ctxKey int
+
+const ownerKey ctxKey = 0
+
+// v1 wraps an API route: authentication (when configured) and the body
+// limit. The caller's token name becomes the run's owner, so threads are
+// scoped to the token that created them.
+func (s *Server) v1(h http.HandlerFunc) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		if len(s.tokens) > 0 {
+			name, ok := s.authenticate(r)
+			if !ok {
+				w.Header().Set("WWW-Authenticate", `Bearer realm="tenxgraph"`)
+				writeError(w, http.StatusUnauthorized, "unauthorized", "send Authorization: Bearer <token> with a token the server accepts", nil)
+				return
+			}
+			r = r.WithContext(context.WithValue(r.Context(), ownerKey, name))
+		}
+		r.Body = http.MaxBytesReader(w, r.Body, s.cfg.MaxBodyBytes)
+		h(w, r)
+	}
+}
+
+func (s *Server) authenticate(r *http.Request) (string, bool) {
+	auth := r.Header.Get("Authorization")
+	scheme, value, ok := strings.Cut(auth, " ")
+	if !ok || !strings.EqualFold(scheme, "Bearer") || value == "" {
+		return "", false
+	}
+	for _, t := range s.tokens {
+		if subtle.ConstantTimeCompare(t.value, []byte(value)) == 1 {
+			return t.name, true
+		}
+	}
+	return "", false
+}
+
+// owner is the run metadata that scopes threads to the caller's token.
+func owner(r *http.Request) map[string]string {
+	if name, ok := r.Context().Value(ownerKey).(string); ok {
+		return map[string]string{"owner": name}
+	}
+	return nil
+}
+
+// cors answers browsers from the configured origins only.
+func (s *Server) cors(next http.Handler) http.Handler {
+	origins := s.cfg.CORS.AllowOrigins
+	if len(origins) == 0 {
+		return next
+	}
+	any := slices.Contains(origins, "*")
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		origin := r.Header.Get("Origin")
+		if origin != "" && (any || slices.Contains(origins, origin)) {
+			h := w.Header()
+			h.Set("Access-Control-Allow-Origin", origin)
+			h.Add("Vary", "Origin")
+			h.Set("Access-Control-Allow-Headers", "Authorization, Content-Type, Accept")
+			h.Set("Access-Control-Allow-Methods", "GET, POST, DELETE, OPTIONS")
+			h.Set("Access-Control-Max-Age", "600")
+			if r.Method == http.MethodOptions {
+				w.WriteHeader(http.StatusNoContent)
+				return
+			}
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// statusWriter records what a handler answered, for the access log. It
+// passes Flush through so streams stay streams.
+type statusWriter struct {
+	http.ResponseWriter
+	status int
+	bytes  int64
+}
+
+func (w *statusWriter) WriteHeader(code int) {
+	if w.status == 0 {
+		w.status = code
+	}
+	w.ResponseWriter.WriteHeader(code)
+}
+
+func (w *statusWriter) Write(b []byte) (int, error) {
+	if w.status == 0 {
+		w.status = http.StatusOK
+	}
+	n, err := w.ResponseWriter.Write(b)
+	w.bytes += int64(n)
+	return n, err
+}
+
+func (w *statusWriter) Flush() {
+	if f, ok := w.ResponseWriter.(http.Flusher); ok {
+		f.Flush()
+	}
+}
+
+func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
+func (s *Server) accessLog(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		start := time.Now()
+		sw := &statusWriter{ResponseWriter: w}
+		next.ServeHTTP(sw, r)
+		s.log.Info("request", "method", r.Method, "path", r.URL.Path, "status", sw.status,
+			"bytes", sw.bytes, "duration", time.Since(start), "remote", r.RemoteAddr)
+	})
+}
