@@ -1,7 +1,422 @@
 package server
 
-import "net/http"
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+
+	"github.com/ag-ui-protocol/ag-ui/sdks/community/go/pkg/core/events"
+	"github.com/ag-ui-protocol/ag-ui/sdks/community/go/pkg/core/types"
+	aguisse "github.com/ag-ui-protocol/ag-ui/sdks/community/go/pkg/encoding/sse"
+
+	"github.com/tenxgraph/tenxgraph/host/graph"
+	"github.com/tenxgraph/tenxgraph/host/message"
+)
+
+// The AG-UI endpoint. An AG-UI client sends its whole transcript with each
+// run, and its own tools; the server keeps the authoritative thread. So a
+// request is read as: which of these messages are new to the thread, and do
+// they resume a pause? Frontend tools use the two-run pattern by default
+// (TOOL_CALL_* then a plain RUN_FINISHED; the next run carries the tool
+// messages); a client that opts in with forwardedProps.tenxgraph.interrupts
+// gets RUN_FINISHED.outcome interrupts and answers with resume[].
 
 func (s *Server) handleAGUI(w http.ResponseWriter, r *http.Request) {
-	writeError(w, http.StatusNotImplemented, "not_implemented", "the AG-UI endpoint is not built yet", nil)
+	var in types.RunAgentInput
+	if err := json.NewDecoder(r.Body).Decode(&in); err != nil {
+		var mbe *http.MaxBytesError
+		if errors.As(err, &mbe) {
+			writeErr(w, err)
+			return
+		}
+		writeErr(w, fmt.Errorf("%w: RunAgentInput: %s", errMalformed, describeJSONError(err)))
+		return
+	}
+	if in.ThreadID == "" {
+		writeErr(w, fmt.Errorf("%w: threadId: required", errMalformed))
+		return
+	}
+	if in.RunID == "" {
+		in.RunID = events.GenerateRunID()
+	}
+	cfg := graph.RunConfig{ThreadID: in.ThreadID, Metadata: owner(r)}
+	for _, t := range in.Tools {
+		raw, err := json.Marshal(map[string]any{"name": t.Name, "description": t.Description, "parameters": t.Parameters})
+		if err != nil {
+			writeErr(w, fmt.Errorf("%w: tools: %v", errMalformed, err))
+			return
+		}
+		cfg.RemoteTools = append(cfg.RemoteTools, raw)
+	}
+	if cfg.RemoteTools == nil {
+		cfg.RemoteTools = []json.RawMessage{} // this run's client tools: none
+	}
+	a := &aguiRun{w: w, ctx: r.Context(), in: in, sse: aguisse.NewSSEWriter(), interrupts: wantsInterrupts(in.ForwardedProps)}
+	w.Header().Set("Content-Type", "text/event-stream")
+	w.Header().Set("Cache-Control", "no-cache")
+	w.WriteHeader(http.StatusOK)
+
+	input, err := s.aguiInput(r.Context(), in, cfg)
+	if err != nil {
+		s.metrics.finished(graph.Result{}, err)
+		a.fail(err)
+		return
+	}
+	for ev, err := range s.svc.App.Stream(r.Context(), input, cfg) {
+		if err != nil {
+			s.metrics.finished(graph.Result{}, err)
+			a.fail(err)
+			return
+		}
+		s.metrics.observe(ev)
+		if ev.Type == graph.EventEnd {
+			s.metrics.finished(ev.Data.(graph.Result), nil)
+		}
+		a.event(ev)
+	}
+}
+
+func wantsInterrupts(props any) bool {
+	m, _ := props.(map[string]any)
+	t, _ := m["tenxgraph"].(map[string]any)
+	v, _ := t["interrupts"].(bool)
+	return v
+}
+
+// aguiInput finds what is new in an AG-UI request. On a paused thread, the
+// new input is the results for pending calls: tool messages answering them,
+// or resume entries. Otherwise it is the messages whose ids the thread does
+// not have yet; messages the server already has are never appended twice.
+func (s *Server) aguiInput(ctx context.Context, in types.RunAgentInput, cfg graph.RunConfig) ([]message.Message, error) {
+	th, err := s.svc.App.Thread(ctx, in.ThreadID)
+	switch {
+	case errors.Is(err, graph.ErrThreadNotFound):
+	case err != nil:
+		return nil, err
+	default:
+		if !ownsThread(ctx, s, in.ThreadID, cfg.Metadata) {
+			return nil, fmt.Errorf("thread %q: %w", in.ThreadID, graph.ErrThreadNotFound)
+		}
+	}
+	known := map[string]bool{}
+	for _, m := range th.Messages {
+		known[m.ID] = true
+	}
+	if len(th.RemoteToolCalls) > 0 {
+		return resultsFor(th.RemoteToolCalls, in)
+	}
+	var out []message.Message
+	for i, m := range in.Messages {
+		if known[m.ID] {
+			continue
+		}
+		msg, ok, err := fromAGUI(m)
+		if err != nil {
+			return nil, fmt.Errorf("%w: messages[%d]: %v", graph.ErrInvalidInput, i, err)
+		}
+		if ok {
+			out = append(out, msg)
+		}
+	}
+	return out, nil
+}
+
+func ownsThread(ctx context.Context, s *Server, id string, want map[string]string) bool {
+	if want == nil {
+		return true
+	}
+	md, err := s.svc.App.ThreadMetadata(ctx, id)
+	return err == nil && md["owner"] == want["owner"]
+}
+
+// resultsFor builds the tool message that resumes a paused thread from the
+// client's tool messages (two-run pattern) and resume entries (interrupts).
+// Interrupt ids are the call ids. Resume entries must cover every pending
+// call, as AG-UI requires; tool messages may answer some of them.
+func resultsFor(pending []message.RemoteToolCallBlock, in types.RunAgentInput) ([]message.Message, error) {
+	isPending := map[string]bool{}
+	for _, p := range pending {
+		isPending[p.ID] = true
+	}
+	answer := message.Message{Role: message.RoleTool}
+	seen := map[string]bool{}
+	for _, m := range in.Messages {
+		if m.Role != types.RoleTool || !isPending[m.ToolCallID] || seen[m.ToolCallID] {
+			continue
+		}
+		seen[m.ToolCallID] = true
+		answer.Content = append(answer.Content, toolResult(m))
+	}
+	if len(in.Resume) > 0 {
+		var missing []string
+		byID := map[string]types.ResumeEntry{}
+		for _, e := range in.Resume {
+			byID[e.InterruptID] = e
+		}
+		for _, p := range pending {
+			e, ok := byID[p.ID]
+			switch {
+			case seen[p.ID]:
+			case !ok:
+				missing = append(missing, p.ID)
+			case e.Status == types.ResumeStatusCancelled:
+				answer.Content = append(answer.Content, message.ToolResultBlock{ToolCallID: p.ID, Content: jsonString("cancelled by the user: the tool did not run"), IsError: true})
+			default:
+				raw, err := json.Marshal(e.Payload)
+				if err != nil {
+					return nil, fmt.Errorf("%w: resume %q: payload: %v", graph.ErrInvalidInput, p.ID, err)
+				}
+				answer.Content = append(answer.Content, message.ToolResultBlock{ToolCallID: p.ID, Content: raw})
+			}
+		}
+		if len(missing) > 0 {
+			return nil, &graph.StateError{Kind: graph.ErrPendingCalls, ThreadID: in.ThreadID, CallIDs: missing,
+				Detail: "a resume must address every open interrupt"}
+		}
+	}
+	if len(answer.Content) == 0 {
+		// Whatever else the client sent, the thread waits for results: the
+		// graph refuses new input and names the pending calls.
+		for i := len(in.Messages) - 1; i >= 0; i-- {
+			if m, ok, _ := fromAGUI(in.Messages[i]); ok && m.Role == message.RoleUser {
+				return []message.Message{m}, nil
+			}
+		}
+		return nil, &graph.StateError{Kind: graph.ErrPendingCalls, ThreadID: in.ThreadID, CallIDs: pendingIDs(pending),
+			Detail: "send tool messages (or resume entries) for them"}
+	}
+	return []message.Message{answer}, nil
+}
+
+func pendingIDs(p []message.RemoteToolCallBlock) []string {
+	out := make([]string, len(p))
+	for i, c := range p {
+		out[i] = c.ID
+	}
+	return out
+}
+
+// toolResult reads an AG-UI tool message: content that is JSON stays JSON,
+// other text becomes a string; an error marks the result as failed.
+func toolResult(m types.Message) message.ToolResultBlock {
+	text := contentText(m.Content)
+	if m.Error != "" {
+		if text == "" {
+			text = m.Error
+		}
+		return message.ToolResultBlock{ToolCallID: m.ToolCallID, Content: jsonString(text), IsError: true}
+	}
+	if json.Valid([]byte(text)) && strings.TrimSpace(text) != "" {
+		return message.ToolResultBlock{ToolCallID: m.ToolCallID, Content: json.RawMessage(text)}
+	}
+	return message.ToolResultBlock{ToolCallID: m.ToolCallID, Content: jsonString(text)}
+}
+
+func jsonString(s string) json.RawMessage {
+	raw, _ := json.Marshal(s) // a string always encodes
+	return raw
+}
+
+// fromAGUI converts a client message that may start or continue a thread:
+// user, system and developer text, and assistant text. Tool calls are never
+// taken from a client (only the model makes them); tool messages are only
+// read as results for pending calls.
+func fromAGUI(m types.Message) (message.Message, bool, error) {
+	var role message.Role
+	switch m.Role {
+	case types.RoleUser:
+		role = message.RoleUser
+	case types.RoleSystem, types.RoleDeveloper:
+		role = message.RoleSystem
+	case types.RoleAssistant:
+		if len(m.ToolCalls) > 0 {
+			return message.Message{}, false, nil
+		}
+		role = message.RoleAssistant
+	default:
+		return message.Message{}, false, nil
+	}
+	text, err := userText(m.Content)
+	if err != nil {
+		return message.Message{}, false, err
+	}
+	return message.Message{ID: m.ID, Role: role, Content: []message.Block{message.TextBlock{Text: text}}}, true, nil
+}
+
+func userText(content any) (string, error) {
+	switch c := content.(type) {
+	case nil:
+		return "", nil
+	case string:
+		return c, nil
+	case []any:
+		var b strings.Builder
+		for i, part := range c {
+			p, _ := part.(map[string]any)
+			if p["type"] != "text" {
+				return "", fmt.Errorf("content[%d]: only text parts are supported, got %v", i, p["type"])
+			}
+			t, _ := p["text"].(string)
+			b.WriteString(t)
+		}
+		return b.String(), nil
+	}
+	return "", fmt.Errorf("content: want a string or text parts")
+}
+
+func contentText(content any) string {
+	switch c := content.(type) {
+	case nil:
+		return ""
+	case string:
+		return c
+	}
+	raw, _ := json.Marshal(content)
+	return string(raw)
+}
+
+// aguiRun writes one run's AG-UI events, keeping the stream valid: text
+// messages and tool calls are closed before anything else starts, and before
+// RUN_FINISHED.
+type aguiRun struct {
+	w          http.ResponseWriter
+	ctx        context.Context
+	in         types.RunAgentInput
+	sse        *aguisse.SSEWriter
+	interrupts bool
+	started    bool
+	textOpen   string // id of the open text message
+	streamed   map[string]bool
+	inRun      bool // past the run's input: nodes are running
+}
+
+func (a *aguiRun) emit(e events.Event) {
+	_ = a.sse.WriteEvent(a.ctx, a.w, e)
+}
+
+func (a *aguiRun) start() {
+	if !a.started {
+		a.started = true
+		a.emit(events.NewRunStartedEvent(a.in.ThreadID, a.in.RunID))
+	}
+}
+
+func (a *aguiRun) closeText() {
+	if a.textOpen != "" {
+		a.emit(events.NewTextMessageEndEvent(a.textOpen))
+		a.textOpen = ""
+	}
+}
+
+func (a *aguiRun) fail(err error) {
+	a.closeText()
+	code, b := errorBody(err)
+	_ = code
+	if !a.started {
+		// AG-UI allows a stream to open with RUN_ERROR.
+		a.started = true
+	}
+	a.emit(events.NewRunErrorEvent(b.Error.Message, events.WithErrorCode(b.Error.Code), events.WithRunID(a.in.RunID)))
+}
+
+func (a *aguiRun) event(ev graph.Event) {
+	a.start()
+	switch d := ev.Data.(type) {
+	case graph.NodeEvent:
+		a.inRun = true
+	case graph.TextDelta:
+		if d.Text == "" {
+			return
+		}
+		if a.textOpen != d.MessageID {
+			a.closeText()
+			a.emit(events.NewTextMessageStartEvent(d.MessageID, events.WithRole("assistant")))
+			a.textOpen = d.MessageID
+			if a.streamed == nil {
+				a.streamed = map[string]bool{}
+			}
+			a.streamed[d.MessageID] = true
+		}
+		a.emit(events.NewTextMessageContentEvent(d.MessageID, d.Text))
+	case message.Message:
+		a.message(d)
+	case graph.Result:
+		a.closeText()
+		a.emit(events.NewMessagesSnapshotEvent(toAGUI(d.Messages)))
+		if d.Status == graph.StatusInterrupted && a.interrupts {
+			var its []types.Interrupt
+			for _, c := range d.RemoteToolCalls {
+				its = append(its, types.Interrupt{ID: c.ID, Reason: "tool_call", ToolCallID: c.ID,
+					Message: fmt.Sprintf("run the client tool %s and resume with its result", c.Name)})
+			}
+			a.emit(events.NewRunFinishedEventWithOptions(a.in.ThreadID, a.in.RunID, events.WithInterruptOutcome(its)))
+			return
+		}
+		a.emit(events.NewRunFinishedEvent(a.in.ThreadID, a.in.RunID))
+	}
+}
+
+func (a *aguiRun) message(m message.Message) {
+	switch {
+	case m.Role == message.RoleAssistant:
+		a.closeText()
+		if text := m.Text(); text != "" && !a.streamed[m.ID] {
+			a.emit(events.NewTextMessageStartEvent(m.ID, events.WithRole("assistant")))
+			a.emit(events.NewTextMessageContentEvent(m.ID, text))
+			a.emit(events.NewTextMessageEndEvent(m.ID))
+		}
+		for _, c := range m.ToolCalls() {
+			a.emit(events.NewToolCallStartEvent(c.ID, c.Name, events.WithParentMessageID(m.ID)))
+			a.emit(events.NewToolCallArgsEvent(c.ID, string(c.Arguments)))
+			a.emit(events.NewToolCallEndEvent(c.ID))
+		}
+	case m.Role == message.RoleTool && (a.inRun || a.interrupts):
+		// Results of server tools, and (with interrupts) of resumed calls:
+		// the client's own tool messages are not echoed back.
+		a.closeText()
+		for _, r := range m.ToolResults() {
+			a.emit(events.NewToolCallResultEvent(m.ID+"/"+r.ToolCallID, r.ToolCallID, resultText(r)))
+		}
+	}
+}
+
+func resultText(r message.ToolResultBlock) string {
+	var s string
+	if json.Unmarshal(r.Content, &s) == nil {
+		return s
+	}
+	return string(r.Content)
+}
+
+// toAGUI converts the thread for MESSAGES_SNAPSHOT. Remote calls still
+// pending have no tool message: that is how a client knows what to run.
+func toAGUI(msgs []message.Message) []types.Message {
+	out := make([]types.Message, 0, len(msgs))
+	for _, m := range msgs {
+		switch m.Role {
+		case message.RoleTool:
+			for _, r := range m.ToolResults() {
+				tm := types.Message{ID: m.ID + "/" + r.ToolCallID, Role: types.RoleTool, ToolCallID: r.ToolCallID, Content: resultText(r)}
+				if r.IsError {
+					tm.Error = resultText(r)
+				}
+				out = append(out, tm)
+			}
+		case message.RoleAssistant:
+			am := types.Message{ID: m.ID, Role: types.RoleAssistant}
+			if t := m.Text(); t != "" {
+				am.Content = t
+			}
+			for _, c := range m.ToolCalls() {
+				am.ToolCalls = append(am.ToolCalls, types.ToolCall{ID: c.ID, Type: "function", Function: types.FunctionCall{Name: c.Name, Arguments: string(c.Arguments)}})
+			}
+			out = append(out, am)
+		default:
+			out = append(out, types.Message{ID: m.ID, Role: types.Role(m.Role), Content: m.Text()})
+		}
+	}
+	return out
 }
