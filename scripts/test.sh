@@ -31,6 +31,12 @@ staticcheck ./...
 step "go test -race"
 go test -race -count=1 ./...
 
+step "AG-UI: the real @ag-ui/client against tenxgraph serve"
+bin_dir=$(mktemp -d)
+trap 'rm -rf "$bin_dir"' EXIT
+go build -o "$bin_dir/tenxgraph" ./cmd/tenxgraph
+(cd tests/agui && npm ci --no-audit --no-fund --loglevel=error && TENXGRAPH_BIN="$bin_dir/tenxgraph" node --test)
+
 step "fuzz ($FUZZTIME each)"
 grep -rl --include='*_test.go' '^func Fuzz' . | sort | while read -r file; do
 	pkg="./$(dirname "${file#./}")"

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"slices"
 
 	"github.com/tenxgraph/tenxgraph/host/checkpoint"
 	"github.com/tenxgraph/tenxgraph/host/message"
@@ -97,9 +98,7 @@ func (a *App) begin(latest *checkpoint.Checkpoint, input []message.Message, cfg 
 	if err != nil {
 		return s, err
 	}
-	if len(fresh) > 0 {
-		s.appended = []message.Message{{Role: message.RoleTool, Content: fresh}}
-	}
+	s.appended = fresh
 	s.stillPaused = len(pending) > len(fresh)
 	return s, nil
 }
@@ -141,14 +140,23 @@ func checkInput(input []message.Message) (results bool, err error) {
 // is not pending is refused, unless it repeats exactly the result already
 // recorded (a client retrying after a lost response), which is accepted and
 // ignored so that resuming is idempotent.
-func acceptResults(thread string, history []message.Message, pending []message.RemoteToolCallBlock, input []message.Message) ([]message.Block, error) {
-	isPending := make(map[string]bool, len(pending))
-	for _, p := range pending {
-		isPending[p.ID] = true
+//
+// Each accepted result becomes one tool message, in the order the calls were
+// made whatever order the client used. A tool message that carried a single
+// result keeps its id, so a client that names its messages (AG-UI does)
+// finds them under the same id in the thread.
+func acceptResults(thread string, history []message.Message, pending []message.RemoteToolCallBlock, input []message.Message) ([]message.Message, error) {
+	order := make(map[string]int, len(pending))
+	for i, p := range pending {
+		order[p.ID] = i
 	}
 	answered := message.Answered(history)
+	used := map[string]bool{}
+	for _, h := range history {
+		used[h.ID] = true
+	}
 	seen := map[string]bool{}
-	var fresh []message.Block
+	var fresh []message.Message
 	var unknown, conflicting []string
 	for _, m := range input {
 		for _, r := range m.ToolResults() {
@@ -156,9 +164,15 @@ func acceptResults(thread string, history []message.Message, pending []message.R
 				return nil, invalid("messages: two results for call %q", r.ToolCallID)
 			}
 			seen[r.ToolCallID] = true
+			_, isPending := order[r.ToolCallID]
 			switch old, done := answered[r.ToolCallID]; {
-			case isPending[r.ToolCallID]:
-				fresh = append(fresh, r)
+			case isPending:
+				id := ""
+				if len(m.Content) == 1 && m.ID != "" && !used[m.ID] {
+					id = m.ID
+					used[id] = true
+				}
+				fresh = append(fresh, message.Message{ID: id, Role: message.RoleTool, Content: []message.Block{r}})
 			case done && isRemote(history, r.ToolCallID):
 				if !sameResult(old, r) {
 					conflicting = append(conflicting, r.ToolCallID)
@@ -176,21 +190,10 @@ func acceptResults(thread string, history []message.Message, pending []message.R
 		return nil, &StateError{Kind: ErrResultConflict, ThreadID: thread, CallIDs: conflicting,
 			Detail: "a result, once given, is final"}
 	}
-	// Keep the thread's order of calls, whatever order the client used.
-	order := make(map[string]int, len(pending))
-	for i, p := range pending {
-		order[p.ID] = i
-	}
-	sortBlocks(fresh, order)
+	slices.SortStableFunc(fresh, func(a, b message.Message) int {
+		return order[a.ToolResults()[0].ToolCallID] - order[b.ToolResults()[0].ToolCallID]
+	})
 	return fresh, nil
-}
-
-func sortBlocks(bs []message.Block, order map[string]int) {
-	for i := 1; i < len(bs); i++ {
-		for j := i; j > 0 && order[bs[j].(message.ToolResultBlock).ToolCallID] < order[bs[j-1].(message.ToolResultBlock).ToolCallID]; j-- {
-			bs[j], bs[j-1] = bs[j-1], bs[j]
-		}
-	}
 }
 
 func sameResult(a, b message.ToolResultBlock) bool {

@@ -141,15 +141,16 @@ func resultsFor(pending []message.RemoteToolCallBlock, in types.RunAgentInput) (
 	for _, p := range pending {
 		isPending[p.ID] = true
 	}
-	answer := message.Message{Role: message.RoleTool}
+	var answers []message.Message
 	seen := map[string]bool{}
 	for _, m := range in.Messages {
 		if m.Role != types.RoleTool || !isPending[m.ToolCallID] || seen[m.ToolCallID] {
 			continue
 		}
 		seen[m.ToolCallID] = true
-		answer.Content = append(answer.Content, toolResult(m))
+		answers = append(answers, message.Message{ID: m.ID, Role: message.RoleTool, Content: []message.Block{toolResult(m)}})
 	}
+	answer := message.Message{Role: message.RoleTool}
 	if len(in.Resume) > 0 {
 		var missing []string
 		byID := map[string]types.ResumeEntry{}
@@ -177,7 +178,10 @@ func resultsFor(pending []message.RemoteToolCallBlock, in types.RunAgentInput) (
 				Detail: "a resume must address every open interrupt"}
 		}
 	}
-	if len(answer.Content) == 0 {
+	if len(answer.Content) > 0 {
+		answers = append(answers, answer)
+	}
+	if len(answers) == 0 {
 		// Whatever else the client sent, the thread waits for results: the
 		// graph refuses new input and names the pending calls.
 		for i := len(in.Messages) - 1; i >= 0; i-- {
@@ -188,7 +192,7 @@ func resultsFor(pending []message.RemoteToolCallBlock, in types.RunAgentInput) (
 		return nil, &graph.StateError{Kind: graph.ErrPendingCalls, ThreadID: in.ThreadID, CallIDs: pendingIDs(pending),
 			Detail: "send tool messages (or resume entries) for them"}
 	}
-	return []message.Message{answer}, nil
+	return answers, nil
 }
 
 func pendingIDs(p []message.RemoteToolCallBlock) []string {
@@ -319,7 +323,7 @@ func (a *aguiRun) fail(err error) {
 		// AG-UI allows a stream to open with RUN_ERROR.
 		a.started = true
 	}
-	a.emit(events.NewRunErrorEvent(b.Error.Message, events.WithErrorCode(b.Error.Code), events.WithRunID(a.in.RunID)))
+	a.emit(events.NewRunErrorEvent(b.Error.Message, events.WithErrorCode(b.Error.Code)))
 }
 
 func (a *aguiRun) event(ev graph.Event) {
@@ -377,10 +381,23 @@ func (a *aguiRun) message(m message.Message) {
 		// Results of server tools, and (with interrupts) of resumed calls:
 		// the client's own tool messages are not echoed back.
 		a.closeText()
-		for _, r := range m.ToolResults() {
-			a.emit(events.NewToolCallResultEvent(m.ID+"/"+r.ToolCallID, r.ToolCallID, resultText(r)))
+		results := m.ToolResults()
+		for _, r := range results {
+			a.emit(events.NewToolCallResultEvent(toolMessageID(m.ID, r.ToolCallID, len(results)), r.ToolCallID, resultText(r)))
 		}
 	}
+}
+
+// toolMessageID names the AG-UI tool message of one result. AG-UI has one
+// tool message per call; a thread's tool message may hold several results,
+// which then get ids derived from it. The same id is used in
+// TOOL_CALL_RESULT and in MESSAGES_SNAPSHOT, so the client never sees one
+// result twice.
+func toolMessageID(msgID, callID string, results int) string {
+	if results == 1 {
+		return msgID
+	}
+	return msgID + "/" + callID
 }
 
 func resultText(r message.ToolResultBlock) string {
@@ -398,8 +415,9 @@ func toAGUI(msgs []message.Message) []types.Message {
 	for _, m := range msgs {
 		switch m.Role {
 		case message.RoleTool:
-			for _, r := range m.ToolResults() {
-				tm := types.Message{ID: m.ID + "/" + r.ToolCallID, Role: types.RoleTool, ToolCallID: r.ToolCallID, Content: resultText(r)}
+			results := m.ToolResults()
+			for _, r := range results {
+				tm := types.Message{ID: toolMessageID(m.ID, r.ToolCallID, len(results)), Role: types.RoleTool, ToolCallID: r.ToolCallID, Content: resultText(r)}
 				if r.IsError {
 					tm.Error = resultText(r)
 				}
