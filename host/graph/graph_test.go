@@ -66,8 +66,11 @@ func TestSuperSteps(t *testing.T) {
 		t.Fatalf("join ran at steps %v, want once at step 3", steps)
 	}
 	h, _ := app.History(ctx, "t", 0)
-	if len(h) != 4 { // input + 3 super-steps
-		t.Fatalf("%d checkpoints, want 4 (one per super-step and the input)", len(h))
+	if len(h) != 3 { // the input is saved with the first super-step
+		t.Fatalf("%d checkpoints, want 3 (one per super-step)", len(h))
+	}
+	if got := texts(h[2].Messages); !slices.Equal(got, []string{"go", "a"}) {
+		t.Fatalf("the first checkpoint holds %v, want the input and the first step's update", got)
 	}
 	if h[0].Raw != checkpoint.StatusCompleted || h[1].Raw != checkpoint.StatusRunning {
 		t.Fatalf("statuses %s %s", h[0].Raw, h[1].Raw)

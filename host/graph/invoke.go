@@ -96,12 +96,20 @@ func (a *App) run(ctx context.Context, input []message.Message, cfg RunConfig, e
 	state := s.state
 	if len(s.appended) > 0 {
 		state.Messages = a.appendMessages(r, state.Messages, s.appended)
-		status := checkpoint.StatusRunning
-		if s.stillPaused {
-			status = checkpoint.StatusInterrupted
-		}
-		if err := w.put(ctx, state, s.next, status); err != nil {
-			return Result{}, err
+		// The input is saved with the first super-step's checkpoint (or
+		// with the failure's, if that step fails), not on its own: one
+		// write fewer per run. A crash before then loses only input the
+		// client was never told was accepted, and resending it is safe
+		// (results for pending calls are idempotent). Input that no step
+		// follows is saved now.
+		if s.stillPaused || len(s.next) == 0 {
+			status := checkpoint.StatusInterrupted
+			if !s.stillPaused {
+				status = checkpoint.StatusCompleted
+			}
+			if err := w.put(ctx, state, s.next, status); err != nil {
+				return Result{}, err
+			}
 		}
 	}
 	if s.stillPaused {
