@@ -37,6 +37,13 @@ trap 'rm -rf "$bin_dir"' EXIT
 go build -o "$bin_dir/tenxgraph" ./cmd/tenxgraph
 (cd tests/agui && npm ci --no-audit --no-fund --loglevel=error && TENXGRAPH_BIN="$bin_dir/tenxgraph" node --test)
 
+step "TypeScript client: @tenxgraph/client against tenxgraph serve, and the playground in chromium"
+if [ ! -x /usr/bin/chromium ]; then
+	apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium
+fi
+(cd clients/typescript && npm ci --no-audit --no-fund --loglevel=error &&
+	TENXGRAPH_BIN="$bin_dir/tenxgraph" npm test && TENXGRAPH_BIN="$bin_dir/tenxgraph" npm run test:browser)
+
 step "fuzz ($FUZZTIME each)"
 grep -rl --include='*_test.go' '^func Fuzz' . | sort | while read -r file; do
 	pkg="./$(dirname "${file#./}")"

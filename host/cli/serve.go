@@ -40,7 +40,7 @@ stops the providers.`,
 				if err != nil {
 					return fail(fmt.Errorf("listen on %s: %w (another server running? pass --addr)", addr, err))
 				}
-				fmt.Fprintf(cmd.OutOrStdout(), "tenxgraph %s: serving %q on http://%s (API under /v1, health at /healthz)\n", Version, s.Config.Agent, ln.Addr())
+				fmt.Fprintf(cmd.OutOrStdout(), "tenxgraph %s: serving %q on http://%s (playground at /, API under /v1, health at /healthz)\n", Version, s.Config.Agent, ln.Addr())
 				errc := make(chan error, 1)
 				go func() { errc <- srv.Serve(ln) }()
 				select {

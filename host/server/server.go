@@ -87,9 +87,32 @@ func (s *Server) routes() {
 	s.mux.HandleFunc("DELETE /v1/threads/{thread_id}", s.v1(s.handleDeleteThread))
 	s.mux.HandleFunc("GET /healthz", s.handleHealth)
 	s.mux.Handle("GET /metrics", s.metrics.handler())
+	s.mux.Handle("GET /{$}", playgroundPage())                 // the playground (playground.go)
+	s.mux.Handle("GET /playground/{file}", playgroundAssets()) // its script, style and client
 	s.mux.HandleFunc("/v1/", func(w http.ResponseWriter, r *http.Request) {
+		if allow := s.allowed(r); len(allow) > 0 {
+			w.Header().Set("Allow", strings.Join(allow, ", "))
+			writeError(w, http.StatusMethodNotAllowed, "method_not_allowed",
+				fmt.Sprintf("%s %s: method not allowed (allowed: %s)", r.Method, r.URL.Path, strings.Join(allow, ", ")), nil)
+			return
+		}
 		writeError(w, http.StatusNotFound, "not_found", fmt.Sprintf("no route %s %s (see docs/api.md)", r.Method, r.URL.Path), nil)
 	})
+}
+
+// allowed lists the methods that have a route for r's path: the catch-all
+// under /v1/ matches every method, so without this a known path asked with
+// the wrong method would be a 404 instead of a 405.
+func (s *Server) allowed(r *http.Request) []string {
+	var out []string
+	for _, m := range []string{http.MethodGet, http.MethodPost, http.MethodDelete} {
+		probe := *r
+		probe.Method = m
+		if _, pattern := s.mux.Handler(&probe); pattern != "" && pattern != "/v1/" {
+			out = append(out, m)
+		}
+	}
+	return out
 }
 
 // Handler is the server's handler, with CORS and access logs: for tests and
@@ -171,6 +194,7 @@ func (s *Server) cors(next http.Handler) http.Handler {
 			h.Set("Access-Control-Allow-Headers", "Authorization, Content-Type, Accept")
 			h.Set("Access-Control-Allow-Methods", "GET, POST, DELETE, OPTIONS")
 			h.Set("Access-Control-Max-Age", "600")
+			h.Set("Access-Control-Expose-Headers", "Tenxgraph-Ignored-Config, WWW-Authenticate")
 			if r.Method == http.MethodOptions {
 				w.WriteHeader(http.StatusNoContent)
 				return

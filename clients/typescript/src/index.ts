@@ -1,0 +1,783 @@
+/**
+ * @tenxgraph/client — call a tenxgraph server and answer its remote tools.
+ *
+ * A remote tool is declared on the server and executed here: when the model
+ * calls one, the run pauses (`status: "interrupted"`), the client runs the
+ * handler registered for it, sends the result on the same thread, and the run
+ * resumes. {@link Client.invoke} and {@link Client.stream} do that loop for
+ * you until the run completes.
+ *
+ * No dependencies beyond `fetch`: works in browsers and Node 20+.
+ *
+ * @example
+ * ```ts
+ * import { Client } from "@tenxgraph/client";
+ * const client = new Client({ baseUrl: "http://127.0.0.1:8123" });
+ * client.registerToolHandler("read_clipboard", async () => ({ text: await navigator.clipboard.readText() }));
+ * const res = await client.invoke("what is on my clipboard?", { threadId: "t1" });
+ * ```
+ *
+ * @module
+ */
+
+// ---------------------------------------------------------------------------
+// Wire shapes (docs/api.md)
+
+/** A JSON value: what tool arguments and results are made of. */
+export type JsonValue = null | boolean | number | string | JsonValue[] | { [key: string]: JsonValue };
+
+/** Who wrote a message. */
+export type Role = "user" | "assistant" | "tool" | "system";
+
+/** Text written by a person or the model. */
+export interface TextBlock {
+  type: "text";
+  text: string;
+}
+
+/** A tool call the model made. */
+export interface ToolCallBlock {
+  type: "tool_call";
+  id: string;
+  name: string;
+  arguments: JsonValue;
+}
+
+/** The result of one tool call; `is_error` marks a failure the model should see as one. */
+export interface ToolResultBlock {
+  type: "tool_result";
+  tool_call_id: string;
+  content: JsonValue;
+  is_error?: boolean;
+}
+
+/** A call the server hands to the client: the run waits for its result. */
+export interface RemoteToolCallBlock {
+  type: "remote_tool_call";
+  id: string;
+  name: string;
+  arguments: JsonValue;
+  node: string;
+}
+
+/** One part of a message's content. */
+export type Block = TextBlock | ToolCallBlock | ToolResultBlock | RemoteToolCallBlock;
+
+/** A message as the server stores and returns it. */
+export interface Message {
+  id?: string;
+  role: Role;
+  content: Block[];
+}
+
+/** A message you send: `content` may be a plain string, read as one text block. */
+export interface MessageInput {
+  id?: string;
+  role: Role;
+  content: string | Block[];
+}
+
+/** A run's outcome: it ended, or it waits for remote tool results. */
+export type Status = "completed" | "interrupted";
+
+/** The response of `/v1/graph/invoke`, and the data of a stream's `end` event. */
+export interface RunResponse {
+  thread_id: string;
+  run_id: string;
+  status: Status;
+  /** The thread's messages, oldest first. */
+  messages: Message[];
+  /** The calls the run waits for; empty when completed. */
+  remote_tool_calls: RemoteToolCallBlock[];
+}
+
+/** A thread as `GET /v1/threads/{id}` returns it. */
+export interface Thread {
+  thread_id: string;
+  status: Status;
+  messages: Message[];
+  remote_tool_calls: RemoteToolCallBlock[];
+}
+
+// ---------------------------------------------------------------------------
+// Stream events
+
+/** Data of `run_started`. */
+export interface RunStartedData {
+  thread_id: string;
+  run_id: string;
+  /** True when the run continues a paused thread. */
+  resumed: boolean;
+}
+
+/** Data of `node_started` and `node_finished`. */
+export interface NodeData {
+  node: string;
+  step: number;
+}
+
+/** Data of `text_delta`: a piece of model text. */
+export interface TextDeltaData {
+  node: string;
+  /** The id the finished message will have. */
+  message_id: string;
+  text: string;
+}
+
+/** Data of `tool_started` and `tool_finished`: a server tool call. */
+export interface ToolData {
+  node: string;
+  id: string;
+  name: string;
+  provider: string;
+  is_error?: boolean;
+  duration_ns?: number;
+}
+
+/** Data of `tool_progress`: what a running server tool reported, between its `tool_started` and `tool_finished`. */
+export interface ToolProgressData {
+  node: string;
+  id: string;
+  name: string;
+  provider: string;
+  /** Goes up with each report. */
+  progress: number;
+  /** Absent when unknown. */
+  total?: number;
+  message?: string;
+}
+
+/** Data of `tool_ignored`: a per-run tool that was not offered. */
+export interface ToolIgnoredData {
+  node: string;
+  name: string;
+  reason: string;
+}
+
+/** Data of `config_ignored`: a config key the server dropped. */
+export interface ConfigIgnoredData {
+  key: string;
+  reason: string;
+}
+
+/** Data of `interrupted`: the calls the paused run waits for. */
+export interface InterruptedData {
+  remote_tool_calls: RemoteToolCallBlock[];
+}
+
+/** Data of `usage`: tokens one model call used. */
+export interface UsageData {
+  node: string;
+  input_tokens: number;
+  output_tokens: number;
+}
+
+/** Data of `tool_handler_started`: the client began running a handler. */
+export interface ToolHandlerStartedData {
+  thread_id: string;
+  /** The call id. */
+  id: string;
+  name: string;
+  arguments: JsonValue;
+}
+
+/** Data of `tool_handler_finished`: a handler settled; `result` is what will be sent. */
+export interface ToolHandlerFinishedData {
+  thread_id: string;
+  /** The call id. */
+  id: string;
+  name: string;
+  result: ToolResultBlock;
+  duration_ms: number;
+}
+
+/**
+ * One event of {@link Client.stream}: the server's SSE events (named by
+ * `type`, their JSON in `data`) and the client's own `tool_handler_started`
+ * and `tool_handler_finished`. Each round of the loop ends with an `end`
+ * event; the last one has `status: "completed"`. A server `error` event is
+ * thrown as a {@link TenxgraphError}, not yielded. Events a newer server adds
+ * are passed through unchanged.
+ */
+export type StreamEvent =
+  | { type: "run_started"; data: RunStartedData }
+  | { type: "node_started" | "node_finished"; data: NodeData }
+  | { type: "text_delta"; data: TextDeltaData }
+  | { type: "message"; data: Message }
+  | { type: "tool_started" | "tool_finished"; data: ToolData }
+  | { type: "tool_progress"; data: ToolProgressData }
+  | { type: "tool_ignored"; data: ToolIgnoredData }
+  | { type: "config_ignored"; data: ConfigIgnoredData }
+  | { type: "interrupted"; data: InterruptedData }
+  | { type: "usage"; data: UsageData }
+  | { type: "end"; data: RunResponse }
+  | { type: "tool_handler_started"; data: ToolHandlerStartedData }
+  | { type: "tool_handler_finished"; data: ToolHandlerFinishedData };
+
+// ---------------------------------------------------------------------------
+// Errors
+
+/**
+ * An HTTP failure: the server's error body (`{"error": {"code", "message",
+ * "call_ids"}}`) with the status. `status` is 0 when no response arrived
+ * (`code: "network_error"`) or when the server reported the error inside a
+ * stream that had already started.
+ */
+export class TenxgraphError extends Error {
+  override readonly name = "TenxgraphError";
+  /** The HTTP status (401, 404, 409, ...), or 0; see the class docs. */
+  readonly status: number;
+  /** The server's stable error code, such as `unauthorized` or `pending_calls`. */
+  readonly code: string;
+  /** The tool call ids a conflict is about (the pending ones for `pending_calls`). */
+  readonly callIds: string[];
+
+  constructor(status: number, code: string, message: string, callIds: string[] = [], options?: { cause?: unknown }) {
+    super(message, options);
+    this.status = status;
+    this.code = code;
+    this.callIds = callIds;
+  }
+}
+
+/**
+ * The loop paused more than `maxRounds` times in one call: a model that
+ * keeps calling remote tools. The thread stays paused on `pendingCalls`.
+ */
+export class MaxRoundsError extends Error {
+  override readonly name = "MaxRoundsError";
+  readonly threadId: string;
+  readonly maxRounds: number;
+  /** The calls the thread still waits for. */
+  readonly pendingCalls: RemoteToolCallBlock[];
+
+  constructor(threadId: string, maxRounds: number, pendingCalls: RemoteToolCallBlock[]) {
+    const names = pendingCalls.map((c) => c.name).join(", ");
+    super(
+      `thread "${threadId}": the run paused for remote tools more than maxRounds (${maxRounds}) times; ` +
+        `stopped before running ${names} again. The thread still waits for them: raise maxRounds or ` +
+        `call resume("${threadId}") to go on.`,
+    );
+    this.threadId = threadId;
+    this.maxRounds = maxRounds;
+    this.pendingCalls = pendingCalls;
+  }
+}
+
+/**
+ * A remote call named a tool with no registered handler, and the client was
+ * built with `onMissingHandler: "throw"`. No handler of that round ran; the
+ * thread stays paused.
+ */
+export class MissingHandlerError extends Error {
+  override readonly name = "MissingHandlerError";
+  readonly threadId: string;
+  /** The tool that has no handler. */
+  readonly toolName: string;
+  readonly callId: string;
+
+  constructor(threadId: string, call: RemoteToolCallBlock) {
+    super(
+      `thread "${threadId}": no handler for remote tool "${call.name}" (call ${call.id}); ` +
+        `register one with client.registerToolHandler("${call.name}", handler)`,
+    );
+    this.threadId = threadId;
+    this.toolName = call.name;
+    this.callId = call.id;
+  }
+}
+
+// ---------------------------------------------------------------------------
+// Client
+
+/** What a handler gets besides the arguments. */
+export interface ToolContext {
+  /** The tool call id the result answers. */
+  callId: string;
+  threadId: string;
+  /** The tool's name (one handler may serve several). */
+  name: string;
+  /** Aborted when the caller aborts the run (or stops iterating a stream). */
+  signal: AbortSignal;
+}
+
+/**
+ * Runs one remote tool call. Return (or resolve to) a JSON-serialisable
+ * value: it becomes the tool result. Throw to report a failure: the model
+ * gets an `is_error` result with the message.
+ */
+export type ToolHandler<A = Record<string, any>> = (args: A, ctx: ToolContext) => unknown;
+
+/** Options of {@link Client}. */
+export interface ClientOptions {
+  /** The server's origin, e.g. `http://127.0.0.1:8123` (a trailing slash is fine). */
+  baseUrl: string;
+  /** Sent as `Authorization: Bearer <apiKey>` when the server requires a token. */
+  apiKey?: string;
+  /** A fetch to use instead of the global one (tests, proxies, custom agents). */
+  fetch?: typeof globalThis.fetch;
+  /** How many times one invoke or stream may pause for remote tools (default 25). */
+  maxRounds?: number;
+  /**
+   * A call to a tool with no handler: send the model an `is_error` result
+   * naming the missing handler (`"error-result"`, the default), or throw a
+   * {@link MissingHandlerError} (`"throw"`).
+   */
+  onMissingHandler?: "error-result" | "throw";
+}
+
+/** Options of one run. */
+export interface RunOptions {
+  /** The thread to run on; a new random id when absent (read it from the response). */
+  threadId?: string;
+  /** Aborts the run: fetches are cancelled, handlers' signals fire, and the call rejects with the signal's reason (an `AbortError`). */
+  signal?: AbortSignal;
+}
+
+/** The default of {@link ClientOptions.maxRounds}. */
+export const DEFAULT_MAX_ROUNDS = 25;
+
+/**
+ * A tenxgraph API client that runs remote tools with registered handlers.
+ * One client can serve many threads and concurrent runs.
+ */
+export class Client {
+  /** The server's origin, without a trailing slash. */
+  readonly baseUrl: string;
+  readonly #apiKey: string | undefined;
+  readonly #fetch: typeof globalThis.fetch;
+  readonly #maxRounds: number;
+  readonly #onMissing: "error-result" | "throw";
+  readonly #handlers = new Map<string, ToolHandler<any>>();
+
+  constructor(options: ClientOptions) {
+    if (typeof options?.baseUrl !== "string") {
+      throw new TypeError("new Client({ baseUrl }): baseUrl must be the server's URL, such as http://127.0.0.1:8123");
+    }
+    this.baseUrl = options.baseUrl.replace(/\/+$/, "");
+    this.#apiKey = options.apiKey || undefined;
+    const f = options.fetch;
+    this.#fetch = f ?? ((input, init) => globalThis.fetch(input, init));
+    const max = options.maxRounds ?? DEFAULT_MAX_ROUNDS;
+    if (!Number.isInteger(max) || max < 0) {
+      throw new TypeError(`new Client: maxRounds must be a whole number >= 0, got ${String(options.maxRounds)}`);
+    }
+    this.#maxRounds = max;
+    const missing = options.onMissingHandler ?? "error-result";
+    if (missing !== "error-result" && missing !== "throw") {
+      throw new TypeError(`new Client: onMissingHandler must be "error-result" or "throw", got ${String(missing)}`);
+    }
+    this.#onMissing = missing;
+  }
+
+  /**
+   * Registers the handler that runs remote tool `name` (the name the server
+   * declares). Returns a function that unregisters it. Registering a name
+   * twice throws: unregister the first handler before replacing it.
+   */
+  registerToolHandler<A = Record<string, any>>(name: string, handler: ToolHandler<A>): () => void {
+    if (typeof name !== "string" || name === "") throw new TypeError("registerToolHandler: name must be a non-empty string");
+    if (typeof handler !== "function") throw new TypeError(`registerToolHandler("${name}"): handler must be a function`);
+    if (this.#handlers.has(name)) {
+      throw new Error(`registerToolHandler("${name}"): a handler is already registered; call the function the first registration returned to remove it`);
+    }
+    this.#handlers.set(name, handler);
+    return () => {
+      if (this.#handlers.get(name) === handler) this.#handlers.delete(name);
+    };
+  }
+
+  /** The names of the tools that have a handler. */
+  toolHandlerNames(): string[] {
+    return [...this.#handlers.keys()];
+  }
+
+  /**
+   * Runs `messages` on a thread and answers remote tools until the run
+   * completes: each time the run pauses, the pending calls' handlers run
+   * concurrently and their results go back as one tool message, one result
+   * per call in call order. Resolves to the last response (`status:
+   * "completed"`). A bare string is one user message.
+   *
+   * @throws {TenxgraphError} the server refused a request.
+   * @throws {MaxRoundsError} the run paused more than `maxRounds` times.
+   * @throws {MissingHandlerError} with `onMissingHandler: "throw"`.
+   * @throws the signal's reason (an `AbortError`) when aborted.
+   */
+  invoke(messages: string | MessageInput[], options: RunOptions = {}): Promise<RunResponse> {
+    return drain(this.#loop(toMessages(messages), options, false));
+  }
+
+  /**
+   * Like {@link Client.invoke}, streamed: yields every server event as it
+   * arrives and the client's `tool_handler_started` / `tool_handler_finished`
+   * around each handler. Each round ends with an `end` event; the loop goes
+   * on until an `end` with `status: "completed"`, which is the generator's
+   * return value too. Breaking out of the loop cancels the request and the
+   * handlers' signals.
+   */
+  stream(messages: string | MessageInput[], options: RunOptions = {}): AsyncGenerator<StreamEvent, RunResponse, undefined> {
+    return this.#loop(toMessages(messages), options, true);
+  }
+
+  /**
+   * Continues a paused thread: runs the handlers of the calls it waits for
+   * and loops like {@link Client.invoke}. For a thread left paused by an
+   * abort, a `MaxRoundsError` or a page reload. A thread that is not paused
+   * resolves at once (with an empty `run_id`).
+   */
+  resume(threadId: string, options: Omit<RunOptions, "threadId"> = {}): Promise<RunResponse> {
+    return drain(this.#loop(null, { ...options, threadId }, false));
+  }
+
+  /** Reads a thread: its status, messages and pending remote calls. */
+  async getThread(threadId: string, options: { signal?: AbortSignal } = {}): Promise<Thread> {
+    const res = await this.#request("GET", threadPath(threadId), undefined, options.signal, "application/json");
+    return (await readJSON(res)) as Thread;
+  }
+
+  /** Deletes a thread and its checkpoints. */
+  async deleteThread(threadId: string, options: { signal?: AbortSignal } = {}): Promise<void> {
+    const res = await this.#request("DELETE", threadPath(threadId), undefined, options.signal, "application/json");
+    await res.body?.cancel();
+  }
+
+  // The loop behind invoke, stream and resume. input null resumes the
+  // thread as it is.
+  async *#loop(input: MessageInput[] | null, options: RunOptions, streaming: boolean): AsyncGenerator<StreamEvent, RunResponse, undefined> {
+    const user = options.signal;
+    user?.throwIfAborted();
+    const threadId = options.threadId ?? newThreadId();
+    // One controller per run, so ending the run early (an abort, an error,
+    // a consumer that stops iterating) cancels everything it started.
+    const ctl = new AbortController();
+    const onAbort = () => ctl.abort(user?.reason);
+    user?.addEventListener("abort", onAbort, { once: true });
+    let done = false;
+    try {
+      let res: RunResponse;
+      if (input === null) {
+        const t = await this.getThread(threadId, { signal: ctl.signal });
+        res = { ...t, run_id: "" };
+      } else {
+        res = yield* this.#round(input, threadId, ctl.signal, streaming);
+      }
+      for (let round = 1; res.status === "interrupted"; round++) {
+        const calls = res.remote_tool_calls ?? [];
+        if (calls.length === 0) {
+          throw new TenxgraphError(0, "bad_response", `thread "${threadId}": the run paused without naming a remote call`);
+        }
+        if (round > this.#maxRounds) throw new MaxRoundsError(threadId, this.#maxRounds, calls);
+        const results = yield* this.#answer(calls, threadId, ctl.signal);
+        res = yield* this.#round([{ role: "tool", content: results }], threadId, ctl.signal, streaming);
+      }
+      done = true;
+      return res;
+    } catch (err) {
+      if (user?.aborted) throw user.reason;
+      throw err;
+    } finally {
+      user?.removeEventListener("abort", onAbort);
+      if (!done && !ctl.signal.aborted) ctl.abort(new DOMException("the run ended before it completed", "AbortError"));
+    }
+  }
+
+  // One request: invoke returns the response; stream yields its events and
+  // returns the data of its end event.
+  async *#round(messages: MessageInput[], threadId: string, signal: AbortSignal, streaming: boolean): AsyncGenerator<StreamEvent, RunResponse, undefined> {
+    const body = { input: { messages }, config: { thread_id: threadId } };
+    if (!streaming) {
+      const res = await this.#request("POST", "/v1/graph/invoke", body, signal, "application/json");
+      return (await readJSON(res)) as RunResponse;
+    }
+    const res = await this.#request("POST", "/v1/graph/stream", body, signal, "text/event-stream");
+    if (!res.body) throw new TenxgraphError(0, "bad_response", "POST /v1/graph/stream: the response has no body");
+    let end: RunResponse | undefined;
+    for await (const raw of sseEvents(res.body)) {
+      let data: unknown;
+      try {
+        data = JSON.parse(raw.data);
+      } catch {
+        throw new TenxgraphError(0, "bad_response", `stream event "${raw.event}": data is not JSON: ${raw.data.slice(0, 200)}`);
+      }
+      if (raw.event === "error") throw errorFromBody(0, data, "the run failed");
+      if (raw.event === "end") end = data as RunResponse;
+      yield { type: raw.event, data } as StreamEvent;
+    }
+    if (!end) throw new TenxgraphError(0, "stream_incomplete", "POST /v1/graph/stream: the stream closed before its end event");
+    return end;
+  }
+
+  // Runs the handlers of one pause concurrently and returns their results
+  // in call order, yielding handler events as they start and finish.
+  async *#answer(calls: RemoteToolCallBlock[], threadId: string, signal: AbortSignal): AsyncGenerator<StreamEvent, ToolResultBlock[], undefined> {
+    if (this.#onMissing === "throw") {
+      const missing = calls.find((c) => !this.#handlers.has(c.name));
+      if (missing) throw new MissingHandlerError(threadId, missing);
+    }
+    const results: ToolResultBlock[] = new Array(calls.length);
+    const running = new Map<number, Promise<{ i: number; result: ToolResultBlock; ms: number }>>();
+    calls.forEach((call, i) => {
+      const start = now();
+      running.set(i, this.#runHandler(call, threadId, signal).then((result) => ({ i, result, ms: now() - start })));
+    });
+    for (const call of calls) {
+      yield { type: "tool_handler_started", data: { thread_id: threadId, id: call.id, name: call.name, arguments: call.arguments } };
+    }
+    while (running.size > 0) {
+      const { i, result, ms } = await abortable(Promise.race(running.values()), signal);
+      running.delete(i);
+      results[i] = result;
+      const call = calls[i]!;
+      yield { type: "tool_handler_finished", data: { thread_id: threadId, id: call.id, name: call.name, result, duration_ms: ms } };
+    }
+    return results;
+  }
+
+  // Runs one handler; never rejects: every failure becomes an is_error result.
+  async #runHandler(call: RemoteToolCallBlock, threadId: string, signal: AbortSignal): Promise<ToolResultBlock> {
+    const fail = (text: string): ToolResultBlock => ({ type: "tool_result", tool_call_id: call.id, content: text, is_error: true });
+    const handler = this.#handlers.get(call.name);
+    if (!handler) {
+      return fail(`no handler for remote tool "${call.name}" in this client: register one with registerToolHandler("${call.name}", handler)`);
+    }
+    let value: unknown;
+    try {
+      value = await handler(call.arguments ?? {}, { callId: call.id, threadId, name: call.name, signal });
+    } catch (err) {
+      return fail(`tool "${call.name}" failed: ${describe(err)}`);
+    }
+    const problem = jsonProblem(value);
+    if (problem) return fail(`tool "${call.name}" returned a result that is not JSON-serialisable: ${problem}`);
+    return { type: "tool_result", tool_call_id: call.id, content: value as JsonValue, is_error: false };
+  }
+
+  async #request(method: string, path: string, body: unknown, signal: AbortSignal | undefined, accept: string): Promise<Response> {
+    const url = this.baseUrl + path;
+    const headers: Record<string, string> = { Accept: accept };
+    if (body !== undefined) headers["Content-Type"] = "application/json";
+    if (this.#apiKey) headers["Authorization"] = `Bearer ${this.#apiKey}`;
+    const init: RequestInit = { method, headers };
+    if (body !== undefined) init.body = JSON.stringify(body);
+    if (signal) init.signal = signal;
+    let res: Response;
+    try {
+      res = await this.#fetch(url, init);
+    } catch (err) {
+      if (signal?.aborted) throw signal.reason;
+      throw new TenxgraphError(0, "network_error", `${method} ${url}: ${describe(err)}`, [], { cause: err });
+    }
+    if (!res.ok) {
+      let text = "";
+      try {
+        text = await res.text();
+      } catch (err) {
+        if (signal?.aborted) throw signal.reason;
+      }
+      let parsed: unknown;
+      try {
+        parsed = JSON.parse(text);
+      } catch {
+        parsed = undefined;
+      }
+      const fallback = `${method} ${path}: HTTP ${res.status}${res.statusText ? " " + res.statusText : ""}${text ? ": " + text.slice(0, 200) : ""}`;
+      throw errorFromBody(res.status, parsed, fallback);
+    }
+    return res;
+  }
+}
+
+// ---------------------------------------------------------------------------
+// Helpers
+
+function toMessages(messages: string | MessageInput[]): MessageInput[] {
+  if (typeof messages === "string") return [{ role: "user", content: messages }];
+  if (!Array.isArray(messages)) throw new TypeError("messages must be a string or an array of messages");
+  return messages;
+}
+
+function threadPath(threadId: string): string {
+  if (typeof threadId !== "string" || threadId === "") throw new TypeError("threadId must be a non-empty string");
+  return `/v1/threads/${encodeURIComponent(threadId)}`;
+}
+
+function newThreadId(): string {
+  const bytes = new Uint8Array(12);
+  globalThis.crypto.getRandomValues(bytes);
+  return "t-" + Array.from(bytes, (b) => b.toString(16).padStart(2, "0")).join("");
+}
+
+function now(): number {
+  return globalThis.performance?.now() ?? Date.now();
+}
+
+async function drain<R>(gen: AsyncGenerator<unknown, R, undefined>): Promise<R> {
+  for (;;) {
+    const step = await gen.next();
+    if (step.done) return step.value;
+  }
+}
+
+async function readJSON(res: Response): Promise<unknown> {
+  const text = await res.text();
+  try {
+    return JSON.parse(text);
+  } catch {
+    throw new TenxgraphError(res.status, "bad_response", `${res.url || "response"}: the body is not JSON: ${text.slice(0, 200)}`);
+  }
+}
+
+function errorFromBody(status: number, body: unknown, fallback: string): TenxgraphError {
+  const e = (body as { error?: { code?: unknown; message?: unknown; call_ids?: unknown } } | undefined)?.error;
+  if (e && typeof e.code === "string" && typeof e.message === "string") {
+    const ids = Array.isArray(e.call_ids) ? e.call_ids.filter((x): x is string => typeof x === "string") : [];
+    return new TenxgraphError(status, e.code, e.message, ids);
+  }
+  return new TenxgraphError(status, status ? `http_${status}` : "run_failed", fallback);
+}
+
+function describe(err: unknown): string {
+  if (err instanceof Error) return err.message || err.name;
+  if (typeof err === "string") return err;
+  try {
+    return JSON.stringify(err) ?? String(err);
+  } catch {
+    return String(err);
+  }
+}
+
+// abortable settles like p, or rejects with the signal's reason as soon as
+// it aborts, so a handler that ignores its signal cannot hold the run.
+function abortable<T>(p: Promise<T>, signal: AbortSignal): Promise<T> {
+  if (signal.aborted) return Promise.reject(signal.reason);
+  return new Promise<T>((resolve, reject) => {
+    const onAbort = () => reject(signal.reason);
+    signal.addEventListener("abort", onAbort, { once: true });
+    p.then(
+      (v) => {
+        signal.removeEventListener("abort", onAbort);
+        resolve(v);
+      },
+      (e) => {
+        signal.removeEventListener("abort", onAbort);
+        reject(e);
+      },
+    );
+  });
+}
+
+/**
+ * Says why `value` is not faithfully JSON-serialisable, naming the path
+ * (`result.items[2]`), or returns undefined when it is. Rejects what
+ * `JSON.stringify` would throw on (BigInt, cycles) and what it would drop or
+ * mangle silently (functions, symbols, undefined at the top, NaN and
+ * Infinity, Map and Set). `toJSON` is honoured, as JSON.stringify does.
+ */
+function jsonProblem(value: unknown): string | undefined {
+  const ancestors: object[] = [];
+  const walk = (v: unknown, path: string, key: string): string | undefined => {
+    if (v !== null && (typeof v === "object" || typeof v === "bigint") && typeof (v as { toJSON?: unknown }).toJSON === "function") {
+      try {
+        v = (v as { toJSON(k: string): unknown }).toJSON(key);
+      } catch (err) {
+        return `${path}.toJSON() threw: ${describe(err)}`;
+      }
+    }
+    switch (typeof v) {
+      case "string":
+      case "boolean":
+        return undefined;
+      case "number":
+        return Number.isFinite(v) ? undefined : `${path} is ${v}, which JSON cannot hold`;
+      case "bigint":
+        return `${path} is a BigInt (${v}n); convert it to a number or a string`;
+      case "function":
+        return `${path} is a function`;
+      case "symbol":
+        return `${path} is a symbol`;
+      case "undefined":
+        return `${path} is undefined (return null when there is nothing to report)`;
+    }
+    if (v === null) return undefined;
+    const obj = v as object;
+    if (ancestors.includes(obj)) return `${path} is a cycle: it contains itself`;
+    if (obj instanceof Map) return `${path} is a Map, which JSON drops; convert it with Object.fromEntries(map)`;
+    if (obj instanceof Set) return `${path} is a Set, which JSON drops; convert it with Array.from(set)`;
+    ancestors.push(obj);
+    try {
+      if (Array.isArray(obj)) {
+        for (let i = 0; i < obj.length; i++) {
+          const item: unknown = obj[i];
+          if (item === undefined) continue; // JSON writes null, as it should
+          const p = walk(item, `${path}[${i}]`, String(i));
+          if (p) return p;
+        }
+        return undefined;
+      }
+      for (const k of Object.keys(obj)) {
+        const item: unknown = (obj as Record<string, unknown>)[k];
+        if (item === undefined) continue; // an absent key, as JSON writes it
+        const p = walk(item, /^[A-Za-z_$][\w$]*$/.test(k) ? `${path}.${k}` : `${path}[${JSON.stringify(k)}]`, k);
+        if (p) return p;
+      }
+      return undefined;
+    } finally {
+      ancestors.pop();
+    }
+  };
+  return walk(value, "result", "");
+}
+
+/** One raw server-sent event. */
+interface RawEvent {
+  event: string;
+  data: string;
+}
+
+// sseEvents parses a text/event-stream body (the WHATWG rules: LF, CRLF or
+// CR line ends; "event:" and "data:" fields; comments; blank line
+// dispatches). Stopping early cancels the body.
+async function* sseEvents(body: ReadableStream<Uint8Array>): AsyncGenerator<RawEvent, void, undefined> {
+  const reader = body.getReader();
+  const decoder = new TextDecoder();
+  let buf = "";
+  let event = "";
+  let data: string[] = [];
+  let finished = false;
+  try {
+    for (;;) {
+      const { done, value } = await reader.read();
+      buf += done ? decoder.decode() : decoder.decode(value, { stream: true });
+      for (;;) {
+        const lf = buf.indexOf("\n");
+        const cr = buf.indexOf("\r");
+        let end = lf < 0 ? cr : cr < 0 ? lf : Math.min(lf, cr);
+        if (end < 0) break;
+        // A CR at the end of the buffer may be the first half of a CRLF.
+        if (end === cr && end === buf.length - 1 && !done) break;
+        const line = buf.slice(0, end);
+        buf = buf.slice(end + (buf[end] === "\r" && buf[end + 1] === "\n" ? 2 : 1));
+        if (line === "") {
+          if (data.length > 0) yield { event: event || "message", data: data.join("\n") };
+          event = "";
+          data = [];
+          continue;
+        }
+        if (line.startsWith(":")) continue;
+        const colon = line.indexOf(":");
+        const field = colon < 0 ? line : line.slice(0, colon);
+        let val = colon < 0 ? "" : line.slice(colon + 1);
+        if (val.startsWith(" ")) val = val.slice(1);
+        if (field === "event") event = val;
+        else if (field === "data") data.push(val);
+      }
+      if (done) {
+        finished = true;
+        return;
+      }
+    }
+  } finally {
+    if (!finished) await reader.cancel().catch(() => {});
+    reader.releaseLock();
+  }
+}
