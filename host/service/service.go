@@ -21,6 +21,7 @@ import (
 	"github.com/tenxgraph/tenxgraph/host/config"
 	"github.com/tenxgraph/tenxgraph/host/graph"
 	"github.com/tenxgraph/tenxgraph/host/model"
+	"github.com/tenxgraph/tenxgraph/host/model/openai"
 	"github.com/tenxgraph/tenxgraph/host/model/scripted"
 	"github.com/tenxgraph/tenxgraph/host/pluginhost"
 	"github.com/tenxgraph/tenxgraph/host/toolnode"
@@ -130,8 +131,10 @@ func newModel(m *config.Model) (model.ChatModel, error) {
 	switch m.Provider {
 	case "scripted":
 		return scripted.Load(m.Script)
+	case "openai":
+		return openai.FromConfig(m)
 	default:
-		return nil, fmt.Errorf("provider %q is not available in this build yet (use \"scripted\")", m.Provider)
+		return nil, fmt.Errorf("provider %q is not available in this build (use \"openai\" or \"scripted\")", m.Provider)
 	}
 }
 

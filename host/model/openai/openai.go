@@ -1,0 +1,437 @@
+// Package openai is the model.ChatModel for any OpenAI-compatible chat
+// endpoint: OpenAI itself, Ollama, vLLM, llama.cpp's server, LM Studio and
+// the many hosted services that speak the same API. It is built on the
+// official SDK (github.com/openai/openai-go/v3) and uses the Chat Completions
+// API, the one every compatible server implements.
+//
+// # What it sends
+//
+// The thread is mapped to chat messages one to one: system, user and
+// assistant messages keep their text; an assistant message's tool_call blocks
+// become its tool_calls; every tool_result becomes one "tool" message, in the
+// order of the calls it answers (the history is reshaped with
+// message.ForModel first, so remote results that arrived on resume sit right
+// after their call). A result whose content is a JSON string is sent as that
+// text, any other JSON value as compact JSON text, and an error result
+// (is_error) is prefixed with "Error: " so the model knows the call failed.
+//
+// The step's tools are offered as function tools with parallel_tool_calls
+// on, so the model may call several tools in one step.
+//
+// # Streaming
+//
+// A request with OnDelta set is streamed (SSE): text deltas go to OnDelta as
+// they arrive, tool-call deltas are assembled by their index (ids and names
+// may arrive in any chunk, several calls may share a chunk), and usage is
+// asked for with stream_options.include_usage. A request without OnDelta is
+// one plain JSON round trip. Either way Generate returns the whole message.
+//
+// # Failures
+//
+// Requests are retried on connection errors, 408, 409, 429 and 5xx, by the
+// SDK's retry loop: exponential backoff from 0.5s (capped at 8s, with
+// jitter), or exactly the wait the server asks for in Retry-After-Ms or
+// Retry-After (seconds or an HTTP date) when it is at most two minutes; a
+// longer requested wait ends the retries with the server's error. Timeout
+// bounds each attempt, including reading the whole stream; an attempt that
+// times out is retried like a dropped connection, and the wait between
+// attempts is not charged to it. A streamed answer is never retried once it
+// has started.
+//
+// A malformed stream chunk, a stream that ends before the model finished, or
+// a finish_reason of "length" in the middle of a tool call is an error that
+// says so. Tool-call arguments that are not a JSON object are not an error:
+// they are kept, wrapped as {"_invalid_arguments": "<the text the model
+// produced>"} (a thread must stay storable as JSON), so the ToolNode checks
+// them against the tool's schema and the model gets an error result it can
+// correct instead of the run failing.
+package openai
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"os"
+	"strings"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	oai "github.com/openai/openai-go/v3"
+	"github.com/openai/openai-go/v3/option"
+
+	"github.com/tenxgraph/tenxgraph/host/config"
+	"github.com/tenxgraph/tenxgraph/host/model"
+)
+
+// DefaultBaseURL is OpenAI's own endpoint, used when neither the config's
+// base_url nor OPENAI_BASE_URL names another.
+const DefaultBaseURL = "https://api.openai.com/v1"
+
+// BaseURLEnv is the environment variable that replaces DefaultBaseURL, as in
+// every OpenAI SDK. An explicit base_url in the config wins over it.
+const BaseURLEnv = "OPENAI_BASE_URL"
+
+// InvalidArgumentsKey is the key under which tool-call arguments that are
+// not a JSON object are kept, as the text the model produced.
+const InvalidArgumentsKey = "_invalid_arguments"
+
+// Config configures a Model. New reads no environment variables: what
+// Config says is what is used.
+type Config struct {
+	// Model is the model name sent with every request (required).
+	Model string
+	// BaseURL is the API root, such as "http://127.0.0.1:11434/v1" for
+	// Ollama; empty means DefaultBaseURL.
+	BaseURL string
+	// APIKey is sent as a bearer token; empty sends no Authorization
+	// header (what local servers expect).
+	APIKey string
+	// Timeout bounds each attempt, from sending the request to the end of
+	// the answer (the whole stream when streaming); 0 means no limit other
+	// than the caller's context.
+	Timeout time.Duration
+	// MaxRetries is how many times a failed attempt is retried; 0 means
+	// none. (The config's model.max_retries defaults to 2, like the SDKs.)
+	MaxRetries int
+	// HTTPClient, when set, makes the requests (proxies, custom TLS,
+	// tests); the default is a client on a clone of http.DefaultTransport.
+	HTTPClient *http.Client
+
+	// apiKeyEnv names where the key came from, for error messages.
+	apiKeyEnv string
+}
+
+// Model is an OpenAI-compatible chat model. It holds no per-call state, so
+// one Model serves any number of concurrent runs.
+type Model struct {
+	name       string
+	baseURL    string
+	apiKeyEnv  string
+	hasKey     bool
+	timeout    time.Duration
+	maxRetries int
+	chat       oai.ChatCompletionService
+}
+
+var _ model.ChatModel = (*Model)(nil)
+
+// New makes a Model from cfg.
+func New(cfg Config) (*Model, error) {
+	if strings.TrimSpace(cfg.Model) == "" {
+		return nil, errors.New("openai: a model name is required (model.model, such as \"gpt-4o-mini\" or \"llama3.2\")")
+	}
+	if cfg.MaxRetries < 0 {
+		return nil, fmt.Errorf("openai: max retries is %d; want 0 or more", cfg.MaxRetries)
+	}
+	if cfg.Timeout < 0 {
+		return nil, fmt.Errorf("openai: timeout is %s; want 0 (none) or more", cfg.Timeout)
+	}
+	base := cfg.BaseURL
+	if base == "" {
+		base = DefaultBaseURL
+	}
+	if err := checkBaseURL(base); err != nil {
+		return nil, fmt.Errorf("openai: base URL %q: %w", base, err)
+	}
+	m := &Model{
+		name:       cfg.Model,
+		baseURL:    strings.TrimRight(base, "/"),
+		apiKeyEnv:  cfg.apiKeyEnv,
+		hasKey:     cfg.APIKey != "",
+		timeout:    cfg.Timeout,
+		maxRetries: cfg.MaxRetries,
+	}
+	hc := cfg.HTTPClient
+	if hc == nil {
+		hc = defaultHTTPClient()
+	}
+	opts := []option.RequestOption{
+		option.WithBaseURL(m.baseURL + "/"),
+		option.WithHTTPClient(hc),
+		option.WithMaxRetries(cfg.MaxRetries),
+		option.WithMiddleware(m.attempt),
+	}
+	if cfg.APIKey != "" {
+		opts = append(opts, option.WithAPIKey(cfg.APIKey))
+	}
+	// The service, unlike oai.NewClient, reads nothing from the
+	// environment: no stray OPENAI_API_KEY, OPENAI_ADMIN_KEY or
+	// OPENAI_ORG_ID reaches a server the config did not mean it for.
+	m.chat = oai.NewChatCompletionService(opts...)
+	return m, nil
+}
+
+// FromConfig makes a Model from the config's model section, reading the
+// environment:
+//
+//   - the base URL is model.base_url when set, else $OPENAI_BASE_URL when
+//     set, else DefaultBaseURL (the precedence of OpenAI's SDKs: an explicit
+//     setting beats the environment, which beats the default);
+//   - the API key is read from the variable model.api_key_env names
+//     (default OPENAI_API_KEY). It is required unless the base URL is a
+//     local server — loopback, a private or link-local address, localhost,
+//     a single-label host name such as a Compose service ("ollama"), or a
+//     name under .local, .localhost or .internal — since Ollama, llama.cpp,
+//     vLLM and LM Studio need none by default. A local server that wants a
+//     key gets it when the variable is set.
+func FromConfig(c *config.Model) (*Model, error) {
+	if c == nil {
+		return nil, errors.New("openai: no model section")
+	}
+	base := c.BaseURL
+	if base == "" {
+		if env := strings.TrimSpace(os.Getenv(BaseURLEnv)); env != "" {
+			if err := checkBaseURL(env); err != nil {
+				return nil, fmt.Errorf("openai: $%s=%q: %w", BaseURLEnv, env, err)
+			}
+			base = env
+		} else {
+			base = DefaultBaseURL
+		}
+	}
+	keyEnv := c.APIKeyEnv
+	if keyEnv == "" {
+		keyEnv = config.DefaultAPIKeyEnv
+	}
+	key := strings.TrimSpace(os.Getenv(keyEnv))
+	if key == "" && !isLocal(base) {
+		return nil, fmt.Errorf("openai: no API key for %s: set the environment variable %s (model.api_key_env names the variable; the key itself never goes in the file). "+
+			"Local servers (Ollama, llama.cpp, vLLM, LM Studio on localhost or a private network) need none", base, keyEnv)
+	}
+	return New(Config{
+		Model:      c.Model,
+		BaseURL:    base,
+		APIKey:     key,
+		Timeout:    c.Timeout,
+		MaxRetries: c.MaxRetries,
+		apiKeyEnv:  keyEnv,
+	})
+}
+
+// String names the model and where it runs, for logs and banners.
+func (m *Model) String() string {
+	return fmt.Sprintf("openai-compatible model %s at %s", m.name, m.baseURL)
+}
+
+// Generate implements model.ChatModel: it streams when req.OnDelta is set
+// and makes one plain request otherwise.
+func (m *Model) Generate(ctx context.Context, req model.Request) (model.Response, error) {
+	params, err := m.params(req)
+	if err != nil {
+		return model.Response{}, err
+	}
+	attempts := new(atomic.Int32)
+	ctx = context.WithValue(ctx, attemptsKey{}, attempts)
+	var resp model.Response
+	if req.OnDelta != nil {
+		resp, err = m.stream(ctx, params, req.OnDelta)
+	} else {
+		resp, err = m.complete(ctx, params)
+	}
+	if err != nil {
+		return model.Response{}, m.explain(ctx, err, int(attempts.Load()))
+	}
+	return resp, nil
+}
+
+func checkBaseURL(s string) error {
+	u, err := url.Parse(s)
+	if err != nil {
+		return err
+	}
+	if u.Scheme != "http" && u.Scheme != "https" {
+		return errors.New("want an http:// or https:// URL")
+	}
+	if u.Host == "" {
+		return errors.New("no host")
+	}
+	return nil
+}
+
+// isLocal reports whether base names a server on this machine or a private
+// network, where OpenAI-compatible servers run without keys.
+func isLocal(base string) bool {
+	u, err := url.Parse(base)
+	if err != nil {
+		return false
+	}
+	host := strings.ToLower(strings.TrimSuffix(u.Hostname(), "."))
+	if host == "" {
+		return false
+	}
+	if ip := net.ParseIP(host); ip != nil {
+		return ip.IsLoopback() || ip.IsPrivate() || ip.IsLinkLocalUnicast() || ip.IsUnspecified()
+	}
+	if host == "localhost" || !strings.Contains(host, ".") {
+		return true
+	}
+	for _, suffix := range []string{".localhost", ".local", ".internal"} {
+		if strings.HasSuffix(host, suffix) {
+			return true
+		}
+	}
+	return false
+}
+
+// defaultResponseHeaderTimeout is what the SDK's own default client uses: a
+// server that accepts the connection and never answers fails instead of
+// hanging forever, without bounding long streams.
+const defaultResponseHeaderTimeout = 10 * time.Minute
+
+func defaultHTTPClient() *http.Client {
+	if t, ok := http.DefaultTransport.(*http.Transport); ok {
+		t = t.Clone()
+		t.ResponseHeaderTimeout = defaultResponseHeaderTimeout
+		return &http.Client{Transport: t}
+	}
+	return &http.Client{Transport: http.DefaultTransport}
+}
+
+type attemptsKey struct{}
+
+// attempt is the SDK middleware around every HTTP attempt: it counts
+// attempts for error messages, gives error answers the shape the SDK reads,
+// and applies Timeout to the attempt alone. (The SDK's own per-attempt
+// timeout, option.WithRequestTimeout, also covers the wait before the next
+// retry, so a slow failure followed by a Retry-After wait ended in a bare
+// "context deadline exceeded"; and it never retries an attempt that timed
+// out.) The timeout lasts until the body is closed, so it bounds a whole
+// stream.
+func (m *Model) attempt(req *http.Request, next option.MiddlewareNext) (*http.Response, error) {
+	if n, ok := req.Context().Value(attemptsKey{}).(*atomic.Int32); ok {
+		n.Add(1)
+	}
+	cancel := context.CancelFunc(func() {})
+	if m.timeout > 0 {
+		var ctx context.Context
+		ctx, cancel = context.WithTimeout(req.Context(), m.timeout)
+		req = req.WithContext(ctx)
+	}
+	res, err := next(req)
+	if err != nil || res == nil || res.Body == nil {
+		cancel()
+		return res, err
+	}
+	if res.StatusCode >= 400 {
+		normaliseError(res)
+		cancel()
+		return res, nil
+	}
+	res.Body = &cancelOnClose{ReadCloser: res.Body, cancel: cancel}
+	return res, nil
+}
+
+// normaliseError rewrites an error answer into OpenAI's shape,
+// {"error": {"message": ...}}, which is the only one the SDK reads: servers
+// also answer {"error": "text"} (Ollama's native shape), {"message": ...}
+// (vLLM), {"detail": ...} (FastAPI-based servers) or an HTML page (a
+// proxy), and the SDK would report those as a JSON decoding error with the
+// status lost.
+func normaliseError(res *http.Response) {
+	data, _ := io.ReadAll(io.LimitReader(res.Body, 64<<10))
+	_ = res.Body.Close()
+	var probe struct {
+		Error json.RawMessage `json:"error"`
+	}
+	if json.Unmarshal(data, &probe) != nil || !bytes.HasPrefix(bytes.TrimSpace(probe.Error), []byte("{")) {
+		data, _ = json.Marshal(map[string]map[string]string{"error": {"message": errorMessage(data)}})
+	}
+	res.Body = io.NopCloser(bytes.NewReader(data))
+	res.ContentLength = int64(len(data))
+}
+
+type cancelOnClose struct {
+	io.ReadCloser
+	cancel context.CancelFunc
+}
+
+func (b *cancelOnClose) Close() error {
+	err := b.ReadCloser.Close()
+	b.cancel()
+	return err
+}
+
+// explain turns a failed call into an error that says what happened and,
+// where it helps, what to change.
+func (m *Model) explain(ctx context.Context, err error, attempts int) error {
+	if ctx.Err() != nil {
+		return fmt.Errorf("openai: %w", context.Cause(ctx))
+	}
+	tries := ""
+	if attempts > 1 {
+		tries = fmt.Sprintf(" (after %d attempts)", attempts)
+	}
+	var apiErr *oai.Error
+	if errors.As(err, &apiErr) {
+		msg := apiMessage(apiErr)
+		if h := m.hint(apiErr.StatusCode); h != "" {
+			msg = strings.TrimRight(msg, ". ") + h
+		}
+		return fmt.Errorf("openai: %s answered %d %s%s: %s", m.baseURL, apiErr.StatusCode, http.StatusText(apiErr.StatusCode), tries, msg)
+	}
+	var pe *protocolError
+	if errors.As(err, &pe) {
+		return fmt.Errorf("openai: %s: %w", m.baseURL, err)
+	}
+	if errors.Is(err, context.DeadlineExceeded) {
+		return fmt.Errorf("openai: %s did not finish answering within %s (model.timeout)%s: %w", m.baseURL, m.timeout, tries, context.DeadlineExceeded)
+	}
+	if errors.Is(err, syscall.ECONNREFUSED) {
+		return fmt.Errorf("openai: cannot reach %s%s: connection refused; is the server running and is model.base_url right? (%w)", m.baseURL, tries, err)
+	}
+	var dnsErr *net.DNSError
+	if errors.As(err, &dnsErr) {
+		return fmt.Errorf("openai: cannot resolve the host of %s%s: %w", m.baseURL, tries, err)
+	}
+	return fmt.Errorf("openai: %s%s: %w", m.baseURL, tries, err)
+}
+
+// apiMessage is the server's own words for an error status.
+func apiMessage(e *oai.Error) string {
+	if msg := strings.TrimSpace(e.Message); msg != "" {
+		return msg
+	}
+	if raw := strings.TrimSpace(e.RawJSON()); raw != "" && raw != "{}" {
+		return snippet([]byte(raw))
+	}
+	return "(no message)"
+}
+
+func (m *Model) hint(status int) string {
+	switch status {
+	case http.StatusUnauthorized, http.StatusForbidden:
+		if !m.hasKey {
+			env := m.apiKeyEnv
+			if env == "" {
+				env = config.DefaultAPIKeyEnv
+			}
+			return fmt.Sprintf(". No API key was sent: set %s (model.api_key_env names the variable)", env)
+		}
+		if m.apiKeyEnv != "" {
+			return fmt.Sprintf(". Check the key in %s", m.apiKeyEnv)
+		}
+		return ". Check the API key"
+	case http.StatusNotFound:
+		return fmt.Sprintf(". Check the model name (%q) and that base_url is the API root (for most servers it ends in /v1)", m.name)
+	case http.StatusTooManyRequests:
+		return ". The server is rate limiting or the account is out of quota; model.max_retries and the server's Retry-After decide how long tenxgraph waits"
+	}
+	return ""
+}
+
+// protocolError is an answer that does not follow the Chat Completions
+// wire format (or breaks off): not retried, reported as is.
+type protocolError struct{ msg string }
+
+func (e *protocolError) Error() string { return e.msg }
+
+func protocolErrorf(format string, args ...any) error {
+	return &protocolError{msg: fmt.Sprintf(format, args...)}
+}
