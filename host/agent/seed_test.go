@@ -563,3 +563,24 @@ func TestHandlerResultsAreJSON(t *testing.T) {
 		}
 	}
 }
+
+// Arguments a model wrote that are not JSON (kept by the provider under
+// message.InvalidArgumentsKey) never run a tool nor reach the client, even
+// when the tool's schema would accept any object.
+func TestUnparseableArgumentsNeverRun(t *testing.T) {
+	f := build(t, checkpoint.NewMemory(), calls(
+		call("a", "add", `{"_invalid_arguments":"{a: 1, b: 2"}`),
+		call("b", "read_clipboard", `{"_invalid_arguments":"not json"}`),
+	), quoting)
+	res, err := f.app.Invoke(ctx, user("x"), graph.RunConfig{ThreadID: "bad-json"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Status != graph.StatusCompleted || f.math.runs.Load() != 0 {
+		t.Fatalf("status %s, add ran %d times", res.Status, f.math.runs.Load())
+	}
+	rs := res.Messages[len(res.Messages)-2].ToolResults()
+	if len(rs) != 2 || !rs[0].IsError || !rs[1].IsError || !strings.Contains(string(rs[1].Content), "not json") {
+		t.Fatalf("results %+v", rs)
+	}
+}

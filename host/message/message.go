@@ -72,6 +72,29 @@ type ToolCallBlock struct {
 	Arguments json.RawMessage `json:"arguments"`
 }
 
+// InvalidArgumentsKey holds the text of tool-call arguments a model wrote
+// that are not a JSON object. A thread must stay valid JSON to be saved, so a
+// model provider wraps such text as {"_invalid_arguments": "<text>"}; the
+// ToolNode answers that call with an error result quoting the text, and the
+// tool never runs (nor reaches a client).
+const InvalidArgumentsKey = "_invalid_arguments"
+
+// InvalidArguments returns the model's raw text when args is such a wrapper.
+func InvalidArguments(args json.RawMessage) (string, bool) {
+	if !bytes.Contains(args, []byte(InvalidArgumentsKey)) {
+		return "", false
+	}
+	var w map[string]json.RawMessage
+	if json.Unmarshal(args, &w) != nil || len(w) != 1 {
+		return "", false
+	}
+	var text string
+	if json.Unmarshal(w[InvalidArgumentsKey], &text) != nil {
+		return "", false
+	}
+	return text, true
+}
+
 // ToolResultBlock answers one tool call. Content is any JSON value; IsError
 // marks a failure the model should see and may recover from.
 type ToolResultBlock struct {

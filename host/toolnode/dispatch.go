@@ -40,7 +40,10 @@ func (n *Node) Run(ctx context.Context, in *graph.Input) (graph.Update, error) {
 			continue // answered in an earlier step: never run twice
 		}
 		t, ok := ts.lookup(c.Name)
+		bad, invalidJSON := message.InvalidArguments(c.Arguments)
 		switch {
+		case invalidJSON:
+			blocks[i] = errorResult(c.ID, fmt.Sprintf("tool %q: the arguments are not a JSON object: %q. Call the tool again with a JSON object that matches its schema.", c.Name, bad))
 		case !ok:
 			blocks[i] = errorResult(c.ID, fmt.Sprintf("unknown tool %q; available tools: %s", c.Name, ts.names()))
 		case t.schema != nil && t.schema.Validate(c.Arguments) != nil:

@@ -67,6 +67,7 @@ import (
 	"github.com/openai/openai-go/v3/option"
 
 	"github.com/tenxgraph/tenxgraph/host/config"
+	"github.com/tenxgraph/tenxgraph/host/message"
 	"github.com/tenxgraph/tenxgraph/host/model"
 )
 
@@ -79,8 +80,10 @@ const DefaultBaseURL = "https://api.openai.com/v1"
 const BaseURLEnv = "OPENAI_BASE_URL"
 
 // InvalidArgumentsKey is the key under which tool-call arguments that are
-// not a JSON object are kept, as the text the model produced.
-const InvalidArgumentsKey = "_invalid_arguments"
+// not a JSON object are kept, as the text the model produced (see
+// message.InvalidArgumentsKey: the ToolNode answers such calls with an
+// error result).
+const InvalidArgumentsKey = message.InvalidArgumentsKey
 
 // Config configures a Model. New reads no environment variables: what
 // Config says is what is used.
