@@ -124,6 +124,19 @@ func (ToolResultBlock) BlockType() string { return TypeToolResult }
 // BlockType implements Block.
 func (RemoteToolCallBlock) BlockType() string { return TypeRemoteToolCall }
 
+// MarshalJSON writes the block with its "type", wherever it appears (in a
+// message, or alone, as in an invoke response's remote_tool_calls).
+func (b TextBlock) MarshalJSON() ([]byte, error) { return MarshalBlock(b) }
+
+// MarshalJSON writes the block with its "type".
+func (b ToolCallBlock) MarshalJSON() ([]byte, error) { return MarshalBlock(b) }
+
+// MarshalJSON writes the block with its "type".
+func (b ToolResultBlock) MarshalJSON() ([]byte, error) { return MarshalBlock(b) }
+
+// MarshalJSON writes the block with its "type".
+func (b RemoteToolCallBlock) MarshalJSON() ([]byte, error) { return MarshalBlock(b) }
+
 func (TextBlock) sealed()           {}
 func (ToolCallBlock) sealed()       {}
 func (ToolResultBlock) sealed()     {}
@@ -198,7 +211,7 @@ func MarshalBlock(c Block) ([]byte, error) {
 	if c == nil {
 		return nil, fmt.Errorf("nil block")
 	}
-	body, err := json.Marshal(normalised(c))
+	body, err := json.Marshal(fields(normalised(c)))
 	if err != nil {
 		return nil, err
 	}
@@ -213,6 +226,26 @@ func MarshalBlock(c Block) ([]byte, error) {
 		out = append(out, '}')
 	}
 	return out, nil
+}
+
+// fields is a block as a plain struct of its fields, without the
+// MarshalJSON that adds "type" (which calls MarshalBlock).
+func fields(c Block) any {
+	switch b := c.(type) {
+	case TextBlock:
+		type plain TextBlock
+		return plain(b)
+	case ToolCallBlock:
+		type plain ToolCallBlock
+		return plain(b)
+	case ToolResultBlock:
+		type plain ToolResultBlock
+		return plain(b)
+	case RemoteToolCallBlock:
+		type plain RemoteToolCallBlock
+		return plain(b)
+	}
+	return c
 }
 
 // normalised fills nil JSON fields so the wire never carries an empty
@@ -297,8 +330,8 @@ func UnmarshalBlock(raw json.RawMessage) (Block, error) {
 	var head struct {
 		Type *string `json:"type"`
 	}
-	if err := json.Unmarshal(raw, &head); err != nil {
-		return nil, fmt.Errorf("a block must be a JSON object: %w", err)
+	if t := bytes.TrimSpace(raw); len(t) == 0 || t[0] != '{' || json.Unmarshal(raw, &head) != nil {
+		return nil, fmt.Errorf("a block must be a JSON object with a \"type\" (%s)", typeList)
 	}
 	if head.Type == nil {
 		return nil, fmt.Errorf("type: missing (want %s)", typeList)
@@ -420,13 +453,28 @@ func describe(err error) error {
 		if i := strings.LastIndexByte(field, '.'); i >= 0 && field[0] >= 'A' && field[0] <= 'Z' {
 			field = field[i+1:]
 		}
-		return fmt.Errorf("%s: want %s, got %s", field, te.Type, te.Value)
+		return fmt.Errorf("%s: want %s, got %s", field, jsonKind(te.Type.Kind().String()), te.Value)
 	}
 	msg := err.Error()
 	if f, ok := strings.CutPrefix(msg, "json: unknown field "); ok {
 		return fmt.Errorf("%s: unknown field", strings.Trim(f, `"`))
 	}
 	return err
+}
+
+// jsonKind names a Go kind as the JSON type a client should send.
+func jsonKind(k string) string {
+	switch k {
+	case "string":
+		return "a string"
+	case "bool":
+		return "true or false"
+	case "slice", "array":
+		return "an array"
+	case "map", "struct":
+		return "an object"
+	}
+	return "a number"
 }
 
 func asTypeError(err error, te **json.UnmarshalTypeError) bool {

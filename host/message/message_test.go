@@ -35,6 +35,15 @@ func TestWireShapes(t *testing.T) {
 	}
 }
 
+// A block marshalled on its own carries its type too, as remote_tool_calls
+// in an invoke response does.
+func TestBlockAloneHasItsType(t *testing.T) {
+	raw, err := json.Marshal([]RemoteToolCallBlock{{ID: "c", Name: "n", Node: "tools"}})
+	if err != nil || string(raw) != `[{"type":"remote_tool_call","id":"c","name":"n","arguments":{},"node":"tools"}]` {
+		t.Fatalf("%s %v", raw, err)
+	}
+}
+
 func TestStringContentAndDefaults(t *testing.T) {
 	var m Message
 	if err := json.Unmarshal([]byte(`{"role":"user","content":"hello"}`), &m); err != nil {
@@ -70,8 +79,8 @@ func TestDecodingErrorsNameThePart(t *testing.T) {
 		`{"role":"tool","content":[{"type":"tool_result","content":1}]}`:                            `content[0]: tool_call_id: missing`,
 		`{"role":"assistant","content":[{"type":"tool_call","id":"c","name":"n","arguments":[1]}]}`: `content[0]: arguments: want a JSON object`,
 		`{"role":"assistant","content":[{"type":"tool_call","name":"n"}]}`:                          `content[0]: id: missing`,
-		`{"role":"user","content":[{"type":"text","text":5}]}`:                                      `content[0]: text: want string`,
-		`{"role":"user","content":[1]}`:                                                             `content[0]: a block must be a JSON object`,
+		`{"role":"user","content":[{"type":"text","text":5}]}`:                                      `content[0]: text: want a string, got number`,
+		`{"role":"user","content":[1]}`:                                                             `content[0]: a block must be a JSON object with a "type"`,
 	}
 	for in, want := range cases {
 		var m Message

@@ -32,7 +32,7 @@ func (s *Server) handleAGUI(w http.ResponseWriter, r *http.Request) {
 			writeErr(w, err)
 			return
 		}
-		writeErr(w, fmt.Errorf("%w: RunAgentInput: %s", errMalformed, describeJSONError(err)))
+		writeErr(w, fmt.Errorf("%w: RunAgentInput: %s", errMalformed, describeAGUIError(err)))
 		return
 	}
 	if in.ThreadID == "" {
@@ -77,6 +77,18 @@ func (s *Server) handleAGUI(w http.ResponseWriter, r *http.Request) {
 		}
 		a.event(ev)
 	}
+}
+
+// describeAGUIError names what is wrong with a RunAgentInput. The AG-UI
+// SDK decodes it field by field, so a type error does not say which field
+// it is in; only the body's own type is known for sure.
+func describeAGUIError(err error) string {
+	var te *json.UnmarshalTypeError
+	if errors.As(err, &te) && te.Field == "" && te.Type.Kind().String() != "map" {
+		return fmt.Sprintf("a field has the wrong type: want %s, got %s (threadId and runId are strings; messages, tools, context and resume are arrays)",
+			jsonKind(te.Type.Kind().String()), te.Value)
+	}
+	return describeJSONError(err, "")
 }
 
 func wantsInterrupts(props any) bool {
@@ -400,10 +412,17 @@ func toolMessageID(msgID, callID string, results int) string {
 	return msgID + "/" + callID
 }
 
+// resultText is a result as AG-UI text: a JSON string unquoted, any other
+// value as JSON. It is never empty (AG-UI refuses, and the Go SDK silently
+// drops, a TOOL_CALL_RESULT without content): an empty string or a missing
+// value is sent as its JSON, "" or null.
 func resultText(r message.ToolResultBlock) string {
 	var s string
-	if json.Unmarshal(r.Content, &s) == nil {
+	if len(r.Content) > 0 && r.Content[0] == '"' && json.Unmarshal(r.Content, &s) == nil && s != "" {
 		return s
+	}
+	if len(r.Content) == 0 {
+		return "null"
 	}
 	return string(r.Content)
 }

@@ -40,22 +40,28 @@ var errMalformed = errors.New("malformed request")
 // with their path, a message that does not decode names its index and part,
 // and remote_tools in the config is dropped (the seed: a server-owned key).
 func DecodeRunRequest(body io.Reader) (RunRequest, error) {
-	var raw struct {
+	var raw *struct {
 		Input  json.RawMessage            `json:"input"`
 		Config map[string]json.RawMessage `json:"config"`
 	}
-	if err := strictDecode(body, &raw); err != nil {
+	if err := strictDecode(body, &raw, ""); err != nil {
 		return RunRequest{}, err
+	}
+	if raw == nil {
+		return RunRequest{}, fmt.Errorf("%w: body: must be an object, got null", errMalformed)
 	}
 	var req RunRequest
 	if len(raw.Input) > 0 && string(raw.Input) != "null" {
 		var in struct {
 			Messages []json.RawMessage `json:"messages"`
 		}
-		if err := strictDecode(bytes.NewReader(raw.Input), &in); err != nil {
-			return RunRequest{}, fmt.Errorf("%w: input: %v", errMalformed, strings.TrimPrefix(err.Error(), errMalformed.Error()+": "))
+		if err := strictDecode(bytes.NewReader(raw.Input), &in, "input"); err != nil {
+			return RunRequest{}, err
 		}
 		for i, m := range in.Messages {
+			if k := jsonKindOf(m); k != "an object" {
+				return RunRequest{}, fmt.Errorf("%w: input.messages[%d]: must be an object, got %s", errMalformed, i, k)
+			}
 			var msg message.Message
 			if err := json.Unmarshal(m, &msg); err != nil {
 				return RunRequest{}, fmt.Errorf("%w: input.messages[%d].%v", errMalformed, i, err)
@@ -79,8 +85,9 @@ func DecodeRunRequest(body io.Reader) (RunRequest, error) {
 }
 
 // strictDecode reads one JSON value, refusing unknown fields and trailing
-// data.
-func strictDecode(r io.Reader, v any) error {
+// data. at is the path of the value in the request ("" for the body), for
+// error messages.
+func strictDecode(r io.Reader, v any, at string) error {
 	dec := json.NewDecoder(r)
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {
@@ -88,30 +95,73 @@ func strictDecode(r io.Reader, v any) error {
 		if errors.As(err, &mbe) {
 			return err
 		}
-		return fmt.Errorf("%w: %s", errMalformed, describeJSONError(err))
+		return fmt.Errorf("%w: %s", errMalformed, describeJSONError(err, at))
 	}
 	if _, err := dec.Token(); err != io.EOF {
+		var mbe *http.MaxBytesError
+		if errors.As(err, &mbe) {
+			return err
+		}
 		return fmt.Errorf("%w: unexpected data after the JSON body", errMalformed)
 	}
 	return nil
 }
 
-func describeJSONError(err error) string {
+// describeJSONError says what is wrong, naming the part by its path: at is
+// the path of the value decoded ("" for the body).
+func describeJSONError(err error, at string) string {
 	var se *json.SyntaxError
 	var te *json.UnmarshalTypeError
 	switch {
 	case errors.As(err, &se):
 		return fmt.Sprintf("invalid JSON at byte %d: %v", se.Offset, se)
 	case errors.As(err, &te):
-		return fmt.Sprintf("%s: must be %s, got %s", te.Field, jsonKind(te.Type.Kind().String()), te.Value)
+		return fmt.Sprintf("%s: must be %s, got %s", jsonPath(at, te.Field), jsonKind(te.Type.Kind().String()), te.Value)
 	case errors.Is(err, io.EOF):
 		return "empty body: send a JSON object"
+	case errors.Is(err, io.ErrUnexpectedEOF):
+		return "invalid JSON: the body ends before the JSON value does"
 	}
 	msg := err.Error()
 	if f, ok := strings.CutPrefix(msg, "json: unknown field "); ok {
-		return strings.Trim(f, `"`) + ": unknown key"
+		return jsonPath(at, strings.Trim(f, `"`)) + ": unknown key"
 	}
 	return strings.TrimPrefix(msg, "json: ")
+}
+
+// jsonPath joins a path and a field ("input" and "messages" make
+// "input.messages"); the empty path is the body.
+func jsonPath(at, field string) string {
+	switch {
+	case at == "" && field == "":
+		return "body"
+	case at == "":
+		return field
+	case field == "":
+		return at
+	}
+	return at + "." + field
+}
+
+// jsonKindOf names the kind of a JSON value by its first byte.
+func jsonKindOf(raw json.RawMessage) string {
+	b := bytes.TrimSpace(raw)
+	if len(b) == 0 {
+		return "nothing"
+	}
+	switch b[0] {
+	case '{':
+		return "an object"
+	case '[':
+		return "an array"
+	case '"':
+		return "a string"
+	case 'n':
+		return "null"
+	case 't', 'f':
+		return "a boolean"
+	}
+	return "a number"
 }
 
 func jsonKind(k string) string {
@@ -206,18 +256,14 @@ type Thread struct {
 	RemoteToolCalls []message.RemoteToolCallBlock `json:"remote_tool_calls"`
 }
 
-// checkOwner answers 404 for a thread the caller does not own, exactly as
-// for one that does not exist.
+// checkOwner answers 404 for a thread that does not exist and, exactly
+// the same, for one the caller does not own.
 func (s *Server) checkOwner(r *http.Request, id string) error {
-	want := owner(r)
-	if want == nil {
-		return nil
-	}
 	md, err := s.svc.App.ThreadMetadata(r.Context(), id)
 	if err != nil {
 		return err
 	}
-	if md["owner"] != want["owner"] {
+	if want := owner(r); want != nil && md["owner"] != want["owner"] {
 		return fmt.Errorf("thread %q: %w", id, graph.ErrThreadNotFound)
 	}
 	return nil

@@ -3,6 +3,7 @@ package server
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"iter"
 	"net/http"
 
@@ -33,7 +34,8 @@ func errorBody(err error) (int, ErrorBody) {
 	var mbe *http.MaxBytesError
 	switch {
 	case errors.As(err, &mbe):
-		return http.StatusRequestEntityTooLarge, body("body_too_large", err.Error(), nil)
+		return http.StatusRequestEntityTooLarge, body("body_too_large",
+			fmt.Sprintf("request body too large: the limit is %d bytes (server.max_body_bytes)", mbe.Limit), nil)
 	case errors.Is(err, errMalformed):
 		return http.StatusBadRequest, body("malformed_request", err.Error(), nil)
 	case errors.As(err, &se):

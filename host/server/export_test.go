@@ -1,0 +1,30 @@
+package server
+
+import (
+	"context"
+	"net/http/httptest"
+
+	"github.com/ag-ui-protocol/ag-ui/sdks/community/go/pkg/core/types"
+	aguisse "github.com/ag-ui-protocol/ag-ui/sdks/community/go/pkg/encoding/sse"
+
+	"github.com/tenxgraph/tenxgraph/host/graph"
+)
+
+// AGUIStream writes the AG-UI events for a run's graph events, as the
+// endpoint does, and returns the stream: for tests of event orders a
+// scripted model cannot produce (text and tool calls in one message).
+func AGUIStream(threadID, runID string, interrupts bool, evs []graph.Event, fail error) []byte {
+	rec := httptest.NewRecorder()
+	a := &aguiRun{w: rec, ctx: context.Background(), in: types.RunAgentInput{ThreadID: threadID, RunID: runID},
+		sse: aguisse.NewSSEWriter(), interrupts: interrupts}
+	for _, ev := range evs {
+		a.event(ev)
+	}
+	if fail != nil {
+		a.fail(fail)
+	}
+	return rec.Body.Bytes()
+}
+
+// ErrorStatus is the status and body the API answers for err.
+func ErrorStatus(err error) (int, ErrorBody) { return errorBody(err) }
