@@ -72,6 +72,17 @@ type Checkpointer interface {
 	Close() error
 }
 
+// SeqReader is implemented by stores that can report a thread's newest
+// sequence number more cheaply than its checkpoint. The graph engine keeps
+// the latest state of the threads it works on decoded in memory, and uses
+// LatestSeq to know that copy is still the latest, whoever else writes to
+// the store.
+type SeqReader interface {
+	// LatestSeq returns the thread's newest sequence number, 0 when the
+	// thread has no checkpoint.
+	LatestSeq(ctx context.Context, threadID string) (int64, error)
+}
+
 // Sentinel errors, for errors.Is.
 var (
 	// ErrNotFound: the thread has no checkpoint.

@@ -26,7 +26,10 @@ type Memory struct {
 	closed  bool
 }
 
-var _ Checkpointer = (*Memory)(nil)
+var (
+	_ Checkpointer = (*Memory)(nil)
+	_ SeqReader    = (*Memory)(nil)
+)
 
 // NewMemory returns an empty in-memory store, ready to use; there is nothing
 // to open or configure.
@@ -56,6 +59,23 @@ func (m *Memory) Put(ctx context.Context, cp Checkpoint) error {
 	}
 	m.threads[cp.ThreadID] = append(cps, cp)
 	return nil
+}
+
+// LatestSeq implements SeqReader.
+func (m *Memory) LatestSeq(ctx context.Context, threadID string) (int64, error) {
+	if err := ctx.Err(); err != nil {
+		return 0, fmt.Errorf("checkpoint: latest seq of thread %q: %w", threadID, err)
+	}
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	if m.closed {
+		return 0, fmt.Errorf("checkpoint: latest seq of thread %q: %w", threadID, errMemoryClosed)
+	}
+	cps := m.threads[threadID]
+	if len(cps) == 0 {
+		return 0, nil
+	}
+	return cps[len(cps)-1].Seq, nil
 }
 
 // Latest returns a deep copy of the thread's newest checkpoint, so the caller

@@ -91,7 +91,10 @@ type SQLite struct {
 	closeErr  error
 }
 
-var _ Checkpointer = (*SQLite)(nil)
+var (
+	_ Checkpointer = (*SQLite)(nil)
+	_ SeqReader    = (*SQLite)(nil)
+)
 
 // OpenSQLite opens the store at path, creating the file, its parent
 // directories (mode 0700) and the schema when missing, so the first run of a
@@ -360,6 +363,15 @@ func (s *SQLite) put1(ctx context.Context, cp Checkpoint) error {
 		return fmt.Errorf("latest is %d: %w", latest, ErrConflict)
 	}
 	return ErrConflict
+}
+
+// LatestSeq implements SeqReader with an index-only read.
+func (s *SQLite) LatestSeq(ctx context.Context, threadID string) (int64, error) {
+	var seq int64
+	if err := s.latestSeq.QueryRowContext(ctx, threadID).Scan(&seq); err != nil {
+		return 0, fmt.Errorf("checkpoint: latest seq of thread %q: %w", threadID, err)
+	}
+	return seq, nil
 }
 
 // Latest returns the thread's newest checkpoint, read from the read pool so

@@ -45,6 +45,7 @@ type App struct {
 	mu    sync.Mutex
 	busy  map[string]bool
 	idGen func() string
+	cache *threadCache // nil when the store cannot confirm a copy is current
 }
 
 // Compile checks the graph and binds it to cp. Every structural problem is
@@ -107,6 +108,7 @@ func (g *StateGraph) Compile(cp checkpoint.Checkpointer, opts ...Option) (*App, 
 		stepLimit:      DefaultStepLimit,
 		busy:           map[string]bool{},
 		idGen:          newID,
+		cache:          newThreadCache(cp),
 	}
 	for i, n := range g.order {
 		a.index[n] = i

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"slices"
 	"strings"
 	"sync/atomic"
@@ -242,5 +243,38 @@ func TestThreadMetadataScopes(t *testing.T) {
 	md, _ := app.ThreadMetadata(ctx, "m")
 	if md["owner"] != "alice" {
 		t.Fatalf("metadata %v", md)
+	}
+}
+
+// Two apps on one store (two processes on one database): each sees the
+// other's writes, although each keeps the threads it works on in memory.
+func TestTwoAppsOneStore(t *testing.T) {
+	store := checkpoint.NewMemory()
+	build := func(name string) *graph.App {
+		app, err := graph.New().AddNode("n", say(name)).AddEdge(graph.START, "n").AddEdge("n", graph.END).Compile(store)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return app
+	}
+	one, two := build("one"), build("two")
+	cfg := graph.RunConfig{ThreadID: "shared"}
+	for _, step := range []struct {
+		app  *graph.App
+		want []string
+	}{
+		{one, []string{"1", "one"}},
+		{two, []string{"1", "one", "2", "two"}},
+		{one, []string{"1", "one", "2", "two", "3", "one"}},
+		{one, []string{"1", "one", "2", "two", "3", "one", "4", "one"}},
+		{two, []string{"1", "one", "2", "two", "3", "one", "4", "one", "5", "two"}},
+	} {
+		res, err := step.app.Invoke(ctx, user(fmt.Sprint(len(step.want)/2)), cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := texts(res.Messages); !slices.Equal(got, step.want) {
+			t.Fatalf("got %v, want %v", got, step.want)
+		}
 	}
 }

@@ -66,17 +66,14 @@ func (a *App) run(ctx context.Context, input []message.Message, cfg RunConfig, e
 	}
 	defer a.release(cfg.ThreadID)
 
-	var latest *checkpoint.Checkpoint
-	switch cp, err := a.cp.Latest(ctx, cfg.ThreadID); {
-	case err == nil:
-		latest = &cp
-	case !errors.Is(err, checkpoint.ErrNotFound):
-		return Result{}, fmt.Errorf("thread %q: load: %w", cfg.ThreadID, err)
+	latest, prev, err := a.load(ctx, cfg.ThreadID)
+	if err != nil {
+		return Result{}, err
 	}
 	if latest != nil && !owns(latest.Metadata, cfg.Metadata) {
 		return Result{}, fmt.Errorf("thread %q: %w", cfg.ThreadID, ErrThreadNotFound)
 	}
-	s, err := a.begin(latest, input, cfg)
+	s, err := a.begin(latest, prev, input, cfg)
 	if err != nil {
 		return Result{}, err
 	}
@@ -294,12 +291,14 @@ func (w *writer) put(ctx context.Context, s State, next []string, status checkpo
 	cp := checkpoint.Checkpoint{ThreadID: w.run.ThreadID, Seq: w.seq + 1, RunID: w.run.RunID, Step: w.run.Step,
 		Status: status, Next: next, State: raw, Metadata: w.meta}
 	if err := w.app.cp.Put(ctx, cp); err != nil {
+		w.app.cache.drop(w.run.ThreadID)
 		if errors.Is(err, checkpoint.ErrConflict) {
 			return &StateError{Kind: ErrThreadBusy, ThreadID: w.run.ThreadID, Detail: "another process changed the thread during this run; reload it and retry"}
 		}
 		return fmt.Errorf("thread %q: save checkpoint: %w", w.run.ThreadID, err)
 	}
 	w.seq++
+	w.app.cache.store(w.run.ThreadID, cp, wireState{State: s, RunTools: w.runTools})
 	return nil
 }
 
@@ -382,6 +381,7 @@ func (a *App) DeleteThread(ctx context.Context, threadID string) error {
 		return &StateError{Kind: ErrThreadBusy, ThreadID: threadID, Detail: "wait for the current run to finish"}
 	}
 	defer a.release(threadID)
+	a.cache.drop(threadID)
 	return a.cp.DeleteThread(ctx, threadID)
 }
 

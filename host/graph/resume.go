@@ -3,7 +3,6 @@ package graph
 import (
 	"bytes"
 	"encoding/json"
-	"fmt"
 	"slices"
 
 	"github.com/tenxgraph/tenxgraph/host/checkpoint"
@@ -31,15 +30,8 @@ type start struct {
 
 // begin classifies input against the thread's latest checkpoint. It changes
 // nothing: every error leaves the thread as it was.
-func (a *App) begin(latest *checkpoint.Checkpoint, input []message.Message, cfg RunConfig) (start, error) {
+func (a *App) begin(latest *checkpoint.Checkpoint, prev wireState, input []message.Message, cfg RunConfig) (start, error) {
 	var s start
-	var prev wireState
-	if latest != nil {
-		var err error
-		if prev, err = decodeState(*latest); err != nil {
-			return s, fmt.Errorf("thread %q: read checkpoint %d: %w", cfg.ThreadID, latest.Seq, err)
-		}
-	}
 	s.state = prev.State
 	s.runTools = cfg.RemoteTools
 	results, err := checkInput(input)

@@ -30,6 +30,7 @@ func Run(t *testing.T, open func(t *testing.T) checkpoint.Checkpointer) {
 		fn   func(*testing.T, checkpoint.Checkpointer)
 	}{
 		{"LatestUnknownThread", testLatestUnknown},
+		{"LatestSeq", testLatestSeq},
 		{"PutThenLatest", testPutThenLatest},
 		{"CreatedAtSetWhenZero", testCreatedAtSetWhenZero},
 		{"WrongSeqConflicts", testWrongSeq},
@@ -181,6 +182,36 @@ func testLatestUnknown(t *testing.T, s checkpoint.Checkpointer) {
 	if len(cps) != 0 {
 		t.Fatalf("History of an unknown thread has %d checkpoints, want 0", len(cps))
 	}
+}
+
+// testLatestSeq checks stores that implement checkpoint.SeqReader: the
+// number always agrees with Latest, through puts, a refused put and a delete.
+func testLatestSeq(t *testing.T, s checkpoint.Checkpointer) {
+	sr, ok := s.(checkpoint.SeqReader)
+	if !ok {
+		t.Skip("the store does not implement checkpoint.SeqReader")
+	}
+	ctx := context.Background()
+	th := threadID(t, "seq")
+	want := func(n int64) {
+		t.Helper()
+		got, err := sr.LatestSeq(ctx, th)
+		if err != nil || got != n {
+			t.Fatalf("LatestSeq = %d, %v; want %d", got, err, n)
+		}
+	}
+	want(0)
+	put(t, s, sample(th, 1))
+	want(1)
+	put(t, s, sample(th, 2))
+	if err := s.Put(ctx, sample(th, 2)); !errors.Is(err, checkpoint.ErrConflict) {
+		t.Fatalf("duplicate Put: %v", err)
+	}
+	want(2)
+	if err := s.DeleteThread(ctx, th); err != nil {
+		t.Fatal(err)
+	}
+	want(0)
 }
 
 func testPutThenLatest(t *testing.T, s checkpoint.Checkpointer) {
