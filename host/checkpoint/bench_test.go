@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"path/filepath"
+	"sync/atomic"
 	"testing"
 
 	"github.com/tenxgraph/tenxgraph/host/checkpoint"
@@ -140,5 +141,31 @@ func fill(b *testing.B, s checkpoint.Checkpointer, thread string, n int64) {
 		if err := s.Put(context.Background(), benchCheckpoint(thread, seq)); err != nil {
 			b.Fatal(err)
 		}
+	}
+}
+
+// BenchmarkPutParallel has 64 writers appending to their own threads at
+// once, as a busy server's runs do: the SQLite store commits what queues up
+// together (group commit).
+func BenchmarkPutParallel(b *testing.B) {
+	ctx := context.Background()
+	for _, bs := range benchStores {
+		b.Run(bs.name, func(b *testing.B) {
+			s := bs.open(b)
+			defer s.Close()
+			var next atomic.Int64
+			b.ReportAllocs()
+			b.SetParallelism(32) // 64 goroutines on 2 cores
+			b.RunParallel(func(pb *testing.PB) {
+				cp := benchCheckpoint(fmt.Sprint("par-", next.Add(1)), 0)
+				for pb.Next() {
+					cp.Seq++
+					if err := s.Put(ctx, cp); err != nil {
+						b.Error(err)
+						return
+					}
+				}
+			})
+		})
 	}
 }

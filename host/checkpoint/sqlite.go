@@ -87,8 +87,27 @@ type SQLite struct {
 	latestSeq *sql.Stmt // on r
 	history   *sql.Stmt // on r
 
+	// Puts go through one writer goroutine that commits whatever has queued
+	// up as one transaction (group commit): under load, many runs' steps
+	// share one commit, which is most of a write's cost.
+	puts    chan putReq
+	stop    chan struct{}
+	stopped chan struct{}
+
 	closeOnce sync.Once
 	closeErr  error
+}
+
+// maxBatch bounds one group commit, so a burst cannot hold the write lock
+// for long.
+const maxBatch = 64
+
+// putReq is a Put waiting for the writer.
+type putReq struct {
+	ctx    context.Context
+	thread string
+	args   []any
+	done   chan error
 }
 
 var (
@@ -105,6 +124,8 @@ func OpenSQLite(ctx context.Context, path string) (*SQLite, error) {
 	if err != nil {
 		return nil, fmt.Errorf("checkpoint: open sqlite %q: %w", path, err)
 	}
+	s.puts, s.stop, s.stopped = make(chan putReq, maxBatch), make(chan struct{}), make(chan struct{})
+	go s.writer()
 	return s, nil
 }
 
@@ -301,14 +322,31 @@ func (s *SQLite) migrate(ctx context.Context) error {
 	return nil
 }
 
-// Put appends cp to its thread in one atomic statement; a Seq other than the
-// latest plus one writes nothing and returns an error wrapping ErrConflict.
+// Put appends cp to its thread; a Seq other than the latest plus one writes
+// nothing and returns an error wrapping ErrConflict. It returns once the
+// checkpoint is committed (or refused): a Put that was handed to the writer
+// is waited for even if ctx ends meanwhile, so a caller never believes a
+// write failed that in fact happened.
 func (s *SQLite) Put(ctx context.Context, cp Checkpoint) error {
-	if err := s.put1(ctx, cp); err != nil {
+	args, err := putArgs(cp)
+	if err == nil {
+		req := putReq{ctx: ctx, thread: cp.ThreadID, args: args, done: make(chan error, 1)}
+		select {
+		case s.puts <- req:
+			err = <-req.done
+		case <-ctx.Done():
+			err = ctx.Err()
+		case <-s.stop:
+			err = errSQLiteClosed
+		}
+	}
+	if err != nil {
 		return fmt.Errorf("checkpoint: put thread %q seq %d: %w", cp.ThreadID, cp.Seq, err)
 	}
 	return nil
 }
+
+var errSQLiteClosed = errors.New("the store is closed")
 
 // minNanos and maxNanos bound the times a unix-nanosecond column can hold
 // (the years 1678 to 2262).
@@ -317,29 +355,108 @@ var (
 	maxNanos = time.Unix(0, math.MaxInt64)
 )
 
-func (s *SQLite) put1(ctx context.Context, cp Checkpoint) error {
+// putArgs checks and encodes a checkpoint into the INSERT's arguments.
+func putArgs(cp Checkpoint) ([]any, error) {
 	created := cp.CreatedAt
 	if created.IsZero() {
 		created = time.Now()
 	} else if created.Before(minNanos) || created.After(maxNanos) {
-		return fmt.Errorf("created_at %v is outside the years 1678 to 2262", created)
+		return nil, fmt.Errorf("created_at %v is outside the years 1678 to 2262", created)
 	}
 	next, err := encodeNext(cp.Next)
 	if err != nil {
-		return fmt.Errorf("encode next: %w", err)
+		return nil, fmt.Errorf("encode next: %w", err)
 	}
 	meta, err := encodeMetadata(cp.Metadata)
 	if err != nil {
-		return fmt.Errorf("encode metadata: %w", err)
+		return nil, fmt.Errorf("encode metadata: %w", err)
 	}
 	state := cp.State
 	if state == nil {
 		state = []byte{} // NOT NULL column; an empty blob reads back as empty
 	}
+	return []any{cp.ThreadID, cp.Seq, cp.RunID, cp.Step, string(cp.Status), next, state, meta, created.UnixNano()}, nil
+}
 
-	res, err := s.put.ExecContext(ctx,
-		cp.ThreadID, cp.Seq, cp.RunID, cp.Step, string(cp.Status),
-		next, state, meta, created.UnixNano())
+// writer commits queued Puts: each batch is whatever queued while the
+// previous one was being written, so an idle store commits each Put at once
+// and a busy one commits many per transaction.
+func (s *SQLite) writer() {
+	defer close(s.stopped)
+	batch := make([]putReq, 0, maxBatch)
+	for {
+		select {
+		case <-s.stop:
+			for {
+				select {
+				case r := <-s.puts:
+					r.done <- errSQLiteClosed
+				default:
+					return
+				}
+			}
+		case r := <-s.puts:
+			batch = append(batch[:0], r)
+		fill:
+			for len(batch) < maxBatch {
+				select {
+				case r := <-s.puts:
+					batch = append(batch, r)
+				default:
+					break fill
+				}
+			}
+			s.commit(batch)
+		}
+	}
+}
+
+// commit writes a batch in one transaction. Each conditional INSERT decides
+// its own conflict (later ones in the batch see earlier ones); a failure of
+// the transaction itself fails every Put of the batch.
+func (s *SQLite) commit(batch []putReq) {
+	live := batch[:0]
+	for _, r := range batch {
+		if err := r.ctx.Err(); err != nil {
+			r.done <- err
+			continue
+		}
+		live = append(live, r)
+	}
+	if len(live) == 0 {
+		return
+	}
+	if len(live) == 1 { // nothing to share: one autocommit statement
+		live[0].done <- s.exec(context.Background(), s.put, live[0])
+		return
+	}
+	ctx := context.Background()
+	tx, err := s.w.BeginTx(ctx, nil) // BEGIN IMMEDIATE: _txlock on the writer
+	if err != nil {
+		for _, r := range live {
+			r.done <- err
+		}
+		return
+	}
+	stmt := tx.StmtContext(ctx, s.put)
+	results := make([]error, len(live))
+	for i, r := range live {
+		results[i] = s.exec(ctx, stmt, r)
+	}
+	if err := tx.Commit(); err != nil {
+		for i := range results {
+			results[i] = fmt.Errorf("commit: %w", err)
+		}
+	}
+	for i, r := range live {
+		r.done <- results[i]
+	}
+}
+
+// exec runs one conditional INSERT and reports a conflict when it wrote
+// nothing.
+func (s *SQLite) exec(ctx context.Context, stmt *sql.Stmt, r putReq) error {
+	res, err := stmt.ExecContext(ctx, r.args...)
 	if err != nil {
 		var se *sqlite.Error
 		if errors.As(err, &se) && se.Code() == sqlite3.SQLITE_CONSTRAINT_PRIMARYKEY {
@@ -356,10 +473,10 @@ func (s *SQLite) put1(ctx context.Context, cp Checkpoint) error {
 	if n == 1 {
 		return nil
 	}
-	// Nothing written: Seq was not latest+1. Report the latest seq for the
-	// log; it is read after the fact, so it is advice, not the decision.
+	// Nothing written: Seq was not latest+1. The latest seq is read after
+	// the fact, so it is advice for the message, not the decision.
 	var latest int64
-	if err := s.latestSeq.QueryRowContext(ctx, cp.ThreadID).Scan(&latest); err == nil {
+	if err := s.latestSeq.QueryRowContext(ctx, r.thread).Scan(&latest); err == nil {
 		return fmt.Errorf("latest is %d: %w", latest, ErrConflict)
 	}
 	return ErrConflict
@@ -456,6 +573,10 @@ func (s *SQLite) DeleteThread(ctx context.Context, threadID string) error {
 // file and removes it. Calling Close again returns the first call's result.
 func (s *SQLite) Close() error {
 	s.closeOnce.Do(func() {
+		if s.stop != nil {
+			close(s.stop)
+			<-s.stopped
+		}
 		if err := s.closeAll(); err != nil {
 			s.closeErr = fmt.Errorf("checkpoint: close sqlite %q: %w", s.path, err)
 		}
