@@ -16,6 +16,15 @@ if ! staticcheck -version 2>/dev/null | grep -q "${STATICCHECK_VERSION#v}"; then
 	go install "honnef.co/go/tools/cmd/staticcheck@${STATICCHECK_VERSION}"
 fi
 
+step "npm ci (the pinned MCP servers of the plugins/mcp integration tests)"
+if [ "${SKIP_MCP_SERVERS:-}" = 1 ]; then
+	echo "SKIP_MCP_SERVERS=1: not installing them; the MCP integration tests will skip"
+elif ! command -v npm >/dev/null; then
+	echo "npm is required to install the MCP test servers (Node.js 20 or later); set SKIP_MCP_SERVERS=1 to skip those tests"; exit 1
+else
+	(cd plugins/mcp/testdata/npm && npm ci --no-audit --no-fund --loglevel=error)
+fi
+
 step "gofmt"
 unformatted=$(gofmt -l $(git ls-files '*.go' 2>/dev/null || find . -name '*.go'))
 if [ -n "$unformatted" ]; then

@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
+	"sync"
 	"sync/atomic"
 
 	"github.com/hashicorp/go-plugin"
@@ -22,6 +24,12 @@ const (
 	// CapabilityRemote: the provider's tools run in the client (its
 	// CallTool answers Deferred).
 	CapabilityRemote = "remote"
+	// CapabilityProgress: the plugin serves CallToolStream, which carries
+	// ReportProgress to the host. Every plugin built with Serve has it.
+	CapabilityProgress = "progress"
+	// CapabilityToolsChanged: the provider implements ToolsWatcher; the
+	// plugin announces changes on the Watch stream.
+	CapabilityToolsChanged = "tools_changed"
 )
 
 // Handshake is what host and plugin check before talking. The cookie only
@@ -45,8 +53,9 @@ const MaxMessageBytes = 256 << 20
 
 // HostPlugins are the protocol versions a host can speak, for
 // plugin.ClientConfig.VersionedPlugins. The dispensed value implements
-// Provider, RunToolsProvider and Shutdowner, plus Watch(ctx) for the host's
-// lifeline.
+// Provider, RunToolsProvider, Shutdowner and ToolsWatcher, plus Watch(ctx)
+// for the host's lifeline (which also carries the tool-list changes that
+// ToolsWatcher reports).
 func HostPlugins() map[int]plugin.PluginSet {
 	return map[int]plugin.PluginSet{1: {PluginName: &grpcPlugin{}}}
 }
@@ -85,9 +94,15 @@ func (s *grpcServer) GetMetadata(ctx context.Context, _ *pb.GetMetadata_Request)
 	if err != nil {
 		return nil, status.Error(codes.Internal, err.Error())
 	}
-	caps := md.Capabilities
+	caps := append([]string(nil), md.Capabilities...)
 	if _, ok := s.p.(RunToolsProvider); ok && !contains(caps, CapabilityRunTools) {
 		caps = append(caps, CapabilityRunTools)
+	}
+	if _, ok := s.p.(ToolsWatcher); ok && !contains(caps, CapabilityToolsChanged) {
+		caps = append(caps, CapabilityToolsChanged)
+	}
+	if !contains(caps, CapabilityProgress) {
+		caps = append(caps, CapabilityProgress)
 	}
 	out := &pb.GetMetadata_Response{Name: md.Name, Version: md.Version, Capabilities: caps, Tools: make([]*pb.ToolSpec, len(md.Tools))}
 	for i, t := range md.Tools {
@@ -97,6 +112,33 @@ func (s *grpcServer) GetMetadata(ctx context.Context, _ *pb.GetMetadata_Request)
 }
 
 func (s *grpcServer) CallTool(ctx context.Context, req *pb.CallTool_Request) (*pb.CallTool_Response, error) {
+	return s.callTool(ctx, req)
+}
+
+// CallToolStream runs a tool like CallTool, sending what it reports with
+// ReportProgress ahead of its result.
+func (s *grpcServer) CallToolStream(req *pb.CallTool_Request, stream grpc.ServerStreamingServer[pb.CallTool_Event]) error {
+	var mu sync.Mutex
+	done := false
+	ctx := WithProgress(stream.Context(), func(p Progress) {
+		mu.Lock()
+		defer mu.Unlock()
+		if !done { // a report racing the result is dropped, not sent after it
+			_ = stream.Send(&pb.CallTool_Event{Event: &pb.CallTool_Event_Progress{Progress: &pb.CallTool_Progress{
+				Progress: p.Progress, Total: p.Total, Message: p.Message}}})
+		}
+	})
+	resp, err := s.callTool(ctx, req)
+	mu.Lock()
+	done = true
+	mu.Unlock()
+	if err != nil {
+		return err
+	}
+	return stream.Send(&pb.CallTool_Event{Event: &pb.CallTool_Event_Response{Response: resp}})
+}
+
+func (s *grpcServer) callTool(ctx context.Context, req *pb.CallTool_Request) (*pb.CallTool_Response, error) {
 	in := CallToolRequest{Name: req.Name, Arguments: req.ArgumentsJson, CallID: req.CallId, ThreadID: req.ThreadId}
 	if req.RunTool != nil {
 		spec := fromPBSpec(req.RunTool)
@@ -140,9 +182,27 @@ func (s *grpcServer) PrepareRun(ctx context.Context, req *pb.PrepareRun_Request)
 	return out, nil
 }
 
-// Watch holds the host's lifeline open. When it breaks while the plugin is
-// not shutting down, the host is gone and the plugin must not linger.
+// Watch holds the host's lifeline open, and sends an event on it whenever a
+// ToolsWatcher's tool list changes. When it breaks while the plugin is not
+// shutting down, the host is gone and the plugin must not linger.
 func (s *grpcServer) Watch(_ *pb.Watch_Request, stream grpc.ServerStreamingServer[pb.Watch_Event]) error {
+	if w, ok := s.p.(ToolsWatcher); ok {
+		// The first event covers a change made before this stream began,
+		// which no channel taken here would show: the host reads the list
+		// once more.
+		next := w.ToolsChanged()
+		err := stream.Send(&pb.Watch_Event{ToolsChanged: true})
+	watch:
+		for err == nil {
+			select {
+			case <-next:
+				next = w.ToolsChanged()
+				err = stream.Send(&pb.Watch_Event{ToolsChanged: true})
+			case <-stream.Context().Done():
+				break watch
+			}
+		}
+	}
 	<-stream.Context().Done()
 	if !s.stopping.Load() && s.onLost != nil {
 		s.onLost()
@@ -164,6 +224,32 @@ func (s *grpcServer) Shutdown(ctx context.Context, _ *pb.Shutdown_Request) (*pb.
 type grpcClient struct {
 	c      pb.ToolProviderClient
 	exited <-chan struct{}
+	// progress says whether the plugin serves CallToolStream: 0 not known
+	// yet (try it), 1 yes, -1 no.
+	progress atomic.Int32
+
+	mu      sync.Mutex
+	changed chan struct{} // closed at the next tools_changed event; nil until asked for
+}
+
+// ToolsChanged implements ToolsWatcher. Changes arrive on the lifeline, so
+// they are seen while Watch runs (the host runs it for the plugin's life).
+func (c *grpcClient) ToolsChanged() <-chan struct{} {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.changed == nil {
+		c.changed = make(chan struct{})
+	}
+	return c.changed
+}
+
+func (c *grpcClient) toolsChanged() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.changed != nil {
+		close(c.changed)
+		c.changed = nil
+	}
 }
 
 // Exited is closed when the plugin process has exited.
@@ -173,6 +259,11 @@ func (c *grpcClient) Metadata(ctx context.Context, _ MetadataRequest) (MetadataR
 	resp, err := c.c.GetMetadata(ctx, &pb.GetMetadata_Request{})
 	if err != nil {
 		return MetadataResponse{}, fromStatus(err)
+	}
+	if contains(resp.Capabilities, CapabilityProgress) {
+		c.progress.Store(1)
+	} else {
+		c.progress.Store(-1)
 	}
 	md := MetadataResponse{Name: resp.Name, Version: resp.Version, Capabilities: resp.Capabilities, Tools: make([]ToolSpec, len(resp.Tools))}
 	for i, t := range resp.Tools {
@@ -186,11 +277,43 @@ func (c *grpcClient) CallTool(ctx context.Context, req CallToolRequest) (CallToo
 	if req.RunTool != nil {
 		in.RunTool = toPBSpec(*req.RunTool)
 	}
+	if fn := progressFunc(ctx); fn != nil && c.progress.Load() >= 0 {
+		resp, err := c.callStream(ctx, in, fn)
+		if status.Code(err) != codes.Unimplemented {
+			if err != nil {
+				return CallToolResponse{}, fromStatus(err)
+			}
+			return CallToolResponse{Content: resp.ContentJson, IsError: resp.IsError, Deferred: resp.Deferred}, nil
+		}
+		c.progress.Store(-1) // refused before the tool ran: call it the plain way
+	}
 	resp, err := c.c.CallTool(ctx, in)
 	if err != nil {
 		return CallToolResponse{}, fromStatus(err)
 	}
 	return CallToolResponse{Content: resp.ContentJson, IsError: resp.IsError, Deferred: resp.Deferred}, nil
+}
+
+// callStream runs a tool with CallToolStream, handing its progress to fn.
+func (c *grpcClient) callStream(ctx context.Context, in *pb.CallTool_Request, fn func(Progress)) (*pb.CallTool_Response, error) {
+	stream, err := c.c.CallToolStream(ctx, in)
+	if err != nil {
+		return nil, err
+	}
+	for {
+		ev, err := stream.Recv()
+		if errors.Is(err, io.EOF) {
+			return nil, status.Error(codes.Internal, "the plugin ended the call without a result")
+		}
+		if err != nil {
+			return nil, err
+		}
+		if p := ev.GetProgress(); p != nil {
+			fn(Progress{Progress: p.Progress, Total: p.Total, Message: p.Message})
+		} else if r := ev.GetResponse(); r != nil {
+			return r, nil
+		}
+	}
 }
 
 func (c *grpcClient) PrepareRun(ctx context.Context, req PrepareRunRequest) (PrepareRunResponse, error) {
@@ -228,8 +351,12 @@ func (c *grpcClient) Watch(ctx context.Context) error {
 		return fromStatus(err)
 	}
 	for {
-		if _, err := stream.Recv(); err != nil {
+		ev, err := stream.Recv()
+		if err != nil {
 			return fromStatus(err)
+		}
+		if ev.ToolsChanged {
+			c.toolsChanged()
 		}
 	}
 }

@@ -67,6 +67,9 @@ func hostLost(p Provider, log hclog.Logger) func() {
 	var once sync.Once
 	return func() {
 		once.Do(func() {
+			// The host's end of stderr is closed now: a log line would
+			// kill the plugin with SIGPIPE before it ends its children.
+			ignoreBrokenPipes()
 			log.Warn("the host is gone; shutting down")
 			if sd, ok := p.(Shutdowner); ok {
 				ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)

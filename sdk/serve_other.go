@@ -5,3 +5,5 @@ package sdk
 func onTerminate(func()) {}
 
 func killGroup() {}
+
+func ignoreBrokenPipes() {}

@@ -30,3 +30,7 @@ func killGroup() {
 		_ = syscall.Kill(-pgid, syscall.SIGKILL) // includes this process
 	}
 }
+
+// ignoreBrokenPipes turns writes to a closed stdout or stderr into errors
+// instead of a SIGPIPE that ends the process.
+func ignoreBrokenPipes() { signal.Ignore(syscall.SIGPIPE) }

@@ -175,8 +175,12 @@ type MCPServer struct {
 	// URL reaches an http or sse server.
 	URL     string
 	Headers map[string]string
-	// Timeout bounds one tool call; 0 leaves the bridge's default.
+	// Timeout bounds one tool call for as long as the server neither
+	// answers nor reports progress; 0 leaves the bridge's default (60s).
 	Timeout time.Duration
+	// MaxOutputBytes caps a tool result handed to the model; a larger one
+	// is truncated with a marker. 0 leaves the bridge's default (1 MiB).
+	MaxOutputBytes int64
 	// Node is the ToolNode offering the server's tools (default "tools").
 	Node string
 	// AllowTools, when set, are the only tools offered; DenyTools are
@@ -431,6 +435,11 @@ func (c *checker) builtinTools(f field) *BuiltinTools {
 	return b
 }
 
+// MaxMCPOutputBytes is the largest max_output_bytes of an MCP server: a
+// result crosses from the bridge to the host as one gRPC message
+// (plugins/mcp.MaxOutputLimit).
+const MaxMCPOutputBytes = 192 << 20
+
 // serverNamePattern keeps server names short and plain: they prefix tool
 // names, which models accept only up to 64 such characters.
 var serverNamePattern = regexp.MustCompile(`^[a-zA-Z0-9_-]{1,32}$`)
@@ -453,7 +462,7 @@ func (c *checker) mcpServers(f field) (map[string]MCPServer, []string) {
 }
 
 func (c *checker) mcpServer(f field) MCPServer {
-	o := f.object("type", "command", "args", "env", "cwd", "url", "headers", "timeout", "node", "allow_tools", "deny_tools", "disabled")
+	o := f.object("type", "command", "args", "env", "cwd", "url", "headers", "timeout", "max_output_bytes", "node", "allow_tools", "deny_tools", "disabled")
 	s := MCPServer{Node: nodeName(o.get("node"))}
 	if !o.present() {
 		return s
@@ -511,6 +520,7 @@ func (c *checker) mcpServer(f field) MCPServer {
 	}
 	s.Headers, _ = o.get("headers").strMap(checkHeaderName, checkHeaderValue)
 	s.Timeout, _ = o.get("timeout").duration()
+	s.MaxOutputBytes, _ = o.get("max_output_bytes").integer(1, MaxMCPOutputBytes)
 	s.AllowTools, _ = o.get("allow_tools").list(field.text)
 	s.DenyTools, _ = o.get("deny_tools").list(field.text)
 	if o.get("allow_tools").present() && o.get("deny_tools").present() {

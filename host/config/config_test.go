@@ -145,7 +145,7 @@ func TestFullValues(t *testing.T) {
 	  "mcp_servers": {
 	    "z": {"type": "sse", "url": "https://h/sse", "timeout": "10s", "deny_tools": ["rm"], "disabled": true, "node": "n2"},
 	    "a": {"type": "streamable_http", "url": "${MCP_URL}"},
-	    "m": {"command": "srv", "env": {"K": "${V}"}, "allow_tools": ["t1", "t2"]}
+	    "m": {"command": "srv", "env": {"K": "${V}"}, "allow_tools": ["t1", "t2"], "max_output_bytes": 65536}
 	  },
 	  "plugins": [{"name": "p", "command": ["p-bin", "--flag", ""], "sha256": "`+strings.ToUpper(weatherSum)+`",
 	               "env": {"X": "1"}, "start": "lazy", "node": "n3"}],
@@ -173,7 +173,7 @@ func TestFullValues(t *testing.T) {
 	if a.Type != "http" || a.URL != "${MCP_URL}" || a.Cwd != "" {
 		t.Errorf("a: %+v", a)
 	}
-	if mm.Type != "stdio" || mm.Command != "srv" || mm.Env["K"] != "${V}" || !slices.Equal(mm.AllowTools, []string{"t1", "t2"}) {
+	if mm.Type != "stdio" || mm.Command != "srv" || mm.Env["K"] != "${V}" || !slices.Equal(mm.AllowTools, []string{"t1", "t2"}) || mm.MaxOutputBytes != 65536 || z.MaxOutputBytes != 0 {
 		t.Errorf("m: %+v", mm)
 	}
 	p := cfg.Plugins[0]
@@ -401,6 +401,7 @@ func TestBadConfigs(t *testing.T) {
 		{"headers on stdio", `{"agent": "a", "mcp_servers": {"x": {"command": "c", "headers": {"A": "b"}}}}`, []string{"mcp_servers.x.headers"}, "only used by \"http\""},
 		{"env value wrong type", `{"agent": "a", "mcp_servers": {"x": {"command": "c", "env": {"A": 1, "B": "ok"}}}}`, []string{"mcp_servers.x.env.A"}, "must be a string, got a number"},
 		{"bad header", `{"agent": "a", "mcp_servers": {"x": {"url": "http://h", "headers": {"Bad Name": "v", "X": "a\nb"}}}}`, []string{`mcp_servers.x.headers.X`, `mcp_servers.x.headers["Bad Name"]`}, "header"},
+		{"max_output_bytes too large", `{"agent": "a", "mcp_servers": {"x": {"command": "c", "max_output_bytes": 1000000000}, "y": {"command": "c", "max_output_bytes": 0}}}`, []string{"mcp_servers.x.max_output_bytes", "mcp_servers.y.max_output_bytes"}, "201326592"},
 		{"disabled wrong type", `{"agent": "a", "mcp_servers": {"x": {"command": "c", "disabled": "yes"}}}`, []string{"mcp_servers.x.disabled"}, "must be a boolean"},
 		{"args as a string", `{"agent": "a", "mcp_servers": {"x": {"command": "c", "args": "-y pkg"}}}`, []string{"mcp_servers.x.args"}, `such as ["-y pkg"]`},
 		{"bad url", `{"agent": "a", "mcp_servers": {"x": {"url": "h:3000/mcp"}}}`, []string{"mcp_servers.x.url"}, "http or https URL"},

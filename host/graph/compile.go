@@ -46,7 +46,14 @@ type App struct {
 	busy  map[string]bool
 	idGen func() string
 	cache *threadCache // nil when the store cannot confirm a copy is current
+
+	observer func(Event)
 }
+
+// Observe has fn receive every event of every run, Invoke's included, on the
+// run's goroutine: for metrics and logs, which must not slow a run down or
+// make it do work only a listener needs. Call it before the app serves runs.
+func (a *App) Observe(fn func(Event)) { a.observer = fn }
 
 // Compile checks the graph and binds it to cp. Every structural problem is
 // reported at once: edges to unknown nodes, nodes nothing reaches, nodes with

@@ -27,6 +27,8 @@ const (
 	// EventToolStarted and EventToolFinished: ToolEvent, server tools.
 	EventToolStarted  = "tool_started"
 	EventToolFinished = "tool_finished"
+	// EventToolProgress: ToolProgress, a running server tool's report.
+	EventToolProgress = "tool_progress"
 	// EventToolIgnored: ToolIgnored, a per-run tool that was not offered.
 	EventToolIgnored = "tool_ignored"
 	// EventInterrupted: Interrupted, the run paused.
@@ -69,7 +71,22 @@ type ToolEvent struct {
 	Duration time.Duration `json:"duration_ns,omitempty"`
 }
 
-// ToolIgnored says a per-run tool was not offered and why.
+// ToolProgress is what a running server tool reported (an MCP server's
+// progress notification, or sdk.ReportProgress in a provider), between its
+// tool_started and tool_finished.
+type ToolProgress struct {
+	Node     string `json:"node"`
+	ID       string `json:"id"`
+	Name     string `json:"name"`
+	Provider string `json:"provider"`
+	// Progress goes up with each report; Total is 0 when unknown.
+	Progress float64 `json:"progress"`
+	Total    float64 `json:"total,omitempty"`
+	Message  string  `json:"message,omitempty"`
+}
+
+// ToolIgnored says a per-run tool was not offered and why; also a server
+// tool that a provider added while running but the node could not take.
 type ToolIgnored struct {
 	Node   string `json:"node"`
 	Name   string `json:"name"`
@@ -87,3 +104,8 @@ type Usage struct {
 	InputTokens  int    `json:"input_tokens"`
 	OutputTokens int    `json:"output_tokens"`
 }
+
+// Listening says whether a Stream consumer receives the run's events (as
+// opposed to Invoke, where only the app's observer may), so that work done
+// only to report, such as asking a tool for its progress, can be skipped.
+func (r *Run) Listening() bool { return r.listening }

@@ -60,7 +60,14 @@ func (a *App) run(ctx context.Context, input []message.Message, cfg RunConfig, e
 	if cfg.ThreadID == "" || len(cfg.ThreadID) > 256 {
 		return Result{}, invalid("config.thread_id: required, at most 256 characters")
 	}
-	r := &Run{ThreadID: cfg.ThreadID, RunID: a.idGen(), emit: emit}
+	r := &Run{ThreadID: cfg.ThreadID, RunID: a.idGen(), emit: emit, listening: emit != nil}
+	if obs := a.observer; obs != nil {
+		if emit == nil {
+			r.emit = obs
+		} else {
+			r.emit = func(e Event) { obs(e); emit(e) }
+		}
+	}
 	if !a.acquire(cfg.ThreadID) {
 		return Result{}, &StateError{Kind: ErrThreadBusy, ThreadID: cfg.ThreadID, Detail: "wait for the current run to finish"}
 	}

@@ -61,7 +61,8 @@ type Run struct {
 	// Step is the current super-step (1-based).
 	Step int
 
-	emit func(Event)
+	emit      func(Event)
+	listening bool // a Stream consumer receives the events
 	memo sync.Map // key -> *memoEntry
 }
 

@@ -14,6 +14,7 @@ import (
 	"errors"
 	"fmt"
 	"os/exec"
+	"reflect"
 	"strconv"
 	"strings"
 	"sync"
@@ -56,6 +57,7 @@ type client interface {
 	sdk.Provider
 	sdk.RunToolsProvider
 	sdk.Shutdowner
+	sdk.ToolsWatcher
 	Watch(ctx context.Context) error
 	Exited() <-chan struct{}
 }
@@ -64,18 +66,24 @@ type client interface {
 type instance struct {
 	pc          *plugin.Client
 	c           client
+	md          sdk.MetadataResponse // read when it started
+	watching    context.Context      // done when the host stops watching it
 	stopWatch   context.CancelFunc
 	intentional bool // set under Plugin.mu when the host stops it on purpose
 }
 
 // Plugin is a provider in a subprocess, supervised. It implements
-// sdk.Provider, sdk.RunToolsProvider and sdk.Shutdowner.
+// sdk.Provider, sdk.RunToolsProvider, sdk.Shutdowner and sdk.ToolsWatcher:
+// a plugin whose tool list changes (it says so on its lifeline, or it
+// restarts with other tools) is listed again, and the change announced.
 type Plugin struct {
 	cfg Config
 	log hclog.Logger
-	md  sdk.MetadataResponse
 
 	mu       sync.Mutex
+	md       sdk.MetadataResponse
+	listed   bool          // md is set
+	changed  chan struct{} // closed when md changes; nil until asked for
 	cur      *instance
 	starting chan struct{} // non-nil while a start is in progress
 	startErr error
@@ -109,12 +117,6 @@ func Start(ctx context.Context, cfg Config) (*Plugin, error) {
 	if err != nil {
 		return nil, err
 	}
-	md, err := inst.c.Metadata(ctx, sdk.MetadataRequest{})
-	if err != nil {
-		p.Shutdown(context.WithoutCancel(ctx))
-		return nil, fmt.Errorf("plugin %q: read its tools: %w", cfg.Name, err)
-	}
-	p.md = md
 	if cfg.Lazy {
 		p.mu.Lock()
 		p.stop(ctx, inst)
@@ -123,13 +125,71 @@ func Start(ctx context.Context, cfg Config) (*Plugin, error) {
 	return p, nil
 }
 
-// Metadata implements sdk.Provider with the tool list read at start. The
-// provider's own name is kept as reported, but the host knows the plugin by
-// its configured name.
+// Metadata implements sdk.Provider with the tool list read at start, or
+// since re-read after a change. The provider's own name is kept as
+// reported, but the host knows the plugin by its configured name.
 func (p *Plugin) Metadata(context.Context, sdk.MetadataRequest) (sdk.MetadataResponse, error) {
+	p.mu.Lock()
 	md := p.md
+	p.mu.Unlock()
 	md.Name = p.cfg.Name
 	return md, nil
+}
+
+// ToolsChanged implements sdk.ToolsWatcher: the channel is closed once the
+// plugin's tool list has changed and Metadata returns the new one.
+func (p *Plugin) ToolsChanged() <-chan struct{} {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.changed == nil {
+		p.changed = make(chan struct{})
+	}
+	return p.changed
+}
+
+// setMetadata records the tool list inst reported, and announces it when
+// it differs from the one the host has. Called with p.mu held.
+func (p *Plugin) setMetadata(inst *instance, md sdk.MetadataResponse) {
+	if p.closed || (p.cur != nil && p.cur != inst) {
+		return // a stale instance's news
+	}
+	if p.listed && reflect.DeepEqual(p.md, md) {
+		return
+	}
+	first := !p.listed
+	p.md, p.listed = md, true
+	if first {
+		return
+	}
+	if p.changed != nil {
+		close(p.changed)
+		p.changed = nil
+	}
+	p.log.Info("the plugin's tool list changed", "tools", len(md.Tools))
+}
+
+// follow re-reads an instance's tool list each time it says it changed.
+func (p *Plugin) follow(inst *instance, changed <-chan struct{}) {
+	for {
+		select {
+		case <-changed:
+		case <-inst.watching.Done():
+			return
+		}
+		changed = inst.c.ToolsChanged() // before reading, so no change is missed
+		ctx, cancel := context.WithTimeout(inst.watching, p.cfg.StartTimeout)
+		md, err := inst.c.Metadata(ctx, sdk.MetadataRequest{})
+		cancel()
+		if err != nil {
+			if inst.watching.Err() == nil {
+				p.log.Warn("could not read the plugin's tools after it said they changed", "error", err)
+			}
+			continue
+		}
+		p.mu.Lock()
+		p.setMetadata(inst, md)
+		p.mu.Unlock()
+	}
 }
 
 // CallTool implements sdk.Provider. A plugin that dies during the call
@@ -279,6 +339,7 @@ func (p *Plugin) launch(done chan struct{}, wait time.Duration) {
 		p.stop(context.Background(), inst)
 	} else {
 		p.cur = inst
+		p.setMetadata(inst, inst.md) // a restart may bring other tools
 		go p.supervise(inst)
 	}
 	close(done)
@@ -330,7 +391,21 @@ func (p *Plugin) spawn() (*instance, error) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	go c.Watch(ctx) //nolint:errcheck // ends when the plugin or the host goes
-	return &instance{pc: pc, c: c, stopWatch: cancel}, nil
+	inst := &instance{pc: pc, c: c, watching: ctx, stopWatch: cancel}
+	changed := c.ToolsChanged() // before reading, so no change is missed
+	mctx, mcancel := context.WithTimeout(ctx, p.cfg.StartTimeout)
+	inst.md, err = c.Metadata(mctx, sdk.MetadataRequest{})
+	mcancel()
+	if err != nil {
+		sctx, scancel := context.WithTimeout(context.Background(), 5*time.Second)
+		_ = c.Shutdown(sctx) // a stop on purpose, not a lost host, to the plugin
+		scancel()
+		cancel()
+		pc.Kill()
+		return nil, fmt.Errorf("plugin %q: read its tools: %w", p.cfg.Name, err)
+	}
+	go p.follow(inst, changed)
+	return inst, nil
 }
 
 // supervise waits for the process to exit. An exit the host did not ask for
@@ -415,6 +490,7 @@ var (
 	_ sdk.Provider         = (*Plugin)(nil)
 	_ sdk.RunToolsProvider = (*Plugin)(nil)
 	_ sdk.Shutdowner       = (*Plugin)(nil)
+	_ sdk.ToolsWatcher     = (*Plugin)(nil)
 )
 
 // logWriter files what a plugin writes to its redirected stdout and stderr

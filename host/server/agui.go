@@ -71,7 +71,6 @@ func (s *Server) handleAGUI(w http.ResponseWriter, r *http.Request) {
 			a.fail(err)
 			return
 		}
-		s.metrics.observe(ev)
 		if ev.Type == graph.EventEnd {
 			s.metrics.finished(ev.Data.(graph.Result), nil)
 		}

@@ -193,18 +193,7 @@ func (s *Server) handleInvoke(w http.ResponseWriter, r *http.Request) {
 	if len(req.Config.Dropped) > 0 {
 		w.Header().Set("Tenxgraph-Ignored-Config", strings.Join(req.Config.Dropped, ", "))
 	}
-	var res graph.Result
-	var err error
-	for ev, e := range s.svc.App.Stream(r.Context(), req.Input.Messages, cfg) {
-		s.metrics.observe(ev)
-		if e != nil {
-			err = e
-			break
-		}
-		if ev.Type == graph.EventEnd {
-			res = ev.Data.(graph.Result)
-		}
-	}
+	res, err := s.svc.App.Invoke(r.Context(), req.Input.Messages, cfg)
 	s.metrics.finished(res, err)
 	if err != nil {
 		writeErr(w, err)
@@ -240,7 +229,6 @@ func (s *Server) handleStream(w http.ResponseWriter, r *http.Request) {
 			sse.event("error", body)
 			return
 		}
-		s.metrics.observe(ev)
 		if ev.Type == graph.EventEnd {
 			s.metrics.finished(ev.Data.(graph.Result), nil)
 		}

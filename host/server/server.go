@@ -68,6 +68,7 @@ func New(svc *service.Service, opts Options) (*Server, error) {
 		s.cfg.MaxBodyBytes = config.DefaultMaxBodyBytes
 	}
 	s.metrics = newMetrics()
+	svc.App.Observe(s.metrics.observe)
 	s.routes()
 	s.http = &http.Server{
 		Handler:           s.Handler(),

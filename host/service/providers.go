@@ -5,14 +5,19 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"strings"
 	"sync"
+	"time"
 
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/tenxgraph/tenxgraph/host/agent"
+	"github.com/tenxgraph/tenxgraph/host/config"
+	"github.com/tenxgraph/tenxgraph/host/graph"
 	"github.com/tenxgraph/tenxgraph/host/pluginhost"
 	"github.com/tenxgraph/tenxgraph/host/toolspec"
 	"github.com/tenxgraph/tenxgraph/plugins/builtin"
+	"github.com/tenxgraph/tenxgraph/plugins/mcp"
 	"github.com/tenxgraph/tenxgraph/plugins/remote"
 	"github.com/tenxgraph/tenxgraph/sdk"
 )
@@ -22,6 +27,7 @@ import (
 const (
 	builtinName = builtin.Name
 	bridgeName  = remote.Name
+	mcpName     = mcp.Name
 )
 
 // startProviders starts every provider plugin of the config at once (start
@@ -58,7 +64,7 @@ func (s *Service) startProviders(ctx context.Context, opts Options, env *agent.E
 	}
 	var ps toolspec.Problems
 	for i, pl := range cfg.Plugins {
-		if pl.Name == builtinName || pl.Name == bridgeName {
+		if pl.Name == builtinName || pl.Name == bridgeName || pl.Name == mcpName {
 			ps.Add(fmt.Sprintf("plugins[%d].name", i), "%q is the name of a provider tenxgraph serves itself; choose another", pl.Name)
 			continue
 		}
@@ -95,7 +101,112 @@ func (s *Service) startProviders(ctx context.Context, opts Options, env *agent.E
 	if len(ps) > 0 {
 		return ps
 	}
+	return s.startMCP(ctx, self, log, env)
+}
+
+// startMCP starts the MCP bridge for the enabled mcp_servers: one process
+// per node that has any (nearly always just "tools"), so that each bridge
+// is a plain provider of one node, naming its tools uniquely on that node,
+// which is where tool names must be unique. It starts after the other
+// providers: it is told their tools' names on its node, and the configured
+// remote tools', so that a server tool with a taken name is offered under
+// its server's prefix instead of colliding.
+func (s *Service) startMCP(ctx context.Context, self string, log hclog.Logger, env *agent.Env) error {
+	cfg := s.Config
+	var nodes []string
+	byNode := map[string][]mcp.Server{}
+	wait := map[string]time.Duration{}
+	for _, name := range cfg.MCPServerOrder {
+		sc := cfg.MCPServers[name]
+		if sc.Disabled {
+			continue
+		}
+		if _, ok := byNode[sc.Node]; !ok {
+			nodes = append(nodes, sc.Node)
+		}
+		byNode[sc.Node] = append(byNode[sc.Node], mcpServer(sc))
+		wait[sc.Node] = max(wait[sc.Node], sc.Timeout, mcp.DefaultTimeout)
+	}
+	if len(nodes) == 0 {
+		return nil
+	}
+	started := make([]*pluginhost.Plugin, len(nodes))
+	errs := make([]error, len(nodes))
+	var wg sync.WaitGroup
+	for i, node := range nodes {
+		opts := mcp.Options{Servers: byNode[node], Taken: takenNames(ctx, env.Providers[node], cfg.RemoteTools, node)}
+		kv, err := opts.Environ()
+		if err != nil {
+			return err
+		}
+		k, v, _ := strings.Cut(kv, "=")
+		name := mcpName
+		if len(nodes) > 1 {
+			name = mcpName + ":" + node
+		}
+		pc := pluginhost.Config{Name: name, Command: []string{self, "plugin", "mcp"}, Env: map[string]string{k: v},
+			Logger: log, StartTimeout: wait[node] + 30*time.Second}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			started[i], errs[i] = pluginhost.Start(ctx, pc)
+		}()
+	}
+	wg.Wait()
+	var ps toolspec.Problems
+	for i, node := range nodes {
+		if errs[i] != nil {
+			ps.Add("mcp_servers", "%v", errs[i])
+			continue
+		}
+		s.providers = append(s.providers, started[i])
+		env.Providers[node] = append(env.Providers[node], started[i])
+	}
+	if len(ps) > 0 {
+		return ps
+	}
 	return nil
+}
+
+// mcpServer is a config entry as the bridge takes it.
+func mcpServer(sc config.MCPServer) mcp.Server {
+	return mcp.Server{Name: sc.Name, Type: sc.Type, Command: sc.Command, Args: sc.Args, Env: sc.Env, Cwd: sc.Cwd,
+		URL: sc.URL, Headers: sc.Headers, Timeout: sc.Timeout, AllowTools: sc.AllowTools, DenyTools: sc.DenyTools,
+		MaxOutputBytes: sc.MaxOutputBytes}
+}
+
+// takenNames are the tools a node has besides its MCP servers': its other
+// providers' and its configured remote tools'.
+func takenNames(ctx context.Context, providers []sdk.Provider, remoteTools []graph.RemoteToolConfig, node string) []string {
+	var names []string
+	for _, p := range providers {
+		if md, err := p.Metadata(ctx, sdk.MetadataRequest{}); err == nil {
+			for _, t := range md.Tools {
+				names = append(names, t.Name)
+			}
+		}
+	}
+	for _, rt := range remoteTools {
+		if rt.Node == node {
+			names = append(names, rt.Name)
+		}
+	}
+	return names
+}
+
+// checkMCPEnv reports each ${VAR} of an enabled MCP server that is not
+// set, at its config path, before anything starts.
+func checkMCPEnv(cfg *config.Config, ps *toolspec.Problems) {
+	for _, name := range cfg.MCPServerOrder {
+		sc := cfg.MCPServers[name]
+		if sc.Disabled {
+			continue
+		}
+		_, problems := mcpServer(sc).Expanded(nil)
+		for _, p := range problems {
+			ps.Add("mcp_servers."+name+"."+p.Path, "%s", p.Message)
+		}
+	}
 }
 
 // DefaultLogger logs to stderr at the level named by TENXGRAPH_LOG_LEVEL
@@ -125,8 +236,23 @@ func ServePlugin(name string) error {
 		sdk.Serve(p)
 	case bridgeName:
 		sdk.Serve(remote.New())
+	case mcpName:
+		opts, err := mcp.OptionsFromEnv()
+		if err != nil {
+			return err
+		}
+		log := hclog.New(&hclog.LoggerOptions{
+			Level:      hclog.LevelFromString(os.Getenv("TENXGRAPH_PLUGIN_LOG_LEVEL")),
+			Output:     os.Stderr,
+			JSONFormat: true,
+		})
+		b, err := mcp.New(opts, log)
+		if err != nil {
+			return err
+		}
+		sdk.Serve(b, sdk.WithLogger(log))
 	default:
-		return fmt.Errorf("no provider named %q (this binary serves %s and %s)", name, builtinName, bridgeName)
+		return fmt.Errorf("no provider named %q (this binary serves %s, %s and %s)", name, builtinName, bridgeName, mcpName)
 	}
 	return nil
 }

@@ -87,9 +87,7 @@ func New(ctx context.Context, cfg *config.Config, opts Options) (s *Service, err
 	if !ok {
 		ps.Add("agent", "no graph is registered as %q (registered: %s)", cfg.Agent, join(agent.Names()))
 	}
-	if len(cfg.MCPServers) > 0 {
-		ps.Add("mcp_servers", "MCP servers are not supported by this build yet")
-	}
+	checkMCPEnv(cfg, &ps)
 	if len(ps) > 0 {
 		return s, ps
 	}

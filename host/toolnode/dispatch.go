@@ -113,6 +113,12 @@ func (n *Node) call(ctx context.Context, r *graph.Run, t *Tool, c message.ToolCa
 	ev := graph.ToolEvent{Node: n.name, ID: c.ID, Name: c.Name, Provider: t.Provider}
 	if t.Kind == KindServer {
 		r.Emit(graph.Event{Type: graph.EventToolStarted, Data: ev})
+		if r.Listening() {
+			ctx = sdk.WithProgress(ctx, func(p sdk.Progress) {
+				r.Emit(graph.Event{Type: graph.EventToolProgress, Data: graph.ToolProgress{Node: n.name, ID: c.ID, Name: c.Name,
+					Provider: t.Provider, Progress: p.Progress, Total: p.Total, Message: p.Message}})
+			})
+		}
 	}
 	start := time.Now()
 	resp, err := t.provider.CallTool(ctx, req)

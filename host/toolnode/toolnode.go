@@ -64,13 +64,27 @@ type Node struct {
 	bridge     bridge
 	bridgeName string
 
-	mu     sync.RWMutex
-	server []Tool // sorted by name; fixed after New
-	remote []Tool // configured remote tools, in declaration order
-	byName map[string]*Tool
+	mu      sync.RWMutex
+	sources []*source // the server tool providers, in the order given
+	server  []Tool    // sorted by name; changes only when a provider's list does
+	remote  []Tool    // configured remote tools, in declaration order
+	byName  map[string]*Tool
 	// base is the tool set of a run without client tools, shared by all
 	// such runs (a ToolSet is never modified once built).
 	base *ToolSet
+	// gen counts changes of the server tools: a run's tool set is built
+	// once per generation.
+	gen uint64
+}
+
+// source is a provider of server tools and the list it gave last.
+type source struct {
+	p    sdk.Provider
+	name string
+	md   sdk.MetadataResponse
+	// changed is closed when the provider's list changed since md was
+	// read; nil for a provider whose list never changes.
+	changed <-chan struct{}
 }
 
 // New builds a ToolNode serving the providers' tools. It lists every
@@ -86,6 +100,10 @@ func New(ctx context.Context, name string, providers ...sdk.Provider) (*Node, er
 	var errs []string
 	seen := map[string]string{} // tool name -> provider name
 	for i, p := range providers {
+		var changed <-chan struct{}
+		if w, ok := p.(sdk.ToolsWatcher); ok {
+			changed = w.ToolsChanged() // before reading, so no change is missed
+		}
 		md, err := p.Metadata(ctx, sdk.MetadataRequest{})
 		if err != nil {
 			return nil, fmt.Errorf("tool node %q: provider %d: list tools: %w", name, i, err)
@@ -106,6 +124,8 @@ func New(ctx context.Context, name string, providers ...sdk.Provider) (*Node, er
 				continue
 			}
 			n.bridge, n.bridgeName, kind = b, pname, KindRemote
+		} else {
+			n.sources = append(n.sources, &source{p: p, name: pname, md: md, changed: changed})
 		}
 		for _, spec := range md.Tools {
 			if ps := toolspec.Check(spec); len(ps) > 0 {
@@ -157,6 +177,81 @@ func specsOf(tools []Tool) []sdk.ToolSpec {
 	return specs
 }
 
+// stale says whether a provider announced a change not yet read.
+func (n *Node) stale() bool {
+	n.mu.RLock()
+	defer n.mu.RUnlock()
+	for _, s := range n.sources {
+		select {
+		case <-s.changed: // a nil channel (never changes) is never ready
+			return true
+		default:
+		}
+	}
+	return false
+}
+
+// refresh re-reads the tool lists of the providers that announced a change,
+// so that the next model step is offered the new tools. It costs one
+// non-blocking channel receive per provider when nothing changed. A tool
+// the node cannot take (an invalid spec, or a name another of its tools
+// has) is left out and reported on r's events.
+func (n *Node) refresh(ctx context.Context, r *graph.Run) {
+	if !n.stale() {
+		return
+	}
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	changed := false
+	for _, s := range n.sources {
+		select {
+		case <-s.changed:
+		default:
+			continue
+		}
+		next := s.p.(sdk.ToolsWatcher).ToolsChanged()
+		md, err := s.p.Metadata(ctx, sdk.MetadataRequest{})
+		if err != nil {
+			continue // the closed channel stays: tried again at the next step
+		}
+		s.md, s.changed, changed = md, next, true
+	}
+	if !changed {
+		return
+	}
+	remote := make(map[string]bool, len(n.remote))
+	for _, t := range n.remote {
+		remote[t.Spec.Name] = true
+	}
+	seen := map[string]string{}
+	var server []Tool
+	for _, s := range n.sources {
+		for _, spec := range s.md.Tools {
+			reason := ""
+			if ps := toolspec.Check(spec); len(ps) > 0 {
+				reason = strings.ReplaceAll(ps.Error(), "\n", "; ")
+			} else if prev, dup := seen[spec.Name]; dup {
+				reason = fmt.Sprintf("%q already serves a tool of that name", prev)
+			} else if remote[spec.Name] {
+				reason = "a configured remote tool has that name"
+			}
+			if reason != "" {
+				r.Emit(graph.Event{Type: graph.EventToolIgnored, Data: graph.ToolIgnored{Node: n.name, Name: spec.Name,
+					Reason: fmt.Sprintf("provider %q added the tool, but the node cannot offer it: %s", s.name, reason)}})
+				continue
+			}
+			seen[spec.Name] = s.name
+			t := Tool{Spec: spec, Kind: KindServer, Provider: s.name, provider: s.p}
+			t.schema, _ = toolspec.Compile(spec.Parameters) // checked above
+			server = append(server, t)
+		}
+	}
+	sort.Slice(server, func(i, j int) bool { return server[i].Spec.Name < server[j].Spec.Name })
+	n.server = server
+	n.gen++
+	n.reindex()
+}
+
 // Name is the node's name in the graph.
 func (n *Node) Name() string { return n.name }
 
@@ -187,6 +282,7 @@ func (n *Node) AttachRemoteTools(tools []graph.RemoteToolConfig) {
 // Tools lists the node's tools without a run: server tools, then configured
 // remote tools.
 func (n *Node) Tools() []Tool {
+	n.refresh(context.Background(), &graph.Run{})
 	n.mu.RLock()
 	defer n.mu.RUnlock()
 	return slices.Concat(n.server, n.remote)
@@ -205,14 +301,23 @@ func (ts *ToolSet) Specs() []sdk.ToolSpec { return ts.specs }
 // Tools are the set's entries.
 func (ts *ToolSet) Tools() []Tool { return ts.tools }
 
-type toolSetKey struct{ node *Node }
+type toolSetKey struct {
+	node *Node
+	gen  uint64
+}
 
 // ToolSet returns the tools this run offers: the node's own plus the run's
-// client tools whose names are free. It is built once per run; the remote
-// bridge leaves out a client tool that would shadow one of the node's, and
-// the run's events report it (EventToolIgnored).
+// client tools whose names are free. It is built once per run, and again
+// when a provider's tool list changed (see sdk.ToolsWatcher): the model
+// step after a change sees the new tools. The remote bridge leaves out a
+// client tool that would shadow one of the node's, and the run's events
+// report it (EventToolIgnored).
 func (n *Node) ToolSet(ctx context.Context, r *graph.Run) (*ToolSet, error) {
-	v, err := r.Memo(toolSetKey{n}, func() (any, error) { return n.buildToolSet(ctx, r) })
+	n.refresh(ctx, r)
+	n.mu.RLock()
+	gen := n.gen
+	n.mu.RUnlock()
+	v, err := r.Memo(toolSetKey{n, gen}, func() (any, error) { return n.buildToolSet(ctx, r) })
 	if err != nil {
 		return nil, err
 	}

@@ -522,6 +522,151 @@ func (x *CallTool_Response) GetDeferred() bool {
 	return false
 }
 
+// Progress is a report from a running tool, in the units the tool
+// chooses: progress goes up; total is 0 when unknown.
+type CallTool_Progress struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Progress      float64                `protobuf:"fixed64,1,opt,name=progress,proto3" json:"progress,omitempty"`
+	Total         float64                `protobuf:"fixed64,2,opt,name=total,proto3" json:"total,omitempty"`
+	Message       string                 `protobuf:"bytes,3,opt,name=message,proto3" json:"message,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CallTool_Progress) Reset() {
+	*x = CallTool_Progress{}
+	mi := &file_toolprovider_v1_toolprovider_proto_msgTypes[10]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CallTool_Progress) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CallTool_Progress) ProtoMessage() {}
+
+func (x *CallTool_Progress) ProtoReflect() protoreflect.Message {
+	mi := &file_toolprovider_v1_toolprovider_proto_msgTypes[10]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CallTool_Progress.ProtoReflect.Descriptor instead.
+func (*CallTool_Progress) Descriptor() ([]byte, []int) {
+	return file_toolprovider_v1_toolprovider_proto_rawDescGZIP(), []int{2, 2}
+}
+
+func (x *CallTool_Progress) GetProgress() float64 {
+	if x != nil {
+		return x.Progress
+	}
+	return 0
+}
+
+func (x *CallTool_Progress) GetTotal() float64 {
+	if x != nil {
+		return x.Total
+	}
+	return 0
+}
+
+func (x *CallTool_Progress) GetMessage() string {
+	if x != nil {
+		return x.Message
+	}
+	return ""
+}
+
+// Event is one message of CallToolStream.
+type CallTool_Event struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Types that are valid to be assigned to Event:
+	//
+	//	*CallTool_Event_Progress
+	//	*CallTool_Event_Response
+	Event         isCallTool_Event_Event `protobuf_oneof:"event"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CallTool_Event) Reset() {
+	*x = CallTool_Event{}
+	mi := &file_toolprovider_v1_toolprovider_proto_msgTypes[11]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CallTool_Event) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CallTool_Event) ProtoMessage() {}
+
+func (x *CallTool_Event) ProtoReflect() protoreflect.Message {
+	mi := &file_toolprovider_v1_toolprovider_proto_msgTypes[11]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CallTool_Event.ProtoReflect.Descriptor instead.
+func (*CallTool_Event) Descriptor() ([]byte, []int) {
+	return file_toolprovider_v1_toolprovider_proto_rawDescGZIP(), []int{2, 3}
+}
+
+func (x *CallTool_Event) GetEvent() isCallTool_Event_Event {
+	if x != nil {
+		return x.Event
+	}
+	return nil
+}
+
+func (x *CallTool_Event) GetProgress() *CallTool_Progress {
+	if x != nil {
+		if x, ok := x.Event.(*CallTool_Event_Progress); ok {
+			return x.Progress
+		}
+	}
+	return nil
+}
+
+func (x *CallTool_Event) GetResponse() *CallTool_Response {
+	if x != nil {
+		if x, ok := x.Event.(*CallTool_Event_Response); ok {
+			return x.Response
+		}
+	}
+	return nil
+}
+
+type isCallTool_Event_Event interface {
+	isCallTool_Event_Event()
+}
+
+type CallTool_Event_Progress struct {
+	Progress *CallTool_Progress `protobuf:"bytes,1,opt,name=progress,proto3,oneof"`
+}
+
+type CallTool_Event_Response struct {
+	Response *CallTool_Response `protobuf:"bytes,2,opt,name=response,proto3,oneof"`
+}
+
+func (*CallTool_Event_Progress) isCallTool_Event_Event() {}
+
+func (*CallTool_Event_Response) isCallTool_Event_Event() {}
+
 type PrepareRun_Request struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// run_tools_json are the run's client tools as the client sent them
@@ -535,7 +680,7 @@ type PrepareRun_Request struct {
 
 func (x *PrepareRun_Request) Reset() {
 	*x = PrepareRun_Request{}
-	mi := &file_toolprovider_v1_toolprovider_proto_msgTypes[10]
+	mi := &file_toolprovider_v1_toolprovider_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -547,7 +692,7 @@ func (x *PrepareRun_Request) String() string {
 func (*PrepareRun_Request) ProtoMessage() {}
 
 func (x *PrepareRun_Request) ProtoReflect() protoreflect.Message {
-	mi := &file_toolprovider_v1_toolprovider_proto_msgTypes[10]
+	mi := &file_toolprovider_v1_toolprovider_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -589,7 +734,7 @@ type PrepareRun_Response struct {
 
 func (x *PrepareRun_Response) Reset() {
 	*x = PrepareRun_Response{}
-	mi := &file_toolprovider_v1_toolprovider_proto_msgTypes[11]
+	mi := &file_toolprovider_v1_toolprovider_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -601,7 +746,7 @@ func (x *PrepareRun_Response) String() string {
 func (*PrepareRun_Response) ProtoMessage() {}
 
 func (x *PrepareRun_Response) ProtoReflect() protoreflect.Message {
-	mi := &file_toolprovider_v1_toolprovider_proto_msgTypes[11]
+	mi := &file_toolprovider_v1_toolprovider_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -648,7 +793,7 @@ type PrepareRun_Ignored struct {
 
 func (x *PrepareRun_Ignored) Reset() {
 	*x = PrepareRun_Ignored{}
-	mi := &file_toolprovider_v1_toolprovider_proto_msgTypes[12]
+	mi := &file_toolprovider_v1_toolprovider_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -660,7 +805,7 @@ func (x *PrepareRun_Ignored) String() string {
 func (*PrepareRun_Ignored) ProtoMessage() {}
 
 func (x *PrepareRun_Ignored) ProtoReflect() protoreflect.Message {
-	mi := &file_toolprovider_v1_toolprovider_proto_msgTypes[12]
+	mi := &file_toolprovider_v1_toolprovider_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -700,7 +845,7 @@ type PrepareRun_Problem struct {
 
 func (x *PrepareRun_Problem) Reset() {
 	*x = PrepareRun_Problem{}
-	mi := &file_toolprovider_v1_toolprovider_proto_msgTypes[13]
+	mi := &file_toolprovider_v1_toolprovider_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -712,7 +857,7 @@ func (x *PrepareRun_Problem) String() string {
 func (*PrepareRun_Problem) ProtoMessage() {}
 
 func (x *PrepareRun_Problem) ProtoReflect() protoreflect.Message {
-	mi := &file_toolprovider_v1_toolprovider_proto_msgTypes[13]
+	mi := &file_toolprovider_v1_toolprovider_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -750,7 +895,7 @@ type Watch_Request struct {
 
 func (x *Watch_Request) Reset() {
 	*x = Watch_Request{}
-	mi := &file_toolprovider_v1_toolprovider_proto_msgTypes[14]
+	mi := &file_toolprovider_v1_toolprovider_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -762,7 +907,7 @@ func (x *Watch_Request) String() string {
 func (*Watch_Request) ProtoMessage() {}
 
 func (x *Watch_Request) ProtoReflect() protoreflect.Message {
-	mi := &file_toolprovider_v1_toolprovider_proto_msgTypes[14]
+	mi := &file_toolprovider_v1_toolprovider_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -779,14 +924,16 @@ func (*Watch_Request) Descriptor() ([]byte, []int) {
 }
 
 type Watch_Event struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// tools_changed: the tool list changed; read it again with GetMetadata.
+	ToolsChanged  bool `protobuf:"varint,1,opt,name=tools_changed,json=toolsChanged,proto3" json:"tools_changed,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *Watch_Event) Reset() {
 	*x = Watch_Event{}
-	mi := &file_toolprovider_v1_toolprovider_proto_msgTypes[15]
+	mi := &file_toolprovider_v1_toolprovider_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -798,7 +945,7 @@ func (x *Watch_Event) String() string {
 func (*Watch_Event) ProtoMessage() {}
 
 func (x *Watch_Event) ProtoReflect() protoreflect.Message {
-	mi := &file_toolprovider_v1_toolprovider_proto_msgTypes[15]
+	mi := &file_toolprovider_v1_toolprovider_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -814,6 +961,13 @@ func (*Watch_Event) Descriptor() ([]byte, []int) {
 	return file_toolprovider_v1_toolprovider_proto_rawDescGZIP(), []int{4, 1}
 }
 
+func (x *Watch_Event) GetToolsChanged() bool {
+	if x != nil {
+		return x.ToolsChanged
+	}
+	return false
+}
+
 type Shutdown_Request struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	unknownFields protoimpl.UnknownFields
@@ -822,7 +976,7 @@ type Shutdown_Request struct {
 
 func (x *Shutdown_Request) Reset() {
 	*x = Shutdown_Request{}
-	mi := &file_toolprovider_v1_toolprovider_proto_msgTypes[16]
+	mi := &file_toolprovider_v1_toolprovider_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -834,7 +988,7 @@ func (x *Shutdown_Request) String() string {
 func (*Shutdown_Request) ProtoMessage() {}
 
 func (x *Shutdown_Request) ProtoReflect() protoreflect.Message {
-	mi := &file_toolprovider_v1_toolprovider_proto_msgTypes[16]
+	mi := &file_toolprovider_v1_toolprovider_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -858,7 +1012,7 @@ type Shutdown_Response struct {
 
 func (x *Shutdown_Response) Reset() {
 	*x = Shutdown_Response{}
-	mi := &file_toolprovider_v1_toolprovider_proto_msgTypes[17]
+	mi := &file_toolprovider_v1_toolprovider_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -870,7 +1024,7 @@ func (x *Shutdown_Response) String() string {
 func (*Shutdown_Response) ProtoMessage() {}
 
 func (x *Shutdown_Response) ProtoReflect() protoreflect.Message {
-	mi := &file_toolprovider_v1_toolprovider_proto_msgTypes[17]
+	mi := &file_toolprovider_v1_toolprovider_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -901,7 +1055,7 @@ const file_toolprovider_v1_toolprovider_proto_rawDesc = "" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x18\n" +
 	"\aversion\x18\x02 \x01(\tR\aversion\x12\"\n" +
 	"\fcapabilities\x18\x03 \x03(\tR\fcapabilities\x12/\n" +
-	"\x05tools\x18\x04 \x03(\v2\x19.toolprovider.v1.ToolSpecR\x05tools\"\xa3\x02\n" +
+	"\x05tools\x18\x04 \x03(\v2\x19.toolprovider.v1.ToolSpecR\x05tools\"\x92\x04\n" +
 	"\bCallTool\x1a\xb0\x01\n" +
 	"\aRequest\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12%\n" +
@@ -912,7 +1066,15 @@ const file_toolprovider_v1_toolprovider_proto_rawDesc = "" +
 	"\bResponse\x12!\n" +
 	"\fcontent_json\x18\x01 \x01(\fR\vcontentJson\x12\x19\n" +
 	"\bis_error\x18\x02 \x01(\bR\aisError\x12\x1a\n" +
-	"\bdeferred\x18\x03 \x01(\bR\bdeferred\"\x81\x03\n" +
+	"\bdeferred\x18\x03 \x01(\bR\bdeferred\x1aV\n" +
+	"\bProgress\x12\x1a\n" +
+	"\bprogress\x18\x01 \x01(\x01R\bprogress\x12\x14\n" +
+	"\x05total\x18\x02 \x01(\x01R\x05total\x12\x18\n" +
+	"\amessage\x18\x03 \x01(\tR\amessage\x1a\x94\x01\n" +
+	"\x05Event\x12@\n" +
+	"\bprogress\x18\x01 \x01(\v2\".toolprovider.v1.CallTool.ProgressH\x00R\bprogress\x12@\n" +
+	"\bresponse\x18\x02 \x01(\v2\".toolprovider.v1.CallTool.ResponseH\x00R\bresponseB\a\n" +
+	"\x05event\"\x81\x03\n" +
 	"\n" +
 	"PrepareRun\x1aE\n" +
 	"\aRequest\x12$\n" +
@@ -927,17 +1089,19 @@ const file_toolprovider_v1_toolprovider_proto_rawDesc = "" +
 	"\x06reason\x18\x02 \x01(\tR\x06reason\x1a7\n" +
 	"\aProblem\x12\x12\n" +
 	"\x04path\x18\x01 \x01(\tR\x04path\x12\x18\n" +
-	"\amessage\x18\x02 \x01(\tR\amessage\"\x1b\n" +
+	"\amessage\x18\x02 \x01(\tR\amessage\"@\n" +
 	"\x05Watch\x1a\t\n" +
-	"\aRequest\x1a\a\n" +
-	"\x05Event\"!\n" +
+	"\aRequest\x1a,\n" +
+	"\x05Event\x12#\n" +
+	"\rtools_changed\x18\x01 \x01(\bR\ftoolsChanged\"!\n" +
 	"\bShutdown\x1a\t\n" +
 	"\aRequest\x1a\n" +
 	"\n" +
-	"\bResponse2\xb2\x03\n" +
+	"\bResponse2\x8a\x04\n" +
 	"\fToolProvider\x12Z\n" +
 	"\vGetMetadata\x12$.toolprovider.v1.GetMetadata.Request\x1a%.toolprovider.v1.GetMetadata.Response\x12Q\n" +
-	"\bCallTool\x12!.toolprovider.v1.CallTool.Request\x1a\".toolprovider.v1.CallTool.Response\x12W\n" +
+	"\bCallTool\x12!.toolprovider.v1.CallTool.Request\x1a\".toolprovider.v1.CallTool.Response\x12V\n" +
+	"\x0eCallToolStream\x12!.toolprovider.v1.CallTool.Request\x1a\x1f.toolprovider.v1.CallTool.Event0\x01\x12W\n" +
 	"\n" +
 	"PrepareRun\x12#.toolprovider.v1.PrepareRun.Request\x1a$.toolprovider.v1.PrepareRun.Response\x12G\n" +
 	"\x05Watch\x12\x1e.toolprovider.v1.Watch.Request\x1a\x1c.toolprovider.v1.Watch.Event0\x01\x12Q\n" +
@@ -955,7 +1119,7 @@ func file_toolprovider_v1_toolprovider_proto_rawDescGZIP() []byte {
 	return file_toolprovider_v1_toolprovider_proto_rawDescData
 }
 
-var file_toolprovider_v1_toolprovider_proto_msgTypes = make([]protoimpl.MessageInfo, 18)
+var file_toolprovider_v1_toolprovider_proto_msgTypes = make([]protoimpl.MessageInfo, 20)
 var file_toolprovider_v1_toolprovider_proto_goTypes = []any{
 	(*ToolSpec)(nil),             // 0: toolprovider.v1.ToolSpec
 	(*GetMetadata)(nil),          // 1: toolprovider.v1.GetMetadata
@@ -967,36 +1131,42 @@ var file_toolprovider_v1_toolprovider_proto_goTypes = []any{
 	(*GetMetadata_Response)(nil), // 7: toolprovider.v1.GetMetadata.Response
 	(*CallTool_Request)(nil),     // 8: toolprovider.v1.CallTool.Request
 	(*CallTool_Response)(nil),    // 9: toolprovider.v1.CallTool.Response
-	(*PrepareRun_Request)(nil),   // 10: toolprovider.v1.PrepareRun.Request
-	(*PrepareRun_Response)(nil),  // 11: toolprovider.v1.PrepareRun.Response
-	(*PrepareRun_Ignored)(nil),   // 12: toolprovider.v1.PrepareRun.Ignored
-	(*PrepareRun_Problem)(nil),   // 13: toolprovider.v1.PrepareRun.Problem
-	(*Watch_Request)(nil),        // 14: toolprovider.v1.Watch.Request
-	(*Watch_Event)(nil),          // 15: toolprovider.v1.Watch.Event
-	(*Shutdown_Request)(nil),     // 16: toolprovider.v1.Shutdown.Request
-	(*Shutdown_Response)(nil),    // 17: toolprovider.v1.Shutdown.Response
+	(*CallTool_Progress)(nil),    // 10: toolprovider.v1.CallTool.Progress
+	(*CallTool_Event)(nil),       // 11: toolprovider.v1.CallTool.Event
+	(*PrepareRun_Request)(nil),   // 12: toolprovider.v1.PrepareRun.Request
+	(*PrepareRun_Response)(nil),  // 13: toolprovider.v1.PrepareRun.Response
+	(*PrepareRun_Ignored)(nil),   // 14: toolprovider.v1.PrepareRun.Ignored
+	(*PrepareRun_Problem)(nil),   // 15: toolprovider.v1.PrepareRun.Problem
+	(*Watch_Request)(nil),        // 16: toolprovider.v1.Watch.Request
+	(*Watch_Event)(nil),          // 17: toolprovider.v1.Watch.Event
+	(*Shutdown_Request)(nil),     // 18: toolprovider.v1.Shutdown.Request
+	(*Shutdown_Response)(nil),    // 19: toolprovider.v1.Shutdown.Response
 }
 var file_toolprovider_v1_toolprovider_proto_depIdxs = []int32{
 	0,  // 0: toolprovider.v1.GetMetadata.Response.tools:type_name -> toolprovider.v1.ToolSpec
 	0,  // 1: toolprovider.v1.CallTool.Request.run_tool:type_name -> toolprovider.v1.ToolSpec
-	0,  // 2: toolprovider.v1.PrepareRun.Response.tools:type_name -> toolprovider.v1.ToolSpec
-	12, // 3: toolprovider.v1.PrepareRun.Response.ignored:type_name -> toolprovider.v1.PrepareRun.Ignored
-	13, // 4: toolprovider.v1.PrepareRun.Response.problems:type_name -> toolprovider.v1.PrepareRun.Problem
-	6,  // 5: toolprovider.v1.ToolProvider.GetMetadata:input_type -> toolprovider.v1.GetMetadata.Request
-	8,  // 6: toolprovider.v1.ToolProvider.CallTool:input_type -> toolprovider.v1.CallTool.Request
-	10, // 7: toolprovider.v1.ToolProvider.PrepareRun:input_type -> toolprovider.v1.PrepareRun.Request
-	14, // 8: toolprovider.v1.ToolProvider.Watch:input_type -> toolprovider.v1.Watch.Request
-	16, // 9: toolprovider.v1.ToolProvider.Shutdown:input_type -> toolprovider.v1.Shutdown.Request
-	7,  // 10: toolprovider.v1.ToolProvider.GetMetadata:output_type -> toolprovider.v1.GetMetadata.Response
-	9,  // 11: toolprovider.v1.ToolProvider.CallTool:output_type -> toolprovider.v1.CallTool.Response
-	11, // 12: toolprovider.v1.ToolProvider.PrepareRun:output_type -> toolprovider.v1.PrepareRun.Response
-	15, // 13: toolprovider.v1.ToolProvider.Watch:output_type -> toolprovider.v1.Watch.Event
-	17, // 14: toolprovider.v1.ToolProvider.Shutdown:output_type -> toolprovider.v1.Shutdown.Response
-	10, // [10:15] is the sub-list for method output_type
-	5,  // [5:10] is the sub-list for method input_type
-	5,  // [5:5] is the sub-list for extension type_name
-	5,  // [5:5] is the sub-list for extension extendee
-	0,  // [0:5] is the sub-list for field type_name
+	10, // 2: toolprovider.v1.CallTool.Event.progress:type_name -> toolprovider.v1.CallTool.Progress
+	9,  // 3: toolprovider.v1.CallTool.Event.response:type_name -> toolprovider.v1.CallTool.Response
+	0,  // 4: toolprovider.v1.PrepareRun.Response.tools:type_name -> toolprovider.v1.ToolSpec
+	14, // 5: toolprovider.v1.PrepareRun.Response.ignored:type_name -> toolprovider.v1.PrepareRun.Ignored
+	15, // 6: toolprovider.v1.PrepareRun.Response.problems:type_name -> toolprovider.v1.PrepareRun.Problem
+	6,  // 7: toolprovider.v1.ToolProvider.GetMetadata:input_type -> toolprovider.v1.GetMetadata.Request
+	8,  // 8: toolprovider.v1.ToolProvider.CallTool:input_type -> toolprovider.v1.CallTool.Request
+	8,  // 9: toolprovider.v1.ToolProvider.CallToolStream:input_type -> toolprovider.v1.CallTool.Request
+	12, // 10: toolprovider.v1.ToolProvider.PrepareRun:input_type -> toolprovider.v1.PrepareRun.Request
+	16, // 11: toolprovider.v1.ToolProvider.Watch:input_type -> toolprovider.v1.Watch.Request
+	18, // 12: toolprovider.v1.ToolProvider.Shutdown:input_type -> toolprovider.v1.Shutdown.Request
+	7,  // 13: toolprovider.v1.ToolProvider.GetMetadata:output_type -> toolprovider.v1.GetMetadata.Response
+	9,  // 14: toolprovider.v1.ToolProvider.CallTool:output_type -> toolprovider.v1.CallTool.Response
+	11, // 15: toolprovider.v1.ToolProvider.CallToolStream:output_type -> toolprovider.v1.CallTool.Event
+	13, // 16: toolprovider.v1.ToolProvider.PrepareRun:output_type -> toolprovider.v1.PrepareRun.Response
+	17, // 17: toolprovider.v1.ToolProvider.Watch:output_type -> toolprovider.v1.Watch.Event
+	19, // 18: toolprovider.v1.ToolProvider.Shutdown:output_type -> toolprovider.v1.Shutdown.Response
+	13, // [13:19] is the sub-list for method output_type
+	7,  // [7:13] is the sub-list for method input_type
+	7,  // [7:7] is the sub-list for extension type_name
+	7,  // [7:7] is the sub-list for extension extendee
+	0,  // [0:7] is the sub-list for field type_name
 }
 
 func init() { file_toolprovider_v1_toolprovider_proto_init() }
@@ -1004,13 +1174,17 @@ func file_toolprovider_v1_toolprovider_proto_init() {
 	if File_toolprovider_v1_toolprovider_proto != nil {
 		return
 	}
+	file_toolprovider_v1_toolprovider_proto_msgTypes[11].OneofWrappers = []any{
+		(*CallTool_Event_Progress)(nil),
+		(*CallTool_Event_Response)(nil),
+	}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_toolprovider_v1_toolprovider_proto_rawDesc), len(file_toolprovider_v1_toolprovider_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   18,
+			NumMessages:   20,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

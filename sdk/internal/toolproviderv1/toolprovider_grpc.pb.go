@@ -30,11 +30,12 @@ import (
 const _ = grpc.SupportPackageIsVersion9
 
 const (
-	ToolProvider_GetMetadata_FullMethodName = "/toolprovider.v1.ToolProvider/GetMetadata"
-	ToolProvider_CallTool_FullMethodName    = "/toolprovider.v1.ToolProvider/CallTool"
-	ToolProvider_PrepareRun_FullMethodName  = "/toolprovider.v1.ToolProvider/PrepareRun"
-	ToolProvider_Watch_FullMethodName       = "/toolprovider.v1.ToolProvider/Watch"
-	ToolProvider_Shutdown_FullMethodName    = "/toolprovider.v1.ToolProvider/Shutdown"
+	ToolProvider_GetMetadata_FullMethodName    = "/toolprovider.v1.ToolProvider/GetMetadata"
+	ToolProvider_CallTool_FullMethodName       = "/toolprovider.v1.ToolProvider/CallTool"
+	ToolProvider_CallToolStream_FullMethodName = "/toolprovider.v1.ToolProvider/CallToolStream"
+	ToolProvider_PrepareRun_FullMethodName     = "/toolprovider.v1.ToolProvider/PrepareRun"
+	ToolProvider_Watch_FullMethodName          = "/toolprovider.v1.ToolProvider/Watch"
+	ToolProvider_Shutdown_FullMethodName       = "/toolprovider.v1.ToolProvider/Shutdown"
 )
 
 // ToolProviderClient is the client API for ToolProvider service.
@@ -46,11 +47,20 @@ type ToolProviderClient interface {
 	// CallTool runs one tool. The call's deadline and cancellation travel
 	// with the RPC and reach the tool's handler.
 	CallTool(ctx context.Context, in *CallTool_Request, opts ...grpc.CallOption) (*CallTool_Response, error)
+	// CallToolStream (capability "progress") runs one tool like CallTool and
+	// streams the tool's progress reports before its result: zero or more
+	// events with progress set, then exactly one with response set. A host
+	// uses it only when someone listens to progress, and falls back to
+	// CallTool when the plugin answers UNIMPLEMENTED.
+	CallToolStream(ctx context.Context, in *CallTool_Request, opts ...grpc.CallOption) (grpc.ServerStreamingClient[CallTool_Event], error)
 	// PrepareRun (capability "run_tools") judges a run's client tools: which
 	// are offered, which are ignored and why. It keeps no state.
 	PrepareRun(ctx context.Context, in *PrepareRun_Request, opts ...grpc.CallOption) (*PrepareRun_Response, error)
 	// Watch is the host's lifeline: the host keeps it open for the plugin's
 	// whole life, and the plugin exits when it breaks (the host is gone).
+	// A plugin with capability "tools_changed" also sends an event on it when
+	// the stream opens (covering changes made before) and each time its tool
+	// list changes; the host then calls GetMetadata again.
 	Watch(ctx context.Context, in *Watch_Request, opts ...grpc.CallOption) (grpc.ServerStreamingClient[Watch_Event], error)
 	// Shutdown asks the provider to release its resources (connections,
 	// child processes) before the host stops the process.
@@ -85,6 +95,25 @@ func (c *toolProviderClient) CallTool(ctx context.Context, in *CallTool_Request,
 	return out, nil
 }
 
+func (c *toolProviderClient) CallToolStream(ctx context.Context, in *CallTool_Request, opts ...grpc.CallOption) (grpc.ServerStreamingClient[CallTool_Event], error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	stream, err := c.cc.NewStream(ctx, &ToolProvider_ServiceDesc.Streams[0], ToolProvider_CallToolStream_FullMethodName, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	x := &grpc.GenericClientStream[CallTool_Request, CallTool_Event]{ClientStream: stream}
+	if err := x.ClientStream.SendMsg(in); err != nil {
+		return nil, err
+	}
+	if err := x.ClientStream.CloseSend(); err != nil {
+		return nil, err
+	}
+	return x, nil
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type ToolProvider_CallToolStreamClient = grpc.ServerStreamingClient[CallTool_Event]
+
 func (c *toolProviderClient) PrepareRun(ctx context.Context, in *PrepareRun_Request, opts ...grpc.CallOption) (*PrepareRun_Response, error) {
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
 	out := new(PrepareRun_Response)
@@ -97,7 +126,7 @@ func (c *toolProviderClient) PrepareRun(ctx context.Context, in *PrepareRun_Requ
 
 func (c *toolProviderClient) Watch(ctx context.Context, in *Watch_Request, opts ...grpc.CallOption) (grpc.ServerStreamingClient[Watch_Event], error) {
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
-	stream, err := c.cc.NewStream(ctx, &ToolProvider_ServiceDesc.Streams[0], ToolProvider_Watch_FullMethodName, cOpts...)
+	stream, err := c.cc.NewStream(ctx, &ToolProvider_ServiceDesc.Streams[1], ToolProvider_Watch_FullMethodName, cOpts...)
 	if err != nil {
 		return nil, err
 	}
@@ -133,11 +162,20 @@ type ToolProviderServer interface {
 	// CallTool runs one tool. The call's deadline and cancellation travel
 	// with the RPC and reach the tool's handler.
 	CallTool(context.Context, *CallTool_Request) (*CallTool_Response, error)
+	// CallToolStream (capability "progress") runs one tool like CallTool and
+	// streams the tool's progress reports before its result: zero or more
+	// events with progress set, then exactly one with response set. A host
+	// uses it only when someone listens to progress, and falls back to
+	// CallTool when the plugin answers UNIMPLEMENTED.
+	CallToolStream(*CallTool_Request, grpc.ServerStreamingServer[CallTool_Event]) error
 	// PrepareRun (capability "run_tools") judges a run's client tools: which
 	// are offered, which are ignored and why. It keeps no state.
 	PrepareRun(context.Context, *PrepareRun_Request) (*PrepareRun_Response, error)
 	// Watch is the host's lifeline: the host keeps it open for the plugin's
 	// whole life, and the plugin exits when it breaks (the host is gone).
+	// A plugin with capability "tools_changed" also sends an event on it when
+	// the stream opens (covering changes made before) and each time its tool
+	// list changes; the host then calls GetMetadata again.
 	Watch(*Watch_Request, grpc.ServerStreamingServer[Watch_Event]) error
 	// Shutdown asks the provider to release its resources (connections,
 	// child processes) before the host stops the process.
@@ -157,6 +195,9 @@ func (UnimplementedToolProviderServer) GetMetadata(context.Context, *GetMetadata
 }
 func (UnimplementedToolProviderServer) CallTool(context.Context, *CallTool_Request) (*CallTool_Response, error) {
 	return nil, status.Errorf(codes.Unimplemented, "method CallTool not implemented")
+}
+func (UnimplementedToolProviderServer) CallToolStream(*CallTool_Request, grpc.ServerStreamingServer[CallTool_Event]) error {
+	return status.Errorf(codes.Unimplemented, "method CallToolStream not implemented")
 }
 func (UnimplementedToolProviderServer) PrepareRun(context.Context, *PrepareRun_Request) (*PrepareRun_Response, error) {
 	return nil, status.Errorf(codes.Unimplemented, "method PrepareRun not implemented")
@@ -223,6 +264,17 @@ func _ToolProvider_CallTool_Handler(srv interface{}, ctx context.Context, dec fu
 	}
 	return interceptor(ctx, in, info, handler)
 }
+
+func _ToolProvider_CallToolStream_Handler(srv interface{}, stream grpc.ServerStream) error {
+	m := new(CallTool_Request)
+	if err := stream.RecvMsg(m); err != nil {
+		return err
+	}
+	return srv.(ToolProviderServer).CallToolStream(m, &grpc.GenericServerStream[CallTool_Request, CallTool_Event]{ServerStream: stream})
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type ToolProvider_CallToolStreamServer = grpc.ServerStreamingServer[CallTool_Event]
 
 func _ToolProvider_PrepareRun_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
 	in := new(PrepareRun_Request)
@@ -296,6 +348,11 @@ var ToolProvider_ServiceDesc = grpc.ServiceDesc{
 		},
 	},
 	Streams: []grpc.StreamDesc{
+		{
+			StreamName:    "CallToolStream",
+			Handler:       _ToolProvider_CallToolStream_Handler,
+			ServerStreams: true,
+		},
 		{
 			StreamName:    "Watch",
 			Handler:       _ToolProvider_Watch_Handler,

@@ -1,0 +1,76 @@
+package service_test
+
+import (
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// children lists the processes whose parent is pid, with their command
+// lines.
+func children(pid int) map[int]string {
+	out := map[int]string{}
+	entries, _ := os.ReadDir("/proc")
+	for _, e := range entries {
+		child, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		stat, err := os.ReadFile(filepath.Join("/proc", e.Name(), "stat"))
+		if err != nil {
+			continue
+		}
+		// pid (comm) state ppid ...: comm may hold spaces, so split after ')'.
+		fields := strings.Fields(string(stat[strings.LastIndexByte(string(stat), ')')+1:]))
+		if len(fields) < 2 || fields[1] != strconv.Itoa(pid) {
+			continue
+		}
+		cmd, _ := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
+		out[child] = strings.ReplaceAll(string(cmd), "\x00", " ")
+	}
+	return out
+}
+
+func alive(pid int) bool {
+	if syscall.Kill(pid, 0) != nil {
+		return false
+	}
+	stat, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "stat"))
+	return err == nil && !strings.Contains(string(stat[strings.LastIndexByte(string(stat), ')'):]), ") Z ")
+}
+
+// A stdio MCP server does not outlive its bridge, even one killed with
+// SIGKILL (which runs no cleanup): the kernel's parent-death signal ends it.
+func TestMCPServerDiesWithItsBridge(t *testing.T) {
+	nm := mcpModules(t)
+	startConfig(t, `{"agent": "tenxgraph:react", "model": {"provider": "scripted", "script": "script.json"},
+	  "checkpointer": {"type": "memory"},
+	  "mcp_servers": {"ev": {"command": "node", "args": [`+js(filepath.Join(nm, "@modelcontextprotocol/server-everything/dist/index.js"))+`, "stdio"]}}}`,
+		`{"rules": [{"match": "x", "text": "x"}]}`)
+	bridge, server := 0, 0
+	for pid, cmd := range children(os.Getpid()) {
+		if strings.HasSuffix(cmd, " plugin mcp ") {
+			bridge = pid
+			for c, ccmd := range children(pid) {
+				if strings.Contains(ccmd, "server-everything") {
+					server = c
+				}
+			}
+		}
+	}
+	if bridge == 0 || server == 0 {
+		t.Fatalf("bridge %d, server %d; children: %v", bridge, server, children(os.Getpid()))
+	}
+	if err := syscall.Kill(bridge, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	for end := time.Now().Add(10 * time.Second); alive(server); time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(end) {
+			t.Fatalf("the MCP server %d outlived its bridge %d", server, bridge)
+		}
+	}
+}

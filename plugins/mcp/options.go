@@ -1,0 +1,141 @@
+package mcp
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"time"
+)
+
+// EnvOptions is the environment variable through which the host hands
+// Options to the bridge running as a plugin subprocess, as JSON.
+const EnvOptions = "TENXGRAPH_MCP_OPTIONS"
+
+// EnvWireLog, when set to a file path, makes the bridge append every
+// JSON-RPC message it exchanges with its servers to that file, each line
+// prefixed with the server's name: the first thing to look at when a server
+// misbehaves.
+const EnvWireLog = "TENXGRAPH_MCP_WIRE_LOG"
+
+// Defaults for what a server entry leaves out.
+const (
+	// DefaultTimeout bounds a call that neither answers nor reports
+	// progress, and a connection that does not complete its handshake; it
+	// is the TypeScript SDK's default.
+	DefaultTimeout = 60 * time.Second
+	// DefaultMaxOutputBytes is the largest tool result handed to the model
+	// (1 MiB); a larger one is truncated, with a marker saying so.
+	DefaultMaxOutputBytes = 1 << 20
+)
+
+// Options configure one bridge: the MCP servers of one ToolNode.
+type Options struct {
+	// Servers in config order; their tools are listed in this order.
+	Servers []Server `json:"servers"`
+	// Taken are the names of the node's other tools (other providers',
+	// configured remote tools). A server tool with such a name is offered
+	// with the server's prefix, so it never collides.
+	Taken []string `json:"taken,omitempty"`
+}
+
+// Server is one entry of mcp_servers, as the host read it from the config:
+// ${VAR} references are still unexpanded (the bridge expands them from its
+// environment, which is the host's).
+type Server struct {
+	// Name is the entry's key; it prefixes the server's tools on a name
+	// collision.
+	Name string `json:"name"`
+	// Type is "stdio", "http" (Streamable HTTP) or "sse" (the legacy
+	// HTTP+SSE transport).
+	Type    string            `json:"type"`
+	Command string            `json:"command,omitempty"`
+	Args    []string          `json:"args,omitempty"`
+	Env     map[string]string `json:"env,omitempty"`
+	Cwd     string            `json:"cwd,omitempty"`
+	URL     string            `json:"url,omitempty"`
+	Headers map[string]string `json:"headers,omitempty"`
+	// Timeout bounds a call for as long as the server neither answers nor
+	// reports progress (0: DefaultTimeout), and the connection's start and
+	// handshake (at least MinConnectTimeout).
+	Timeout time.Duration `json:"-"`
+	// TimeoutMS is Timeout in JSON.
+	TimeoutMS int64 `json:"timeout_ms,omitempty"`
+	// AllowTools, when set, are the only tools offered; DenyTools are
+	// hidden. Both name the server's own tool names.
+	AllowTools []string `json:"allow_tools,omitempty"`
+	DenyTools  []string `json:"deny_tools,omitempty"`
+	// MaxOutputBytes caps a result (0: DefaultMaxOutputBytes).
+	MaxOutputBytes int64 `json:"max_output_bytes,omitempty"`
+	// Disabled entries are skipped.
+	Disabled bool `json:"disabled,omitempty"`
+}
+
+func (s Server) timeout() time.Duration {
+	switch {
+	case s.Timeout > 0:
+		return s.Timeout
+	case s.TimeoutMS > 0:
+		return time.Duration(s.TimeoutMS) * time.Millisecond
+	}
+	return DefaultTimeout
+}
+
+// MinConnectTimeout is the least time a connection gets to start and
+// complete its handshake, whatever the timeout: a server run through npx
+// may first download its package.
+const MinConnectTimeout = 30 * time.Second
+
+func (s Server) connectTimeout() time.Duration { return max(s.timeout(), MinConnectTimeout) }
+
+func (s Server) maxOutput() int {
+	if s.MaxOutputBytes > 0 && s.MaxOutputBytes < 1<<40 {
+		return int(s.MaxOutputBytes)
+	}
+	return DefaultMaxOutputBytes
+}
+
+// ParseOptions decodes Options strictly: unknown keys and trailing data are
+// errors.
+func ParseOptions(raw []byte) (Options, error) {
+	var o Options
+	if len(bytes.TrimSpace(raw)) == 0 {
+		return o, nil
+	}
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&o); err != nil {
+		return Options{}, err
+	}
+	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
+		return Options{}, errors.New("unexpected data after the JSON object")
+	}
+	return o, nil
+}
+
+// OptionsFromEnv reads Options from EnvOptions, as the plugin subprocess
+// does at startup.
+func OptionsFromEnv() (Options, error) {
+	o, err := ParseOptions([]byte(os.Getenv(EnvOptions)))
+	if err != nil {
+		return Options{}, fmt.Errorf(`%s is not valid MCP bridge options: %v (want a JSON object such as {"servers": [{"name": "files", "type": "stdio", "command": "npx", "args": ["-y", "@modelcontextprotocol/server-filesystem", "."]}]})`, EnvOptions, err)
+	}
+	return o, nil
+}
+
+// Environ returns the "NAME=value" entry that hands o to a bridge
+// subprocess. Timeouts travel as timeout_ms.
+func (o Options) Environ() (string, error) {
+	for i := range o.Servers {
+		if s := &o.Servers[i]; s.Timeout > 0 {
+			s.TimeoutMS = max(1, s.Timeout.Milliseconds())
+		}
+	}
+	raw, err := json.Marshal(o)
+	if err != nil {
+		return "", fmt.Errorf("encode MCP bridge options: %w", err)
+	}
+	return EnvOptions + "=" + string(raw), nil
+}

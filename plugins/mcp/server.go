@@ -1,0 +1,537 @@
+package mcp
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	mcpsdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/tenxgraph/tenxgraph/sdk"
+)
+
+// protocolVersion is pinned: the SDK's default first probes the 2026-07-28
+// protocol with server/discover, which some stdio servers answer by exiting
+// (go-sdk#1177) and which costs an extra round trip over HTTP.
+const protocolVersion = "2025-11-25"
+
+// stopGrace is how long a stdio server gets to exit after its stdin closes,
+// and again after SIGTERM.
+const stopGrace = time.Second
+
+// maxHold is the longest backoff a call waits out; past it, the call fails
+// at once with the reason the server is down.
+const maxHold = 2 * time.Second
+
+// longLife: a connection that lasted this long before it broke resets the
+// backoff; one that broke sooner counts as another strike.
+const longLife = 30 * time.Second
+
+// server is one MCP server: its connection, kept alive (a server that
+// exits or restarts is connected again: a new process or a new session),
+// and its tools.
+type server struct {
+	b      *Bridge
+	cfg    Server // ${VAR}s expanded
+	log    hclog.Logger
+	client *mcpsdk.Client
+	http   *http.Client
+	frame  int // the largest JSON-RPC message read, in bytes
+
+	mu      sync.Mutex
+	conn    *conn         // the live connection, or nil
+	dialing chan struct{} // closed when the dial in progress ends
+	lastErr error         // why the last dial failed or the connection broke
+	strikes int           // dial failures and short-lived connections in a row
+	retryAt time.Time     // no new dial before this, after strikes
+	tools   []*mcpsdk.Tool
+	closed  bool
+
+	calls  sync.Map // progress token -> *call
+	seq    atomic.Uint64
+	relist chan struct{} // a tools/list_changed to act on
+}
+
+// conn is one connection: a session, and for stdio the process behind it.
+type conn struct {
+	cs      *mcpsdk.ClientSession
+	proc    *process
+	cancel  context.CancelFunc // ends the connection's context
+	dead    chan struct{}      // closed when the session has ended
+	since   time.Time
+	closing atomic.Bool // the bridge ends it on purpose
+}
+
+func newServer(b *Bridge, cfg Server) *server {
+	s := &server{b: b, cfg: cfg, log: b.log.Named(cfg.Name), relist: make(chan struct{}, 1)}
+	// A frame holds the whole result, often twice (text and structured
+	// content); truncation happens after it is read, so the frame limit is
+	// well above max_output_bytes. A larger frame ends the session (the
+	// SDK cannot skip it), and the next call connects again.
+	s.frame = max(128<<20, 4*cfg.maxOutput()+(1<<20))
+	s.client = mcpsdk.NewClient(&mcpsdk.Implementation{Name: "tenxgraph", Version: Version}, &mcpsdk.ClientOptions{
+		// No roots: the SDK's default advertises them, and servers react
+		// (server-filesystem replaces its directories with the client's
+		// roots; server-everything stays up after stdin closes).
+		Capabilities: &mcpsdk.ClientCapabilities{},
+		ToolListChangedHandler: func(context.Context, *mcpsdk.ToolListChangedRequest) {
+			select {
+			case s.relist <- struct{}{}:
+			default: // one pending is enough
+			}
+		},
+		ProgressNotificationHandler: func(_ context.Context, req *mcpsdk.ProgressNotificationClientRequest) {
+			if c, ok := s.calls.Load(fmt.Sprint(req.Params.ProgressToken)); ok {
+				c.(*call).progress(req.Params)
+			}
+		},
+	})
+	if cfg.Type != "stdio" {
+		base := http.DefaultTransport.(*http.Transport).Clone()
+		base.MaxIdleConnsPerHost = 16
+		// No http.Client.Timeout: it would also cut the long-lived event
+		// stream. Calls have their own deadlines.
+		s.http = &http.Client{Transport: headerTransport{base: base, headers: cfg.Headers}}
+	}
+	return s
+}
+
+// headerTransport adds the entry's headers to every request (the SDK's
+// HTTP transports have no header setting): the POSTs, the event stream's
+// GET and the closing DELETE alike.
+type headerTransport struct {
+	base    http.RoundTripper
+	headers map[string]string
+}
+
+func (h headerTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	if len(h.headers) > 0 {
+		r = r.Clone(r.Context())
+		for k, v := range h.headers {
+			r.Header.Set(k, v)
+		}
+	}
+	return h.base.RoundTrip(r)
+}
+
+// describe names the server for messages: its key and what it runs.
+func (s *server) describe() string {
+	if s.cfg.Type == "stdio" {
+		return fmt.Sprintf("MCP server %q (%s)", s.cfg.Name, strings.Join(append([]string{s.cfg.Command}, s.cfg.Args...), " "))
+	}
+	return fmt.Sprintf("MCP server %q (%s)", s.cfg.Name, s.cfg.URL)
+}
+
+// dial connects: starts the process or opens the session, completes the
+// handshake and lists the tools, all within the server's timeout.
+func (s *server) dial() (*conn, []*mcpsdk.Tool, error) {
+	// The connection's context lives as long as the connection: the legacy
+	// SSE transport reads its event stream on the context Connect is given,
+	// so a context cancelled once connected would end the session. The
+	// handshake is bounded by a timer instead.
+	ctx, cancel := context.WithCancel(context.Background())
+	var t mcpsdk.Transport
+	var proc *process
+	switch s.cfg.Type {
+	case "stdio":
+		p, err := startStdio(s.cfg, s.log)
+		if err != nil {
+			cancel()
+			return nil, nil, err
+		}
+		proc = p
+		t = &mcpsdk.IOTransport{Reader: p.stdout, Writer: p.stdin, MaxLineLength: s.frame}
+	case "sse":
+		t = &mcpsdk.SSEClientTransport{Endpoint: s.cfg.URL, HTTPClient: s.http, MaxEventSize: s.frame}
+	default:
+		t = &mcpsdk.StreamableClientTransport{Endpoint: s.cfg.URL, HTTPClient: s.http, MaxEventSize: s.frame}
+	}
+	if w := s.b.wire; w != nil {
+		t = &mcpsdk.LoggingTransport{Transport: t, Writer: w.prefixed(s.cfg.Name)}
+	}
+	timeout := s.cfg.connectTimeout()
+	timer := time.AfterFunc(timeout, cancel)
+	cs, err := s.client.Connect(ctx, t, &mcpsdk.ClientSessionOptions{ProtocolVersion: protocolVersion})
+	var tools []*mcpsdk.Tool
+	if err == nil {
+		tools, err = s.list(ctx, cs)
+	}
+	if !timer.Stop() && err == nil {
+		err = context.DeadlineExceeded
+	}
+	if err != nil {
+		if ctx.Err() != nil {
+			err = fmt.Errorf("no answer to the handshake within %s: %w", timeout, err)
+		}
+		if cs != nil {
+			_ = cs.Close()
+		}
+		cancel()
+		if proc != nil {
+			select { // a server that failed to start usually exits at once
+			case <-proc.exited:
+				err = fmt.Errorf("%w; the server exited (%v)", err, proc.err)
+			case <-time.After(100 * time.Millisecond):
+			}
+			proc.stop(stopGrace)
+			proc.release()
+			err = fmt.Errorf("%w%s", err, proc.tail)
+		}
+		return nil, nil, err
+	}
+	c := &conn{cs: cs, proc: proc, cancel: cancel, dead: make(chan struct{}), since: time.Now()}
+	go s.watch(c)
+	return c, tools, nil
+}
+
+// list reads the server's tools, every page, and keeps the ones allowed.
+func (s *server) list(ctx context.Context, cs *mcpsdk.ClientSession) ([]*mcpsdk.Tool, error) {
+	var tools []*mcpsdk.Tool
+	for t, err := range cs.Tools(ctx, nil) {
+		if err != nil {
+			return nil, fmt.Errorf("list its tools: %w", err)
+		}
+		if len(s.cfg.AllowTools) > 0 && !slices.Contains(s.cfg.AllowTools, t.Name) || slices.Contains(s.cfg.DenyTools, t.Name) {
+			continue
+		}
+		tools = append(tools, t)
+	}
+	return tools, nil
+}
+
+// watch waits for the session to end. An end the bridge did not ask for is
+// a crash or a lost connection: it is logged, and the server connected
+// again at once (subject to backoff), so the next call finds it ready.
+func (s *server) watch(c *conn) {
+	err := c.cs.Wait()
+	close(c.dead)
+	c.cancel()
+	if c.proc != nil {
+		c.proc.stop(stopGrace) // a session that broke on a bad frame leaves the process running
+		c.proc.release()
+		if err == nil || errors.Is(err, io.EOF) {
+			err = c.proc.err
+		}
+	}
+	if c.closing.Load() {
+		return
+	}
+	reason := fmt.Errorf("the connection broke: %v", err)
+	if c.proc != nil {
+		reason = fmt.Errorf("the server exited (%v)%s", c.proc.err, c.proc.tail)
+	}
+	s.mu.Lock()
+	if s.conn == c {
+		s.conn = nil
+	}
+	s.lastErr = reason
+	if time.Since(c.since) >= longLife {
+		s.strikes = 0
+	}
+	s.strike()
+	closed := s.closed
+	s.mu.Unlock()
+	if closed {
+		return
+	}
+	s.log.Warn(s.describe()+" is gone; connecting again", "reason", reason)
+	s.mu.Lock()
+	wait := time.Until(s.retryAt)
+	s.mu.Unlock()
+	select {
+	case <-time.After(wait):
+	case <-s.b.done:
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), s.cfg.connectTimeout())
+	defer cancel()
+	if _, err := s.session(ctx); err != nil {
+		s.log.Warn("could not connect again to "+s.describe(), "error", err)
+	}
+}
+
+// strike counts a failure and sets the wait before the next dial: none
+// after the first, then from 250ms doubling to 30s. Called with s.mu held.
+func (s *server) strike() {
+	s.strikes++
+	wait := time.Duration(0)
+	if s.strikes > 1 {
+		wait = min(250*time.Millisecond<<min(s.strikes-2, 10), 30*time.Second)
+	}
+	s.retryAt = time.Now().Add(wait)
+}
+
+// session returns the live connection, connecting when there is none.
+// Concurrent callers share one dial.
+func (s *server) session(ctx context.Context) (*conn, error) {
+	for {
+		s.mu.Lock()
+		if s.closed {
+			s.mu.Unlock()
+			return nil, fmt.Errorf("%s: the bridge is shutting down", s.describe())
+		}
+		if c := s.conn; c != nil {
+			select {
+			case <-c.dead:
+				s.conn = nil
+			default:
+				s.mu.Unlock()
+				return c, nil
+			}
+		}
+		if s.dialing == nil {
+			if wait := time.Until(s.retryAt); wait > 0 && s.lastErr != nil {
+				err := s.lastErr
+				s.mu.Unlock()
+				if wait > maxHold {
+					return nil, fmt.Errorf("%s is unavailable: %v (next attempt in %s)", s.describe(), err, wait.Round(time.Millisecond))
+				}
+				select { // a short backoff is waited out rather than failing the call
+				case <-time.After(wait):
+				case <-ctx.Done():
+					return nil, fmt.Errorf("%s is unavailable: %v: %w", s.describe(), err, context.Cause(ctx))
+				}
+				continue
+			}
+			s.dialing = make(chan struct{})
+			go s.runDial(s.dialing)
+		}
+		ch := s.dialing
+		s.mu.Unlock()
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return nil, fmt.Errorf("%s: waiting for it to connect: %w", s.describe(), context.Cause(ctx))
+		}
+		s.mu.Lock()
+		c, err := s.conn, s.lastErr
+		s.mu.Unlock()
+		if c == nil && err != nil {
+			return nil, fmt.Errorf("%s is unavailable: %w", s.describe(), err)
+		}
+	}
+}
+
+func (s *server) runDial(done chan struct{}) {
+	c, tools, err := s.dial()
+	s.mu.Lock()
+	s.dialing = nil
+	switch {
+	case err != nil:
+		s.lastErr = err
+		s.strike()
+	case s.closed:
+		c.closing.Store(true)
+		go c.close()
+	default:
+		s.conn, s.lastErr, s.tools = c, nil, tools
+	}
+	s.mu.Unlock()
+	close(done)
+	if err == nil {
+		s.b.retitle()
+	}
+}
+
+// close ends a connection on purpose.
+func (c *conn) close() {
+	c.closing.Store(true)
+	_ = c.cs.Close()
+	if c.proc != nil {
+		c.proc.stop(stopGrace)
+		c.proc.release()
+	}
+	c.cancel()
+}
+
+// relister acts on tools/list_changed: it lists the server's tools again
+// (bursts of notifications are read as one) and renames the bridge's tools.
+func (s *server) relister() {
+	for {
+		select {
+		case <-s.relist:
+		case <-s.b.done:
+			return
+		}
+		time.Sleep(10 * time.Millisecond) // let a burst end
+		select {
+		case <-s.relist:
+		default:
+		}
+		s.mu.Lock()
+		c, dialing := s.conn, s.dialing
+		s.mu.Unlock()
+		if c == nil && dialing != nil { // the notification raced the handshake
+			<-dialing
+			s.mu.Lock()
+			c = s.conn
+			s.mu.Unlock()
+		}
+		if c == nil {
+			continue // the next connection lists them anyway
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), s.cfg.timeout())
+		tools, err := s.list(ctx, c.cs)
+		cancel()
+		if err != nil {
+			s.log.Warn("could not list the tools of "+s.describe()+" after it said they changed", "error", err)
+			continue
+		}
+		s.mu.Lock()
+		if s.conn == c {
+			s.tools = tools
+		}
+		s.mu.Unlock()
+		s.b.retitle()
+	}
+}
+
+// shutdown ends the server's connection; the bridge is stopping.
+func (s *server) shutdown() {
+	s.mu.Lock()
+	s.closed = true
+	c := s.conn
+	s.conn = nil
+	s.mu.Unlock()
+	if c != nil {
+		c.close()
+	}
+}
+
+// failure is a tool call that went wrong in a way the model should read
+// about (a timeout, a server that answered with an error, a lost
+// connection), as opposed to a call that could not be made.
+type failure struct{ msg string }
+
+func (f *failure) Error() string { return f.msg }
+
+var errIdle = errors.New("idle timeout")
+
+// call is one tool call in flight, for its progress notifications.
+type call struct {
+	ctx     context.Context // the host's call, which progress is reported on
+	timeout time.Duration
+	idle    *time.Timer
+	mu      sync.Mutex
+	done    bool
+}
+
+func (c *call) progress(p *mcpsdk.ProgressNotificationParams) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.done {
+		return // the result is out: a late report has no one to go to
+	}
+	c.idle.Reset(c.timeout)
+	sdk.ReportProgress(c.ctx, p.Progress, p.Total, p.Message)
+}
+
+func (c *call) finish() {
+	c.mu.Lock()
+	c.done = true
+	c.mu.Unlock()
+	c.idle.Stop()
+}
+
+// call runs one tool. The server's timeout bounds the call for as long as
+// the server neither answers nor reports progress; when it runs out, or ctx
+// ends, the SDK sends notifications/cancelled. A connection lost during the
+// call is made again, and the call retried once if the tool says it is
+// read-only or idempotent (a second run changes nothing).
+func (s *server) call(ctx context.Context, tool *mcpsdk.Tool, args json.RawMessage) (*mcpsdk.CallToolResult, error) {
+	timeout := s.cfg.timeout()
+	cctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	c := &call{ctx: ctx, timeout: timeout}
+	c.idle = time.AfterFunc(timeout, func() { cancel(errIdle) })
+	defer c.finish()
+	token := fmt.Sprintf("tenxgraph-%d", s.seq.Add(1))
+	s.calls.Store(token, c)
+	defer s.calls.Delete(token)
+	retried := false
+	for {
+		conn, err := s.session(cctx)
+		if err != nil {
+			if cctx.Err() != nil {
+				return nil, s.stopped(ctx, cctx, tool, timeout)
+			}
+			return nil, err
+		}
+		p := &mcpsdk.CallToolParams{Name: tool.Name, Arguments: args}
+		p.SetProgressToken(token)
+		res, err := conn.cs.CallTool(cctx, p)
+		if err == nil {
+			return res, nil
+		}
+		if cctx.Err() != nil {
+			return nil, s.stopped(ctx, cctx, tool, timeout)
+		}
+		var werr *jsonrpc.Error
+		if errors.As(err, &werr) || !s.lost(conn, err) {
+			// The server answered with an error (an unknown tool, invalid
+			// arguments): the tool failed, the model reads why.
+			return nil, &failure{fmt.Sprintf("%s failed to run tool %q: %v", s.describe(), tool.Name, err)}
+		}
+		if retried || !retryable(tool) {
+			why := "it is not marked read-only or idempotent, so it may or may not have taken effect"
+			if retried {
+				why = "it was already retried once"
+			}
+			return nil, &failure{fmt.Sprintf("%s lost its connection during the call of %q (%v); it is being connected again, and the call was not retried: %s", s.describe(), tool.Name, err, why)}
+		}
+		retried = true
+		s.log.Warn("the connection broke during a call; retrying it once, as the tool is read-only or idempotent", "tool", tool.Name, "error", err)
+	}
+}
+
+// stopped explains a call that ended before its result: the host gave up
+// (its context's error is returned as is), or the server stayed silent
+// past its timeout.
+func (s *server) stopped(ctx, cctx context.Context, tool *mcpsdk.Tool, timeout time.Duration) error {
+	if ctx.Err() != nil {
+		return ctx.Err()
+	}
+	if errors.Is(context.Cause(cctx), errIdle) {
+		return &failure{fmt.Sprintf("%s sent neither a result nor progress for %q within %s (its timeout); the call was cancelled", s.describe(), tool.Name, timeout)}
+	}
+	return context.Cause(cctx)
+}
+
+// lost says whether err means the connection is gone (the process exited,
+// the HTTP session ended) rather than the call failing.
+func (s *server) lost(c *conn, err error) bool {
+	if errors.Is(err, mcpsdk.ErrConnectionClosed) || errors.Is(err, mcpsdk.ErrSessionMissing) {
+		s.drop(c)
+		return true
+	}
+	select {
+	case <-c.dead: // a restarted HTTP server answers an unknown session with 400, and the SDK closes it
+		return true
+	case <-time.After(100 * time.Millisecond):
+		return false
+	}
+}
+
+// drop stops using a connection that failed a call.
+func (s *server) drop(c *conn) {
+	s.mu.Lock()
+	if s.conn == c {
+		s.conn = nil
+	}
+	s.mu.Unlock()
+	go func() { _ = c.cs.Close() }() // watch sees it end
+}
+
+func retryable(t *mcpsdk.Tool) bool {
+	return t.Annotations != nil && (t.Annotations.ReadOnlyHint || t.Annotations.IdempotentHint)
+}

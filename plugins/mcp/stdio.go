@@ -1,0 +1,160 @@
+package mcp
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+)
+
+// process is a running stdio server. The bridge owns both ends of its
+// pipes (os.Pipe rather than exec's StdoutPipe, whose reader Wait closes
+// while the last reply may still be unread) and reaps it itself.
+type process struct {
+	cmd    *exec.Cmd
+	stdin  *os.File // the bridge's write end of the server's stdin
+	stdout *os.File // the bridge's read end of the server's stdout
+	exited chan struct{}
+	err    error // Wait's, once exited is closed
+	tail   *tail
+}
+
+// childEnv is the bridge's environment without what only concerns the
+// bridge itself (its options, go-plugin's settings), plus the entry's env.
+func childEnv(extra map[string]string) []string {
+	var env []string
+	for _, kv := range os.Environ() {
+		k, _, _ := strings.Cut(kv, "=")
+		if k == EnvOptions || k == "TENXGRAPH_PLUGIN" || strings.HasPrefix(k, "PLUGIN_") {
+			continue
+		}
+		env = append(env, kv)
+	}
+	for _, k := range sortedKeys(extra) {
+		env = append(env, k+"="+extra[k])
+	}
+	return env
+}
+
+func startStdio(cfg Server, log hclog.Logger) (*process, error) {
+	cmd := exec.Command(cfg.Command, cfg.Args...)
+	if cmd.Err != nil {
+		return nil, fmt.Errorf("start %s: %w", cfg.Command, cmd.Err)
+	}
+	cmd.Dir = cfg.Cwd
+	cmd.Env = childEnv(cfg.Env)
+	setProcAttr(cmd)
+	var files []*os.File
+	closeAll := func() {
+		for _, f := range files {
+			_ = f.Close()
+		}
+	}
+	pipe := func() (*os.File, *os.File, error) {
+		r, w, err := os.Pipe()
+		if err == nil {
+			files = append(files, r, w)
+		}
+		return r, w, err
+	}
+	inR, inW, err1 := pipe()
+	outR, outW, err2 := pipe()
+	errR, errW, err3 := pipe()
+	if err := errors.Join(err1, err2, err3); err != nil {
+		closeAll()
+		return nil, fmt.Errorf("start %s: %w", cfg.Command, err)
+	}
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = inR, outW, errW
+	err := startProcess(cmd)
+	// The child has its ends; the bridge keeps only its own.
+	_ = inR.Close()
+	_ = outW.Close()
+	_ = errW.Close()
+	if err != nil {
+		_ = inW.Close()
+		_ = outR.Close()
+		_ = errR.Close()
+		return nil, fmt.Errorf("start %s: %w", strings.Join(append([]string{cfg.Command}, cfg.Args...), " "), err)
+	}
+	p := &process{cmd: cmd, stdin: inW, stdout: outR, exited: make(chan struct{}), tail: &tail{}}
+	go p.logStderr(errR, log)
+	go func() {
+		p.err = cmd.Wait()
+		close(p.exited)
+	}()
+	return p, nil
+}
+
+// logStderr files what the server writes on stderr in the bridge's log,
+// and keeps the last lines for error messages.
+func (p *process) logStderr(r *os.File, log hclog.Logger) {
+	defer r.Close()
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 0, 4096), 1<<20)
+	for sc.Scan() {
+		line := sc.Text()
+		p.tail.add(line)
+		log.Info("server stderr", "line", line)
+	}
+}
+
+// stop ends the server the way MCP clients do: close its stdin and let it
+// exit, then SIGTERM, then SIGKILL, waiting grace between steps.
+func (p *process) stop(grace time.Duration) {
+	_ = p.stdin.Close()
+	select {
+	case <-p.exited:
+		return
+	case <-time.After(grace):
+	}
+	terminate(p.cmd)
+	select {
+	case <-p.exited:
+		return
+	case <-time.After(grace):
+	}
+	_ = p.cmd.Process.Kill()
+	<-p.exited
+}
+
+// release closes the bridge's ends of the pipes once the server is gone.
+func (p *process) release() {
+	_ = p.stdin.Close()
+	_ = p.stdout.Close()
+}
+
+// tail keeps the last lines a server wrote on stderr.
+type tail struct {
+	mu    sync.Mutex
+	lines []string
+}
+
+const tailLines = 10
+
+func (t *tail) add(line string) {
+	if len(line) > 500 {
+		line = line[:500] + "…"
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.lines = append(t.lines, line)
+	if len(t.lines) > tailLines {
+		t.lines = t.lines[len(t.lines)-tailLines:]
+	}
+}
+
+// String is the last lines, for an error message ("" when there are none).
+func (t *tail) String() string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if len(t.lines) == 0 {
+		return ""
+	}
+	return "; its last output on stderr: " + strings.Join(t.lines, " | ")
+}
