@@ -62,8 +62,8 @@ type Run struct {
 	Step int
 
 	emit      func(Event)
-	listening bool // a Stream consumer receives the events
-	memo sync.Map // key -> *memoEntry
+	listening bool     // a Stream consumer receives the events
+	memo      sync.Map // key -> *memoEntry
 }
 
 type memoEntry struct {
