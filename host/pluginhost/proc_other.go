@@ -6,6 +6,4 @@ import "os/exec"
 
 func setProcAttr(*exec.Cmd) {}
 
-func start(cmd *exec.Cmd) error { return cmd.Start() }
-
 func killGroup(int) {}

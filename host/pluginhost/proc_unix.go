@@ -12,6 +12,4 @@ import (
 // dies.
 func setProcAttr(cmd *exec.Cmd) { cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true} }
 
-func start(cmd *exec.Cmd) error { return cmd.Start() }
-
 func killGroup(pid int) { _ = syscall.Kill(-pid, syscall.SIGKILL) }

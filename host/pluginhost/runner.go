@@ -13,6 +13,8 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/go-plugin/runner"
+
+	"github.com/tenxgraph/tenxgraph/internal/proc"
 )
 
 // procRunner starts a plugin the way go-plugin's own runner cannot: without
@@ -46,7 +48,7 @@ func newRunner(log hclog.Logger, cmd *exec.Cmd) (*procRunner, error) {
 }
 
 func (r *procRunner) Start(context.Context) error {
-	if err := start(r.cmd); err != nil {
+	if err := proc.Start(r.cmd); err != nil {
 		return err
 	}
 	r.pid = r.cmd.Process.Pid

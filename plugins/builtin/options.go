@@ -3,12 +3,12 @@ package builtin
 import (
 	"bytes"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"io"
 	"math"
 	"os"
 	"time"
+
+	"github.com/tenxgraph/tenxgraph/sdk"
 )
 
 // EnvOptions is the environment variable through which a host hands Options
@@ -113,16 +113,8 @@ func (o *HTTPFetchOptions) UnmarshalJSON(raw []byte) error {
 // zero Options, which means the defaults.
 func ParseOptions(raw []byte) (Options, error) {
 	var o Options
-	if len(bytes.TrimSpace(raw)) == 0 {
-		return o, nil
-	}
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&o); err != nil {
+	if err := sdk.UnmarshalStrict(raw, &o); err != nil {
 		return Options{}, err
-	}
-	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
-		return Options{}, errors.New("unexpected data after the JSON object")
 	}
 	return o, nil
 }

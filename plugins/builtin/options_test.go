@@ -47,7 +47,7 @@ func TestParseOptionsErrors(t *testing.T) {
 		`{"workspace": "/x"}`:                           `unknown field "workspace"`,
 		`{"http_fetch": {"timeout_ms": "10s"}}`:         "cannot unmarshal string",
 		`{"http_fetch": {"timeout_ms": 9223372036855}}`: "timeout_ms 9223372036855 is out of range",
-		`{} {}`:     "unexpected data after the JSON object",
+		`{} {}`:     "unexpected data after the JSON value",
 		`{"enable"`: "unexpected EOF",
 	}
 	for in, want := range cases {

@@ -1,13 +1,12 @@
 package mcp
 
 import (
-	"bytes"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"io"
 	"os"
 	"time"
+
+	"github.com/tenxgraph/tenxgraph/sdk"
 )
 
 // EnvOptions is the environment variable through which the host hands
@@ -101,16 +100,8 @@ func (s Server) maxOutput() int {
 // errors.
 func ParseOptions(raw []byte) (Options, error) {
 	var o Options
-	if len(bytes.TrimSpace(raw)) == 0 {
-		return o, nil
-	}
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&o); err != nil {
+	if err := sdk.UnmarshalStrict(raw, &o); err != nil {
 		return Options{}, err
-	}
-	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
-		return Options{}, errors.New("unexpected data after the JSON object")
 	}
 	return o, nil
 }

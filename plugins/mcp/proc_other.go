@@ -6,6 +6,4 @@ import "os/exec"
 
 func setProcAttr(*exec.Cmd) {}
 
-func startProcess(cmd *exec.Cmd) error { return cmd.Start() }
-
 func terminate(cmd *exec.Cmd) { _ = cmd.Process.Kill() }

@@ -11,6 +11,4 @@ import (
 // the host ends with the bridge.
 func setProcAttr(*exec.Cmd) {}
 
-func startProcess(cmd *exec.Cmd) error { return cmd.Start() }
-
 func terminate(cmd *exec.Cmd) { _ = cmd.Process.Signal(syscall.SIGTERM) }

@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/hashicorp/go-hclog"
+
+	"github.com/tenxgraph/tenxgraph/internal/proc"
 )
 
 // process is a running stdio server. The bridge owns both ends of its
@@ -71,7 +73,7 @@ func startStdio(cfg Server, log hclog.Logger) (*process, error) {
 		return nil, fmt.Errorf("start %s: %w", cfg.Command, err)
 	}
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = inR, outW, errW
-	err := startProcess(cmd)
+	err := proc.Start(cmd)
 	// The child has its ends; the bridge keeps only its own.
 	_ = inR.Close()
 	_ = outW.Close()
