@@ -143,6 +143,22 @@ func TestMCPToolAndRemoteToolInOneStep(t *testing.T) {
 		t.Fatalf("the file after the pause and resume: %q; the MCP tool must have run exactly once", got)
 	}
 
+	// A client tool named like an MCP tool is not offered: the MCP tool
+	// keeps its name, and the run says it ignored the client's.
+	var ignored []string
+	cfg := graph.RunConfig{ThreadID: "t3", RemoteTools: []json.RawMessage{json.RawMessage(`{"name": "edit_file", "description": "a client edit_file"}`)}}
+	for ev, err := range s.App.Stream(context.Background(), []message.Message{message.Text(message.RoleUser, "hello")}, cfg) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		if d, ok := ev.Data.(graph.ToolIgnored); ok {
+			ignored = append(ignored, d.Name)
+		}
+	}
+	if !slices.Equal(ignored, []string{"edit_file"}) {
+		t.Fatalf("ignored client tools %v, want [edit_file]", ignored)
+	}
+
 	r = stream(t, s, "t2", []message.Message{message.Text(message.RoleUser, "progress")})
 	if r.res.Status != graph.StatusCompleted || len(r.progress) < 3 {
 		t.Fatalf("progress run: %s, %d progress events", r.res.Status, len(r.progress))
