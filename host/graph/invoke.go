@@ -256,7 +256,7 @@ func (a *App) route(state State, ran []string) ([]string, error) {
 
 func (a *App) result(r *Run, s State, status Status) Result {
 	res := Result{ThreadID: r.ThreadID, RunID: r.RunID, Status: status, Messages: s.Messages,
-		RemoteToolCalls: []message.RemoteToolCallBlock{}}
+		RemoteToolCalls: []message.RemoteToolCallBlock{}, Values: s.Values}
 	if status == StatusInterrupted {
 		if p := message.Pending(s.Messages); p != nil {
 			res.RemoteToolCalls = p

@@ -50,6 +50,9 @@ type Result struct {
 	Status          Status                        `json:"status"`
 	Messages        []message.Message             `json:"messages"`
 	RemoteToolCalls []message.RemoteToolCallBlock `json:"remote_tool_calls"`
+	// Values are the thread's named values (State.Values); not part of the
+	// invoke response, but what an AG-UI STATE_SNAPSHOT carries.
+	Values map[string]json.RawMessage `json:"-"`
 }
 
 // Run is one execution of the graph on a thread, as nodes see it.

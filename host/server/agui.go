@@ -360,6 +360,14 @@ func (a *aguiRun) event(ev graph.Event) {
 		a.message(d)
 	case graph.Result:
 		a.closeText()
+		// State, then messages, before RUN_FINISHED: what a client needs to
+		// continue is on the wire before the run ends (AG-UI's rule for
+		// interrupts, kept for every run).
+		values := d.Values
+		if values == nil {
+			values = map[string]json.RawMessage{}
+		}
+		a.emit(events.NewStateSnapshotEvent(values))
 		a.emit(events.NewMessagesSnapshotEvent(toAGUI(d.Messages)))
 		if d.Status == graph.StatusInterrupted && a.interrupts {
 			var its []types.Interrupt

@@ -102,7 +102,7 @@ func eventTypes(evs []aguiEvent) []string {
 // text messages opened, filled and closed one at a time, and closed before
 // a tool call starts or the run ends; every tool call started once, with a
 // parent message, its ARGS and END after its START and before the end;
-// MESSAGES_SNAPSHOT before RUN_FINISHED.
+// STATE_SNAPSHOT, then MESSAGES_SNAPSHOT, before RUN_FINISHED.
 func checkAGUI(t *testing.T, evs []aguiEvent, thread, runID string) {
 	t.Helper()
 	fail := func(i int, format string, args ...any) {
@@ -121,7 +121,7 @@ func checkAGUI(t *testing.T, evs []aguiEvent, thread, runID string) {
 	openText := ""
 	type call struct{ args, ended bool }
 	calls := map[string]*call{}
-	snapshot := false
+	snapshot, state := false, false
 	for i, ev := range evs {
 		if i > 0 && ev.Type == "RUN_STARTED" {
 			fail(i, "a second RUN_STARTED")
@@ -174,9 +174,14 @@ func checkAGUI(t *testing.T, evs []aguiEvent, thread, runID string) {
 			if ev.ToolCallID == "" || ev.MessageID == "" || ev.Content == "" {
 				fail(i, "TOOL_CALL_RESULT without call, message id or content")
 			}
+		case "STATE_SNAPSHOT":
+			state = true
 		case "MESSAGES_SNAPSHOT":
 			if openText != "" {
 				fail(i, "MESSAGES_SNAPSHOT while text message %s is open", openText)
+			}
+			if !state {
+				fail(i, "MESSAGES_SNAPSHOT before STATE_SNAPSHOT")
 			}
 			snapshot = true
 		case "RUN_FINISHED", "RUN_ERROR":
