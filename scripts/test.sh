@@ -11,6 +11,20 @@ STATICCHECK_VERSION=v0.8.2
 
 step() { printf '\n== %s\n' "$*"; }
 
+# Temporary things to remove on exit, whichever step fails.
+bin_dir= pg_dir=
+cleanup() {
+	if [ -n "$pg_dir" ]; then
+		as_postgres "$pg_bin/pg_ctl" -D "$pg_dir/data" -m immediate -w stop >/dev/null 2>&1 || true
+		rm -rf "$pg_dir"
+	fi
+	if [ -n "$bin_dir" ]; then rm -rf "$bin_dir"; fi
+}
+trap cleanup EXIT
+trap 'exit 1' INT TERM
+# PostgreSQL refuses to run as root; / because postgres may not read the cwd.
+as_postgres() { if [ "$(id -u)" = 0 ]; then (cd / && runuser -u postgres -- "$@"); else "$@"; fi; }
+
 step "tools"
 if ! staticcheck -version 2>/dev/null | grep -q "${STATICCHECK_VERSION#v}"; then
 	go install "honnef.co/go/tools/cmd/staticcheck@${STATICCHECK_VERSION}"
@@ -37,12 +51,32 @@ go vet ./...
 step "staticcheck"
 staticcheck ./...
 
+step "postgres (a throwaway server for the postgres checkpointer tests)"
+if [ "${SKIP_POSTGRES:-}" = 1 ]; then
+	echo "SKIP_POSTGRES=1: not starting one; the postgres tests will skip"
+elif [ -n "${TENXGRAPH_TEST_POSTGRES_DSN:-}" ]; then
+	echo "using the server TENXGRAPH_TEST_POSTGRES_DSN names"
+else
+	if ! ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1; then
+		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq postgresql
+	fi
+	pg_bin=$(ls -d /usr/lib/postgresql/*/bin | sort -V | tail -n 1)
+	pg_dir=$(mktemp -d /tmp/tenxgraph-pg.XXXXXX) # short: it holds the socket
+	if [ "$(id -u)" = 0 ]; then chown postgres "$pg_dir"; fi
+	as_postgres "$pg_bin/initdb" -D "$pg_dir/data" -U postgres -A trust -E UTF8 --locale=C --no-sync >/dev/null
+	# A Unix socket in $pg_dir only, no TCP; durability off, it is thrown away.
+	as_postgres "$pg_bin/pg_ctl" -D "$pg_dir/data" -l "$pg_dir/log" -w \
+		-o "-k $pg_dir -p 54329 -c listen_addresses= -c fsync=off -c synchronous_commit=off -c full_page_writes=off" start >/dev/null
+	as_postgres "$pg_bin/createdb" -h "$pg_dir" -p 54329 -U postgres tenxgraph_test
+	export TENXGRAPH_TEST_POSTGRES_DSN="host=$pg_dir port=54329 user=postgres dbname=tenxgraph_test"
+	echo "PostgreSQL $("$pg_bin/postgres" --version | awk '{print $3}') at $pg_dir"
+fi
+
 step "go test -race"
 go test -race -count=1 ./...
 
 step "AG-UI: the real @ag-ui/client against tenxgraph serve"
 bin_dir=$(mktemp -d)
-trap 'rm -rf "$bin_dir"' EXIT
 go build -o "$bin_dir/tenxgraph" ./cmd/tenxgraph
 (cd tests/agui && npm ci --no-audit --no-fund --loglevel=error && TENXGRAPH_BIN="$bin_dir/tenxgraph" node --test)
 

@@ -19,6 +19,10 @@ var benchStores = []struct {
 	{"sqlite", func(b *testing.B) checkpoint.Checkpointer {
 		return openSQLite(b, filepath.Join(b.TempDir(), "bench.db"))
 	}},
+	// Skipped unless TENXGRAPH_TEST_POSTGRES_DSN names a server.
+	{"postgres", func(b *testing.B) checkpoint.Checkpointer {
+		return openPostgres(b, postgresDSN(b))
+	}},
 }
 
 func benchCheckpoint(thread string, seq int64) checkpoint.Checkpoint {

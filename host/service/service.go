@@ -145,8 +145,19 @@ func openStore(ctx context.Context, c config.Checkpointer) (checkpoint.Checkpoin
 			return nil, fmt.Errorf("checkpointer.path: %w", err)
 		}
 		return checkpoint.OpenSQLite(ctx, c.Path)
+	case "postgres":
+		// The DSN carries a password, so the config names an environment
+		// variable rather than holding it.
+		if c.DSNEnv == "" {
+			return nil, errors.New("checkpointer.dsn_env: missing: name the environment variable that holds the postgres DSN")
+		}
+		dsn := os.Getenv(c.DSNEnv)
+		if dsn == "" {
+			return nil, fmt.Errorf("checkpointer.dsn_env: environment variable %s is empty or unset; set it to the postgres DSN (such as postgres://user:password@host:5432/db)", c.DSNEnv)
+		}
+		return checkpoint.OpenPostgres(ctx, dsn)
 	default:
-		return nil, fmt.Errorf("checkpointer.type: %q is not available in this build yet (use sqlite or memory)", c.Type)
+		return nil, fmt.Errorf("checkpointer.type: %q is not supported (use sqlite, memory or postgres)", c.Type)
 	}
 }
 

@@ -235,3 +235,47 @@ func TestPluginKilledMidCallGivesAnErrorResult(t *testing.T) {
 		t.Fatalf("after the restart: %+v", last)
 	}
 }
+
+// The postgres checkpointer reads its DSN from the variable dsn_env names;
+// an unset one is an error naming it, and (when a test server is
+// configured) a set one opens the store.
+func TestPostgresCheckpointerDSNEnv(t *testing.T) {
+	dir := t.TempDir()
+	os.WriteFile(filepath.Join(dir, "script.json"), []byte(script), 0o600)
+	cfgText := strings.Replace(cfgJSON, `{"type": "memory"}`, `{"type": "postgres", "dsn_env": "TENXGRAPH_SERVICE_TEST_DSN"}`, 1)
+	os.WriteFile(filepath.Join(dir, "10xgraph.json"), []byte(cfgText), 0o600)
+	cfg, err := config.Load(filepath.Join(dir, "10xgraph.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.Checkpointer.Type != "postgres" || cfg.Checkpointer.DSNEnv != "TENXGRAPH_SERVICE_TEST_DSN" {
+		t.Fatalf("checkpointer = %+v", cfg.Checkpointer)
+	}
+
+	t.Setenv("TENXGRAPH_SERVICE_TEST_DSN", "")
+	s, err := service.New(context.Background(), cfg, service.Options{})
+	if err == nil {
+		s.Shutdown(context.Background())
+		t.Fatal("service.New succeeded with an empty DSN variable")
+	}
+	if !strings.Contains(err.Error(), "TENXGRAPH_SERVICE_TEST_DSN") {
+		t.Fatalf("error %q should name the variable", err)
+	}
+	if s != nil {
+		s.Shutdown(context.Background())
+	}
+
+	dsn := os.Getenv("TENXGRAPH_TEST_POSTGRES_DSN")
+	if dsn == "" {
+		t.Skip("TENXGRAPH_TEST_POSTGRES_DSN is unset: not opening a real postgres store")
+	}
+	t.Setenv("TENXGRAPH_SERVICE_TEST_DSN", dsn)
+	s, err = service.New(context.Background(), cfg, service.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Shutdown(context.Background())
+	if _, ok := s.Store.(*checkpoint.Postgres); !ok {
+		t.Fatalf("store is %T, want *checkpoint.Postgres", s.Store)
+	}
+}

@@ -1,0 +1,470 @@
+package checkpoint
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+	"unicode/utf8"
+
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
+)
+
+// postgresSchemaVersion is the schema this build writes, kept in the one row
+// of tenxgraph_checkpoint_schema. It is len(postgresMigrations).
+const postgresSchemaVersion = 1
+
+// postgresMigrations[i] moves a database from schema version i to i+1.
+// Append to it (never edit an entry that has shipped) and the version
+// follows. The table names are unqualified, so they land in the first schema
+// of the connection's search_path (settable in the DSN).
+var postgresMigrations = [...]string{
+	// 0 -> 1: the checkpoint log. The primary key's index serves every
+	// lookup (thread_id = $1 ORDER BY seq DESC) and is what turns two
+	// racing writers of one seq into a unique violation. Strings are text
+	// (UTF-8, no NUL), so the rows are readable with psql; next is a native
+	// array and metadata jsonb, so they can be queried. created_at keeps
+	// microseconds.
+	`CREATE TABLE tenxgraph_checkpoints (
+		thread_id  text        NOT NULL,
+		seq        bigint      NOT NULL CHECK (seq >= 1),
+		run_id     text        NOT NULL,
+		step       bigint      NOT NULL,
+		status     text        NOT NULL,
+		next       text[]      NOT NULL,
+		state      bytea       NOT NULL,
+		metadata   jsonb       NOT NULL,
+		created_at timestamptz NOT NULL,
+		PRIMARY KEY (thread_id, seq)
+	)`,
+}
+
+// pgMigrationLock is the transaction-level advisory lock key that serialises
+// migrations, so two processes opening a new database at once do not both
+// create the tables. It is an arbitrary constant ("tenxckpt" in ASCII).
+const pgMigrationLock int64 = 0x74656e78636b7074
+
+// The statements. pgx prepares each once per connection and caches it, so
+// after the first use every call is a single round trip.
+const (
+	// pgPut appends a checkpoint in one statement, so one round trip.
+	//
+	// The latest CTE reads the thread's newest row and takes FOR KEY SHARE
+	// on it, and the insert happens only when the new seq is that one plus
+	// one (1 when there is none). Two writers of the same seq both pass the
+	// check, but the primary key makes the second wait for the first and
+	// then fail with a unique violation, which Put reports as ErrConflict.
+	// The row lock orders a Put after a concurrent DeleteThread: the
+	// deleted row is skipped once the delete commits, the check fails, and
+	// a deleted thread never keeps a checkpoint that was appended to its
+	// old history. The outer SELECT returns whether the row went in and the
+	// seq it was checked against, so a conflict's message needs no second
+	// query.
+	pgPut = `WITH latest AS (
+		SELECT seq FROM tenxgraph_checkpoints
+		WHERE thread_id = $1::text
+		ORDER BY seq DESC LIMIT 1
+		FOR KEY SHARE
+	), ins AS (
+		INSERT INTO tenxgraph_checkpoints
+			(thread_id, seq, run_id, step, status, next, state, metadata, created_at)
+		SELECT $1::text, $2::bigint, $3::text, $4::bigint, $5::text, $6::text[], $7::bytea, $8::jsonb, $9::timestamptz
+		WHERE COALESCE((SELECT seq FROM latest), 0) = $2::bigint - 1
+		RETURNING seq
+	)
+	SELECT EXISTS (SELECT 1 FROM ins), COALESCE((SELECT seq FROM latest), 0)`
+	pgLatestSeq = `SELECT COALESCE(MAX(seq), 0) FROM tenxgraph_checkpoints WHERE thread_id = $1::text`
+	// pgHistory takes LIMIT NULL as no limit.
+	pgHistory = `SELECT seq, run_id, step, status, next, state, metadata, created_at
+	FROM tenxgraph_checkpoints WHERE thread_id = $1::text ORDER BY seq DESC LIMIT $2::bigint`
+	pgDelete = `DELETE FROM tenxgraph_checkpoints WHERE thread_id = $1::text`
+)
+
+// pgUniqueViolation is SQLSTATE unique_violation.
+const pgUniqueViolation = "23505"
+
+// Postgres is a durable Checkpointer in a PostgreSQL database, for when
+// several hosts (API server replicas, say) share threads, or the threads
+// belong with the rest of an application's data. It is safe for concurrent
+// use, and any number of Postgres values, in any number of processes, may
+// share one database: the conditional insert and the primary key keep each
+// thread's sequence free of gaps and duplicates.
+//
+// Every operation is one statement in autocommit mode (DeleteThread is two)
+// over a pgxpool pool (size it with pool_max_conns in the DSN; the default
+// is the larger of 4 and the number of CPUs). The database must be UTF8.
+type Postgres struct {
+	pool *pgxpool.Pool
+
+	closeOnce sync.Once
+}
+
+var (
+	_ Checkpointer = (*Postgres)(nil)
+	_ SeqReader    = (*Postgres)(nil)
+)
+
+// OpenPostgres connects to the database dsn names (a libpq keyword/value
+// string or a postgres:// URL) and creates the schema when missing, so a new
+// database needs no setup step beyond the right to create tables. It
+// refuses a database written by a newer build, whose schema it does not
+// know. Errors never quote dsn, which usually carries a password.
+func OpenPostgres(ctx context.Context, dsn string) (*Postgres, error) {
+	p, err := openPostgres(ctx, dsn)
+	if err != nil {
+		return nil, fmt.Errorf("checkpoint: open postgres: %w", err)
+	}
+	return p, nil
+}
+
+func openPostgres(ctx context.Context, dsn string) (*Postgres, error) {
+	if strings.TrimSpace(dsn) == "" {
+		return nil, errors.New("empty DSN")
+	}
+	cfg, err := pgxpool.ParseConfig(dsn)
+	if err != nil {
+		// pgconn redacts the password from the string it quotes.
+		return nil, fmt.Errorf("parse DSN: %w", err)
+	}
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("create pool: %w", err)
+	}
+	if err := pgCheckEncoding(ctx, pool); err != nil {
+		pool.Close()
+		return nil, err
+	}
+	if err := pgMigrate(ctx, pool); err != nil {
+		pool.Close()
+		return nil, err
+	}
+	return &Postgres{pool: pool}, nil
+}
+
+// pgCheckEncoding connects and refuses a database whose encoding is not
+// UTF8: in any other, some strings a checkpoint holds cannot be stored, or
+// not read back unchanged.
+func pgCheckEncoding(ctx context.Context, pool *pgxpool.Pool) error {
+	conn, err := pool.Acquire(ctx)
+	if err != nil {
+		return fmt.Errorf("connect: %w", err)
+	}
+	defer conn.Release()
+	if enc := conn.Conn().PgConn().ParameterStatus("server_encoding"); enc != "UTF8" {
+		return fmt.Errorf("the database's encoding is %q; the checkpointer needs UTF8 (CREATE DATABASE ... ENCODING 'UTF8')", enc)
+	}
+	return nil
+}
+
+// pgMigrate brings the schema to postgresSchemaVersion. When it already is
+// there, as on every open but the first, it only reads the version, so a
+// role without the right to create tables can use a prepared database.
+// Otherwise it migrates in one transaction under an advisory lock, so two
+// processes opening a new database at once do not both create it.
+func pgMigrate(ctx context.Context, pool *pgxpool.Pool) error {
+	version, err := pgSchemaVersion(ctx, pool)
+	if err != nil {
+		return err
+	}
+	if version == postgresSchemaVersion {
+		return nil
+	}
+	if err := checkPgVersion(version); err != nil {
+		return err
+	}
+
+	tx, err := pool.Begin(ctx)
+	if err != nil {
+		return fmt.Errorf("begin migration: %w", err)
+	}
+	defer tx.Rollback(context.WithoutCancel(ctx)) //nolint:errcheck // a no-op after Commit
+
+	if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1)`, pgMigrationLock); err != nil {
+		return fmt.Errorf("lock for migration: %w", err)
+	}
+	if _, err := tx.Exec(ctx, `CREATE TABLE IF NOT EXISTS tenxgraph_checkpoint_schema (
+		singleton boolean PRIMARY KEY DEFAULT true CHECK (singleton),
+		version   integer NOT NULL
+	)`); err != nil {
+		return fmt.Errorf("create schema version table: %w", err)
+	}
+	// Read again under the lock: another process may have migrated while
+	// this one waited.
+	if err := tx.QueryRow(ctx, `SELECT COALESCE(MAX(version), 0) FROM tenxgraph_checkpoint_schema`).Scan(&version); err != nil {
+		return fmt.Errorf("read schema version: %w", err)
+	}
+	if err := checkPgVersion(version); err != nil {
+		return err
+	}
+	if version == postgresSchemaVersion {
+		return nil
+	}
+	for v := version; v < postgresSchemaVersion; v++ {
+		if _, err := tx.Exec(ctx, postgresMigrations[v]); err != nil {
+			return fmt.Errorf("migrate schema %d to %d: %w", v, v+1, err)
+		}
+	}
+	if _, err := tx.Exec(ctx, `INSERT INTO tenxgraph_checkpoint_schema (singleton, version) VALUES (true, $1)
+		ON CONFLICT (singleton) DO UPDATE SET version = EXCLUDED.version`, postgresSchemaVersion); err != nil {
+		return fmt.Errorf("set schema version: %w", err)
+	}
+	if err := tx.Commit(ctx); err != nil {
+		return fmt.Errorf("commit migration: %w", err)
+	}
+	return nil
+}
+
+// pgSchemaVersion reads the schema version without writing anything: 0 when
+// the version table does not exist yet.
+func pgSchemaVersion(ctx context.Context, pool *pgxpool.Pool) (int, error) {
+	var exists bool
+	if err := pool.QueryRow(ctx, `SELECT to_regclass('tenxgraph_checkpoint_schema') IS NOT NULL`).Scan(&exists); err != nil {
+		return 0, fmt.Errorf("look for the schema version table: %w", err)
+	}
+	if !exists {
+		return 0, nil
+	}
+	var version int
+	if err := pool.QueryRow(ctx, `SELECT COALESCE(MAX(version), 0) FROM tenxgraph_checkpoint_schema`).Scan(&version); err != nil {
+		return 0, fmt.Errorf("read schema version: %w", err)
+	}
+	return version, nil
+}
+
+func checkPgVersion(version int) error {
+	switch {
+	case version > postgresSchemaVersion:
+		return fmt.Errorf("database schema version %d is newer than this build supports (%d); use a newer build", version, postgresSchemaVersion)
+	case version < 0:
+		return fmt.Errorf("database schema version %d is invalid", version)
+	}
+	return nil
+}
+
+// Put appends cp to its thread in one statement (one round trip); a Seq
+// other than the latest plus one writes nothing and returns an error
+// wrapping ErrConflict. ctx bounds the wait for a connection; once the
+// statement is sent, Put waits for the server's answer even if ctx ends
+// meanwhile, so a caller never believes a write failed that the server
+// committed. (Only a broken connection leaves the outcome unknown; Latest
+// or LatestSeq tells.)
+func (p *Postgres) Put(ctx context.Context, cp Checkpoint) error {
+	if err := p.put(ctx, cp); err != nil {
+		return fmt.Errorf("checkpoint: put thread %q seq %d: %w", cp.ThreadID, cp.Seq, err)
+	}
+	return nil
+}
+
+func (p *Postgres) put(ctx context.Context, cp Checkpoint) error {
+	args, err := pgPutArgs(cp)
+	if err != nil {
+		return err
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	conn, err := p.pool.Acquire(ctx)
+	if err != nil {
+		return fmt.Errorf("acquire connection: %w", err)
+	}
+	defer conn.Release()
+	var (
+		inserted bool
+		latest   int64
+	)
+	err = conn.QueryRow(context.WithoutCancel(ctx), pgPut, args...).Scan(&inserted, &latest)
+	if err != nil {
+		var pe *pgconn.PgError
+		if errors.As(err, &pe) && pe.Code == pgUniqueViolation {
+			// Another writer committed this seq between our read and our
+			// insert.
+			return fmt.Errorf("another writer wrote seq %d first: %w", cp.Seq, ErrConflict)
+		}
+		return err
+	}
+	if !inserted {
+		return fmt.Errorf("latest is %d: %w", latest, ErrConflict)
+	}
+	return nil
+}
+
+// pgMinTime and pgMaxTime bound CreatedAt to the years 0001 to 9999, well
+// inside what timestamptz holds.
+var (
+	pgMinTime = time.Date(1, 1, 1, 0, 0, 0, 0, time.UTC)
+	pgMaxTime = time.Date(10000, 1, 1, 0, 0, 0, 0, time.UTC)
+)
+
+// pgPutArgs checks and encodes a checkpoint into pgPut's arguments. Strings
+// PostgreSQL's text cannot hold exactly (invalid UTF-8, NUL) are refused
+// here, with a message naming the field, rather than by the server.
+func pgPutArgs(cp Checkpoint) ([]any, error) {
+	if err := pgText("thread id", cp.ThreadID); err != nil {
+		return nil, err
+	}
+	if err := pgText("run id", cp.RunID); err != nil {
+		return nil, err
+	}
+	if err := pgText("status", string(cp.Status)); err != nil {
+		return nil, err
+	}
+	created := cp.CreatedAt
+	if created.IsZero() {
+		created = time.Now()
+	} else if created.Before(pgMinTime) || !created.Before(pgMaxTime) {
+		return nil, fmt.Errorf("created_at %v is outside the years 0001 to 9999", created)
+	}
+	next := cp.Next
+	if next == nil {
+		next = []string{} // NOT NULL column; an empty array reads back as nil
+	}
+	for _, n := range next {
+		if err := pgText("node name", n); err != nil {
+			return nil, err
+		}
+	}
+	for k, v := range cp.Metadata {
+		if err := pgText("metadata key", k); err != nil {
+			return nil, err
+		}
+		if err := pgText(fmt.Sprintf("metadata %q", k), v); err != nil {
+			return nil, err
+		}
+	}
+	meta, err := encodeMetadata(cp.Metadata)
+	if err != nil {
+		return nil, fmt.Errorf("encode metadata: %w", err)
+	}
+	state := cp.State
+	if state == nil {
+		state = []byte{} // NOT NULL column; an empty bytea reads back as nil
+	}
+	return []any{cp.ThreadID, cp.Seq, cp.RunID, int64(cp.Step), string(cp.Status), next, state, json.RawMessage(meta), created}, nil
+}
+
+// pgText refuses a string a text column (or a jsonb string, where \u0000 is
+// not allowed either) cannot store unchanged.
+func pgText(what, s string) error {
+	if !utf8.ValidString(s) {
+		return fmt.Errorf("%s %q is not valid UTF-8", what, s)
+	}
+	if strings.IndexByte(s, 0) >= 0 {
+		return fmt.Errorf("%s %q contains a NUL byte", what, s)
+	}
+	return nil
+}
+
+// LatestSeq implements SeqReader with an index-only read.
+func (p *Postgres) LatestSeq(ctx context.Context, threadID string) (int64, error) {
+	var seq int64
+	if err := p.pool.QueryRow(ctx, pgLatestSeq, threadID).Scan(&seq); err != nil {
+		return 0, fmt.Errorf("checkpoint: latest seq of thread %q: %w", threadID, err)
+	}
+	return seq, nil
+}
+
+// Latest returns the thread's newest checkpoint, or an error wrapping
+// ErrNotFound.
+func (p *Postgres) Latest(ctx context.Context, threadID string) (Checkpoint, error) {
+	cps, err := p.query(ctx, threadID, 1)
+	if err != nil {
+		return Checkpoint{}, fmt.Errorf("checkpoint: latest of thread %q: %w", threadID, err)
+	}
+	if len(cps) == 0 {
+		return Checkpoint{}, fmt.Errorf("checkpoint: latest of thread %q: %w", threadID, ErrNotFound)
+	}
+	return cps[0], nil
+}
+
+// History returns up to limit checkpoints, newest first (limit <= 0 means
+// all), read in one statement so they come from one consistent snapshot.
+func (p *Postgres) History(ctx context.Context, threadID string, limit int) ([]Checkpoint, error) {
+	cps, err := p.query(ctx, threadID, limit)
+	if err != nil {
+		return nil, fmt.Errorf("checkpoint: history of thread %q: %w", threadID, err)
+	}
+	if cps == nil {
+		cps = []Checkpoint{}
+	}
+	return cps, nil
+}
+
+func (p *Postgres) query(ctx context.Context, threadID string, limit int) ([]Checkpoint, error) {
+	var lim any // NULL: no limit
+	if limit > 0 {
+		lim = int64(limit)
+	}
+	rows, err := p.pool.Query(ctx, pgHistory, threadID, lim)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []Checkpoint
+	if limit > 0 {
+		out = make([]Checkpoint, 0, min(limit, 64))
+	}
+	for rows.Next() {
+		cp := Checkpoint{ThreadID: threadID}
+		var (
+			step    int64
+			status  string
+			meta    []byte
+			created time.Time
+		)
+		if err := rows.Scan(&cp.Seq, &cp.RunID, &step, &status, &cp.Next, &cp.State, &meta, &created); err != nil {
+			return nil, err
+		}
+		cp.Step = int(step)
+		cp.Status = Status(status)
+		if len(cp.Next) == 0 {
+			cp.Next = nil
+		}
+		if len(cp.State) == 0 {
+			cp.State = nil
+		}
+		if cp.Metadata, err = decodeMetadata(meta); err != nil {
+			return nil, fmt.Errorf("seq %d: decode metadata: %w", cp.Seq, err)
+		}
+		cp.CreatedAt = created.UTC()
+		out = append(out, cp)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// DeleteThread removes the thread's checkpoints; its next Put must use Seq
+// 1 again. A Put racing with it either lands before it (and is deleted too)
+// or fails with ErrConflict: the DELETE repeats until it finds nothing,
+// because a Put that held its lock on the thread's latest row when the
+// DELETE began commits a row the DELETE's snapshot cannot see. Without a
+// race that is two statements.
+func (p *Postgres) DeleteThread(ctx context.Context, threadID string) error {
+	for range pgDeleteRounds {
+		tag, err := p.pool.Exec(ctx, pgDelete, threadID)
+		if err != nil {
+			return fmt.Errorf("checkpoint: delete thread %q: %w", threadID, err)
+		}
+		if tag.RowsAffected() == 0 {
+			return nil
+		}
+	}
+	return fmt.Errorf("checkpoint: delete thread %q: it was still being written after %d deletes", threadID, pgDeleteRounds)
+}
+
+// pgDeleteRounds bounds DeleteThread's DELETEs; each round past the second
+// needs a Put that raced with the previous one.
+const pgDeleteRounds = 10
+
+// Close closes the pool, waiting for the connections in use to be
+// released. Calls after the first do nothing; other methods fail once the
+// store is closed.
+func (p *Postgres) Close() error {
+	p.closeOnce.Do(p.pool.Close)
+	return nil
+}

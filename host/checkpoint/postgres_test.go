@@ -1,0 +1,287 @@
+package checkpoint_test
+
+import (
+	"context"
+	"crypto/rand"
+	"errors"
+	"fmt"
+	"net/url"
+	"os"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/tenxgraph/tenxgraph/host/checkpoint"
+	"github.com/tenxgraph/tenxgraph/host/checkpoint/checkpointtest"
+)
+
+// postgresDSNEnv names the environment variable holding the DSN of a
+// PostgreSQL server the tests may create schemas in. scripts/test.sh starts
+// a throwaway server and sets it.
+const postgresDSNEnv = "TENXGRAPH_TEST_POSTGRES_DSN"
+
+// postgresDSN returns a DSN whose search_path is a new, empty schema, which
+// is dropped when the test ends, so every test starts from an empty database
+// and runs of the tests never see one another's tables. It skips the test
+// when no server is configured.
+func postgresDSN(t testing.TB) string {
+	t.Helper()
+	dsn := os.Getenv(postgresDSNEnv)
+	if dsn == "" {
+		t.Skipf("no PostgreSQL server: set %s to a DSN (scripts/test.sh starts one) to run the postgres checkpointer tests", postgresDSNEnv)
+	}
+	ctx := context.Background()
+	conn, err := pgx.Connect(ctx, dsn)
+	if err != nil {
+		t.Fatalf("connect to %s: %v", postgresDSNEnv, err)
+	}
+	defer conn.Close(ctx)
+	schema := "tenxgraph_test_" + strings.ToLower(rand.Text())
+	if _, err := conn.Exec(ctx, "CREATE SCHEMA "+schema); err != nil {
+		t.Fatalf("create schema: %v", err)
+	}
+	t.Cleanup(func() {
+		conn, err := pgx.Connect(ctx, dsn)
+		if err != nil {
+			t.Errorf("connect to drop schema %s: %v", schema, err)
+			return
+		}
+		defer conn.Close(ctx)
+		if _, err := conn.Exec(ctx, "DROP SCHEMA "+schema+" CASCADE"); err != nil {
+			t.Errorf("drop schema %s: %v", schema, err)
+		}
+	})
+	return withSearchPath(t, dsn, schema)
+}
+
+// withSearchPath adds search_path to a URL or keyword/value DSN; pgx sends
+// settings it does not know to the server as run-time parameters.
+func withSearchPath(t testing.TB, dsn, schema string) string {
+	if strings.HasPrefix(dsn, "postgres://") || strings.HasPrefix(dsn, "postgresql://") {
+		u, err := url.Parse(dsn)
+		if err != nil {
+			t.Fatalf("parse %s: %v", postgresDSNEnv, err)
+		}
+		q := u.Query()
+		q.Set("search_path", schema)
+		u.RawQuery = q.Encode()
+		return u.String()
+	}
+	return dsn + " search_path=" + schema
+}
+
+func openPostgres(t testing.TB, dsn string) *checkpoint.Postgres {
+	t.Helper()
+	p, err := checkpoint.OpenPostgres(context.Background(), dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func TestPostgres(t *testing.T) {
+	dsn := postgresDSN(t)
+	checkpointtest.Run(t, func(t *testing.T) checkpoint.Checkpointer {
+		return openPostgres(t, dsn)
+	})
+}
+
+// TestPostgresTwoHandles races two stores, as two server replicas would, on
+// one thread: exactly one writer of each seq wins, the rest get ErrConflict.
+func TestPostgresTwoHandles(t *testing.T) {
+	ctx := context.Background()
+	dsn := postgresDSN(t)
+	a, b := openPostgres(t, dsn), openPostgres(t, dsn)
+	defer a.Close()
+	defer b.Close()
+	handles := []*checkpoint.Postgres{a, b}
+
+	var wg sync.WaitGroup
+	for round := range 10 {
+		th := fmt.Sprintf("race-%d", round)
+		if err := a.Put(ctx, checkpoint.Checkpoint{ThreadID: th, Seq: 1}); err != nil {
+			t.Fatal(err)
+		}
+		const racers = 16
+		errs := make([]error, racers)
+		start := make(chan struct{})
+		for i := range racers {
+			wg.Go(func() {
+				<-start
+				errs[i] = handles[i%2].Put(ctx, checkpoint.Checkpoint{ThreadID: th, Seq: 2, RunID: fmt.Sprint(i)})
+			})
+		}
+		close(start)
+		wg.Wait()
+		winner := -1
+		for i, err := range errs {
+			switch {
+			case err == nil:
+				if winner >= 0 {
+					t.Fatalf("round %d: racers %d and %d both wrote seq 2", round, winner, i)
+				}
+				winner = i
+			case !errors.Is(err, checkpoint.ErrConflict):
+				t.Errorf("round %d racer %d: %v; want nil or ErrConflict", round, i, err)
+			}
+		}
+		if winner < 0 {
+			t.Fatalf("round %d: no racer won: %v", round, errs)
+		}
+		for _, h := range handles {
+			cp, err := h.Latest(ctx, th)
+			if err != nil || cp.Seq != 2 || cp.RunID != fmt.Sprint(winner) {
+				t.Fatalf("round %d: Latest = seq %d run %q, %v; want seq 2 run %d", round, cp.Seq, cp.RunID, err, winner)
+			}
+			if n, err := h.LatestSeq(ctx, th); err != nil || n != 2 {
+				t.Fatalf("round %d: LatestSeq = %d, %v; want 2", round, n, err)
+			}
+		}
+	}
+}
+
+// TestPostgresDeleteRacesPut checks that a Put racing with DeleteThread
+// never survives it: either the Put came first and was deleted, or it came
+// second and conflicted (its seq continued the deleted history).
+func TestPostgresDeleteRacesPut(t *testing.T) {
+	ctx := context.Background()
+	dsn := postgresDSN(t)
+	a, b := openPostgres(t, dsn), openPostgres(t, dsn)
+	defer a.Close()
+	defer b.Close()
+	for round := range 50 {
+		th := fmt.Sprintf("delete-race-%d", round)
+		for seq := int64(1); seq <= 3; seq++ {
+			if err := a.Put(ctx, checkpoint.Checkpoint{ThreadID: th, Seq: seq}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		var (
+			wg             sync.WaitGroup
+			putErr, delErr error
+			start          = make(chan struct{})
+		)
+		wg.Go(func() { <-start; putErr = a.Put(ctx, checkpoint.Checkpoint{ThreadID: th, Seq: 4}) })
+		wg.Go(func() { <-start; delErr = b.DeleteThread(ctx, th) })
+		close(start)
+		wg.Wait()
+		if delErr != nil {
+			t.Fatalf("round %d: DeleteThread: %v", round, delErr)
+		}
+		if putErr != nil && !errors.Is(putErr, checkpoint.ErrConflict) {
+			t.Fatalf("round %d: Put: %v; want nil or ErrConflict", round, putErr)
+		}
+		if n, err := a.LatestSeq(ctx, th); err != nil || n != 0 {
+			t.Fatalf("round %d: LatestSeq after the race = %d, %v; want 0 (put error: %v)", round, n, err, putErr)
+		}
+	}
+}
+
+// TestPostgresRefusesNewerSchema checks that a database migrated by a newer
+// build, whose tables this build does not know, is refused.
+func TestPostgresRefusesNewerSchema(t *testing.T) {
+	ctx := context.Background()
+	dsn := postgresDSN(t)
+	openPostgres(t, dsn).Close()
+
+	conn, err := pgx.Connect(ctx, dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	if _, err := conn.Exec(ctx, "UPDATE tenxgraph_checkpoint_schema SET version = 99"); err != nil {
+		t.Fatal(err)
+	}
+
+	p, err := checkpoint.OpenPostgres(ctx, dsn)
+	if err == nil {
+		p.Close()
+		t.Fatal("OpenPostgres opened a database with a newer schema")
+	}
+	if !strings.Contains(err.Error(), "99") || !strings.Contains(err.Error(), "newer") {
+		t.Fatalf("error %q should name the version and say it is newer", err)
+	}
+}
+
+// TestPostgresConcurrentOpen opens one new database from many goroutines at
+// once: the migration lock lets exactly one create the tables and every
+// open succeed.
+func TestPostgresConcurrentOpen(t *testing.T) {
+	ctx := context.Background()
+	dsn := postgresDSN(t)
+	const n = 8
+	var wg sync.WaitGroup
+	stores := make([]*checkpoint.Postgres, n)
+	errs := make([]error, n)
+	for i := range n {
+		wg.Go(func() { stores[i], errs[i] = checkpoint.OpenPostgres(ctx, dsn) })
+	}
+	wg.Wait()
+	for i, err := range errs {
+		if err != nil {
+			t.Errorf("open %d: %v", i, err)
+			continue
+		}
+		defer stores[i].Close()
+	}
+	if t.Failed() {
+		return
+	}
+	if err := stores[0].Put(ctx, checkpoint.Checkpoint{ThreadID: "t", Seq: 1}); err != nil {
+		t.Fatal(err)
+	}
+	if cp, err := stores[n-1].Latest(ctx, "t"); err != nil || cp.Seq != 1 {
+		t.Fatalf("Latest = seq %d, %v; want 1", cp.Seq, err)
+	}
+}
+
+// TestPostgresRefusesUnstorableStrings checks that strings PostgreSQL's text
+// cannot hold exactly (invalid UTF-8, NUL) are refused rather than changed.
+func TestPostgresRefusesUnstorableStrings(t *testing.T) {
+	ctx := context.Background()
+	p := openPostgres(t, postgresDSN(t))
+	defer p.Close()
+	for _, cp := range []checkpoint.Checkpoint{
+		{ThreadID: "bad\xff", Seq: 1},
+		{ThreadID: "nul\x00", Seq: 1},
+		{ThreadID: "t", Seq: 1, RunID: "nul\x00"},
+		{ThreadID: "t", Seq: 1, Next: []string{"ok", "bad\xff"}},
+		{ThreadID: "t", Seq: 1, Next: []string{"nul\x00"}},
+		{ThreadID: "t", Seq: 1, Metadata: map[string]string{"k": "bad\xff"}},
+		{ThreadID: "t", Seq: 1, Metadata: map[string]string{"k": "nul\x00"}},
+		{ThreadID: "t", Seq: 1, Metadata: map[string]string{"bad\xff": "v"}},
+	} {
+		if err := p.Put(ctx, cp); err == nil || errors.Is(err, checkpoint.ErrConflict) {
+			t.Errorf("Put(%q, %q, %q, %q) = %v; want an encoding error", cp.ThreadID, cp.RunID, cp.Next, cp.Metadata, err)
+		}
+	}
+	if _, err := p.Latest(ctx, "t"); !errors.Is(err, checkpoint.ErrNotFound) {
+		t.Fatalf("Latest = %v; want ErrNotFound", err)
+	}
+}
+
+// TestPostgresOpenErrors needs no server: a bad DSN fails with a message
+// that says what failed and never quotes the password.
+func TestPostgresOpenErrors(t *testing.T) {
+	ctx := context.Background()
+	for _, dsn := range []string{
+		"",
+		"host=/nonexistent/tenxgraph port=1 user=u password=sekrit-pw dbname=d connect_timeout=2",
+		"postgres://u:sekrit-pw@/d?host=/nonexistent/tenxgraph&port=1&connect_timeout=2",
+		"postgres://u:sekrit-pw@[bad",
+	} {
+		p, err := checkpoint.OpenPostgres(ctx, dsn)
+		if err == nil {
+			p.Close()
+			t.Fatalf("OpenPostgres(%q) succeeded", dsn)
+		}
+		if strings.Contains(err.Error(), "sekrit-pw") {
+			t.Errorf("OpenPostgres error %q quotes the password", err)
+		}
+		if !strings.Contains(err.Error(), "checkpoint: open postgres") {
+			t.Errorf("OpenPostgres error %q should say what failed", err)
+		}
+	}
+}
