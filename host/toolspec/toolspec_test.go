@@ -1,0 +1,82 @@
+package toolspec
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+)
+
+func TestCompileAndValidate(t *testing.T) {
+	s, err := Compile(json.RawMessage(`{"type":"object","properties":{"city":{"type":"string"},"days":{"type":"integer","minimum":1}},"required":["city"],"additionalProperties":false}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Validate(json.RawMessage(`{"city":"Paris","days":2}`)); err != nil {
+		t.Fatalf("valid arguments refused: %v", err)
+	}
+	for args, want := range map[string]string{
+		`{"days":2}`:             "missing properties",
+		`{"city":"P","days":0}`:  "at /days",
+		`{"city":"P","extra":1}`: "extra",
+		`{"city":5}`:             "at /city",
+		`[1]`:                    "expected object",
+		`{"city":"P"} trailing`:  "not valid JSON",
+		`{"city":`:               "not valid JSON",
+	} {
+		err := s.Validate(json.RawMessage(args))
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%s: %v, want an error mentioning %q", args, err, want)
+		}
+	}
+	// No parameters: a tool without arguments, which accepts an empty object.
+	empty, err := Compile(nil)
+	if err != nil || empty.Validate(nil) != nil {
+		t.Fatalf("empty schema: %v", err)
+	}
+}
+
+func TestCompileRefusals(t *testing.T) {
+	for schema, want := range map[string]string{
+		`{"type":"array"}`:  `"type": "object"`,
+		`{"properties":{}}`: "no type",
+		`[]`:                "JSON Schema object",
+		`{"type":"object","properties":{"a":{"type":"bogus"}}}`: "not a valid JSON Schema",
+		`{"type":"object","$ref":"http://example.com/s.json"}`:  "self-contained",
+		`{"type":"object",`: "not valid JSON",
+	} {
+		_, err := Compile(json.RawMessage(schema))
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%s: %v, want an error mentioning %q", schema, err, want)
+		}
+	}
+}
+
+func TestParseRunTool(t *testing.T) {
+	flat, ps := ParseRunTool(json.RawMessage(`{"name":"a","description":"d","parameters":{"type":"object","properties":{}}}`))
+	openai, ps2 := ParseRunTool(json.RawMessage(`{"type":"function","function":{"name":"a","description":"d","parameters":{"type":"object","properties":{}},"strict":true}}`))
+	if len(ps) > 0 || len(ps2) > 0 || flat.Name != "a" || openai.Name != "a" || string(flat.Parameters) != string(openai.Parameters) {
+		t.Fatalf("the two shapes differ: %+v %v / %+v %v", flat, ps, openai, ps2)
+	}
+	for raw, paths := range map[string][]string{
+		`{"name":"bad name"}`:                                     {"name"},
+		`{"name":"a","colour":1}`:                                 {"colour"},
+		`{"type":"function","function":{"name":"a","x":1},"y":2}`: {"function.x", "y"},
+		`{"type":"tool","function":{}}`:                           {"type"},
+		`{"name":"a","parameters":{"type":"string"}}`:             {"parameters"},
+		`{"name":"a","strict":true}`:                              {"strict"},
+		`5`:                                                       {""},
+	} {
+		_, ps := ParseRunTool(json.RawMessage(raw))
+		var got []string
+		for _, p := range ps {
+			got = append(got, p.Path)
+		}
+		if strings.Join(got, ",") != strings.Join(paths, ",") {
+			t.Errorf("%s: problems at %v, want %v (%v)", raw, got, paths, ps)
+		}
+	}
+	_, err := ParseRunTools([]json.RawMessage{json.RawMessage(`{"name":"a"}`), json.RawMessage(`{"name":"a"}`)})
+	if err == nil || !strings.Contains(err.Error(), "remote_tools[1].name") {
+		t.Fatalf("duplicate per-run tools: %v", err)
+	}
+}
