@@ -10,6 +10,7 @@ package checkpoint
 import (
 	"context"
 	"errors"
+	"fmt"
 	"time"
 )
 
@@ -81,6 +82,28 @@ type SeqReader interface {
 	// LatestSeq returns the thread's newest sequence number, 0 when the
 	// thread has no checkpoint.
 	LatestSeq(ctx context.Context, threadID string) (int64, error)
+}
+
+// latestFrom and historyFrom give Latest and History their meaning over a
+// store's one query (newest first), so every store reports them alike.
+func latestFrom(threadID string, cps []Checkpoint, err error) (Checkpoint, error) {
+	if err != nil {
+		return Checkpoint{}, fmt.Errorf("checkpoint: latest of thread %q: %w", threadID, err)
+	}
+	if len(cps) == 0 {
+		return Checkpoint{}, fmt.Errorf("checkpoint: latest of thread %q: %w", threadID, ErrNotFound)
+	}
+	return cps[0], nil
+}
+
+func historyFrom(threadID string, cps []Checkpoint, err error) ([]Checkpoint, error) {
+	if err != nil {
+		return nil, fmt.Errorf("checkpoint: history of thread %q: %w", threadID, err)
+	}
+	if cps == nil {
+		cps = []Checkpoint{}
+	}
+	return cps, nil
 }
 
 // Sentinel errors, for errors.Is.

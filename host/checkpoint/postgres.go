@@ -371,26 +371,14 @@ func (p *Postgres) LatestSeq(ctx context.Context, threadID string) (int64, error
 // ErrNotFound.
 func (p *Postgres) Latest(ctx context.Context, threadID string) (Checkpoint, error) {
 	cps, err := p.query(ctx, threadID, 1)
-	if err != nil {
-		return Checkpoint{}, fmt.Errorf("checkpoint: latest of thread %q: %w", threadID, err)
-	}
-	if len(cps) == 0 {
-		return Checkpoint{}, fmt.Errorf("checkpoint: latest of thread %q: %w", threadID, ErrNotFound)
-	}
-	return cps[0], nil
+	return latestFrom(threadID, cps, err)
 }
 
 // History returns up to limit checkpoints, newest first (limit <= 0 means
 // all), read in one statement so they come from one consistent snapshot.
 func (p *Postgres) History(ctx context.Context, threadID string, limit int) ([]Checkpoint, error) {
 	cps, err := p.query(ctx, threadID, limit)
-	if err != nil {
-		return nil, fmt.Errorf("checkpoint: history of thread %q: %w", threadID, err)
-	}
-	if cps == nil {
-		cps = []Checkpoint{}
-	}
-	return cps, nil
+	return historyFrom(threadID, cps, err)
 }
 
 func (p *Postgres) query(ctx context.Context, threadID string, limit int) ([]Checkpoint, error) {

@@ -495,13 +495,7 @@ func (s *SQLite) LatestSeq(ctx context.Context, threadID string) (int64, error) 
 // it never waits behind a Put.
 func (s *SQLite) Latest(ctx context.Context, threadID string) (Checkpoint, error) {
 	cps, err := s.query(ctx, threadID, 1)
-	if err != nil {
-		return Checkpoint{}, fmt.Errorf("checkpoint: latest of thread %q: %w", threadID, err)
-	}
-	if len(cps) == 0 {
-		return Checkpoint{}, fmt.Errorf("checkpoint: latest of thread %q: %w", threadID, ErrNotFound)
-	}
-	return cps[0], nil
+	return latestFrom(threadID, cps, err)
 }
 
 // History returns up to limit checkpoints, newest first (limit <= 0 means
@@ -511,13 +505,7 @@ func (s *SQLite) History(ctx context.Context, threadID string, limit int) ([]Che
 		limit = -1 // SQLite: no limit
 	}
 	cps, err := s.query(ctx, threadID, limit)
-	if err != nil {
-		return nil, fmt.Errorf("checkpoint: history of thread %q: %w", threadID, err)
-	}
-	if cps == nil {
-		cps = []Checkpoint{}
-	}
-	return cps, nil
+	return historyFrom(threadID, cps, err)
 }
 
 func (s *SQLite) query(ctx context.Context, threadID string, limit int) ([]Checkpoint, error) {

@@ -328,8 +328,7 @@ func (a *aguiRun) closeText() {
 
 func (a *aguiRun) fail(err error) {
 	a.closeText()
-	code, b := errorBody(err)
-	_ = code
+	_, b := errorBody(err)
 	if !a.started {
 		// AG-UI allows a stream to open with RUN_ERROR.
 		a.started = true

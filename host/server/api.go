@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"iter"
 	"net/http"
 	"strings"
 
@@ -207,7 +208,7 @@ func (s *Server) handleStream(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	next, stop := iterPull(s.svc.App.Stream(r.Context(), req.Input.Messages, cfg))
+	next, stop := iter.Pull2(s.svc.App.Stream(r.Context(), req.Input.Messages, cfg))
 	defer stop()
 	// A run refused before it starts (a conflict, bad input) is answered
 	// with a plain status and error body, like invoke.
@@ -224,8 +225,7 @@ func (s *Server) handleStream(w http.ResponseWriter, r *http.Request) {
 	for ev := first; more; ev, err, more = next() {
 		if err != nil {
 			s.metrics.finished(graph.Result{}, err)
-			code, body := errorBody(err)
-			_ = code
+			_, body := errorBody(err)
 			sse.event("error", body)
 			return
 		}

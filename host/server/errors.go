@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"iter"
 	"net/http"
 
 	"github.com/tenxgraph/tenxgraph/host/graph"
@@ -122,10 +121,4 @@ func (s *sse) event(name string, data any) {
 	if s.f != nil {
 		s.f.Flush()
 	}
-}
-
-// iterPull is iter.Pull2 with a next that reports the error in its middle
-// result, matching how the graph's stream yields.
-func iterPull(seq iter.Seq2[graph.Event, error]) (func() (graph.Event, error, bool), func()) {
-	return iter.Pull2(seq)
 }
