@@ -210,6 +210,17 @@ func (s *grpcServer) Watch(_ *pb.Watch_Request, stream grpc.ServerStreamingServe
 	return nil
 }
 
+func (s *grpcServer) Configure(ctx context.Context, req *pb.Configure_Request) (*pb.Configure_Response, error) {
+	c, ok := s.p.(Configurer)
+	if !ok {
+		return nil, status.Error(codes.Unimplemented, "this provider takes no options")
+	}
+	if err := c.Configure(ctx, ConfigureRequest{Options: req.OptionsJson}); err != nil {
+		return nil, status.Error(codes.InvalidArgument, err.Error())
+	}
+	return &pb.Configure_Response{}, nil
+}
+
 func (s *grpcServer) Shutdown(ctx context.Context, _ *pb.Shutdown_Request) (*pb.Shutdown_Response, error) {
 	s.stopping.Store(true)
 	if sd, ok := s.p.(Shutdowner); ok {
@@ -336,6 +347,15 @@ func (c *grpcClient) PrepareRun(ctx context.Context, req PrepareRunRequest) (Pre
 		out.Problems = append(out.Problems, Problem{Path: p.Path, Message: p.Message})
 	}
 	return out, nil
+}
+
+// Configure implements Configurer: it sends the provider its options.
+func (c *grpcClient) Configure(ctx context.Context, req ConfigureRequest) error {
+	_, err := c.c.Configure(ctx, &pb.Configure_Request{OptionsJson: req.Options})
+	if status.Code(err) == codes.InvalidArgument {
+		return errors.New(status.Convert(err).Message())
+	}
+	return fromStatus(err)
 }
 
 func (c *grpcClient) Shutdown(ctx context.Context) error {

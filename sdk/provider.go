@@ -132,3 +132,18 @@ type Problem struct {
 	Path    string
 	Message string
 }
+
+// Configurer is implemented by providers that take options from the host's
+// config. The host calls Configure once per process, before any other
+// call, with the options over the plugin protocol: never through the
+// environment, where the provider's tools, and whatever they start, could
+// read them.
+type Configurer interface {
+	Configure(ctx context.Context, req ConfigureRequest) error
+}
+
+// ConfigureRequest carries a provider's options.
+type ConfigureRequest struct {
+	// Options are the provider's options as a JSON object.
+	Options json.RawMessage
+}

@@ -4,6 +4,8 @@
 package cli
 
 import (
+	"github.com/tenxgraph/tenxgraph/internal/sandbox"
+
 	"context"
 	"errors"
 	"fmt"
@@ -32,6 +34,9 @@ const (
 
 // Main runs the command line with os.Args and exits.
 func Main() {
+	if len(os.Args) > 1 && os.Args[1] == sandbox.ExecArg {
+		sandbox.Exec() // the trampoline that applies a provider's limits; never returns
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	code := Run(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr)
 	stop()

@@ -28,6 +28,7 @@ import (
 
 	"github.com/tenxgraph/tenxgraph/host/graph"
 	"github.com/tenxgraph/tenxgraph/host/toolspec"
+	"github.com/tenxgraph/tenxgraph/internal/sandbox"
 	"github.com/tenxgraph/tenxgraph/plugins/builtin"
 )
 
@@ -85,6 +86,10 @@ type Config struct {
 	Checkpointer Checkpointer
 	// Server is the HTTP API's setup; always set, with safe defaults.
 	Server Server
+	// SandboxDefaults is provider_defaults' sandbox profile, under every
+	// provider entry's own (the entries' Sandbox already include it). The
+	// remote bridge, which has no entry, runs with it as it is.
+	SandboxDefaults sandbox.Profile
 }
 
 // Model configures the chat model.
@@ -128,6 +133,8 @@ type BuiltinTools struct {
 	HTTPFetch HTTPFetch
 	// Workspace confines the file tools.
 	Workspace Workspace
+	// Sandbox is what the builtin provider's process may have.
+	Sandbox sandbox.Profile
 }
 
 // HTTPFetch limits the http_fetch tool, which a model drives with
@@ -189,6 +196,9 @@ type MCPServer struct {
 	DenyTools  []string
 	// Disabled keeps the entry in the file without starting it.
 	Disabled bool
+	// Sandbox is what a stdio server's process may have; its Env is Env
+	// on top of provider_defaults', ${VAR}s unexpanded.
+	Sandbox sandbox.Profile
 }
 
 // Plugin is a third-party tool provider: an executable built with sdk.Serve.
@@ -208,6 +218,11 @@ type Plugin struct {
 	// Start is "startup" (default: a broken plugin fails the start, not the
 	// first run) or "lazy" (started on first use, for costly plugins).
 	Start string
+	// Cwd is the plugin's working directory (absolute; default the
+	// config's folder).
+	Cwd string
+	// Sandbox is what the plugin's process may have; its Env includes Env.
+	Sandbox sandbox.Profile
 }
 
 // Checkpointer selects where thread state is stored.
@@ -279,8 +294,9 @@ func Parse(data []byte, dir string) (*Config, error) {
 		c.add("", "the config must be a JSON object, got %s", root.kind)
 		return nil, c.ps
 	}
-	top := field{c: c, v: root}.object("agent", "remote_tools", "model", "builtin_tools", "mcp_servers", "plugins", "checkpointer", "server")
+	top := field{c: c, v: root}.object("agent", "remote_tools", "model", "builtin_tools", "mcp_servers", "plugins", "checkpointer", "server", "provider_defaults")
 	cfg := &Config{Dir: abs}
+	cfg.SandboxDefaults = c.providerDefaults(top.get("provider_defaults"))
 	cfg.Agent, _ = top.get("agent").required(`name a registered graph such as "tenxgraph:react"`)
 	cfg.RemoteTools = c.remoteTools(top.get("remote_tools"))
 	cfg.Model = c.model(top.get("model"))
@@ -289,6 +305,7 @@ func Parse(data []byte, dir string) (*Config, error) {
 	cfg.Plugins = c.plugins(top.get("plugins"))
 	cfg.Checkpointer = c.checkpointer(top.get("checkpointer"))
 	cfg.Server = c.server(top.get("server"))
+	c.checkSecrets(cfg)
 	if len(c.ps) > 0 {
 		return nil, c.ps
 	}
@@ -390,11 +407,13 @@ func (c *checker) model(f field) *Model {
 var builtinNames = []string{"calculator", "current_time", "http_fetch", "read_file", "write_file", "list_files"}
 
 func (c *checker) builtinTools(f field) *BuiltinTools {
-	o := f.object("node", "enable", "http_fetch", "workspace")
+	o := f.object(append([]string{"node", "enable", "http_fetch", "workspace"}, profileKeys...)...)
 	if !o.present() {
 		return nil
 	}
 	b := &BuiltinTools{Node: nodeName(o.get("node"))}
+	env, _ := o.get("env").strMap(checkEnvKey, nil)
+	b.Sandbox = c.profile(o, env)
 	enable := o.get("enable")
 	if !enable.present() {
 		c.add(enable.path, "missing: list the tools to turn on, from %s", quoteList(builtinNames))
@@ -462,7 +481,8 @@ func (c *checker) mcpServers(f field) (map[string]MCPServer, []string) {
 }
 
 func (c *checker) mcpServer(f field) MCPServer {
-	o := f.object("type", "command", "args", "env", "cwd", "url", "headers", "timeout", "max_output_bytes", "node", "allow_tools", "deny_tools", "disabled")
+	o := f.object("type", "command", "args", "env", "cwd", "url", "headers", "timeout", "max_output_bytes", "node", "allow_tools", "deny_tools", "disabled",
+		"pass_env", "limits", "network", "user", "group")
 	s := MCPServer{Node: nodeName(o.get("node"))}
 	if !o.present() {
 		return s
@@ -527,6 +547,7 @@ func (c *checker) mcpServer(f field) MCPServer {
 		c.add(o.get("deny_tools").path, "set allow_tools or deny_tools, not both")
 	}
 	s.Disabled, _ = o.get("disabled").boolean()
+	s.Sandbox = c.profile(o, s.Env)
 
 	// Keys of the other transport are mistakes the server would ignore.
 	switch s.Type {
@@ -538,7 +559,7 @@ func (c *checker) mcpServer(f field) MCPServer {
 			s.Cwd = c.dir
 		}
 	case "http", "sse":
-		for _, k := range []string{"args", "env", "cwd"} {
+		for _, k := range []string{"args", "env", "cwd", "pass_env", "limits", "network", "user", "group"} {
 			if g := o.get(k); g.present() {
 				c.add(g.path, "only used by \"stdio\" servers (started with command)")
 			}
@@ -558,7 +579,7 @@ func (c *checker) plugins(f field) []Plugin {
 	var out []Plugin
 	first := map[string]int{}
 	for i, it := range items {
-		o := it.object("name", "command", "sha256", "node", "env", "start")
+		o := it.object(append([]string{"name", "command", "sha256", "node", "start", "cwd"}, profileKeys...)...)
 		if !o.present() {
 			continue
 		}
@@ -604,9 +625,26 @@ func (c *checker) plugins(f field) []Plugin {
 		if s, ok := o.get("start").oneOf("startup", "lazy"); ok {
 			p.Start = s
 		}
+		p.Cwd = c.dir
+		if d, ok := o.get("cwd").filePath(); ok {
+			p.Cwd = d
+		}
+		p.Sandbox = c.profile(o, p.Env)
 		out = append(out, p)
 	}
 	return out
+}
+
+// providerDefaults reads provider_defaults: the sandbox profile every
+// provider entry starts from.
+func (c *checker) providerDefaults(f field) sandbox.Profile {
+	o := f.object(profileKeys...)
+	if !o.present() {
+		return sandbox.Profile{}
+	}
+	env, _ := o.get("env").strMap(checkEnvKey, nil)
+	c.defaults = c.profile(o, env)
+	return c.defaults
 }
 
 func (c *checker) checkpointer(f field) Checkpointer {

@@ -9,12 +9,18 @@ import (
 	"time"
 
 	"github.com/tenxgraph/tenxgraph/host/toolspec"
+	"github.com/tenxgraph/tenxgraph/internal/sandbox"
 )
 
 // checker collects problems while the tree is read into a Config.
 type checker struct {
 	dir string
 	ps  toolspec.Problems
+	// defaults is provider_defaults' sandbox profile, read first.
+	defaults sandbox.Profile
+	// passEnv lists every pass_env read, to check against the secrets
+	// once the whole file is read.
+	passEnv []passEnvAt
 }
 
 func (c *checker) add(path, format string, args ...any) { c.ps.Add(path, format, args...) }

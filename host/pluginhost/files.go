@@ -7,11 +7,10 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
-	"strconv"
 	"strings"
 	"sync"
-	"time"
+
+	"github.com/tenxgraph/tenxgraph/internal/sandbox"
 )
 
 // verified caches the hashes of binaries already checked, by path, size and
@@ -53,37 +52,16 @@ func verify(path, want string) error {
 }
 
 // socketRoot is the folder this host's plugin sockets go in, one per host
-// process, so a host can tell its own sockets from those of a host that
-// died. The first call also removes the folders of hosts that are gone.
+// process (sandbox.HostDir), so that a host can tell its own sockets from
+// those of a host that died.
 func socketRoot() string {
-	base := filepath.Join(os.TempDir(), "tenxgraph-"+strconv.Itoa(os.Getuid()))
-	dir := filepath.Join(base, "host-"+strconv.Itoa(os.Getpid()))
-	if err := os.MkdirAll(dir, 0o700); err != nil {
+	dir, err := sandbox.HostDir()
+	if err != nil {
 		return "" // go-plugin falls back to the system temp folder
 	}
-	sweepOnce.Do(func() { sweep(base) })
 	return dir
-}
-
-var sweepOnce sync.Once
-
-// sweep removes socket folders left by hosts that no longer run (a host
-// killed with SIGKILL cannot clean up after itself).
-func sweep(base string) {
-	entries, _ := os.ReadDir(base)
-	for _, e := range entries {
-		pid, err := strconv.Atoi(strings.TrimPrefix(e.Name(), "host-"))
-		if err != nil || pid == os.Getpid() || alive(pid) {
-			continue
-		}
-		if fi, err := e.Info(); err == nil && time.Since(fi.ModTime()) > time.Second {
-			_ = os.RemoveAll(filepath.Join(base, e.Name()))
-		}
-	}
 }
 
 // Cleanup removes this host's socket folder; call it when the host stops,
 // after every plugin is shut down.
-func Cleanup() {
-	_ = os.RemoveAll(filepath.Join(os.TempDir(), "tenxgraph-"+strconv.Itoa(os.Getuid()), "host-"+strconv.Itoa(os.Getpid())))
-}
+func Cleanup() { sandbox.Cleanup() }

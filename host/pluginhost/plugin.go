@@ -11,8 +11,10 @@ package pluginhost
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"os/exec"
 	"reflect"
 	"strconv"
@@ -25,6 +27,7 @@ import (
 	"github.com/hashicorp/go-plugin/runner"
 	"google.golang.org/grpc"
 
+	"github.com/tenxgraph/tenxgraph/internal/sandbox"
 	"github.com/tenxgraph/tenxgraph/sdk"
 )
 
@@ -37,8 +40,27 @@ type Config struct {
 	// SHA256, when set, pins the program's bytes: a binary that does not
 	// match is refused before it runs.
 	SHA256 string
-	// Env is added to the plugin's environment (the host's is inherited).
+	// Env is added to the plugin's environment, like Sandbox.Env.
 	Env map[string]string
+	// Sandbox is what the plugin's process may have: nothing of the
+	// host's environment but what it names, and the limits, network and
+	// account it sets (internal/sandbox).
+	Sandbox sandbox.Profile
+	// Key is the config path of the plugin's entry ("plugins[0]"), so a
+	// profile the kernel refuses is reported at the key to change.
+	Key string
+	// Deny names host variables never passed to the plugin, whatever its
+	// profile says: the API's tokens, the model key, the store's DSN.
+	Deny []string
+	// Trampoline is the executable that applies the profile's limits (the
+	// host's own; see sandbox.Exec). Required when limits are set.
+	Trampoline string
+	// Dir is the plugin's working directory ("" for the host's).
+	Dir string
+	// Options are sent to the plugin with Configure before anything else,
+	// over the plugin protocol rather than the environment its tools can
+	// read. Nil sends nothing.
+	Options json.RawMessage
 	// Lazy starts the process only when a tool is first called. The tool
 	// list is still read at startup (the plugin is started, asked, and
 	// stopped), so configuration mistakes surface at once.
@@ -58,6 +80,7 @@ type client interface {
 	sdk.RunToolsProvider
 	sdk.Shutdowner
 	sdk.ToolsWatcher
+	sdk.Configurer
 	Watch(ctx context.Context) error
 	Exited() <-chan struct{}
 }
@@ -67,6 +90,7 @@ type instance struct {
 	pc          *plugin.Client
 	c           client
 	md          sdk.MetadataResponse // read when it started
+	proc        *sandbox.Process     // the process, released on every exit path
 	watching    context.Context      // done when the host stops watching it
 	stopWatch   context.CancelFunc
 	intentional bool // set under Plugin.mu when the host stops it on purpose
@@ -267,7 +291,7 @@ func (p *Plugin) drop(inst *instance) {
 	defer p.mu.Unlock()
 	if p.cur == inst {
 		p.cur = nil
-		go inst.pc.Kill() // if it still runs, it is of no use: supervise sees it exit
+		go inst.kill() // if it still runs, it is of no use: supervise sees it exit
 	}
 }
 
@@ -354,19 +378,39 @@ func (p *Plugin) spawn() (*instance, error) {
 			return nil, fmt.Errorf("plugin %q: %w", p.cfg.Name, err)
 		}
 	}
-	cmd := exec.Command(p.cfg.Command[0], p.cfg.Command[1:]...)
-	for k, v := range p.cfg.Env {
-		cmd.Env = append(cmd.Env, k+"="+v)
+	inst := &instance{}
+	var unixGroup string
+	if p.cfg.Sandbox.User != "" {
+		unixGroup = p.cfg.Sandbox.Group
+		if unixGroup == "" {
+			unixGroup = p.cfg.Sandbox.User // the socket folder's group: the user's own
+		}
 	}
 	pc := plugin.NewClient(&plugin.ClientConfig{
 		HandshakeConfig:  sdk.Handshake,
 		VersionedPlugins: sdk.HostPlugins(),
 		AllowedProtocols: []plugin.Protocol{plugin.ProtocolGRPC},
-		RunnerFunc: func(l hclog.Logger, c *exec.Cmd, _ string) (runner.Runner, error) {
-			cmd.Env = append(c.Env, cmd.Env...)
-			return newRunner(l, cmd)
+		// The plugin's environment is its profile's, not the host's.
+		SkipHostEnv: true,
+		RunnerFunc: func(l hclog.Logger, c *exec.Cmd, socketDir string) (runner.Runner, error) {
+			profile := p.cfg.Sandbox
+			if len(p.cfg.Env) > 0 {
+				profile.Env = maps.Clone(profile.Env)
+				if profile.Env == nil {
+					profile.Env = map[string]string{}
+				}
+				maps.Copy(profile.Env, p.cfg.Env)
+			}
+			proc, err := sandbox.Command(sandbox.Spec{Name: p.cfg.Name, Key: p.cfg.Key,
+				Path: p.cfg.Command[0], Args: p.cfg.Command[1:], Dir: p.cfg.Dir, Profile: profile,
+				Extra: c.Env, Deny: p.cfg.Deny, Trampoline: p.cfg.Trampoline, HomeIn: socketDir})
+			if err != nil {
+				return nil, err
+			}
+			inst.proc = proc
+			return newRunner(l, proc)
 		},
-		UnixSocketConfig: &plugin.UnixSocketConfig{TempDir: socketRoot()},
+		UnixSocketConfig: &plugin.UnixSocketConfig{TempDir: socketRoot(), Group: unixGroup},
 		Logger:           p.log,
 		StartTimeout:     p.cfg.StartTimeout,
 		SyncStdout:       logWriter{p.log, "plugin wrote to stdout"},
@@ -374,35 +418,48 @@ func (p *Plugin) spawn() (*instance, error) {
 		GRPCDialOptions: []grpc.DialOption{grpc.WithDefaultCallOptions(
 			grpc.MaxCallRecvMsgSize(sdk.MaxMessageBytes), grpc.MaxCallSendMsgSize(sdk.MaxMessageBytes))},
 	})
+	inst.pc = pc
+	fail := func(err error) (*instance, error) {
+		inst.kill()
+		return nil, err
+	}
 	rpc, err := pc.Client()
 	if err != nil {
-		pc.Kill()
-		return nil, fmt.Errorf("plugin %q: start %s: %w", p.cfg.Name, strings.Join(p.cfg.Command, " "), err)
+		return fail(fmt.Errorf("plugin %q: start %s: %w", p.cfg.Name, strings.Join(p.cfg.Command, " "), err))
 	}
 	raw, err := rpc.Dispense(sdk.PluginName)
 	if err != nil {
-		pc.Kill()
-		return nil, fmt.Errorf("plugin %q: %w", p.cfg.Name, err)
+		return fail(fmt.Errorf("plugin %q: %w", p.cfg.Name, err))
 	}
 	c, ok := raw.(client)
 	if !ok {
-		pc.Kill()
-		return nil, fmt.Errorf("plugin %q: unexpected client type %T", p.cfg.Name, raw)
+		return fail(fmt.Errorf("plugin %q: unexpected client type %T", p.cfg.Name, raw))
 	}
+	inst.c = c
 	ctx, cancel := context.WithCancel(context.Background())
 	go c.Watch(ctx) //nolint:errcheck // ends when the plugin or the host goes
-	inst := &instance{pc: pc, c: c, watching: ctx, stopWatch: cancel}
+	inst.watching, inst.stopWatch = ctx, cancel
+	stop := func(err error) (*instance, error) {
+		sctx, scancel := context.WithTimeout(context.Background(), 5*time.Second)
+		_ = c.Shutdown(sctx) // a stop on purpose, not a lost host, to the plugin
+		scancel()
+		cancel()
+		return fail(err)
+	}
+	if p.cfg.Options != nil {
+		cctx, ccancel := context.WithTimeout(ctx, p.cfg.StartTimeout)
+		err := c.Configure(cctx, sdk.ConfigureRequest{Options: p.cfg.Options})
+		ccancel()
+		if err != nil {
+			return stop(fmt.Errorf("plugin %q: configure: %w", p.cfg.Name, err))
+		}
+	}
 	changed := c.ToolsChanged() // before reading, so no change is missed
 	mctx, mcancel := context.WithTimeout(ctx, p.cfg.StartTimeout)
 	inst.md, err = c.Metadata(mctx, sdk.MetadataRequest{})
 	mcancel()
 	if err != nil {
-		sctx, scancel := context.WithTimeout(context.Background(), 5*time.Second)
-		_ = c.Shutdown(sctx) // a stop on purpose, not a lost host, to the plugin
-		scancel()
-		cancel()
-		pc.Kill()
-		return nil, fmt.Errorf("plugin %q: read its tools: %w", p.cfg.Name, err)
+		return stop(fmt.Errorf("plugin %q: read its tools: %w", p.cfg.Name, err))
 	}
 	go p.follow(inst, changed)
 	return inst, nil
@@ -419,7 +476,7 @@ func (p *Plugin) supervise(inst *instance) {
 		return
 	}
 	inst.stopWatch()
-	inst.pc.Kill() // reap, remove the socket folder, kill any children left
+	inst.kill() // reap, remove the socket folder, kill any children left
 	if p.cur == inst {
 		p.cur = nil
 	}
@@ -446,7 +503,19 @@ func (p *Plugin) stop(ctx context.Context, inst *instance) {
 	_ = inst.c.Shutdown(sctx)
 	cancel()
 	inst.stopWatch()
-	inst.pc.Kill()
+	inst.kill()
+}
+
+// kill ends an instance's process and everything it started, on every exit
+// path: go-plugin's Kill returns early once the process has exited, so the
+// process group, the cgroup and the private folder are ended here.
+func (inst *instance) kill() {
+	if inst.pc != nil {
+		inst.pc.Kill()
+	}
+	if inst.proc != nil {
+		inst.proc.Release()
+	}
 }
 
 // Shutdown drains and stops the plugin: new calls are refused, calls in

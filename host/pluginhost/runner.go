@@ -10,32 +10,35 @@ import (
 	"os/exec"
 	"regexp"
 	"strconv"
+	"strings"
+	"sync"
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/go-plugin/runner"
 
-	"github.com/tenxgraph/tenxgraph/internal/proc"
+	"github.com/tenxgraph/tenxgraph/internal/sandbox"
 )
 
-// procRunner starts a plugin the way go-plugin's own runner cannot: without
-// the host's stdin (a host that speaks a protocol on stdio must not share
-// it), as the leader of its own process group (so its children are killed
-// with it), with a parent-death signal on Linux (so it does not outlive a
-// host killed with SIGKILL), and with stdout filtered so that stray output
-// cannot break the handshake.
+// procRunner starts a plugin through the sandbox launcher, which go-plugin's
+// own runner cannot do: without the host's stdin or environment, as the
+// leader of its own process group (so its children are killed with it),
+// with a parent-death signal on Linux (so it does not outlive a host killed
+// with SIGKILL), under its sandbox profile, and with stdout filtered so
+// that stray output cannot break the handshake.
 type procRunner struct {
 	log    hclog.Logger
+	proc   *sandbox.Process
 	cmd    *exec.Cmd
 	stdout io.ReadCloser
 	stderr io.ReadCloser
-	pid    int
+	tail   *tail
 }
 
 var _ runner.Runner = (*procRunner)(nil)
 
-func newRunner(log hclog.Logger, cmd *exec.Cmd) (*procRunner, error) {
+func newRunner(log hclog.Logger, proc *sandbox.Process) (*procRunner, error) {
+	cmd := proc.Cmd
 	cmd.Stdin = nil
-	setProcAttr(cmd)
 	out, err := cmd.StdoutPipe()
 	if err != nil {
 		return nil, err
@@ -44,25 +47,20 @@ func newRunner(log hclog.Logger, cmd *exec.Cmd) (*procRunner, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &procRunner{log: log, cmd: cmd, stdout: handshakeOnly(out, log), stderr: errp}, nil
+	t := &tail{}
+	return &procRunner{log: log, proc: proc, cmd: cmd, stdout: handshakeOnly(out, log), stderr: t.reader(errp), tail: t}, nil
 }
 
-func (r *procRunner) Start(context.Context) error {
-	if err := proc.Start(r.cmd); err != nil {
-		return err
-	}
-	r.pid = r.cmd.Process.Pid
-	return nil
-}
+func (r *procRunner) Start(context.Context) error { return r.proc.Start() }
 
 func (r *procRunner) Wait(context.Context) error { return r.cmd.Wait() }
 
 // Kill ends the plugin and everything it started.
 func (r *procRunner) Kill(context.Context) error {
+	r.proc.Kill()
 	if r.cmd.Process == nil {
 		return nil
 	}
-	killGroup(r.pid)
 	if err := r.cmd.Process.Kill(); err != nil && !errors.Is(err, os.ErrProcessDone) {
 		return err
 	}
@@ -72,10 +70,10 @@ func (r *procRunner) Kill(context.Context) error {
 func (r *procRunner) Stdout() io.ReadCloser { return r.stdout }
 func (r *procRunner) Stderr() io.ReadCloser { return r.stderr }
 func (r *procRunner) Name() string          { return r.cmd.Path }
-func (r *procRunner) ID() string            { return strconv.Itoa(r.pid) }
+func (r *procRunner) ID() string            { return strconv.Itoa(r.proc.PID()) }
 
 func (r *procRunner) Diagnose(context.Context) string {
-	return fmt.Sprintf("the plugin %s did not complete the handshake: is it built with sdk.Serve (or go-plugin, toolprovider.v1), for this OS and architecture, and executable?", r.cmd.Path)
+	return fmt.Sprintf("the plugin %s did not complete the handshake: is it built with sdk.Serve (or go-plugin, toolprovider.v1), for this OS and architecture, and executable?%s", r.cmd.Path, r.tail)
 }
 
 func (r *procRunner) PluginToHost(n, a string) (string, string, error) { return n, a, nil }
@@ -117,4 +115,50 @@ func handshakeOnly(r io.ReadCloser, log hclog.Logger) io.ReadCloser {
 		io.Reader
 		io.Closer
 	}{pr, r}
+}
+
+// tail keeps the last lines a plugin wrote on stderr, for an error saying
+// why it did not start.
+type tail struct {
+	mu    sync.Mutex
+	lines []string
+}
+
+// reader passes r through, keeping its last lines.
+func (t *tail) reader(r io.ReadCloser) io.ReadCloser {
+	pr, pw := io.Pipe()
+	go func() {
+		sc := bufio.NewScanner(r)
+		sc.Buffer(make([]byte, 64<<10), 1<<20)
+		for sc.Scan() {
+			line := sc.Text()
+			t.mu.Lock()
+			if len(line) > 300 {
+				line = line[:300] + "…"
+			}
+			t.lines = append(t.lines, line)
+			if len(t.lines) > 5 {
+				t.lines = t.lines[1:]
+			}
+			t.mu.Unlock()
+			if _, err := io.WriteString(pw, sc.Text()+"\n"); err != nil {
+				break
+			}
+		}
+		pw.CloseWithError(sc.Err())
+	}()
+	return struct {
+		io.Reader
+		io.Closer
+	}{pr, r}
+}
+
+// String is " Its last output on stderr: ...", or "" when there was none.
+func (t *tail) String() string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if len(t.lines) == 0 {
+		return ""
+	}
+	return " Its last output on stderr: " + strings.Join(t.lines, " | ")
 }

@@ -4,8 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"os"
-	"strings"
 	"sync"
 	"time"
 
@@ -16,6 +16,7 @@ import (
 	"github.com/tenxgraph/tenxgraph/host/graph"
 	"github.com/tenxgraph/tenxgraph/host/pluginhost"
 	"github.com/tenxgraph/tenxgraph/host/toolspec"
+	"github.com/tenxgraph/tenxgraph/internal/sandbox"
 	"github.com/tenxgraph/tenxgraph/plugins/builtin"
 	"github.com/tenxgraph/tenxgraph/plugins/mcp"
 	"github.com/tenxgraph/tenxgraph/plugins/remote"
@@ -52,7 +53,8 @@ func (s *Service) startProviders(ctx context.Context, opts Options, env *agent.E
 		node string // "" for the bridge
 		cfg  pluginhost.Config
 	}
-	jobs := []job{{path: "remote_tools", cfg: pluginhost.Config{Name: bridgeName, Command: []string{self, "plugin", "remote"}}}}
+	jobs := []job{{path: "remote_tools", cfg: pluginhost.Config{Name: bridgeName, Command: []string{self, "plugin", "remote"},
+		Sandbox: cfg.SandboxDefaults, Key: "provider_defaults"}}}
 	if bt := cfg.BuiltinTools; bt != nil && len(bt.Enable) > 0 {
 		raw, err := json.Marshal(builtin.Options{Enable: bt.Enable, WorkspaceRoot: bt.Workspace.Root,
 			HTTPFetch: builtin.HTTPFetchOptions{AllowedHosts: bt.HTTPFetch.AllowHosts, MaxBytes: bt.HTTPFetch.MaxBytes, Timeout: bt.HTTPFetch.Timeout}})
@@ -60,7 +62,7 @@ func (s *Service) startProviders(ctx context.Context, opts Options, env *agent.E
 			return fmt.Errorf("builtin_tools: %w", err)
 		}
 		jobs = append(jobs, job{path: "builtin_tools", node: bt.Node, cfg: pluginhost.Config{Name: builtinName,
-			Command: []string{self, "plugin", "builtin"}, Env: map[string]string{builtin.EnvOptions: string(raw)}}})
+			Command: []string{self, "plugin", "builtin"}, Options: raw, Sandbox: bt.Sandbox, Key: "builtin_tools"}})
 	}
 	var ps toolspec.Problems
 	for i, pl := range cfg.Plugins {
@@ -68,8 +70,10 @@ func (s *Service) startProviders(ctx context.Context, opts Options, env *agent.E
 			ps.Add(fmt.Sprintf("plugins[%d].name", i), "%q is the name of a provider tenxgraph serves itself; choose another", pl.Name)
 			continue
 		}
-		jobs = append(jobs, job{path: fmt.Sprintf("plugins[%d]", i), node: pl.Node, cfg: pluginhost.Config{
-			Name: pl.Name, Command: pl.Command, SHA256: pl.SHA256, Env: pl.Env, Lazy: pl.Start == "lazy"}})
+		key := fmt.Sprintf("plugins[%d]", i)
+		jobs = append(jobs, job{path: key, node: pl.Node, cfg: pluginhost.Config{
+			Name: pl.Name, Command: pl.Command, SHA256: pl.SHA256, Lazy: pl.Start == "lazy",
+			Sandbox: pl.Sandbox, Key: key, Dir: pl.Cwd}})
 	}
 	if len(ps) > 0 {
 		return ps
@@ -82,6 +86,7 @@ func (s *Service) startProviders(ctx context.Context, opts Options, env *agent.E
 		go func() {
 			defer wg.Done()
 			j.cfg.Logger = log
+			j.cfg.Deny, j.cfg.Trampoline = cfg.Secrets(), self
 			started[i], errs[i] = pluginhost.Start(ctx, j.cfg)
 		}()
 	}
@@ -134,17 +139,21 @@ func (s *Service) startMCP(ctx context.Context, self string, log hclog.Logger, e
 	errs := make([]error, len(nodes))
 	var wg sync.WaitGroup
 	for i, node := range nodes {
-		opts := mcp.Options{Servers: byNode[node], Taken: takenNames(ctx, env.Providers[node], cfg.RemoteTools, node)}
-		kv, err := opts.Environ()
+		opts := mcp.Options{Servers: byNode[node], Taken: takenNames(ctx, env.Providers[node], cfg.RemoteTools, node),
+			Vars: mcpVars(byNode[node]), WireLog: os.Getenv(mcp.EnvWireLog)}
+		raw, err := opts.Encode()
 		if err != nil {
 			return err
 		}
-		k, v, _ := strings.Cut(kv, "=")
 		name := mcpName
 		if len(nodes) > 1 {
 			name = mcpName + ":" + node
 		}
-		pc := pluginhost.Config{Name: name, Command: []string{self, "plugin", "mcp"}, Env: map[string]string{k: v},
+		// The bridge itself gets only the base environment and the host's
+		// network: each server's own profile is applied when the bridge
+		// starts it, and the values it may see travel with Configure.
+		pc := pluginhost.Config{Name: name, Command: []string{self, "plugin", "mcp"}, Options: raw,
+			Key: "mcp_servers", Deny: cfg.Secrets(), Trampoline: self,
 			Logger: log, StartTimeout: wait[node] + 30*time.Second}
 		wg.Add(1)
 		go func() {
@@ -168,11 +177,41 @@ func (s *Service) startMCP(ctx context.Context, self string, log hclog.Logger, e
 	return nil
 }
 
-// mcpServer is a config entry as the bridge takes it.
+// mcpServer is a config entry as the bridge takes it: its env is the
+// profile's (provider_defaults' under the entry's), and each pass_env name
+// becomes an env entry whose value travels in Options.Vars.
 func mcpServer(sc config.MCPServer) mcp.Server {
-	return mcp.Server{Name: sc.Name, Type: sc.Type, Command: sc.Command, Args: sc.Args, Env: sc.Env, Cwd: sc.Cwd,
+	env := maps.Clone(sc.Sandbox.Env)
+	for _, k := range sc.Sandbox.PassEnv {
+		if _, ok := os.LookupEnv(k); ok {
+			if env == nil {
+				env = map[string]string{}
+			}
+			env[k] = "${" + k + "}"
+		}
+	}
+	profile := sc.Sandbox
+	profile.Env, profile.PassEnv = nil, nil
+	return mcp.Server{Name: sc.Name, Type: sc.Type, Command: sc.Command, Args: sc.Args, Env: env, Cwd: sc.Cwd,
 		URL: sc.URL, Headers: sc.Headers, Timeout: sc.Timeout, AllowTools: sc.AllowTools, DenyTools: sc.DenyTools,
-		MaxOutputBytes: sc.MaxOutputBytes}
+		MaxOutputBytes: sc.MaxOutputBytes, Sandbox: profile}
+}
+
+// mcpVars are the host variables the servers' ${VAR}s name, the values the
+// bridge expands them with: it has no other way to see them.
+func mcpVars(servers []mcp.Server) map[string]string {
+	vars := map[string]string{}
+	lookup := func(k string) (string, bool) {
+		v, ok := os.LookupEnv(k)
+		if ok {
+			vars[k] = v
+		}
+		return v, ok
+	}
+	for _, s := range servers {
+		_, _ = s.Expanded(lookup)
+	}
+	return vars
 }
 
 // takenNames are the tools a node has besides its MCP servers': its other
@@ -225,32 +264,29 @@ func DefaultLogger() hclog.Logger {
 func ServePlugin(name string) error {
 	switch name {
 	case builtinName:
-		opts, err := builtin.OptionsFromEnv()
-		if err != nil {
-			return err
-		}
-		p, err := builtin.New(opts)
-		if err != nil {
-			return err
-		}
-		sdk.Serve(p)
+		sdk.Serve(sdk.Configured(func(_ context.Context, raw json.RawMessage) (sdk.Provider, error) {
+			opts, err := builtin.ParseOptions(raw)
+			if err != nil {
+				return nil, fmt.Errorf("builtin tools options: %w", err)
+			}
+			return builtin.New(opts)
+		}))
 	case bridgeName:
 		sdk.Serve(remote.New())
 	case mcpName:
-		opts, err := mcp.OptionsFromEnv()
-		if err != nil {
-			return err
-		}
 		log := hclog.New(&hclog.LoggerOptions{
 			Level:      hclog.LevelFromString(os.Getenv("TENXGRAPH_PLUGIN_LOG_LEVEL")),
 			Output:     os.Stderr,
 			JSONFormat: true,
 		})
-		b, err := mcp.New(opts, log)
-		if err != nil {
-			return err
-		}
-		sdk.Serve(b, sdk.WithLogger(log))
+		sdk.Serve(sdk.Configured(func(_ context.Context, raw json.RawMessage) (sdk.Provider, error) {
+			opts, err := mcp.ParseOptions(raw)
+			if err != nil {
+				return nil, fmt.Errorf("MCP bridge options: %w", err)
+			}
+			return mcp.New(opts, log)
+		}), sdk.WithLogger(log))
+		sandbox.Cleanup() // the servers' private folders
 	default:
 		return fmt.Errorf("no provider named %q (this binary serves %s, %s and %s)", name, builtinName, bridgeName, mcpName)
 	}

@@ -10,11 +10,12 @@ import (
 
 	"errors"
 	"fmt"
-	"github.com/hashicorp/go-hclog"
 	"os"
 	"path/filepath"
 	"slices"
 	"sort"
+
+	"github.com/hashicorp/go-hclog"
 
 	"github.com/tenxgraph/tenxgraph/host/agent"
 	"github.com/tenxgraph/tenxgraph/host/checkpoint"

@@ -8,8 +8,8 @@
 // It is a plain sdk.Provider so that the host treats it exactly like a
 // third-party plugin: today it runs in the host's process, and serving it as
 // a go-plugin subprocess (`tenxgraph plugin builtin`) changes nothing in the
-// code that calls it. Options travel to such a subprocess as JSON in the
-// environment variable EnvOptions (see OptionsFromEnv).
+// code that calls it. Options travel to such a subprocess as JSON, sent by
+// the host with Configure (sdk.Configured), never in its environment.
 package builtin
 
 import (

@@ -5,20 +5,14 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
-	"os"
 	"time"
 
 	"github.com/tenxgraph/tenxgraph/sdk"
 )
 
-// EnvOptions is the environment variable through which a host hands Options
-// to the builtin provider running as a plugin subprocess: the JSON encoding
-// of Options (see Options.Environ). Unset or empty means the defaults.
-const EnvOptions = "TENXGRAPH_BUILTIN_OPTIONS"
-
 // Options chooses the builtin tools a graph gets and configures the ones that
 // reach outside the process. It is a plain struct so the config file maps
-// onto it one to one, and it travels to a plugin subprocess as JSON:
+// onto it one to one, and it travels to a plugin subprocess as JSON, sent with Configure:
 //
 //	{
 //	  "enable": ["http_fetch", "read_file"],
@@ -117,25 +111,4 @@ func ParseOptions(raw []byte) (Options, error) {
 		return Options{}, err
 	}
 	return o, nil
-}
-
-// OptionsFromEnv reads Options from the environment variable EnvOptions, as
-// a plugin subprocess does at startup. An unset or empty variable gives the
-// defaults; malformed JSON is an error naming the variable.
-func OptionsFromEnv() (Options, error) {
-	o, err := ParseOptions([]byte(os.Getenv(EnvOptions)))
-	if err != nil {
-		return Options{}, fmt.Errorf(`%s is not valid builtin tools options: %v (want a JSON object such as {"enable": ["calculator"], "http_fetch": {"allow_hosts": ["api.example.com"]}, "workspace_root": "/path/to/folder"}, or leave it unset for the defaults)`, EnvOptions, err)
-	}
-	return o, nil
-}
-
-// Environ returns the "NAME=value" entry that hands o to a builtin provider
-// subprocess, for exec.Cmd.Env.
-func (o Options) Environ() (string, error) {
-	raw, err := json.Marshal(o)
-	if err != nil {
-		return "", fmt.Errorf("encode builtin tools options: %w", err)
-	}
-	return EnvOptions + "=" + string(raw), nil
 }

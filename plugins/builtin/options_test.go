@@ -58,15 +58,10 @@ func TestParseOptionsErrors(t *testing.T) {
 	}
 }
 
-func TestOptionsFromEnv(t *testing.T) {
-	t.Setenv(EnvOptions, "")
-	o, err := OptionsFromEnv()
-	if err != nil || !reflect.DeepEqual(o, Options{}) {
-		t.Errorf("empty variable: %+v, %v", o, err)
-	}
-
-	t.Setenv(EnvOptions, `{"enable":["http_fetch"],"http_fetch":{"allow_hosts":["a.example"],"timeout_ms":250}}`)
-	o, err = OptionsFromEnv()
+// What a host sends with Configure (Options as JSON) is what the provider
+// reads back.
+func TestOptionsConfigureRoundTrip(t *testing.T) {
+	o, err := ParseOptions([]byte(`{"enable":["http_fetch"],"http_fetch":{"allow_hosts":["a.example"],"timeout_ms":250}}`))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -74,26 +69,13 @@ func TestOptionsFromEnv(t *testing.T) {
 	if !reflect.DeepEqual(o, want) {
 		t.Errorf("got %+v, want %+v", o, want)
 	}
-
-	t.Setenv(EnvOptions, `{"enable": [calculator]}`)
-	_, err = OptionsFromEnv()
-	if err == nil || !strings.HasPrefix(err.Error(), "TENXGRAPH_BUILTIN_OPTIONS is not valid builtin tools options: invalid character") {
-		t.Errorf("bad JSON: %v", err)
-	}
-
-	// What Environ hands a subprocess is what OptionsFromEnv reads back.
 	o = Options{Enable: []string{"list_files"}, WorkspaceRoot: "/tmp/ws", HTTPFetch: HTTPFetchOptions{MaxBytes: 7}}
-	entry, err := o.Environ()
+	raw, err := json.Marshal(o)
 	if err != nil {
 		t.Fatal(err)
 	}
-	name, value, _ := strings.Cut(entry, "=")
-	if name != EnvOptions {
-		t.Fatalf("Environ() = %q", entry)
-	}
-	t.Setenv(EnvOptions, value)
-	back, err := OptionsFromEnv()
+	back, err := ParseOptions(raw)
 	if err != nil || !reflect.DeepEqual(back, o) {
-		t.Errorf("Environ round trip: %+v, %v", back, err)
+		t.Errorf("round trip: %+v, %v", back, err)
 	}
 }

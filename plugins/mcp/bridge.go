@@ -90,12 +90,16 @@ func New(opts Options, log hclog.Logger) (*Bridge, error) {
 	for _, n := range opts.Taken {
 		b.taken[n] = true
 	}
+	var lookup func(string) (string, bool)
+	if opts.Vars != nil {
+		lookup = func(k string) (string, bool) { v, ok := opts.Vars[k]; return v, ok }
+	}
 	var errs []string
 	for _, cfg := range opts.Servers {
 		if cfg.Disabled {
 			continue
 		}
-		exp, ps := cfg.Expanded(nil)
+		exp, ps := cfg.Expanded(lookup)
 		for _, p := range ps {
 			errs = append(errs, fmt.Sprintf("mcp_servers.%s.%s: %s", cfg.Name, p.Path, p.Message))
 		}
@@ -112,7 +116,11 @@ func New(opts Options, log hclog.Logger) (*Bridge, error) {
 	if len(errs) > 0 {
 		return nil, errors.New(strings.Join(errs, "\n"))
 	}
-	if path := os.Getenv(EnvWireLog); path != "" {
+	path := opts.WireLog
+	if opts.Vars == nil {
+		path = os.Getenv(EnvWireLog)
+	}
+	if path != "" {
 		f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", EnvWireLog, err)

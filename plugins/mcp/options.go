@@ -3,15 +3,11 @@ package mcp
 import (
 	"encoding/json"
 	"fmt"
-	"os"
 	"time"
 
+	"github.com/tenxgraph/tenxgraph/internal/sandbox"
 	"github.com/tenxgraph/tenxgraph/sdk"
 )
-
-// EnvOptions is the environment variable through which the host hands
-// Options to the bridge running as a plugin subprocess, as JSON.
-const EnvOptions = "TENXGRAPH_MCP_OPTIONS"
 
 // EnvWireLog, when set to a file path, makes the bridge append every
 // JSON-RPC message it exchanges with its servers to that file, each line
@@ -38,11 +34,18 @@ type Options struct {
 	// configured remote tools). A server tool with such a name is offered
 	// with the server's prefix, so it never collides.
 	Taken []string `json:"taken,omitempty"`
+	// Vars are the values of the host variables the servers' ${VAR}s
+	// reference and their pass_env names, sent by the host: the bridge's
+	// own environment holds none of them. Nil expands from the
+	// environment (a bridge run in-process).
+	Vars map[string]string `json:"vars,omitempty"`
+	// WireLog is EnvWireLog's file, as the host's environment sets it.
+	WireLog string `json:"wire_log,omitempty"`
 }
 
 // Server is one entry of mcp_servers, as the host read it from the config:
-// ${VAR} references are still unexpanded (the bridge expands them from its
-// environment, which is the host's).
+// ${VAR} references are still unexpanded (the bridge expands them from
+// Options.Vars).
 type Server struct {
 	// Name is the entry's key; it prefixes the server's tools on a name
 	// collision.
@@ -70,6 +73,10 @@ type Server struct {
 	MaxOutputBytes int64 `json:"max_output_bytes,omitempty"`
 	// Disabled entries are skipped.
 	Disabled bool `json:"disabled,omitempty"`
+	// Sandbox is what a stdio server's process may have besides Env:
+	// limits, network, account. Its Env and PassEnv are left empty (the
+	// host resolves pass_env into Env and Vars).
+	Sandbox sandbox.Profile `json:"sandbox,omitzero"`
 }
 
 func (s Server) timeout() time.Duration {
@@ -106,19 +113,10 @@ func ParseOptions(raw []byte) (Options, error) {
 	return o, nil
 }
 
-// OptionsFromEnv reads Options from EnvOptions, as the plugin subprocess
-// does at startup.
-func OptionsFromEnv() (Options, error) {
-	o, err := ParseOptions([]byte(os.Getenv(EnvOptions)))
-	if err != nil {
-		return Options{}, fmt.Errorf(`%s is not valid MCP bridge options: %v (want a JSON object such as {"servers": [{"name": "files", "type": "stdio", "command": "npx", "args": ["-y", "@modelcontextprotocol/server-filesystem", "."]}]})`, EnvOptions, err)
-	}
-	return o, nil
-}
-
-// Environ returns the "NAME=value" entry that hands o to a bridge
-// subprocess. Timeouts travel as timeout_ms.
-func (o Options) Environ() (string, error) {
+// Encode is o as the host sends it with Configure; timeouts travel as
+// timeout_ms.
+func (o Options) Encode() ([]byte, error) {
+	o.Servers = append([]Server(nil), o.Servers...)
 	for i := range o.Servers {
 		if s := &o.Servers[i]; s.Timeout > 0 {
 			s.TimeoutMS = max(1, s.Timeout.Milliseconds())
@@ -126,7 +124,7 @@ func (o Options) Environ() (string, error) {
 	}
 	raw, err := json.Marshal(o)
 	if err != nil {
-		return "", fmt.Errorf("encode MCP bridge options: %w", err)
+		return nil, fmt.Errorf("encode MCP bridge options: %w", err)
 	}
-	return EnvOptions + "=" + string(raw), nil
+	return raw, nil
 }

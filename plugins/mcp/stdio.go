@@ -8,50 +8,45 @@ import (
 	"os/exec"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
 
-	"github.com/tenxgraph/tenxgraph/internal/proc"
+	"github.com/tenxgraph/tenxgraph/internal/sandbox"
 )
 
-// process is a running stdio server. The bridge owns both ends of its
-// pipes (os.Pipe rather than exec's StdoutPipe, whose reader Wait closes
-// while the last reply may still be unread) and reaps it itself.
+// process is a running stdio server, started through the sandbox
+// launcher as the leader of its own process group. The bridge owns both
+// ends of its pipes (os.Pipe rather than exec's StdoutPipe, whose reader
+// Wait closes while the last reply may still be unread) and reaps it
+// itself; once it has exited, its group, cgroup and private folder are
+// released, so nothing it started outlives it.
 type process struct {
-	cmd    *exec.Cmd
-	stdin  *os.File // the bridge's write end of the server's stdin
-	stdout *os.File // the bridge's read end of the server's stdout
+	proc   *sandbox.Process
+	cmd    *exec.Cmd // proc.Cmd
+	stdin  *os.File  // the bridge's write end of the server's stdin
+	stdout *os.File  // the bridge's read end of the server's stdout
 	exited chan struct{}
 	err    error // Wait's, once exited is closed
 	tail   *tail
 }
 
-// childEnv is the bridge's environment without what only concerns the
-// bridge itself (its options, go-plugin's settings), plus the entry's env.
-func childEnv(extra map[string]string) []string {
-	var env []string
-	for _, kv := range os.Environ() {
-		k, _, _ := strings.Cut(kv, "=")
-		if k == EnvOptions || k == "TENXGRAPH_PLUGIN" || strings.HasPrefix(k, "PLUGIN_") {
-			continue
-		}
-		env = append(env, kv)
-	}
-	for _, k := range sortedKeys(extra) {
-		env = append(env, k+"="+extra[k])
-	}
-	return env
-}
+// trampoline is the executable that applies a server's limits: this one,
+// which is the tenxgraph binary serving the bridge.
+var trampoline = sync.OnceValue(func() string {
+	exe, _ := os.Executable()
+	return exe
+})
 
 func startStdio(cfg Server, log hclog.Logger) (*process, error) {
-	cmd := exec.Command(cfg.Command, cfg.Args...)
-	if cmd.Err != nil {
-		return nil, fmt.Errorf("start %s: %w", cfg.Command, cmd.Err)
+	profile := cfg.Sandbox
+	profile.Env, profile.PassEnv = cfg.Env, nil
+	proc, err := sandbox.Command(sandbox.Spec{Name: "mcp." + cfg.Name, Key: "mcp_servers." + cfg.Name,
+		Path: cfg.Command, Args: cfg.Args, Dir: cfg.Cwd, Profile: profile, Trampoline: trampoline()})
+	if err != nil {
+		return nil, err
 	}
-	cmd.Dir = cfg.Cwd
-	cmd.Env = childEnv(cfg.Env)
-	setProcAttr(cmd)
 	var files []*os.File
 	closeAll := func() {
 		for _, f := range files {
@@ -70,10 +65,12 @@ func startStdio(cfg Server, log hclog.Logger) (*process, error) {
 	errR, errW, err3 := pipe()
 	if err := errors.Join(err1, err2, err3); err != nil {
 		closeAll()
+		proc.Release()
 		return nil, fmt.Errorf("start %s: %w", cfg.Command, err)
 	}
+	cmd := proc.Cmd
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = inR, outW, errW
-	err := proc.Start(cmd)
+	err = proc.Start()
 	// The child has its ends; the bridge keeps only its own.
 	_ = inR.Close()
 	_ = outW.Close()
@@ -82,12 +79,14 @@ func startStdio(cfg Server, log hclog.Logger) (*process, error) {
 		_ = inW.Close()
 		_ = outR.Close()
 		_ = errR.Close()
-		return nil, fmt.Errorf("start %s: %w", strings.Join(append([]string{cfg.Command}, cfg.Args...), " "), err)
+		proc.Release()
+		return nil, err
 	}
-	p := &process{cmd: cmd, stdin: inW, stdout: outR, exited: make(chan struct{}), tail: &tail{}}
+	p := &process{proc: proc, cmd: cmd, stdin: inW, stdout: outR, exited: make(chan struct{}), tail: &tail{}}
 	go p.logStderr(errR, log)
 	go func() {
 		p.err = cmd.Wait()
+		proc.Release() // its children, its cgroup and its private folder go with it
 		close(p.exited)
 	}()
 	return p, nil
@@ -115,13 +114,13 @@ func (p *process) stop(grace time.Duration) {
 		return
 	case <-time.After(grace):
 	}
-	terminate(p.cmd)
+	_ = p.proc.Cmd.Process.Signal(syscall.SIGTERM)
 	select {
 	case <-p.exited:
 		return
 	case <-time.After(grace):
 	}
-	_ = p.cmd.Process.Kill()
+	p.proc.Kill()
 	<-p.exited
 }
 

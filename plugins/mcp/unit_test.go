@@ -168,11 +168,11 @@ func TestTruncation(t *testing.T) {
 
 func TestOptionsRoundTrip(t *testing.T) {
 	o := Options{Servers: []Server{{Name: "a", Type: "stdio", Command: "x", Timeout: 1500 * time.Millisecond, MaxOutputBytes: 42}}, Taken: []string{"t"}}
-	env, err := o.Environ()
+	raw, err := o.Encode()
 	if err != nil {
 		t.Fatal(err)
 	}
-	back, err := ParseOptions([]byte(strings.TrimPrefix(env, EnvOptions+"=")))
+	back, err := ParseOptions(raw)
 	if err != nil || back.Servers[0].timeout() != 1500*time.Millisecond || back.Servers[0].maxOutput() != 42 || back.Taken[0] != "t" {
 		t.Fatalf("%+v, %v", back, err)
 	}

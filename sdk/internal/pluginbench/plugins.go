@@ -156,7 +156,7 @@ func (b *bench) providerConfigs() (bc, rc pluginhost.Config, err error) {
 		return bc, rc, err
 	}
 	bc = pluginhost.Config{Name: builtin.Name, Command: []string{b.self, "plugin", "builtin"},
-		Env: map[string]string{builtin.EnvOptions: string(raw)}, Logger: b.log}
+		Options: raw, Logger: b.log}
 	rc = pluginhost.Config{Name: remote.Name, Command: []string{b.self, "plugin", "remote"}, Logger: b.log}
 	return bc, rc, nil
 }

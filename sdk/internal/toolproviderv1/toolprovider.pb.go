@@ -274,6 +274,42 @@ func (*Shutdown) Descriptor() ([]byte, []int) {
 	return file_toolprovider_v1_toolprovider_proto_rawDescGZIP(), []int{5}
 }
 
+type Configure struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Configure) Reset() {
+	*x = Configure{}
+	mi := &file_toolprovider_v1_toolprovider_proto_msgTypes[6]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Configure) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Configure) ProtoMessage() {}
+
+func (x *Configure) ProtoReflect() protoreflect.Message {
+	mi := &file_toolprovider_v1_toolprovider_proto_msgTypes[6]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Configure.ProtoReflect.Descriptor instead.
+func (*Configure) Descriptor() ([]byte, []int) {
+	return file_toolprovider_v1_toolprovider_proto_rawDescGZIP(), []int{6}
+}
+
 type GetMetadata_Request struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	unknownFields protoimpl.UnknownFields
@@ -282,7 +318,7 @@ type GetMetadata_Request struct {
 
 func (x *GetMetadata_Request) Reset() {
 	*x = GetMetadata_Request{}
-	mi := &file_toolprovider_v1_toolprovider_proto_msgTypes[6]
+	mi := &file_toolprovider_v1_toolprovider_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -294,7 +330,7 @@ func (x *GetMetadata_Request) String() string {
 func (*GetMetadata_Request) ProtoMessage() {}
 
 func (x *GetMetadata_Request) ProtoReflect() protoreflect.Message {
-	mi := &file_toolprovider_v1_toolprovider_proto_msgTypes[6]
+	mi := &file_toolprovider_v1_toolprovider_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -322,7 +358,7 @@ type GetMetadata_Response struct {
 
 func (x *GetMetadata_Response) Reset() {
 	*x = GetMetadata_Response{}
-	mi := &file_toolprovider_v1_toolprovider_proto_msgTypes[7]
+	mi := &file_toolprovider_v1_toolprovider_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -334,7 +370,7 @@ func (x *GetMetadata_Response) String() string {
 func (*GetMetadata_Response) ProtoMessage() {}
 
 func (x *GetMetadata_Response) ProtoReflect() protoreflect.Message {
-	mi := &file_toolprovider_v1_toolprovider_proto_msgTypes[7]
+	mi := &file_toolprovider_v1_toolprovider_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -395,7 +431,7 @@ type CallTool_Request struct {
 
 func (x *CallTool_Request) Reset() {
 	*x = CallTool_Request{}
-	mi := &file_toolprovider_v1_toolprovider_proto_msgTypes[8]
+	mi := &file_toolprovider_v1_toolprovider_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -407,7 +443,7 @@ func (x *CallTool_Request) String() string {
 func (*CallTool_Request) ProtoMessage() {}
 
 func (x *CallTool_Request) ProtoReflect() protoreflect.Message {
-	mi := &file_toolprovider_v1_toolprovider_proto_msgTypes[8]
+	mi := &file_toolprovider_v1_toolprovider_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -473,7 +509,7 @@ type CallTool_Response struct {
 
 func (x *CallTool_Response) Reset() {
 	*x = CallTool_Response{}
-	mi := &file_toolprovider_v1_toolprovider_proto_msgTypes[9]
+	mi := &file_toolprovider_v1_toolprovider_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -485,7 +521,7 @@ func (x *CallTool_Response) String() string {
 func (*CallTool_Response) ProtoMessage() {}
 
 func (x *CallTool_Response) ProtoReflect() protoreflect.Message {
-	mi := &file_toolprovider_v1_toolprovider_proto_msgTypes[9]
+	mi := &file_toolprovider_v1_toolprovider_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -535,7 +571,7 @@ type CallTool_Progress struct {
 
 func (x *CallTool_Progress) Reset() {
 	*x = CallTool_Progress{}
-	mi := &file_toolprovider_v1_toolprovider_proto_msgTypes[10]
+	mi := &file_toolprovider_v1_toolprovider_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -547,7 +583,7 @@ func (x *CallTool_Progress) String() string {
 func (*CallTool_Progress) ProtoMessage() {}
 
 func (x *CallTool_Progress) ProtoReflect() protoreflect.Message {
-	mi := &file_toolprovider_v1_toolprovider_proto_msgTypes[10]
+	mi := &file_toolprovider_v1_toolprovider_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -598,7 +634,7 @@ type CallTool_Event struct {
 
 func (x *CallTool_Event) Reset() {
 	*x = CallTool_Event{}
-	mi := &file_toolprovider_v1_toolprovider_proto_msgTypes[11]
+	mi := &file_toolprovider_v1_toolprovider_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -610,7 +646,7 @@ func (x *CallTool_Event) String() string {
 func (*CallTool_Event) ProtoMessage() {}
 
 func (x *CallTool_Event) ProtoReflect() protoreflect.Message {
-	mi := &file_toolprovider_v1_toolprovider_proto_msgTypes[11]
+	mi := &file_toolprovider_v1_toolprovider_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -680,7 +716,7 @@ type PrepareRun_Request struct {
 
 func (x *PrepareRun_Request) Reset() {
 	*x = PrepareRun_Request{}
-	mi := &file_toolprovider_v1_toolprovider_proto_msgTypes[12]
+	mi := &file_toolprovider_v1_toolprovider_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -692,7 +728,7 @@ func (x *PrepareRun_Request) String() string {
 func (*PrepareRun_Request) ProtoMessage() {}
 
 func (x *PrepareRun_Request) ProtoReflect() protoreflect.Message {
-	mi := &file_toolprovider_v1_toolprovider_proto_msgTypes[12]
+	mi := &file_toolprovider_v1_toolprovider_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -734,7 +770,7 @@ type PrepareRun_Response struct {
 
 func (x *PrepareRun_Response) Reset() {
 	*x = PrepareRun_Response{}
-	mi := &file_toolprovider_v1_toolprovider_proto_msgTypes[13]
+	mi := &file_toolprovider_v1_toolprovider_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -746,7 +782,7 @@ func (x *PrepareRun_Response) String() string {
 func (*PrepareRun_Response) ProtoMessage() {}
 
 func (x *PrepareRun_Response) ProtoReflect() protoreflect.Message {
-	mi := &file_toolprovider_v1_toolprovider_proto_msgTypes[13]
+	mi := &file_toolprovider_v1_toolprovider_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -793,7 +829,7 @@ type PrepareRun_Ignored struct {
 
 func (x *PrepareRun_Ignored) Reset() {
 	*x = PrepareRun_Ignored{}
-	mi := &file_toolprovider_v1_toolprovider_proto_msgTypes[14]
+	mi := &file_toolprovider_v1_toolprovider_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -805,7 +841,7 @@ func (x *PrepareRun_Ignored) String() string {
 func (*PrepareRun_Ignored) ProtoMessage() {}
 
 func (x *PrepareRun_Ignored) ProtoReflect() protoreflect.Message {
-	mi := &file_toolprovider_v1_toolprovider_proto_msgTypes[14]
+	mi := &file_toolprovider_v1_toolprovider_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -845,7 +881,7 @@ type PrepareRun_Problem struct {
 
 func (x *PrepareRun_Problem) Reset() {
 	*x = PrepareRun_Problem{}
-	mi := &file_toolprovider_v1_toolprovider_proto_msgTypes[15]
+	mi := &file_toolprovider_v1_toolprovider_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -857,7 +893,7 @@ func (x *PrepareRun_Problem) String() string {
 func (*PrepareRun_Problem) ProtoMessage() {}
 
 func (x *PrepareRun_Problem) ProtoReflect() protoreflect.Message {
-	mi := &file_toolprovider_v1_toolprovider_proto_msgTypes[15]
+	mi := &file_toolprovider_v1_toolprovider_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -895,7 +931,7 @@ type Watch_Request struct {
 
 func (x *Watch_Request) Reset() {
 	*x = Watch_Request{}
-	mi := &file_toolprovider_v1_toolprovider_proto_msgTypes[16]
+	mi := &file_toolprovider_v1_toolprovider_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -907,7 +943,7 @@ func (x *Watch_Request) String() string {
 func (*Watch_Request) ProtoMessage() {}
 
 func (x *Watch_Request) ProtoReflect() protoreflect.Message {
-	mi := &file_toolprovider_v1_toolprovider_proto_msgTypes[16]
+	mi := &file_toolprovider_v1_toolprovider_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -933,7 +969,7 @@ type Watch_Event struct {
 
 func (x *Watch_Event) Reset() {
 	*x = Watch_Event{}
-	mi := &file_toolprovider_v1_toolprovider_proto_msgTypes[17]
+	mi := &file_toolprovider_v1_toolprovider_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -945,7 +981,7 @@ func (x *Watch_Event) String() string {
 func (*Watch_Event) ProtoMessage() {}
 
 func (x *Watch_Event) ProtoReflect() protoreflect.Message {
-	mi := &file_toolprovider_v1_toolprovider_proto_msgTypes[17]
+	mi := &file_toolprovider_v1_toolprovider_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -976,7 +1012,7 @@ type Shutdown_Request struct {
 
 func (x *Shutdown_Request) Reset() {
 	*x = Shutdown_Request{}
-	mi := &file_toolprovider_v1_toolprovider_proto_msgTypes[18]
+	mi := &file_toolprovider_v1_toolprovider_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -988,7 +1024,7 @@ func (x *Shutdown_Request) String() string {
 func (*Shutdown_Request) ProtoMessage() {}
 
 func (x *Shutdown_Request) ProtoReflect() protoreflect.Message {
-	mi := &file_toolprovider_v1_toolprovider_proto_msgTypes[18]
+	mi := &file_toolprovider_v1_toolprovider_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1012,7 +1048,7 @@ type Shutdown_Response struct {
 
 func (x *Shutdown_Response) Reset() {
 	*x = Shutdown_Response{}
-	mi := &file_toolprovider_v1_toolprovider_proto_msgTypes[19]
+	mi := &file_toolprovider_v1_toolprovider_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1024,7 +1060,7 @@ func (x *Shutdown_Response) String() string {
 func (*Shutdown_Response) ProtoMessage() {}
 
 func (x *Shutdown_Response) ProtoReflect() protoreflect.Message {
-	mi := &file_toolprovider_v1_toolprovider_proto_msgTypes[19]
+	mi := &file_toolprovider_v1_toolprovider_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1038,6 +1074,87 @@ func (x *Shutdown_Response) ProtoReflect() protoreflect.Message {
 // Deprecated: Use Shutdown_Response.ProtoReflect.Descriptor instead.
 func (*Shutdown_Response) Descriptor() ([]byte, []int) {
 	return file_toolprovider_v1_toolprovider_proto_rawDescGZIP(), []int{5, 1}
+}
+
+type Configure_Request struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// options_json is the provider's options, a JSON object.
+	OptionsJson   []byte `protobuf:"bytes,1,opt,name=options_json,json=optionsJson,proto3" json:"options_json,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Configure_Request) Reset() {
+	*x = Configure_Request{}
+	mi := &file_toolprovider_v1_toolprovider_proto_msgTypes[21]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Configure_Request) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Configure_Request) ProtoMessage() {}
+
+func (x *Configure_Request) ProtoReflect() protoreflect.Message {
+	mi := &file_toolprovider_v1_toolprovider_proto_msgTypes[21]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Configure_Request.ProtoReflect.Descriptor instead.
+func (*Configure_Request) Descriptor() ([]byte, []int) {
+	return file_toolprovider_v1_toolprovider_proto_rawDescGZIP(), []int{6, 0}
+}
+
+func (x *Configure_Request) GetOptionsJson() []byte {
+	if x != nil {
+		return x.OptionsJson
+	}
+	return nil
+}
+
+type Configure_Response struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Configure_Response) Reset() {
+	*x = Configure_Response{}
+	mi := &file_toolprovider_v1_toolprovider_proto_msgTypes[22]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Configure_Response) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Configure_Response) ProtoMessage() {}
+
+func (x *Configure_Response) ProtoReflect() protoreflect.Message {
+	mi := &file_toolprovider_v1_toolprovider_proto_msgTypes[22]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Configure_Response.ProtoReflect.Descriptor instead.
+func (*Configure_Response) Descriptor() ([]byte, []int) {
+	return file_toolprovider_v1_toolprovider_proto_rawDescGZIP(), []int{6, 1}
 }
 
 var File_toolprovider_v1_toolprovider_proto protoreflect.FileDescriptor
@@ -1097,7 +1214,12 @@ const file_toolprovider_v1_toolprovider_proto_rawDesc = "" +
 	"\bShutdown\x1a\t\n" +
 	"\aRequest\x1a\n" +
 	"\n" +
-	"\bResponse2\x8a\x04\n" +
+	"\bResponse\"E\n" +
+	"\tConfigure\x1a,\n" +
+	"\aRequest\x12!\n" +
+	"\foptions_json\x18\x01 \x01(\fR\voptionsJson\x1a\n" +
+	"\n" +
+	"\bResponse2\xe0\x04\n" +
 	"\fToolProvider\x12Z\n" +
 	"\vGetMetadata\x12$.toolprovider.v1.GetMetadata.Request\x1a%.toolprovider.v1.GetMetadata.Response\x12Q\n" +
 	"\bCallTool\x12!.toolprovider.v1.CallTool.Request\x1a\".toolprovider.v1.CallTool.Response\x12V\n" +
@@ -1105,7 +1227,8 @@ const file_toolprovider_v1_toolprovider_proto_rawDesc = "" +
 	"\n" +
 	"PrepareRun\x12#.toolprovider.v1.PrepareRun.Request\x1a$.toolprovider.v1.PrepareRun.Response\x12G\n" +
 	"\x05Watch\x12\x1e.toolprovider.v1.Watch.Request\x1a\x1c.toolprovider.v1.Watch.Event0\x01\x12Q\n" +
-	"\bShutdown\x12!.toolprovider.v1.Shutdown.Request\x1a\".toolprovider.v1.Shutdown.ResponseB<Z:github.com/tenxgraph/tenxgraph/sdk/internal/toolproviderv1b\x06proto3"
+	"\bShutdown\x12!.toolprovider.v1.Shutdown.Request\x1a\".toolprovider.v1.Shutdown.Response\x12T\n" +
+	"\tConfigure\x12\".toolprovider.v1.Configure.Request\x1a#.toolprovider.v1.Configure.ResponseB<Z:github.com/tenxgraph/tenxgraph/sdk/internal/toolproviderv1b\x06proto3"
 
 var (
 	file_toolprovider_v1_toolprovider_proto_rawDescOnce sync.Once
@@ -1119,7 +1242,7 @@ func file_toolprovider_v1_toolprovider_proto_rawDescGZIP() []byte {
 	return file_toolprovider_v1_toolprovider_proto_rawDescData
 }
 
-var file_toolprovider_v1_toolprovider_proto_msgTypes = make([]protoimpl.MessageInfo, 20)
+var file_toolprovider_v1_toolprovider_proto_msgTypes = make([]protoimpl.MessageInfo, 23)
 var file_toolprovider_v1_toolprovider_proto_goTypes = []any{
 	(*ToolSpec)(nil),             // 0: toolprovider.v1.ToolSpec
 	(*GetMetadata)(nil),          // 1: toolprovider.v1.GetMetadata
@@ -1127,43 +1250,48 @@ var file_toolprovider_v1_toolprovider_proto_goTypes = []any{
 	(*PrepareRun)(nil),           // 3: toolprovider.v1.PrepareRun
 	(*Watch)(nil),                // 4: toolprovider.v1.Watch
 	(*Shutdown)(nil),             // 5: toolprovider.v1.Shutdown
-	(*GetMetadata_Request)(nil),  // 6: toolprovider.v1.GetMetadata.Request
-	(*GetMetadata_Response)(nil), // 7: toolprovider.v1.GetMetadata.Response
-	(*CallTool_Request)(nil),     // 8: toolprovider.v1.CallTool.Request
-	(*CallTool_Response)(nil),    // 9: toolprovider.v1.CallTool.Response
-	(*CallTool_Progress)(nil),    // 10: toolprovider.v1.CallTool.Progress
-	(*CallTool_Event)(nil),       // 11: toolprovider.v1.CallTool.Event
-	(*PrepareRun_Request)(nil),   // 12: toolprovider.v1.PrepareRun.Request
-	(*PrepareRun_Response)(nil),  // 13: toolprovider.v1.PrepareRun.Response
-	(*PrepareRun_Ignored)(nil),   // 14: toolprovider.v1.PrepareRun.Ignored
-	(*PrepareRun_Problem)(nil),   // 15: toolprovider.v1.PrepareRun.Problem
-	(*Watch_Request)(nil),        // 16: toolprovider.v1.Watch.Request
-	(*Watch_Event)(nil),          // 17: toolprovider.v1.Watch.Event
-	(*Shutdown_Request)(nil),     // 18: toolprovider.v1.Shutdown.Request
-	(*Shutdown_Response)(nil),    // 19: toolprovider.v1.Shutdown.Response
+	(*Configure)(nil),            // 6: toolprovider.v1.Configure
+	(*GetMetadata_Request)(nil),  // 7: toolprovider.v1.GetMetadata.Request
+	(*GetMetadata_Response)(nil), // 8: toolprovider.v1.GetMetadata.Response
+	(*CallTool_Request)(nil),     // 9: toolprovider.v1.CallTool.Request
+	(*CallTool_Response)(nil),    // 10: toolprovider.v1.CallTool.Response
+	(*CallTool_Progress)(nil),    // 11: toolprovider.v1.CallTool.Progress
+	(*CallTool_Event)(nil),       // 12: toolprovider.v1.CallTool.Event
+	(*PrepareRun_Request)(nil),   // 13: toolprovider.v1.PrepareRun.Request
+	(*PrepareRun_Response)(nil),  // 14: toolprovider.v1.PrepareRun.Response
+	(*PrepareRun_Ignored)(nil),   // 15: toolprovider.v1.PrepareRun.Ignored
+	(*PrepareRun_Problem)(nil),   // 16: toolprovider.v1.PrepareRun.Problem
+	(*Watch_Request)(nil),        // 17: toolprovider.v1.Watch.Request
+	(*Watch_Event)(nil),          // 18: toolprovider.v1.Watch.Event
+	(*Shutdown_Request)(nil),     // 19: toolprovider.v1.Shutdown.Request
+	(*Shutdown_Response)(nil),    // 20: toolprovider.v1.Shutdown.Response
+	(*Configure_Request)(nil),    // 21: toolprovider.v1.Configure.Request
+	(*Configure_Response)(nil),   // 22: toolprovider.v1.Configure.Response
 }
 var file_toolprovider_v1_toolprovider_proto_depIdxs = []int32{
 	0,  // 0: toolprovider.v1.GetMetadata.Response.tools:type_name -> toolprovider.v1.ToolSpec
 	0,  // 1: toolprovider.v1.CallTool.Request.run_tool:type_name -> toolprovider.v1.ToolSpec
-	10, // 2: toolprovider.v1.CallTool.Event.progress:type_name -> toolprovider.v1.CallTool.Progress
-	9,  // 3: toolprovider.v1.CallTool.Event.response:type_name -> toolprovider.v1.CallTool.Response
+	11, // 2: toolprovider.v1.CallTool.Event.progress:type_name -> toolprovider.v1.CallTool.Progress
+	10, // 3: toolprovider.v1.CallTool.Event.response:type_name -> toolprovider.v1.CallTool.Response
 	0,  // 4: toolprovider.v1.PrepareRun.Response.tools:type_name -> toolprovider.v1.ToolSpec
-	14, // 5: toolprovider.v1.PrepareRun.Response.ignored:type_name -> toolprovider.v1.PrepareRun.Ignored
-	15, // 6: toolprovider.v1.PrepareRun.Response.problems:type_name -> toolprovider.v1.PrepareRun.Problem
-	6,  // 7: toolprovider.v1.ToolProvider.GetMetadata:input_type -> toolprovider.v1.GetMetadata.Request
-	8,  // 8: toolprovider.v1.ToolProvider.CallTool:input_type -> toolprovider.v1.CallTool.Request
-	8,  // 9: toolprovider.v1.ToolProvider.CallToolStream:input_type -> toolprovider.v1.CallTool.Request
-	12, // 10: toolprovider.v1.ToolProvider.PrepareRun:input_type -> toolprovider.v1.PrepareRun.Request
-	16, // 11: toolprovider.v1.ToolProvider.Watch:input_type -> toolprovider.v1.Watch.Request
-	18, // 12: toolprovider.v1.ToolProvider.Shutdown:input_type -> toolprovider.v1.Shutdown.Request
-	7,  // 13: toolprovider.v1.ToolProvider.GetMetadata:output_type -> toolprovider.v1.GetMetadata.Response
-	9,  // 14: toolprovider.v1.ToolProvider.CallTool:output_type -> toolprovider.v1.CallTool.Response
-	11, // 15: toolprovider.v1.ToolProvider.CallToolStream:output_type -> toolprovider.v1.CallTool.Event
-	13, // 16: toolprovider.v1.ToolProvider.PrepareRun:output_type -> toolprovider.v1.PrepareRun.Response
-	17, // 17: toolprovider.v1.ToolProvider.Watch:output_type -> toolprovider.v1.Watch.Event
-	19, // 18: toolprovider.v1.ToolProvider.Shutdown:output_type -> toolprovider.v1.Shutdown.Response
-	13, // [13:19] is the sub-list for method output_type
-	7,  // [7:13] is the sub-list for method input_type
+	15, // 5: toolprovider.v1.PrepareRun.Response.ignored:type_name -> toolprovider.v1.PrepareRun.Ignored
+	16, // 6: toolprovider.v1.PrepareRun.Response.problems:type_name -> toolprovider.v1.PrepareRun.Problem
+	7,  // 7: toolprovider.v1.ToolProvider.GetMetadata:input_type -> toolprovider.v1.GetMetadata.Request
+	9,  // 8: toolprovider.v1.ToolProvider.CallTool:input_type -> toolprovider.v1.CallTool.Request
+	9,  // 9: toolprovider.v1.ToolProvider.CallToolStream:input_type -> toolprovider.v1.CallTool.Request
+	13, // 10: toolprovider.v1.ToolProvider.PrepareRun:input_type -> toolprovider.v1.PrepareRun.Request
+	17, // 11: toolprovider.v1.ToolProvider.Watch:input_type -> toolprovider.v1.Watch.Request
+	19, // 12: toolprovider.v1.ToolProvider.Shutdown:input_type -> toolprovider.v1.Shutdown.Request
+	21, // 13: toolprovider.v1.ToolProvider.Configure:input_type -> toolprovider.v1.Configure.Request
+	8,  // 14: toolprovider.v1.ToolProvider.GetMetadata:output_type -> toolprovider.v1.GetMetadata.Response
+	10, // 15: toolprovider.v1.ToolProvider.CallTool:output_type -> toolprovider.v1.CallTool.Response
+	12, // 16: toolprovider.v1.ToolProvider.CallToolStream:output_type -> toolprovider.v1.CallTool.Event
+	14, // 17: toolprovider.v1.ToolProvider.PrepareRun:output_type -> toolprovider.v1.PrepareRun.Response
+	18, // 18: toolprovider.v1.ToolProvider.Watch:output_type -> toolprovider.v1.Watch.Event
+	20, // 19: toolprovider.v1.ToolProvider.Shutdown:output_type -> toolprovider.v1.Shutdown.Response
+	22, // 20: toolprovider.v1.ToolProvider.Configure:output_type -> toolprovider.v1.Configure.Response
+	14, // [14:21] is the sub-list for method output_type
+	7,  // [7:14] is the sub-list for method input_type
 	7,  // [7:7] is the sub-list for extension type_name
 	7,  // [7:7] is the sub-list for extension extendee
 	0,  // [0:7] is the sub-list for field type_name
@@ -1174,7 +1302,7 @@ func file_toolprovider_v1_toolprovider_proto_init() {
 	if File_toolprovider_v1_toolprovider_proto != nil {
 		return
 	}
-	file_toolprovider_v1_toolprovider_proto_msgTypes[11].OneofWrappers = []any{
+	file_toolprovider_v1_toolprovider_proto_msgTypes[12].OneofWrappers = []any{
 		(*CallTool_Event_Progress)(nil),
 		(*CallTool_Event_Response)(nil),
 	}
@@ -1184,7 +1312,7 @@ func file_toolprovider_v1_toolprovider_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_toolprovider_v1_toolprovider_proto_rawDesc), len(file_toolprovider_v1_toolprovider_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   20,
+			NumMessages:   23,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -36,6 +36,7 @@ const (
 	ToolProvider_PrepareRun_FullMethodName     = "/toolprovider.v1.ToolProvider/PrepareRun"
 	ToolProvider_Watch_FullMethodName          = "/toolprovider.v1.ToolProvider/Watch"
 	ToolProvider_Shutdown_FullMethodName       = "/toolprovider.v1.ToolProvider/Shutdown"
+	ToolProvider_Configure_FullMethodName      = "/toolprovider.v1.ToolProvider/Configure"
 )
 
 // ToolProviderClient is the client API for ToolProvider service.
@@ -65,6 +66,12 @@ type ToolProviderClient interface {
 	// Shutdown asks the provider to release its resources (connections,
 	// child processes) before the host stops the process.
 	Shutdown(ctx context.Context, in *Shutdown_Request, opts ...grpc.CallOption) (*Shutdown_Response, error)
+	// Configure hands the provider its options, before any call but Watch,
+	// over this connection rather than through the environment, which the
+	// provider's tools (and anything they start) could read. The host calls
+	// it only for a provider it has options for; a plugin that takes none
+	// may leave it UNIMPLEMENTED.
+	Configure(ctx context.Context, in *Configure_Request, opts ...grpc.CallOption) (*Configure_Response, error)
 }
 
 type toolProviderClient struct {
@@ -153,6 +160,16 @@ func (c *toolProviderClient) Shutdown(ctx context.Context, in *Shutdown_Request,
 	return out, nil
 }
 
+func (c *toolProviderClient) Configure(ctx context.Context, in *Configure_Request, opts ...grpc.CallOption) (*Configure_Response, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(Configure_Response)
+	err := c.cc.Invoke(ctx, ToolProvider_Configure_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // ToolProviderServer is the server API for ToolProvider service.
 // All implementations must embed UnimplementedToolProviderServer
 // for forward compatibility.
@@ -180,6 +197,12 @@ type ToolProviderServer interface {
 	// Shutdown asks the provider to release its resources (connections,
 	// child processes) before the host stops the process.
 	Shutdown(context.Context, *Shutdown_Request) (*Shutdown_Response, error)
+	// Configure hands the provider its options, before any call but Watch,
+	// over this connection rather than through the environment, which the
+	// provider's tools (and anything they start) could read. The host calls
+	// it only for a provider it has options for; a plugin that takes none
+	// may leave it UNIMPLEMENTED.
+	Configure(context.Context, *Configure_Request) (*Configure_Response, error)
 	mustEmbedUnimplementedToolProviderServer()
 }
 
@@ -207,6 +230,9 @@ func (UnimplementedToolProviderServer) Watch(*Watch_Request, grpc.ServerStreamin
 }
 func (UnimplementedToolProviderServer) Shutdown(context.Context, *Shutdown_Request) (*Shutdown_Response, error) {
 	return nil, status.Errorf(codes.Unimplemented, "method Shutdown not implemented")
+}
+func (UnimplementedToolProviderServer) Configure(context.Context, *Configure_Request) (*Configure_Response, error) {
+	return nil, status.Errorf(codes.Unimplemented, "method Configure not implemented")
 }
 func (UnimplementedToolProviderServer) mustEmbedUnimplementedToolProviderServer() {}
 func (UnimplementedToolProviderServer) testEmbeddedByValue()                      {}
@@ -323,6 +349,24 @@ func _ToolProvider_Shutdown_Handler(srv interface{}, ctx context.Context, dec fu
 	return interceptor(ctx, in, info, handler)
 }
 
+func _ToolProvider_Configure_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(Configure_Request)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(ToolProviderServer).Configure(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: ToolProvider_Configure_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(ToolProviderServer).Configure(ctx, req.(*Configure_Request))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // ToolProvider_ServiceDesc is the grpc.ServiceDesc for ToolProvider service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -345,6 +389,10 @@ var ToolProvider_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "Shutdown",
 			Handler:    _ToolProvider_Shutdown_Handler,
+		},
+		{
+			MethodName: "Configure",
+			Handler:    _ToolProvider_Configure_Handler,
 		},
 	},
 	Streams: []grpc.StreamDesc{

@@ -233,13 +233,12 @@ func direct(srv mcp.Server) (*mcpsdk.ClientSession, error) {
 
 // hostBridge starts the bridge as the host does.
 func hostBridge(self string, srv mcp.Server) (*pluginhost.Plugin, error) {
-	kv, err := mcp.Options{Servers: []mcp.Server{srv}}.Environ()
+	raw, err := mcp.Options{Servers: []mcp.Server{srv}, Vars: map[string]string{}}.Encode()
 	if err != nil {
 		return nil, err
 	}
-	k, v, _ := strings.Cut(kv, "=")
 	return pluginhost.Start(context.Background(), pluginhost.Config{Name: "mcp", Command: []string{self, "plugin", "mcp"},
-		Env: map[string]string{k: v}, Logger: hclog.NewNullLogger()})
+		Options: raw, Logger: hclog.NewNullLogger()})
 }
 
 func check(resp sdk.CallToolResponse, err error) error {

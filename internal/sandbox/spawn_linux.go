@@ -1,4 +1,4 @@
-package proc
+package sandbox
 
 import (
 	"os/exec"
@@ -21,7 +21,7 @@ func init() {
 	}()
 }
 
-func start(cmd *exec.Cmd) error {
+func spawnStart(cmd *exec.Cmd) error {
 	done := make(chan error, 1)
 	spawns <- spawn{cmd, done}
 	return <-done

@@ -1,0 +1,164 @@
+package config
+
+import (
+	"math"
+	"slices"
+	"strings"
+
+	"github.com/tenxgraph/tenxgraph/host/toolspec"
+	"github.com/tenxgraph/tenxgraph/internal/sandbox"
+)
+
+// profileKeys are the sandbox profile's keys, the same on every provider
+// entry (builtin_tools, plugins[], mcp_servers.<name>) and in
+// provider_defaults.
+var profileKeys = []string{"env", "pass_env", "limits", "network", "user", "group"}
+
+// limitKeys are the keys of a profile's "limits".
+var limitKeys = []string{"memory_mb", "cpu_seconds", "open_files", "processes"}
+
+// profile reads the sandbox keys of an object view, env being the
+// entry's env (read with the entry, where it has its own meaning), and
+// puts them on top of provider_defaults'.
+func (c *checker) profile(o field, env map[string]string) sandbox.Profile {
+	p := sandbox.Profile{Env: env}
+	p.PassEnv, _ = o.get("pass_env").list(field.envName)
+	c.passEnv = append(c.passEnv, passEnvAt{o.get("pass_env").path, p.PassEnv})
+	lim := o.get("limits").object(limitKeys...)
+	read := func(key string) int64 {
+		n, _ := lim.get(key).integer(1, math.MaxInt32)
+		return n
+	}
+	p.Limits = sandbox.Limits{MemoryMB: read("memory_mb"), CPUSeconds: read("cpu_seconds"),
+		OpenFiles: read("open_files"), Processes: read("processes")}
+	if lim.present() && p.Limits == (sandbox.Limits{}) && len(lim.v.keys) == 0 {
+		c.add(lim.path, "is empty: set at least one of %s, or leave limits out", strings.Join(limitKeys, ", "))
+	}
+	p.Network, _ = o.get("network").oneOf(sandbox.NetworkHost, sandbox.NetworkNone)
+	p.User, _ = o.get("user").text()
+	p.Group, _ = o.get("group").text()
+	if p.Group != "" && p.User == "" && !o.get("user").present() {
+		c.add(o.get("group").path, "set user too: a group alone does not change the account a provider runs as")
+	}
+	return withDefaults(c.defaults, p)
+}
+
+// withDefaults is an entry's profile on top of provider_defaults': the
+// entry's env adds to the default's, its pass_env joins the default's,
+// and each limit, the network and the account it sets replace the
+// default's.
+func withDefaults(def, p sandbox.Profile) sandbox.Profile {
+	out := def
+	if len(def.Env)+len(p.Env) > 0 {
+		out.Env = map[string]string{}
+		for k, v := range def.Env {
+			out.Env[k] = v
+		}
+		for k, v := range p.Env {
+			out.Env[k] = v
+		}
+	}
+	out.PassEnv = slices.Clone(def.PassEnv)
+	for _, k := range p.PassEnv {
+		if !slices.Contains(out.PassEnv, k) {
+			out.PassEnv = append(out.PassEnv, k)
+		}
+	}
+	set := func(dst *int64, v int64) {
+		if v > 0 {
+			*dst = v
+		}
+	}
+	set(&out.Limits.MemoryMB, p.Limits.MemoryMB)
+	set(&out.Limits.CPUSeconds, p.Limits.CPUSeconds)
+	set(&out.Limits.OpenFiles, p.Limits.OpenFiles)
+	set(&out.Limits.Processes, p.Limits.Processes)
+	if p.Network != "" {
+		out.Network = p.Network
+	}
+	if p.User != "" {
+		out.User, out.Group = p.User, p.Group
+	}
+	return out
+}
+
+// Secrets are the host's environment variables that hold its own secrets:
+// the API's bearer tokens, the model key and the store's DSN. No provider
+// is ever given them: a profile naming one is refused here, and the
+// launcher drops them whatever it is told.
+func (cfg *Config) Secrets() []string {
+	var out []string
+	if cfg.Server.Auth != nil {
+		out = append(out, cfg.Server.Auth.TokensEnv...)
+	}
+	if cfg.Model != nil && cfg.Model.APIKeyEnv != "" {
+		out = append(out, cfg.Model.APIKeyEnv)
+	}
+	if cfg.Checkpointer.DSNEnv != "" {
+		out = append(out, cfg.Checkpointer.DSNEnv)
+	}
+	return out
+}
+
+// checkSecrets refuses every profile that passes one of the host's
+// secrets to a provider, by pass_env or by a ${VAR} in an MCP server's
+// settings, reporting each at its path.
+func (c *checker) checkSecrets(cfg *Config) {
+	secrets := cfg.Secrets()
+	refuse := func(path, name string) {
+		c.add(path, "%s holds a secret of the host (an API token, the model key or the store's DSN) and is never given to a provider; give the provider a credential of its own", name)
+	}
+	for _, pe := range c.passEnv {
+		for i, k := range pe.names {
+			if slices.Contains(secrets, k) {
+				refuse(toolspec.Join(pe.path, toolspec.Index(i)), k)
+			}
+		}
+	}
+	for _, name := range cfg.MCPServerOrder {
+		s := cfg.MCPServers[name]
+		path := toolspec.Join("mcp_servers", pathKey(name))
+		check := func(key, v string) {
+			for _, ref := range varRefs(v) {
+				if slices.Contains(secrets, ref) {
+					refuse(toolspec.Join(path, key), "${"+ref+"}")
+				}
+			}
+		}
+		check("command", s.Command)
+		check("url", s.URL)
+		check("cwd", s.Cwd)
+		for i, a := range s.Args {
+			check("args"+toolspec.Index(i), a)
+		}
+		for k, v := range s.Env {
+			check(toolspec.Join("env", pathKey(k)), v)
+		}
+		for k, v := range s.Headers {
+			check(toolspec.Join("headers", pathKey(k)), v)
+		}
+	}
+}
+
+// passEnvAt is a pass_env list where the file has it.
+type passEnvAt struct {
+	path  string
+	names []string
+}
+
+// varRefs are the names of the ${VAR} references in s.
+func varRefs(s string) []string {
+	var out []string
+	for {
+		i := strings.Index(s, "${")
+		if i < 0 {
+			return out
+		}
+		j := strings.IndexByte(s[i:], '}')
+		if j < 0 {
+			return out
+		}
+		out = append(out, s[i+2:i+j])
+		s = s[i+j+1:]
+	}
+}

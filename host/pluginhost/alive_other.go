@@ -1,5 +1,0 @@
-//go:build !unix
-
-package pluginhost
-
-func alive(int) bool { return true }

@@ -1,0 +1,63 @@
+//go:build unix && !linux
+
+package sandbox
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"syscall"
+)
+
+// ExecArg is the first argument that makes a tenxgraph binary act as the
+// trampoline; limits need Linux, so elsewhere it is never used.
+const ExecArg = "__tenxgraph-sandbox-exec"
+
+const envTrampoline = "TENXGRAPH_SANDBOX_EXEC"
+
+type trampoline struct {
+	Path   string   `json:"path"`
+	Args   []string `json:"args"`
+	Env    []string `json:"env"`
+	Limits Limits   `json:"limits"`
+	Cgroup string   `json:"cgroup,omitempty"`
+	NProc  int64    `json:"nproc,omitempty"`
+}
+
+// Exec exits: the trampoline is never started off Linux.
+func Exec() {
+	fmt.Fprintln(os.Stderr, "tenxgraph sandbox: limits need Linux")
+	os.Exit(126)
+}
+
+type credentials struct{ Uid, Gid uint32 }
+
+type cgroup struct{ dir string }
+
+func newCgroup(string, int64) (*cgroup, error) { return nil, errUnsupported }
+func (c *cgroup) kill()                        {}
+func (c *cgroup) remove()                      {}
+
+func credential(s *Spec) (*credentials, error) {
+	if s.Profile.User != "" || s.Profile.Group != "" {
+		return nil, fmt.Errorf("%s: %w", s.key("user"), errUnsupported)
+	}
+	return nil, nil
+}
+
+func sysProcAttr(cmd *exec.Cmd, s *Spec, _ *credentials) error {
+	if s.Profile.Network == NetworkNone {
+		return fmt.Errorf("%s: %w", s.key("network"), errUnsupported)
+	}
+	if s.Profile.Limits.any() {
+		return fmt.Errorf("%s: %w", s.key("limits"), errUnsupported)
+	}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	return nil
+}
+
+func explain(_ *Spec, err error) error { return err }
+
+func killGroup(pid int) { _ = syscall.Kill(-pid, syscall.SIGKILL) }
+
+func alive(pid int) bool { return syscall.Kill(pid, 0) != syscall.ESRCH }

@@ -1,0 +1,221 @@
+// Package sandbox starts every process tenxgraph runs: provider plugins
+// started by the host, MCP servers started by the bridge. It is the one
+// place where a child gets its environment, its limits, its network and its
+// user, and the one place that makes sure nothing a child started outlives
+// it.
+//
+// A child gets only what its Profile gives it:
+//
+//   - Environment, default deny: PATH, LANG, LC_ALL and TZ from the host,
+//     HOME and TMPDIR pointing at a private folder removed when the process
+//     is released, then the profile's literal Env and the host variables
+//     its PassEnv names. Nothing else of the host's environment is passed.
+//   - Limits: rlimits (data segment, CPU seconds, open files) applied
+//     between fork and exec by a trampoline (the host's own executable,
+//     run as `EXE ExecArg`), and a process-count limit through a cgroup's
+//     pids.max where a cgroup is writable.
+//   - Network "none": a new network namespace (inside a new user namespace
+//     when the host is not root), which has only a loopback interface that
+//     is down.
+//   - User and group, when the host runs as root.
+//
+// Every child leads its own process group and gets a parent-death signal;
+// Process.Kill ends the group (and the cgroup, where there is one), so a
+// provider's children go with it on every exit path. A protection the
+// profile asks for and the kernel refuses is an error naming the profile
+// key; it is never dropped silently.
+package sandbox
+
+import (
+	"fmt"
+	"os"
+	"slices"
+	"strings"
+)
+
+// Network modes of a Profile.
+const (
+	// NetworkHost shares the host's network: the default, what a provider
+	// that calls web APIs needs.
+	NetworkHost = "host"
+	// NetworkNone gives the process a network namespace of its own with no
+	// interface up: it cannot reach the host's loopback or anything else.
+	NetworkNone = "none"
+)
+
+// Profile is what one process may have. The zero Profile is the default:
+// the minimal environment, the host's network, no limits.
+type Profile struct {
+	// Env are literal variables set in the process's environment.
+	Env map[string]string `json:"env,omitempty"`
+	// PassEnv names host variables passed through when they are set.
+	// Naming PATH, HOME, TMPDIR, LANG, LC_ALL or TZ replaces the base
+	// value with the host's.
+	PassEnv []string `json:"pass_env,omitempty"`
+	// Limits bound the process's resources; zero fields are unlimited.
+	Limits Limits `json:"limits,omitzero"`
+	// Network is NetworkHost ("" means the same) or NetworkNone.
+	Network string `json:"network,omitempty"`
+	// User and Group run the process as another account; only a host
+	// running as root can. Group defaults to the user's primary group.
+	User  string `json:"user,omitempty"`
+	Group string `json:"group,omitempty"`
+}
+
+// Limits bound one process's resources. Each is per process, like the
+// rlimit behind it, except Processes, which counts the process and
+// everything it starts (threads included).
+type Limits struct {
+	// MemoryMB caps private writable memory (RLIMIT_DATA), in MiB: the heap
+	// of any language runtime. A process past it fails to allocate; a Go
+	// plugin exits with "out of memory".
+	MemoryMB int64 `json:"memory_mb,omitempty"`
+	// CPUSeconds caps CPU time over the process's life (RLIMIT_CPU); past
+	// it the kernel kills the process, and the host restarts it.
+	CPUSeconds int64 `json:"cpu_seconds,omitempty"`
+	// OpenFiles caps file descriptors (RLIMIT_NOFILE).
+	OpenFiles int64 `json:"open_files,omitempty"`
+	// Processes caps the tasks (processes and threads) of the process and
+	// its descendants, through a cgroup's pids.max.
+	Processes int64 `json:"processes,omitempty"`
+}
+
+// any reports whether some limit is set.
+func (l Limits) any() bool {
+	return l.MemoryMB > 0 || l.CPUSeconds > 0 || l.OpenFiles > 0 || l.Processes > 0
+}
+
+// baseEnv are the host variables every process gets: what a program needs
+// to find commands and format text, and no more.
+var baseEnv = []string{"PATH", "LANG", "LC_ALL", "TZ"}
+
+// Spec is one process to start.
+type Spec struct {
+	// Name identifies the process in errors and in its private folder's
+	// name ("weather", "mcp.files").
+	Name string
+	// Key is the config path of the profile ("plugins[0]"), so an error
+	// names the key to change ("plugins[0].network").
+	Key string
+	// Path is the executable (absolute, or found in PATH) and Args its
+	// arguments, without the program name.
+	Path string
+	Args []string
+	// Dir is the working directory ("" for the host's).
+	Dir string
+	// Profile is what the process may have.
+	Profile Profile
+	// Extra are KEY=VALUE variables the caller itself needs to pass (a
+	// plugin handshake's); they are set after the profile's.
+	Extra []string
+	// Deny names host variables that are never passed, whatever the
+	// profile says: the API's tokens, the model key, the store's DSN.
+	Deny []string
+	// HomeIn is the folder the private HOME and TMPDIR are made in (""
+	// for HostDir). A plugin's goes in its socket folder, which the plugin
+	// removes itself when its host dies.
+	HomeIn string
+	// Trampoline is the executable that applies limits before running
+	// Path: a program whose main calls Exec when its first argument is
+	// ExecArg (every tenxgraph binary does). Required when limits are set.
+	Trampoline string
+}
+
+// key joins the spec's config path and a profile key for an error.
+func (s *Spec) key(k string) string {
+	if s.Key == "" {
+		return k
+	}
+	return s.Key + "." + k
+}
+
+// Environ is the environment the process gets, home being its private
+// HOME and TMPDIR. Extra comes last.
+func (s *Spec) Environ(home string) ([]string, error) {
+	set := map[string]string{}
+	var order []string
+	put := func(k, v string) {
+		if _, ok := set[k]; !ok {
+			order = append(order, k)
+		}
+		set[k] = v
+	}
+	for _, k := range baseEnv {
+		if v, ok := os.LookupEnv(k); ok {
+			put(k, v)
+		}
+	}
+	if home != "" {
+		put("HOME", home)
+		put("TMPDIR", home)
+	}
+	keys := make([]string, 0, len(s.Profile.Env))
+	for k := range s.Profile.Env {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	for _, k := range keys {
+		put(k, s.Profile.Env[k])
+	}
+	for _, k := range s.Profile.PassEnv {
+		if slices.Contains(s.Deny, k) {
+			return nil, fmt.Errorf("%s: %s holds a secret of the host (an API token, the model key or the store's DSN) and is never passed to a provider", s.key("pass_env"), k)
+		}
+		if v, ok := os.LookupEnv(k); ok {
+			put(k, v)
+		}
+	}
+	env := make([]string, 0, len(order)+len(s.Extra))
+	for _, k := range order {
+		env = append(env, k+"="+set[k])
+	}
+	return append(env, s.Extra...), nil
+}
+
+// Describe is the profile in one line, as `tenxgraph tools` shows it.
+func (p Profile) Describe() string {
+	var parts []string
+	env := "env: " + strings.Join(baseEnv, " ") + " HOME TMPDIR(private)"
+	for _, k := range p.PassEnv {
+		env += " +" + k
+	}
+	keys := make([]string, 0, len(p.Env))
+	for k := range p.Env {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	for _, k := range keys {
+		env += " " + k + "=…"
+	}
+	parts = append(parts, env)
+	net := p.Network
+	if net == "" {
+		net = NetworkHost
+	}
+	parts = append(parts, "network: "+net)
+	var lim []string
+	if p.Limits.MemoryMB > 0 {
+		lim = append(lim, fmt.Sprintf("memory %d MiB", p.Limits.MemoryMB))
+	}
+	if p.Limits.CPUSeconds > 0 {
+		lim = append(lim, fmt.Sprintf("cpu %d s", p.Limits.CPUSeconds))
+	}
+	if p.Limits.OpenFiles > 0 {
+		lim = append(lim, fmt.Sprintf("open files %d", p.Limits.OpenFiles))
+	}
+	if p.Limits.Processes > 0 {
+		lim = append(lim, fmt.Sprintf("processes %d", p.Limits.Processes))
+	}
+	if len(lim) == 0 {
+		lim = append(lim, "none")
+	}
+	parts = append(parts, "limits: "+strings.Join(lim, ", "))
+	if p.User != "" {
+		u := p.User
+		if p.Group != "" {
+			u += ":" + p.Group
+		}
+		parts = append(parts, "user: "+u)
+	}
+	return strings.Join(parts, "; ")
+}
