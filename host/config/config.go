@@ -218,8 +218,7 @@ type Plugin struct {
 	// Start is "startup" (default: a broken plugin fails the start, not the
 	// first run) or "lazy" (started on first use, for costly plugins).
 	Start string
-	// Cwd is the plugin's working directory (absolute; default the
-	// config's folder).
+	// Cwd is the plugin's working directory (absolute; "" for the host's).
 	Cwd string
 	// Sandbox is what the plugin's process may have; its Env includes Env.
 	Sandbox sandbox.Profile
@@ -579,7 +578,7 @@ func (c *checker) plugins(f field) []Plugin {
 	var out []Plugin
 	first := map[string]int{}
 	for i, it := range items {
-		o := it.object(append([]string{"name", "command", "sha256", "node", "start", "cwd"}, profileKeys...)...)
+		o := it.object("name", "command", "sha256", "node", "env", "start", "cwd", "pass_env", "limits", "network", "user", "group")
 		if !o.present() {
 			continue
 		}
@@ -625,10 +624,7 @@ func (c *checker) plugins(f field) []Plugin {
 		if s, ok := o.get("start").oneOf("startup", "lazy"); ok {
 			p.Start = s
 		}
-		p.Cwd = c.dir
-		if d, ok := o.get("cwd").filePath(); ok {
-			p.Cwd = d
-		}
+		p.Cwd, _ = o.get("cwd").filePath()
 		p.Sandbox = c.profile(o, p.Env)
 		out = append(out, p)
 	}

@@ -150,27 +150,20 @@ func (p *Process) Release() {
 // of a host that died. The first call removes the folders of hosts that
 // are gone (a host killed with SIGKILL cannot clean up after itself).
 func HostDir() (string, error) {
-	hostDirOnce.Do(func() {
-		base := filepath.Join(os.TempDir(), "tenxgraph-"+strconv.Itoa(os.Getuid()))
-		dir := filepath.Join(base, "host-"+strconv.Itoa(os.Getpid()))
-		if hostDirErr = os.MkdirAll(dir, 0o700); hostDirErr != nil {
-			return
-		}
-		// Others may pass through (not list) to the folders made for
-		// providers that run as another user; each of those is 0700.
-		_ = os.Chmod(base, 0o711)
-		_ = os.Chmod(dir, 0o711)
-		hostDirPath = dir
-		sweep(base)
-	})
-	return hostDirPath, hostDirErr
+	base := filepath.Join(os.TempDir(), "tenxgraph-"+strconv.Itoa(os.Getuid()))
+	dir := filepath.Join(base, "host-"+strconv.Itoa(os.Getpid()))
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return "", err
+	}
+	// Others may pass through (not list) to the folders made for providers
+	// that run as another user; each of those is 0700 or 0770.
+	_ = os.Chmod(base, 0o711)
+	_ = os.Chmod(dir, 0o711)
+	sweepOnce.Do(func() { sweep(base) })
+	return dir, nil
 }
 
-var (
-	hostDirOnce sync.Once
-	hostDirPath string
-	hostDirErr  error
-)
+var sweepOnce sync.Once
 
 // sweep removes the folders left by hosts that no longer run.
 func sweep(base string) {
@@ -220,9 +213,7 @@ func safeName(s string) string {
 // Cleanup removes this host's folder; call it when the host stops, after
 // every process is released.
 func Cleanup() {
-	if dir, err := HostDir(); err == nil {
-		_ = os.RemoveAll(dir)
-	}
+	_ = os.RemoveAll(filepath.Join(os.TempDir(), "tenxgraph-"+strconv.Itoa(os.Getuid()), "host-"+strconv.Itoa(os.Getpid())))
 }
 
 // errUnsupported: the protection needs Linux.
