@@ -1,0 +1,334 @@
+package service_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/tenxgraph/tenxgraph/host/config"
+	"github.com/tenxgraph/tenxgraph/host/graph"
+	"github.com/tenxgraph/tenxgraph/host/message"
+	"github.com/tenxgraph/tenxgraph/host/service"
+)
+
+var (
+	hostileOnce sync.Once
+	hostileBin  string
+	hostileErr  error
+)
+
+// hostile builds the misbehaving test plugin once per test binary.
+func hostile(t *testing.T) string {
+	t.Helper()
+	hostileOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "hostile")
+		if err != nil {
+			hostileErr = err
+			return
+		}
+		hostileBin = filepath.Join(dir, "hostile")
+		if out, err := exec.Command("go", "build", "-o", hostileBin, "./testdata/hostile").CombinedOutput(); err != nil {
+			hostileErr = fmt.Errorf("build the hostile plugin: %v\n%s", err, out)
+		}
+	})
+	if hostileErr != nil {
+		t.Fatal(hostileErr)
+	}
+	return hostileBin
+}
+
+// marked lists the processes whose environment holds HOSTILE_MARK=mark:
+// a hostile plugin, an MCP server and whatever they started.
+func marked(mark string) []int {
+	var out []int
+	entries, _ := os.ReadDir("/proc")
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		env, err := os.ReadFile(filepath.Join("/proc", e.Name(), "environ"))
+		if err != nil || !bytes.Contains(env, []byte("\x00HOSTILE_MARK="+mark+"\x00")) && !bytes.HasPrefix(env, []byte("HOSTILE_MARK="+mark+"\x00")) {
+			continue
+		}
+		if alive(pid) {
+			out = append(out, pid)
+		}
+	}
+	return out
+}
+
+// eventually polls cond until it holds or the deadline passes.
+func eventually(t *testing.T, d time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(d)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("after %s: %s", d, what)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// environOf reads a process's environment as a map.
+func environOf(t *testing.T, pid int) map[string]string {
+	t.Helper()
+	raw, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "environ"))
+	if err != nil {
+		t.Fatalf("read the environment of %d: %v", pid, err)
+	}
+	out := map[string]string{}
+	for _, kv := range strings.Split(string(raw), "\x00") {
+		if k, v, ok := strings.Cut(kv, "="); ok {
+			out[k] = v
+		}
+	}
+	return out
+}
+
+// descendants are every process below pid.
+func descendants(pid int) map[int]string {
+	out := map[int]string{}
+	for c, cmd := range children(pid) {
+		out[c] = cmd
+		for d, dcmd := range descendants(c) {
+			out[d] = dcmd
+		}
+	}
+	return out
+}
+
+// hostileScript answers each word with a call of the tool of that name.
+const hostileScript = `{"rules": [
+  {"match": "^ok$", "tool_calls": [{"name": "ok", "arguments": {}}]},
+  {"match": "^calc$", "tool_calls": [{"name": "calculator", "arguments": {"expression": "2+3"}}]},
+  {"match": "^forkbomb$", "tool_calls": [{"name": "forkbomb", "arguments": {}}]},
+  {"match": "^spin$", "tool_calls": [{"name": "spin", "arguments": {}}]},
+  {"match": "^hog$", "tool_calls": [{"name": "hog", "arguments": {}}]},
+  {"match": "^fork50$", "tool_calls": [{"name": "fork", "arguments": {"n": 50, "crash": true}}]},
+  {"match": "^fork5$", "tool_calls": [{"name": "fork", "arguments": {"n": 5}}]},
+  {"match": "^mcpcrash$", "tool_calls": [{"name": "mcp_crash", "arguments": {}}]},
+  {"match": "^dial (.*)$", "tool_calls": [{"name": "dial", "arguments": {"addr": "$1"}}]}
+]}`
+
+// toolResult runs one turn and returns its one tool result.
+func toolResult(t *testing.T, s *service.Service, thread, text string) message.ToolResultBlock {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	res, err := s.App.Invoke(ctx, []message.Message{message.Text(message.RoleUser, text)}, graph.RunConfig{ThreadID: thread})
+	if err != nil {
+		t.Fatalf("%s: the run failed instead of giving a result: %v", text, err)
+	}
+	var got []message.ToolResultBlock
+	for _, m := range res.Messages {
+		got = append(got, m.ToolResults()...)
+	}
+	if len(got) != 1 {
+		t.Fatalf("%s: %d tool results, want 1: %+v", text, len(got), got)
+	}
+	return got[0]
+}
+
+func startHostile(t *testing.T, pluginExtra, rest string) *service.Service {
+	t.Helper()
+	return startConfig(t, `{"agent": "tenxgraph:react", "model": {"provider": "scripted", "script": "script.json"},
+	  "checkpointer": {"type": "memory"}, "builtin_tools": {"enable": ["calculator"]},
+	  "plugins": [{"name": "hostile", "command": [`+js(hostile(t))+`]`+pluginExtra+`}]`+rest+`}`, hostileScript)
+}
+
+// Secrets in the host's environment reach no provider and no MCP server;
+// a variable a profile passes does.
+func TestProvidersGetNoSecrets(t *testing.T) {
+	secrets := map[string]string{"TENXGRAPH_TOKEN": "tok-123", "OPENAI_API_KEY": "sk-test", "DATABASE_URL": "postgres://u:p@h/db", "TENX_SECRET": "s3cret"}
+	for k, v := range secrets {
+		t.Setenv(k, v)
+	}
+	t.Setenv("GITHUB_TOKEN", "gh-pass-me")
+	mark := "secrets"
+	s := startHostile(t, `, "env": {"HOSTILE_MARK": "`+mark+`"}, "pass_env": ["GITHUB_TOKEN"]`,
+		`, "mcp_servers": {"evil": {"command": `+js(hostile(t))+`, "args": ["mcp"], "env": {"HOSTILE_MARK": "`+mark+`"}, "pass_env": ["GITHUB_TOKEN"]}}`)
+	_ = s
+	kids := descendants(os.Getpid())
+	if len(kids) < 5 {
+		t.Fatalf("want builtin, remote, hostile, the MCP bridge and its server running: %v", kids)
+	}
+	for pid, cmd := range kids {
+		env := environOf(t, pid)
+		for k := range secrets {
+			if _, ok := env[k]; ok {
+				t.Errorf("%s (%d) can read %s", cmd, pid, k)
+			}
+		}
+		for _, k := range []string{"TENXGRAPH_BUILTIN_OPTIONS", "TENXGRAPH_MCP_OPTIONS"} {
+			if _, ok := env[k]; ok {
+				t.Errorf("%s (%d) has its options in its environment (%s)", cmd, pid, k)
+			}
+		}
+		if home := env["HOME"]; home == os.Getenv("HOME") || home == "" || env["TMPDIR"] != home {
+			t.Errorf("%s (%d): HOME %q, TMPDIR %q: want a private folder", cmd, pid, home, env["TMPDIR"])
+		}
+	}
+	passed := 0
+	for _, pid := range marked(mark) {
+		if env := environOf(t, pid); env["GITHUB_TOKEN"] == "gh-pass-me" {
+			passed++
+		}
+	}
+	if passed < 2 {
+		t.Errorf("GITHUB_TOKEN reached %d marked processes, want the plugin and the MCP server", passed)
+	}
+
+	// A profile that names a secret of the host is refused at validate.
+	_, err := config.Parse([]byte(`{"agent": "a", "server": {"auth": {"tokens_env": ["TENXGRAPH_TOKEN"]}},
+	  "model": {"provider": "openai", "model": "m"}, "checkpointer": {"type": "postgres", "dsn_env": "DATABASE_URL"},
+	  "provider_defaults": {"pass_env": ["OPENAI_API_KEY"]},
+	  "plugins": [{"name": "p", "command": ["p"], "pass_env": ["HOME", "TENXGRAPH_TOKEN"]}],
+	  "mcp_servers": {"m": {"command": "x", "env": {"K": "${DATABASE_URL}"}, "pass_env": ["DATABASE_URL"]}}}`), t.TempDir())
+	for _, want := range []string{"provider_defaults.pass_env[0]: OPENAI_API_KEY", "plugins[0].pass_env[1]: TENXGRAPH_TOKEN", "mcp_servers.m.pass_env[0]: DATABASE_URL", "mcp_servers.m.env.K: ${DATABASE_URL}"} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("validate: want a problem %q, got %v", want, err)
+		}
+	}
+}
+
+// A fork bomb, a CPU spinner and a memory hog are each stopped by their
+// limit: the model gets an error result, the plugin restarts, and the host
+// keeps serving.
+func TestHostilePluginIsBoundedByItsLimits(t *testing.T) {
+	mark := "limits"
+	s := startHostile(t, `, "env": {"HOSTILE_MARK": "`+mark+`"}, "limits": {"processes": 40, "cpu_seconds": 2, "memory_mb": 256}`, "")
+	pidOf := func() string {
+		r := toolResult(t, s, "ok-"+strconv.FormatInt(time.Now().UnixNano(), 10), "ok")
+		if r.IsError {
+			t.Fatalf("ok: %s", r.Content)
+		}
+		return string(r.Content)
+	}
+	for _, tool := range []string{"forkbomb", "spin", "hog"} {
+		before := pidOf()
+		r := toolResult(t, s, tool, tool)
+		if !r.IsError || !strings.Contains(string(r.Content), `plugin \"hostile\"`) {
+			t.Fatalf("%s: want an error result naming the plugin, got %s", tool, r.Content)
+		}
+		if n := len(marked(mark)); n > 41 {
+			t.Fatalf("%s: %d processes marked, above the limit of 40", tool, n)
+		}
+		after := pidOf()
+		if after == before {
+			t.Fatalf("%s: the plugin was not restarted (%s)", tool, after)
+		}
+		if r := toolResult(t, s, tool+"-calc", "calc"); r.IsError {
+			t.Fatalf("the host stopped serving other threads: %s", r.Content)
+		}
+	}
+	eventually(t, 5*time.Second, "the fork bomb's children are gone", func() bool { return len(marked(mark)) <= 1 })
+}
+
+// Nothing a plugin or an MCP server started survives it: not after the
+// plugin crashes, not after the MCP server crashes, not after a graceful
+// stop.
+func TestNothingSurvivesItsProvider(t *testing.T) {
+	mark := "orphans"
+	s := startHostile(t, `, "env": {"HOSTILE_MARK": "`+mark+`"}`,
+		`, "mcp_servers": {"evil": {"command": `+js(hostile(t))+`, "args": ["mcp"], "env": {"HOSTILE_MARK": "`+mark+"-mcp"+`"}}}`)
+	eventually(t, 10*time.Second, "the MCP server and its child run", func() bool { return len(marked(mark+"-mcp")) == 2 })
+
+	// A plugin that forks 50 children and crashes.
+	r := toolResult(t, s, "f50", "fork50")
+	if !r.IsError {
+		t.Fatalf("fork50: %s", r.Content)
+	}
+	eventually(t, 10*time.Second, "the crashed plugin's 50 children are gone", func() bool { return len(marked(mark)) <= 1 })
+
+	// An MCP server with a child, crashing.
+	first := marked(mark + "-mcp")
+	r = toolResult(t, s, "mc", "mcpcrash")
+	if !r.IsError {
+		t.Fatalf("mcp_crash: %s", r.Content)
+	}
+	eventually(t, 10*time.Second, "the crashed MCP server's child is gone", func() bool {
+		for _, pid := range marked(mark + "-mcp") {
+			for _, old := range first {
+				if pid == old {
+					return false
+				}
+			}
+		}
+		return true
+	})
+
+	// A graceful stop, with children running under both.
+	if r := toolResult(t, s, "f5", "fork5"); r.IsError {
+		t.Fatalf("fork5: %s", r.Content)
+	}
+	eventually(t, 10*time.Second, "the restarted MCP server and its child run", func() bool { return len(marked(mark+"-mcp")) == 2 })
+	if n := len(marked(mark)); n < 6 {
+		t.Fatalf("%d marked processes, want the plugin and its 5 children", n)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := s.Shutdown(ctx); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 10*time.Second, "nothing is left after a graceful stop", func() bool { return len(marked(mark))+len(marked(mark+"-mcp")) == 0 })
+}
+
+// A provider with network "none" cannot reach a listener on the host's
+// loopback; one with the host's network can. Where the kernel refuses a
+// network namespace, the start fails with an error naming the key.
+func TestNetworkNone(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			c.Close()
+		}
+	}()
+	open := startHostile(t, "", "")
+	if r := toolResult(t, open, "d1", "dial "+ln.Addr().String()); r.IsError || !strings.Contains(string(r.Content), "connected") {
+		t.Fatalf("with the host's network: %s", r.Content)
+	}
+
+	dir := t.TempDir()
+	os.WriteFile(filepath.Join(dir, "script.json"), []byte(hostileScript), 0o600)
+	cfg, err := config.Parse([]byte(`{"agent": "tenxgraph:react", "model": {"provider": "scripted", "script": "script.json"},
+	  "checkpointer": {"type": "memory"}, "plugins": [{"name": "hostile", "command": [`+js(hostile(t))+`], "network": "none"}]}`), dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := service.New(context.Background(), cfg, service.Options{})
+	if err != nil {
+		if !strings.Contains(err.Error(), "plugins[0].network") {
+			t.Fatalf("the kernel refused, but the error does not name the key: %v", err)
+		}
+		t.Logf("saw: the kernel refused a network namespace, and the start failed naming plugins[0].network: %v", err)
+		return
+	}
+	defer s.Shutdown(context.Background())
+	t.Log("saw: network namespaces are available; the isolated provider runs")
+	r := toolResult(t, s, "d2", "dial "+ln.Addr().String())
+	if !r.IsError {
+		t.Fatalf("a provider with network none reached the host's loopback: %s", r.Content)
+	}
+	var detail any
+	_ = json.Unmarshal(r.Content, &detail)
+	t.Logf("isolated dial: %v", detail)
+}
