@@ -59,6 +59,14 @@ func toolsCmd() *cobra.Command {
 				for _, t := range s.Tools() {
 					fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\n", t.Node, t.Name, t.Provider, t.Kind, summary(t.Description))
 				}
+				if err := w.Flush(); err != nil {
+					return err
+				}
+				// Each process's sandbox profile, with provider_defaults applied.
+				fmt.Fprintln(w, "\nPROCESS\tSANDBOX")
+				for _, p := range s.Profiles() {
+					fmt.Fprintf(w, "%s\t%s\n", p.Provider, p.Profile)
+				}
 				return w.Flush()
 			})
 		},

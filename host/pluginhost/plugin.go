@@ -425,7 +425,8 @@ func (p *Plugin) spawn() (*instance, error) {
 	}
 	rpc, err := pc.Client()
 	if err != nil {
-		return fail(fmt.Errorf("plugin %q: start %s: %w", p.cfg.Name, strings.Join(p.cfg.Command, " "), err))
+		return fail(fmt.Errorf("plugin %q: start %s: %w (it runs with its sandbox profile: %s; if it needs a variable of the host's environment, name it in %s.pass_env or set it in %s.env)",
+			p.cfg.Name, strings.Join(p.cfg.Command, " "), err, p.cfg.Sandbox.Describe(), keyOr(p.cfg.Key, "plugins[]"), keyOr(p.cfg.Key, "plugins[]")))
 	}
 	raw, err := rpc.Dispense(sdk.PluginName)
 	if err != nil {
@@ -574,4 +575,11 @@ func (w logWriter) Write(b []byte) (int, error) {
 		w.log.Warn(w.msg, "output", line)
 	}
 	return len(b), nil
+}
+
+func keyOr(key, def string) string {
+	if key == "" {
+		return def
+	}
+	return key
 }

@@ -292,3 +292,37 @@ func ServePlugin(name string) error {
 	}
 	return nil
 }
+
+// Profile is one provider process's effective sandbox profile, as
+// `tenxgraph tools` shows it.
+type Profile struct {
+	// Provider names the process ("builtin", "plugins[0] weather",
+	// "mcp_servers.files").
+	Provider string
+	// Profile is what it may have, in one line.
+	Profile string
+}
+
+// Profiles lists the sandbox profile of every process the config starts,
+// with provider_defaults applied.
+func (s *Service) Profiles() []Profile {
+	cfg := s.Config
+	out := []Profile{{Provider: bridgeName, Profile: cfg.SandboxDefaults.Describe()}}
+	if bt := cfg.BuiltinTools; bt != nil && len(bt.Enable) > 0 {
+		out = append(out, Profile{Provider: builtinName, Profile: bt.Sandbox.Describe()})
+	}
+	for i, p := range cfg.Plugins {
+		out = append(out, Profile{Provider: fmt.Sprintf("plugins[%d] %s", i, p.Name), Profile: p.Sandbox.Describe()})
+	}
+	for _, name := range cfg.MCPServerOrder {
+		sc := cfg.MCPServers[name]
+		switch {
+		case sc.Disabled:
+		case sc.Type == "stdio":
+			out = append(out, Profile{Provider: "mcp_servers." + name, Profile: sc.Sandbox.Describe()})
+		default:
+			out = append(out, Profile{Provider: "mcp_servers." + name, Profile: "reached at its url; no process of its own (its bridge: " + (sandbox.Profile{}).Describe() + ")"})
+		}
+	}
+	return out
+}

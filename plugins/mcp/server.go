@@ -180,7 +180,7 @@ func (s *server) dial() (*conn, []*mcpsdk.Tool, error) {
 		if proc != nil {
 			select { // a server that failed to start usually exits at once
 			case <-proc.exited:
-				err = fmt.Errorf("%w; the server exited (%v)", err, proc.err)
+				err = fmt.Errorf("%w; the server exited (%v). It runs with only PATH, LANG, LC_ALL, TZ and a private HOME and TMPDIR of the host's environment: if it needs more, name the variables in mcp_servers.%s.pass_env or set them in its env (a server run with npx needs \"pass_env\": [\"HOME\"] to use your npm cache, a Python one its virtualenv's PATH)", err, proc.err, s.cfg.Name)
 			case <-time.After(100 * time.Millisecond):
 			}
 			proc.stop(stopGrace)
