@@ -23,6 +23,8 @@
 package main
 
 import (
+	"github.com/tenxgraph/tenxgraph/internal/sandbox"
+
 	"context"
 	"errors"
 	"flag"
@@ -59,6 +61,14 @@ type config struct {
 func main() {
 	if len(os.Args) > 1 {
 		switch os.Args[1] {
+		case sandbox.ExecArg:
+			sandbox.Exec() // applies a sandboxed provider's limits
+		case "profiles":
+			if err := runProfiles(); err != nil {
+				fmt.Fprintln(os.Stderr, "pluginbench: FAILED:", err)
+				os.Exit(1)
+			}
+			return
 		case "serve-bare":
 			withProfile(serveBare)
 			return
@@ -127,6 +137,9 @@ type bench struct {
 	cfg  config
 	self string
 	log  hclog.Logger
+	// profile is the sandbox profile builtin and remote start with (the
+	// default one unless `pluginbench profiles` sets another).
+	profile sandbox.Profile
 
 	closers []func() error // run in reverse order at the end
 }

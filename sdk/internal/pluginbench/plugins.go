@@ -156,8 +156,9 @@ func (b *bench) providerConfigs() (bc, rc pluginhost.Config, err error) {
 		return bc, rc, err
 	}
 	bc = pluginhost.Config{Name: builtin.Name, Command: []string{b.self, "plugin", "builtin"},
-		Options: raw, Logger: b.log}
-	rc = pluginhost.Config{Name: remote.Name, Command: []string{b.self, "plugin", "remote"}, Logger: b.log}
+		Options: raw, Logger: b.log, Sandbox: b.profile, Trampoline: b.self}
+	rc = pluginhost.Config{Name: remote.Name, Command: []string{b.self, "plugin", "remote"}, Logger: b.log,
+		Sandbox: b.profile, Trampoline: b.self}
 	return bc, rc, nil
 }
 
