@@ -31,6 +31,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"os"
 	"os/exec"
 	"path"
 	"path/filepath"
@@ -46,6 +47,7 @@ import (
 
 	"github.com/tenxgraph/tenxgraph/host/pluginhost"
 	"github.com/tenxgraph/tenxgraph/host/toolspec"
+	"github.com/tenxgraph/tenxgraph/internal/sandbox"
 	"github.com/tenxgraph/tenxgraph/sdk"
 )
 
@@ -141,10 +143,19 @@ func Start(t testing.TB, command ...string) sdk.Provider {
 	logs := &testLog{t: t}
 	t.Cleanup(logs.stop) // runs last: after the plugin is shut down
 	name := strings.TrimSuffix(filepath.Base(command[0]), ".exe")
+	// The plugin gets the test's whole environment, so a test can point it
+	// at a local server; the host's default-deny profile is for deployment.
+	var names []string
+	for _, kv := range os.Environ() {
+		if k, _, ok := strings.Cut(kv, "="); ok && k != "" {
+			names = append(names, k)
+		}
+	}
 	p, err := pluginhost.Start(context.Background(), pluginhost.Config{
 		Name:    name,
 		Command: command,
 		Logger:  hclog.New(&hclog.LoggerOptions{Output: logs, Level: hclog.Debug}),
+		Sandbox: sandbox.Profile{PassEnv: names},
 	})
 	if err != nil {
 		t.Fatalf("sdktest.Start: %v", err)
