@@ -16,6 +16,7 @@ import (
 	"fmt"
 	"maps"
 	"os/exec"
+	"os/user"
 	"reflect"
 	"strconv"
 	"strings"
@@ -379,11 +380,14 @@ func (p *Plugin) spawn() (*instance, error) {
 		}
 	}
 	inst := &instance{}
-	var unixGroup string
-	if p.cfg.Sandbox.User != "" {
-		unixGroup = p.cfg.Sandbox.Group
-		if unixGroup == "" {
-			unixGroup = p.cfg.Sandbox.User // the socket folder's group: the user's own
+	// A plugin run as another account shares its socket folder with the
+	// host through that account's group.
+	unixGroup := p.cfg.Sandbox.Group
+	if unixGroup == "" && p.cfg.Sandbox.User != "" {
+		if u, err := user.Lookup(p.cfg.Sandbox.User); err == nil {
+			unixGroup = u.Gid
+		} else if u, err := user.LookupId(p.cfg.Sandbox.User); err == nil {
+			unixGroup = u.Gid
 		}
 	}
 	pc := plugin.NewClient(&plugin.ClientConfig{

@@ -332,3 +332,31 @@ func TestNetworkNone(t *testing.T) {
 	_ = json.Unmarshal(r.Content, &detail)
 	t.Logf("isolated dial: %v", detail)
 }
+
+// A host running as root starts a provider as the account its profile
+// names.
+func TestProviderRunsAsItsUser(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("skipping: only a host running as root can start a provider as another user")
+	}
+	bin := hostile(t)
+	// The account must reach the binary: the folder os.MkdirTemp made is 0700.
+	if err := os.Chmod(filepath.Dir(bin), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	s := startHostile(t, `, "user": "nobody", "env": {"HOSTILE_MARK": "user"}`, "")
+	if r := toolResult(t, s, "u", "ok"); r.IsError {
+		t.Fatalf("ok: %s", r.Content)
+	}
+	pids := marked("user")
+	if len(pids) != 1 {
+		t.Fatalf("marked processes %v, want the plugin", pids)
+	}
+	status, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pids[0]), "status"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(status), "\nUid:\t65534\t65534\t65534\t65534\n") {
+		t.Fatalf("the plugin does not run as nobody:\n%s", status)
+	}
+}
