@@ -2,7 +2,6 @@ package sandbox
 
 import (
 	"encoding/json"
-	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -215,6 +214,3 @@ func safeName(s string) string {
 func Cleanup() {
 	_ = os.RemoveAll(filepath.Join(os.TempDir(), "tenxgraph-"+strconv.Itoa(os.Getuid()), "host-"+strconv.Itoa(os.Getpid())))
 }
-
-// errUnsupported: the protection needs Linux.
-var errUnsupported = errors.New("this protection needs Linux")

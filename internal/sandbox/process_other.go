@@ -3,6 +3,7 @@
 package sandbox
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -29,6 +30,9 @@ func Exec() {
 	fmt.Fprintln(os.Stderr, "tenxgraph sandbox: limits need Linux")
 	os.Exit(126)
 }
+
+// errUnsupported: the protection needs Linux.
+var errUnsupported = errors.New("this protection needs Linux")
 
 type credentials struct{ Uid, Gid uint32 }
 
