@@ -13,8 +13,9 @@ import (
 
 // checker collects problems while the tree is read into a Config.
 type checker struct {
-	dir string
-	ps  toolspec.Problems
+	dir      string
+	ps       toolspec.Problems
+	defaults ProviderSettings // provider_defaults, read before the entries
 }
 
 func (c *checker) add(path, format string, args ...any) { c.ps.Add(path, format, args...) }

@@ -1,10 +1,13 @@
 package service
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -60,7 +63,8 @@ func (s *Service) startProviders(ctx context.Context, opts Options, env *agent.E
 			return fmt.Errorf("builtin_tools: %w", err)
 		}
 		jobs = append(jobs, job{path: "builtin_tools", node: bt.Node, cfg: pluginhost.Config{Name: builtinName,
-			Command: []string{self, "plugin", "builtin"}, Env: map[string]string{builtin.EnvOptions: string(raw)}}})
+			Command: []string{self, "plugin", "builtin"}, Env: map[string]string{builtin.EnvOptions: string(raw)},
+			Limits: limits(bt.ProviderSettings, "builtin_tools")}})
 	}
 	var ps toolspec.Problems
 	for i, pl := range cfg.Plugins {
@@ -68,8 +72,10 @@ func (s *Service) startProviders(ctx context.Context, opts Options, env *agent.E
 			ps.Add(fmt.Sprintf("plugins[%d].name", i), "%q is the name of a provider tenxgraph serves itself; choose another", pl.Name)
 			continue
 		}
-		jobs = append(jobs, job{path: fmt.Sprintf("plugins[%d]", i), node: pl.Node, cfg: pluginhost.Config{
-			Name: pl.Name, Command: pl.Command, SHA256: pl.SHA256, Env: pl.Env, Lazy: pl.Start == "lazy"}})
+		path := fmt.Sprintf("plugins[%d]", i)
+		jobs = append(jobs, job{path: path, node: pl.Node, cfg: pluginhost.Config{
+			Name: pl.Name, Command: pl.Command, SHA256: pl.SHA256, Env: pl.Env, Lazy: pl.Start == "lazy",
+			Limits: limits(pl.ProviderSettings, path)}})
 	}
 	if len(ps) > 0 {
 		return ps
@@ -92,6 +98,7 @@ func (s *Service) startProviders(ctx context.Context, opts Options, env *agent.E
 			continue
 		}
 		s.providers = append(s.providers, started[i])
+		checkToolTimeouts(ctx, started[i], j.path, j.cfg.Limits.ToolTimeouts, &ps)
 		if j.node == "" {
 			env.Bridge = started[i]
 		} else {
@@ -116,6 +123,7 @@ func (s *Service) startMCP(ctx context.Context, self string, log hclog.Logger, e
 	var nodes []string
 	byNode := map[string][]mcp.Server{}
 	wait := map[string]time.Duration{}
+	bound := map[string]pluginhost.Limits{}
 	for _, name := range cfg.MCPServerOrder {
 		sc := cfg.MCPServers[name]
 		if sc.Disabled {
@@ -126,6 +134,12 @@ func (s *Service) startMCP(ctx context.Context, self string, log hclog.Logger, e
 		}
 		byNode[sc.Node] = append(byNode[sc.Node], mcpServer(sc))
 		wait[sc.Node] = max(wait[sc.Node], sc.Timeout, mcp.DefaultTimeout)
+		l, b := limits(sc.ProviderSettings, "mcp_servers"), bound[sc.Node]
+		for _, d := range sc.ToolTimeouts {
+			l.Timeout = max(l.Timeout, d)
+		}
+		bound[sc.Node] = pluginhost.Limits{Timeout: max(b.Timeout, l.Timeout+mcpTimeoutMargin), Key: l.Key,
+			MaxArgumentBytes: max(b.MaxArgumentBytes, l.MaxArgumentBytes), MaxResultBytes: max(b.MaxResultBytes, l.MaxResultBytes)}
 	}
 	if len(nodes) == 0 {
 		return nil
@@ -145,7 +159,7 @@ func (s *Service) startMCP(ctx context.Context, self string, log hclog.Logger, e
 			name = mcpName + ":" + node
 		}
 		pc := pluginhost.Config{Name: name, Command: []string{self, "plugin", "mcp"}, Env: map[string]string{k: v},
-			Logger: log, StartTimeout: wait[node] + 30*time.Second}
+			Logger: log, StartTimeout: wait[node] + 30*time.Second, Limits: bound[node]}
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -168,11 +182,53 @@ func (s *Service) startMCP(ctx context.Context, self string, log hclog.Logger, e
 	return nil
 }
 
-// mcpServer is a config entry as the bridge takes it.
+// mcpTimeoutMargin is how much longer than its servers' timeouts the host
+// waits for an MCP bridge: the bridge enforces each server's limits itself
+// and says which one ran out; the host's bound is for a bridge that hangs.
+const mcpTimeoutMargin = 5 * time.Second
+
+// mcpServer is a config entry as the bridge takes it, limits included: the
+// bridge knows which server a tool belongs to, so it enforces them.
 func mcpServer(sc config.MCPServer) mcp.Server {
+	l := limits(sc.ProviderSettings, "")
 	return mcp.Server{Name: sc.Name, Type: sc.Type, Command: sc.Command, Args: sc.Args, Env: sc.Env, Cwd: sc.Cwd,
 		URL: sc.URL, Headers: sc.Headers, Timeout: sc.Timeout, AllowTools: sc.AllowTools, DenyTools: sc.DenyTools,
-		MaxOutputBytes: sc.MaxOutputBytes}
+		MaxOutputBytes: sc.MaxOutputBytes, ToolTimeouts: sc.ToolTimeouts,
+		MaxArgumentBytes: l.MaxArgumentBytes, MaxResultBytes: l.MaxResultBytes}
+}
+
+// limits are a provider entry's settings as the plugin host enforces them,
+// with the defaults filled in; key is the entry's config path.
+func limits(s config.ProviderSettings, key string) pluginhost.Limits {
+	return pluginhost.Limits{
+		Timeout:          cmp.Or(s.Timeout, config.DefaultTimeout),
+		ToolTimeouts:     s.ToolTimeouts,
+		MaxArgumentBytes: cmp.Or(s.MaxArgumentBytes, config.DefaultMaxArgumentBytes),
+		MaxResultBytes:   cmp.Or(s.MaxResultBytes, config.DefaultMaxResultBytes),
+		Key:              key,
+	}
+}
+
+// checkToolTimeouts reports each tool_timeouts entry naming a tool the
+// provider does not have: a misspelt name would leave that tool on the
+// default without a word.
+func checkToolTimeouts(ctx context.Context, p sdk.Provider, path string, timeouts map[string]time.Duration, ps *toolspec.Problems) {
+	if len(timeouts) == 0 {
+		return
+	}
+	md, err := p.Metadata(ctx, sdk.MetadataRequest{})
+	if err != nil {
+		return
+	}
+	have := make([]string, len(md.Tools))
+	for i, t := range md.Tools {
+		have[i] = t.Name
+	}
+	for _, name := range slices.Sorted(maps.Keys(timeouts)) {
+		if !slices.Contains(have, name) {
+			ps.Add(path+".tool_timeouts."+name, "the provider has no tool %q (its tools: %s)", name, strings.Join(have, ", "))
+		}
+	}
 }
 
 // takenNames are the tools a node has besides its MCP servers': its other
