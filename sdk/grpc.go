@@ -8,6 +8,7 @@ import (
 	"io"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/hashicorp/go-plugin"
 	"google.golang.org/grpc"
@@ -63,12 +64,13 @@ func HostPlugins() map[int]plugin.PluginSet {
 // grpcPlugin joins a Provider to go-plugin; impl is set on the plugin side.
 type grpcPlugin struct {
 	plugin.NetRPCUnsupportedPlugin
-	impl   Provider
-	onLost func() // called when the host's lifeline breaks
+	impl    Provider
+	onLost  func()            // called when the host's lifeline breaks
+	onStuck func(tool string) // called when a handler ignores cancellation
 }
 
 func (g *grpcPlugin) GRPCServer(_ *plugin.GRPCBroker, s *grpc.Server) error {
-	pb.RegisterToolProviderServer(s, &grpcServer{p: g.impl, onLost: g.onLost})
+	pb.RegisterToolProviderServer(s, &grpcServer{p: g.impl, onLost: g.onLost, onStuck: g.onStuck})
 	return nil
 }
 
@@ -86,6 +88,7 @@ type grpcServer struct {
 	pb.UnimplementedToolProviderServer
 	p        Provider
 	onLost   func()
+	onStuck  func(tool string)
 	stopping atomic.Bool
 }
 
@@ -144,7 +147,7 @@ func (s *grpcServer) callTool(ctx context.Context, req *pb.CallTool_Request) (*p
 		spec := fromPBSpec(req.RunTool)
 		in.RunTool = &spec
 	}
-	resp, err := s.p.CallTool(ctx, in)
+	resp, err := s.run(ctx, in)
 	switch {
 	case errors.Is(err, ErrUnknownTool):
 		return nil, status.Error(codes.NotFound, err.Error())
@@ -154,6 +157,41 @@ func (s *grpcServer) callTool(ctx context.Context, req *pb.CallTool_Request) (*p
 		return nil, status.Error(codes.Unknown, err.Error())
 	}
 	return &pb.CallTool_Response{ContentJson: resp.Content, IsError: resp.IsError, Deferred: resp.Deferred}, nil
+}
+
+// run calls the provider's tool and watches it: a handler that has not
+// returned CancelGrace after ctx ended ignores cancellation, and the plugin
+// is ended (onStuck) rather than left holding what the handler holds. The
+// host cannot see this itself: its end of the call is gone once cancelled.
+func (s *grpcServer) run(ctx context.Context, in CallToolRequest) (CallToolResponse, error) {
+	if s.onStuck == nil {
+		return s.p.CallTool(ctx, in)
+	}
+	type result struct {
+		resp CallToolResponse
+		err  error
+	}
+	done := make(chan result, 1)
+	go func() {
+		resp, err := s.p.CallTool(ctx, in)
+		done <- result{resp, err}
+	}()
+	select {
+	case r := <-done:
+		return r.resp, r.err
+	case <-ctx.Done():
+	}
+	t := time.NewTimer(CancelGrace)
+	defer t.Stop()
+	select {
+	case r := <-done:
+		return r.resp, r.err
+	case <-t.C:
+		if !s.stopping.Load() {
+			go s.onStuck(in.Name)
+		}
+		return CallToolResponse{}, ctx.Err()
+	}
 }
 
 func (s *grpcServer) PrepareRun(ctx context.Context, req *pb.PrepareRun_Request) (*pb.PrepareRun_Response, error) {

@@ -2,6 +2,7 @@ package sdk
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"sync"
@@ -46,12 +47,16 @@ func Serve(p Provider, opts ...ServeOption) {
 			JSONFormat: true,
 		})
 	}
-	lost := hostLost(p, cfg.logger)
+	end := ender(p, cfg.logger)
+	lost := func() { end("the host is gone; shutting down") }
+	stuck := func(tool string) {
+		end(fmt.Sprintf("tool %q did not return within %s after its call was cancelled; ending this plugin so that the host starts a fresh one", tool, CancelGrace))
+	}
 	watchParent(lost)
 	onTerminate(lost)
 	plugin.Serve(&plugin.ServeConfig{
 		HandshakeConfig:  Handshake,
-		VersionedPlugins: map[int]plugin.PluginSet{1: {PluginName: &grpcPlugin{impl: p, onLost: lost}}},
+		VersionedPlugins: map[int]plugin.PluginSet{1: {PluginName: &grpcPlugin{impl: p, onLost: lost, onStuck: stuck}}},
 		GRPCServer: func(opts []grpc.ServerOption) *grpc.Server {
 			opts = append(opts, grpc.MaxRecvMsgSize(MaxMessageBytes), grpc.MaxSendMsgSize(MaxMessageBytes))
 			return grpc.NewServer(opts...)
@@ -60,17 +65,24 @@ func Serve(p Provider, opts ...ServeOption) {
 	})
 }
 
-// hostLost returns the one way a plugin ends when its host is gone: give the
-// provider a moment to release what it holds, end every process it started,
-// exit.
-func hostLost(p Provider, log hclog.Logger) func() {
+// CancelGrace is how long a tool's handler may run on after its call was
+// cancelled (the host's timeout ran out, the run was cancelled, the host
+// stopped the plugin). A handler still running then ignores its context: it
+// holds what it holds for no one, and the next one may do the same, so Serve
+// ends the plugin and the host starts a fresh process for the next call.
+const CancelGrace = 2 * time.Second
+
+// ender returns the one way a plugin ends on its own (its host is gone, or a
+// handler ignored cancellation): give the provider a moment to release what
+// it holds, end every process it started, exit. why is logged first.
+func ender(p Provider, log hclog.Logger) func(why string) {
 	var once sync.Once
-	return func() {
+	return func(why string) {
 		once.Do(func() {
-			// The host's end of stderr is closed now: a log line would
-			// kill the plugin with SIGPIPE before it ends its children.
+			// When the host is gone, its end of stderr is closed: a log line
+			// would kill the plugin with SIGPIPE before it ends its children.
 			ignoreBrokenPipes()
-			log.Warn("the host is gone; shutting down")
+			log.Warn(why)
 			if sd, ok := p.(Shutdowner); ok {
 				ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 				_ = sd.Shutdown(ctx)

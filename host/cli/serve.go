@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"net"
@@ -8,26 +9,33 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/tenxgraph/tenxgraph/host/config"
 	"github.com/tenxgraph/tenxgraph/host/server"
 	"github.com/tenxgraph/tenxgraph/host/service"
 )
 
-// shutdownGrace is how long a stopping server lets runs in flight finish
-// before cutting them off: longer than a typical model call, short enough
-// that a deploy does not hang.
-const shutdownGrace = 30 * time.Second
+// providerStopWait bounds stopping the providers once the server is down:
+// each is stopped at once and in parallel, and a provider's stop is bounded
+// (about 2s, see pluginhost), so this is a margin, not a wait.
+const providerStopWait = 2 * time.Second
 
 func serveCmd() *cobra.Command {
 	var addr string
+	var grace time.Duration
 	cmd := &cobra.Command{
 		Use:   "serve [--addr HOST:PORT]",
 		Short: "Serve the HTTP API and the AG-UI endpoint",
 		Long: `serve validates the config, starts the tool providers, and serves the
 HTTP API (docs/api.md) until interrupted. On SIGINT or SIGTERM it stops
-accepting requests, lets runs in flight finish (up to 30s), then drains and
-stops the providers.`,
+accepting requests, lets runs in flight finish for the grace period (30s
+unless --shutdown-grace or server.shutdown_grace say otherwise), cancels the
+runs still going, then stops the providers, and exits 0 within the grace
+period plus 5 seconds.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if grace < 0 {
+				return fmt.Errorf("--shutdown-grace %s: must not be negative", grace)
+			}
 			return withService(cmd, nil, func(s *service.Service) error {
 				srv, err := server.New(s, server.Options{})
 				if err != nil {
@@ -48,13 +56,25 @@ stops the providers.`,
 					return fail(err)
 				case <-cmd.Context().Done():
 				}
-				fmt.Fprintln(cmd.OutOrStdout(), "shutting down: letting runs in flight finish")
-				ctx, cancel := context.WithTimeout(context.WithoutCancel(cmd.Context()), shutdownGrace)
+				if grace == 0 {
+					grace = cmp.Or(s.Config.Server.ShutdownGrace, config.DefaultShutdownGrace)
+				}
+				fmt.Fprintf(cmd.OutOrStdout(), "shutting down: letting runs in flight finish (up to %s)\n", grace)
+				ctx, cancel := context.WithTimeout(context.WithoutCancel(cmd.Context()), grace)
 				defer cancel()
-				return fail(srv.Shutdown(ctx))
+				if err := srv.Shutdown(ctx); err != nil {
+					fmt.Fprintf(cmd.OutOrStdout(), "shutting down: %v\n", err)
+				}
+				pctx, pcancel := context.WithTimeout(context.WithoutCancel(cmd.Context()), providerStopWait)
+				defer pcancel()
+				if err := s.Shutdown(pctx); err != nil {
+					fmt.Fprintf(cmd.OutOrStdout(), "shutting down: %v\n", err)
+				}
+				return nil
 			})
 		},
 	}
 	cmd.Flags().StringVar(&addr, "addr", "", "listen address (default: server.addr from the config, 127.0.0.1:8123)")
+	cmd.Flags().DurationVar(&grace, "shutdown-grace", 0, "how long runs in flight may finish on SIGINT or SIGTERM before they are cancelled (default: server.shutdown_grace from the config, 30s)")
 	return cmd
 }

@@ -13,6 +13,7 @@ package config
 
 import (
 	"bytes"
+	"cmp"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -51,7 +52,26 @@ const (
 	// DefaultSQLitePath is relative to the config's folder, so state stays
 	// with the project rather than with the shell's current directory.
 	DefaultSQLitePath = ".tenxgraph/state.db"
+	// DefaultTimeout bounds a tool call that neither answers nor reports
+	// progress, for every provider: the MCP bridge's long-standing default.
+	DefaultTimeout = 60 * time.Second
+	// DefaultMaxArgumentBytes bounds a call's arguments (1 MiB): far above
+	// what a model writes for a tool, far below what would hurt the host.
+	DefaultMaxArgumentBytes = 1 << 20
+	// DefaultMaxResultBytes bounds a tool's result (4 MiB), the request
+	// body limit: a result is read into the conversation and sent to the
+	// model.
+	DefaultMaxResultBytes = 4 << 20
+	// DefaultShutdownGrace is how long a stopping server lets runs finish
+	// before cancelling them: longer than a typical model call, short
+	// enough that a deploy does not hang.
+	DefaultShutdownGrace = 30 * time.Second
 )
+
+// MaxCallBytes is the largest max_argument_bytes and max_result_bytes: a
+// call's arguments and its result each cross between host and plugin as
+// one gRPC message.
+const MaxCallBytes = 192 << 20
 
 // Config is a validated 10xgraph.json.
 type Config struct {
@@ -92,6 +112,81 @@ type Config struct {
 	SandboxDefaults sandbox.Profile
 }
 
+// ProviderSettings are the keys every provider entry (builtin_tools,
+// plugins[], mcp_servers.<name>) takes with the same meaning. The top-level
+// provider_defaults sets them for every entry that leaves them out; an
+// entry's settings hold the result. A zero value means the built-in default.
+type ProviderSettings struct {
+	// Timeout bounds a call for as long as the tool neither answers nor
+	// reports progress (0: DefaultTimeout). Past it the call is cancelled
+	// and the model reads an error naming the limit.
+	Timeout time.Duration
+	// ToolTimeouts override Timeout for the tools they name (an MCP
+	// server's tools by their names on the server, as allow_tools). Only an
+	// entry sets them: tool names belong to one provider.
+	ToolTimeouts map[string]time.Duration
+	// MaxArgumentBytes bounds a call's arguments (0:
+	// DefaultMaxArgumentBytes); a larger call never reaches the provider.
+	MaxArgumentBytes int64
+	// MaxResultBytes bounds a result (0: DefaultMaxResultBytes); a larger
+	// one becomes an error result naming the limit.
+	MaxResultBytes int64
+}
+
+// providerKeys read the keys of provider_defaults, which every provider
+// entry takes too. A new shared key is one line here and a field above.
+var providerKeys = []struct {
+	name string
+	read func(f field, s *ProviderSettings)
+}{
+	{"timeout", func(f field, s *ProviderSettings) { s.Timeout, _ = f.duration() }},
+	{"max_argument_bytes", func(f field, s *ProviderSettings) { s.MaxArgumentBytes, _ = f.integer(1, MaxCallBytes) }},
+	{"max_result_bytes", func(f field, s *ProviderSettings) { s.MaxResultBytes, _ = f.integer(1, MaxCallBytes) }},
+}
+
+// providerDefaultKeys are provider_defaults' keys; providerEntryKeys are
+// the shared keys of an entry, which also takes tool_timeouts.
+func providerDefaultKeys() []string {
+	keys := make([]string, len(providerKeys))
+	for i, k := range providerKeys {
+		keys[i] = k.name
+	}
+	return keys
+}
+
+func providerEntryKeys(own ...string) []string {
+	return append(append(own, providerDefaultKeys()...), "tool_timeouts")
+}
+
+// readProviderKeys sets what o has of the shared keys over s.
+func readProviderKeys(o field, s *ProviderSettings) {
+	for _, k := range providerKeys {
+		if g := o.get(k.name); g.present() {
+			k.read(g, s)
+		}
+	}
+}
+
+// providerSettings reads an entry's shared keys over provider_defaults.
+func (c *checker) providerSettings(o field) ProviderSettings {
+	s := c.defaults
+	readProviderKeys(o, &s)
+	names, vals := o.get("tool_timeouts").members()
+	for i, name := range names {
+		if name == "" {
+			c.add(vals[i].path, "a tool name cannot be empty")
+			continue
+		}
+		if d, ok := vals[i].duration(); ok {
+			if s.ToolTimeouts == nil {
+				s.ToolTimeouts = map[string]time.Duration{}
+			}
+			s.ToolTimeouts[name] = d
+		}
+	}
+	return s
+}
+
 // Model configures the chat model.
 type Model struct {
 	// Provider is "openai" (any OpenAI-compatible endpoint: OpenAI,
@@ -123,6 +218,7 @@ type Model struct {
 
 // BuiltinTools selects the builtin tools provider's tools.
 type BuiltinTools struct {
+	ProviderSettings
 	// Node is the ToolNode offering the tools (default "tools").
 	Node string
 	// Enable lists the tools to offer, in file order. Nothing is on by
@@ -160,6 +256,10 @@ type Workspace struct {
 // MCPServer is one entry of mcp_servers, in the shape users know from
 // desktop MCP clients' "mcpServers".
 type MCPServer struct {
+	// ProviderSettings' Timeout keeps the bridge's meaning (it also bounds
+	// the connection's start, at least 30s); the bridge enforces them per
+	// server.
+	ProviderSettings
 	// Name is the entry's key; it prefixes the server's tool names, so it
 	// must be short and plain.
 	Name string
@@ -182,11 +282,9 @@ type MCPServer struct {
 	// URL reaches an http or sse server.
 	URL     string
 	Headers map[string]string
-	// Timeout bounds one tool call for as long as the server neither
-	// answers nor reports progress; 0 leaves the bridge's default (60s).
-	Timeout time.Duration
 	// MaxOutputBytes caps a tool result handed to the model; a larger one
-	// is truncated with a marker. 0 leaves the bridge's default (1 MiB).
+	// is truncated with a marker. 0 leaves the bridge's default (1 MiB). It
+	// must not exceed max_result_bytes, past which a result is an error.
 	MaxOutputBytes int64
 	// Node is the ToolNode offering the server's tools (default "tools").
 	Node string
@@ -203,6 +301,7 @@ type MCPServer struct {
 
 // Plugin is a third-party tool provider: an executable built with sdk.Serve.
 type Plugin struct {
+	ProviderSettings
 	// Name identifies the plugin in logs, errors and `tenxgraph tools`.
 	Name string
 	// Command is the executable and its arguments; Command[0] is made
@@ -246,6 +345,9 @@ type Server struct {
 	CORS CORS
 	// MaxBodyBytes bounds a request body (default 4 MiB).
 	MaxBodyBytes int64
+	// ShutdownGrace is how long runs in flight may finish when the server
+	// stops before they are cancelled (0: DefaultShutdownGrace).
+	ShutdownGrace time.Duration
 }
 
 // Auth requires a bearer token on every API request.
@@ -293,9 +395,11 @@ func Parse(data []byte, dir string) (*Config, error) {
 		c.add("", "the config must be a JSON object, got %s", root.kind)
 		return nil, c.ps
 	}
-	top := field{c: c, v: root}.object("agent", "remote_tools", "model", "builtin_tools", "mcp_servers", "plugins", "checkpointer", "server", "provider_defaults")
+	top := field{c: c, v: root}.object("agent", "remote_tools", "model", "builtin_tools", "mcp_servers", "plugins", "provider_defaults", "checkpointer", "server")
 	cfg := &Config{Dir: abs}
-	cfg.SandboxDefaults = c.providerDefaults(top.get("provider_defaults"))
+	defaults := top.get("provider_defaults").object(append(providerDefaultKeys(), profileKeys...)...)
+	readProviderKeys(defaults, &c.defaults)
+	cfg.SandboxDefaults = c.providerDefaults(defaults)
 	cfg.Agent, _ = top.get("agent").required(`name a registered graph such as "tenxgraph:react"`)
 	cfg.RemoteTools = c.remoteTools(top.get("remote_tools"))
 	cfg.Model = c.model(top.get("model"))
@@ -406,11 +510,11 @@ func (c *checker) model(f field) *Model {
 var builtinNames = []string{"calculator", "current_time", "http_fetch", "read_file", "write_file", "list_files"}
 
 func (c *checker) builtinTools(f field) *BuiltinTools {
-	o := f.object(append([]string{"node", "enable", "http_fetch", "workspace"}, profileKeys...)...)
+	o := f.object(append(providerEntryKeys("node", "enable", "http_fetch", "workspace"), profileKeys...)...)
 	if !o.present() {
 		return nil
 	}
-	b := &BuiltinTools{Node: nodeName(o.get("node"))}
+	b := &BuiltinTools{Node: nodeName(o.get("node")), ProviderSettings: c.providerSettings(o)}
 	env, _ := o.get("env").strMap(checkEnvKey, nil)
 	b.Sandbox = c.profile(o, env)
 	enable := o.get("enable")
@@ -458,6 +562,10 @@ func (c *checker) builtinTools(f field) *BuiltinTools {
 // (plugins/mcp.MaxOutputLimit).
 const MaxMCPOutputBytes = 192 << 20
 
+// defaultMCPOutputBytes is the bridge's max_output_bytes when the file
+// sets none (plugins/mcp.DefaultMaxOutputBytes).
+const defaultMCPOutputBytes = 1 << 20
+
 // serverNamePattern keeps server names short and plain: they prefix tool
 // names, which models accept only up to 64 such characters.
 var serverNamePattern = regexp.MustCompile(`^[a-zA-Z0-9_-]{1,32}$`)
@@ -480,12 +588,13 @@ func (c *checker) mcpServers(f field) (map[string]MCPServer, []string) {
 }
 
 func (c *checker) mcpServer(f field) MCPServer {
-	o := f.object("type", "command", "args", "env", "cwd", "url", "headers", "timeout", "max_output_bytes", "node", "allow_tools", "deny_tools", "disabled",
-		"pass_env", "limits", "network", "user", "group")
+	o := f.object(append(providerEntryKeys("type", "command", "args", "env", "cwd", "url", "headers", "max_output_bytes", "node", "allow_tools", "deny_tools", "disabled"),
+		"pass_env", "limits", "network", "user", "group")...)
 	s := MCPServer{Node: nodeName(o.get("node"))}
 	if !o.present() {
 		return s
 	}
+	s.ProviderSettings = c.providerSettings(o)
 	typ, command, u := o.get("type"), o.get("command"), o.get("url")
 	if t, ok := typ.str(); ok {
 		switch t {
@@ -538,8 +647,10 @@ func (c *checker) mcpServer(f field) MCPServer {
 		s.URL = addr
 	}
 	s.Headers, _ = o.get("headers").strMap(checkHeaderName, checkHeaderValue)
-	s.Timeout, _ = o.get("timeout").duration()
 	s.MaxOutputBytes, _ = o.get("max_output_bytes").integer(1, MaxMCPOutputBytes)
+	if out, res := cmp.Or(s.MaxOutputBytes, defaultMCPOutputBytes), cmp.Or(s.MaxResultBytes, DefaultMaxResultBytes); out > res {
+		c.add(o.get("max_output_bytes").path, "%d is more than max_result_bytes (%d): a result the bridge truncates to this size would still be refused; lower it or raise max_result_bytes", out, res)
+	}
 	s.AllowTools, _ = o.get("allow_tools").list(field.text)
 	s.DenyTools, _ = o.get("deny_tools").list(field.text)
 	if o.get("allow_tools").present() && o.get("deny_tools").present() {
@@ -578,11 +689,11 @@ func (c *checker) plugins(f field) []Plugin {
 	var out []Plugin
 	first := map[string]int{}
 	for i, it := range items {
-		o := it.object("name", "command", "sha256", "node", "env", "start", "cwd", "pass_env", "limits", "network", "user", "group")
+		o := it.object(append(providerEntryKeys("name", "command", "sha256", "node", "env", "start"), "cwd", "pass_env", "limits", "network", "user", "group")...)
 		if !o.present() {
 			continue
 		}
-		p := Plugin{Node: nodeName(o.get("node")), Start: "startup"}
+		p := Plugin{Node: nodeName(o.get("node")), Start: "startup", ProviderSettings: c.providerSettings(o)}
 		name := o.get("name")
 		if n, ok := name.required(`a short name for logs and errors, such as "weather"`); ok {
 			switch j, dup := first[n]; {
@@ -633,14 +744,13 @@ func (c *checker) plugins(f field) []Plugin {
 
 // providerDefaults reads provider_defaults: the sandbox profile every
 // provider entry starts from.
-func (c *checker) providerDefaults(f field) sandbox.Profile {
-	o := f.object(profileKeys...)
+func (c *checker) providerDefaults(o field) sandbox.Profile {
 	if !o.present() {
 		return sandbox.Profile{}
 	}
 	env, _ := o.get("env").strMap(checkEnvKey, nil)
-	c.defaults = c.profile(o, env)
-	return c.defaults
+	c.sandboxDefaults = c.profile(o, env)
+	return c.sandboxDefaults
 }
 
 func (c *checker) checkpointer(f field) Checkpointer {
@@ -677,7 +787,7 @@ func (c *checker) checkpointer(f field) Checkpointer {
 }
 
 func (c *checker) server(f field) Server {
-	o := f.object("addr", "auth", "cors", "max_body_bytes")
+	o := f.object("addr", "auth", "cors", "max_body_bytes", "shutdown_grace")
 	s := Server{Addr: DefaultAddr, MaxBodyBytes: DefaultMaxBodyBytes}
 	addr := o.get("addr")
 	if a, ok := addr.text(); ok {
@@ -702,6 +812,7 @@ func (c *checker) server(f field) Server {
 	if n, ok := o.get("max_body_bytes").integer(1, math.MaxInt64); ok {
 		s.MaxBodyBytes = n
 	}
+	s.ShutdownGrace, _ = o.get("shutdown_grace").duration()
 	return s
 }
 

@@ -14,10 +14,11 @@ import (
 
 // checker collects problems while the tree is read into a Config.
 type checker struct {
-	dir string
-	ps  toolspec.Problems
-	// defaults is provider_defaults' sandbox profile, read first.
-	defaults sandbox.Profile
+	dir      string
+	ps       toolspec.Problems
+	defaults ProviderSettings // provider_defaults, read before the entries
+	// sandboxDefaults is provider_defaults' sandbox profile, read first.
+	sandboxDefaults sandbox.Profile
 	// passEnv lists every pass_env read, to check against the secrets
 	// once the whole file is read.
 	passEnv []passEnvAt

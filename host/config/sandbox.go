@@ -40,7 +40,7 @@ func (c *checker) profile(o field, env map[string]string) sandbox.Profile {
 	if p.Group != "" && p.User == "" && !o.get("user").present() {
 		c.add(o.get("group").path, "set user too: a group alone does not change the account a provider runs as")
 	}
-	return withDefaults(c.defaults, p)
+	return withDefaults(c.sandboxDefaults, p)
 }
 
 // withDefaults is an entry's profile on top of provider_defaults': the

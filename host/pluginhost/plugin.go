@@ -70,6 +70,8 @@ type Config struct {
 	Logger hclog.Logger
 	// StartTimeout bounds one start, handshake included (default 30s).
 	StartTimeout time.Duration
+	// Limits bound each call (none when zero).
+	Limits Limits
 }
 
 // ErrClosed: the plugin was shut down.
@@ -143,9 +145,7 @@ func Start(ctx context.Context, cfg Config) (*Plugin, error) {
 		return nil, err
 	}
 	if cfg.Lazy {
-		p.mu.Lock()
 		p.stop(ctx, inst)
-		p.mu.Unlock()
 	}
 	return p, nil
 }
@@ -219,16 +219,31 @@ func (p *Plugin) follow(inst *instance, changed <-chan struct{}) {
 
 // CallTool implements sdk.Provider. A plugin that dies during the call
 // gives an error naming the plugin (the ToolNode turns it into an error
-// result for that call), and is restarted for the next call.
+// result for that call), and is restarted for the next call. A call outside
+// the plugin's Limits gives an error naming the limit (wrapping ErrLimit).
 func (p *Plugin) CallTool(ctx context.Context, req sdk.CallToolRequest) (sdk.CallToolResponse, error) {
+	lim := p.cfg.Limits
+	if err := lim.checkArguments(req); err != nil {
+		return sdk.CallToolResponse{}, fmt.Errorf("plugin %q: %w", p.cfg.Name, err)
+	}
 	inst, err := p.enter(ctx)
 	if err != nil {
 		return sdk.CallToolResponse{}, err
 	}
 	defer p.inflight.Done()
-	resp, err := inst.c.CallTool(ctx, req)
-	if err != nil {
+	var resp sdk.CallToolResponse
+	err = lim.bound(ctx, req.Name, func(ctx context.Context) (err error) {
+		resp, err = inst.c.CallTool(ctx, req)
+		return err
+	})
+	switch {
+	case errors.Is(err, ErrLimit):
+		return sdk.CallToolResponse{}, fmt.Errorf("plugin %q: %w", p.cfg.Name, err)
+	case err != nil:
 		return resp, p.callError(ctx, inst, "running tool "+req.Name, err)
+	}
+	if err := lim.checkResult(req.Name, resp); err != nil {
+		return sdk.CallToolResponse{}, fmt.Errorf("plugin %q: %w", p.cfg.Name, err)
 	}
 	return resp, nil
 }
@@ -361,7 +376,7 @@ func (p *Plugin) launch(done chan struct{}, wait time.Duration) {
 		p.crashes++
 		p.lastExit = time.Now()
 	} else if p.closed {
-		p.stop(context.Background(), inst)
+		go p.stop(context.Background(), inst)
 	} else {
 		p.cur = inst
 		p.setMetadata(inst, inst.md) // a restart may bring other tools
@@ -497,23 +512,60 @@ func (p *Plugin) supervise(inst *instance) {
 	}
 }
 
+// Bounds of stopping one process: the provider's Shutdown call, then
+// go-plugin's Kill (which asks the process to exit and waits for it) before
+// the process group is killed outright. A plugin that ignores both costs at
+// most their sum.
+const (
+	stopShutdownTimeout = 1 * time.Second
+	stopKillTimeout     = 1 * time.Second
+)
+
 // stop ends an instance on purpose: the provider releases its resources,
-// then the process and its group are stopped. Called with p.mu held.
+// then the process and its group are stopped, within about two seconds
+// whatever the plugin does. Called without p.mu held: it waits on the
+// plugin.
 func (p *Plugin) stop(ctx context.Context, inst *instance) {
+	p.mu.Lock()
 	inst.intentional = true
 	if p.cur == inst {
 		p.cur = nil
 	}
-	sctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	p.mu.Unlock()
+	pid, _ := strconv.Atoi(inst.pc.ID())
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), stopShutdownTimeout)
 	_ = inst.c.Shutdown(sctx)
 	cancel()
 	inst.stopWatch()
-	inst.kill()
+	killed := make(chan struct{})
+	go func() {
+		inst.pc.Kill()
+		close(killed)
+	}()
+	select {
+	case <-killed:
+	case <-time.After(stopKillTimeout):
+		// go-plugin's Kill waits for a plugin that does not answer its close
+		// (frozen, or stuck in a handler) without limit.
+		p.log.Warn("the plugin did not exit when asked; killing its process group", "pid", pid)
+		if inst.proc != nil {
+			inst.proc.Kill()
+		}
+		select {
+		case <-killed:
+		case <-time.After(stopKillTimeout):
+			p.log.Error("the plugin's process group was killed, but go-plugin still waits for it", "pid", pid)
+		}
+	}
+	if inst.proc != nil {
+		inst.proc.Release() // the group, the cgroup and the private folder
+	}
 }
 
-// kill ends an instance's process and everything it started, on every exit
-// path: go-plugin's Kill returns early once the process has exited, so the
-// process group, the cgroup and the private folder are ended here.
+// kill ends an instance's process and everything it started, on the exit
+// paths other than a stop on purpose: go-plugin's Kill returns early once
+// the process has exited, so the process group, the cgroup and the
+// private folder are ended here.
 func (inst *instance) kill() {
 	if inst.pc != nil {
 		inst.pc.Kill()
@@ -525,7 +577,8 @@ func (inst *instance) kill() {
 
 // Shutdown drains and stops the plugin: new calls are refused, calls in
 // flight may finish until ctx is done, then the provider is asked to release
-// its resources and the process group is stopped.
+// its resources and the process group is stopped. After ctx is done it
+// returns within about two seconds, whatever the plugin does.
 func (p *Plugin) Shutdown(ctx context.Context) error {
 	p.mu.Lock()
 	p.closed = true
@@ -542,9 +595,10 @@ func (p *Plugin) Shutdown(ctx context.Context) error {
 		err = fmt.Errorf("plugin %q: calls still running at shutdown were cut off: %w", p.cfg.Name, ctx.Err())
 	}
 	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.cur != nil {
-		p.stop(context.WithoutCancel(ctx), p.cur)
+	inst := p.cur
+	p.mu.Unlock()
+	if inst != nil {
+		p.stop(ctx, inst)
 	}
 	return err
 }

@@ -31,6 +31,9 @@ type Server struct {
 	metrics *metrics
 	http    *http.Server
 	mux     *http.ServeMux
+	// cancelRuns ends the context of every request, and so of every run:
+	// what Shutdown does to runs still going when its grace is over.
+	cancelRuns context.CancelFunc
 }
 
 // token is one accepted bearer token; name (the env var it came from)
@@ -70,8 +73,11 @@ func New(svc *service.Service, opts Options) (*Server, error) {
 	s.metrics = newMetrics()
 	svc.App.Observe(s.metrics.observe)
 	s.routes()
+	base, cancel := context.WithCancel(context.Background())
+	s.cancelRuns = cancel
 	s.http = &http.Server{
 		Handler:           s.Handler(),
+		BaseContext:       func(net.Listener) context.Context { return base },
 		ReadHeaderTimeout: 10 * time.Second,
 		ReadTimeout:       60 * time.Second,
 		IdleTimeout:       120 * time.Second,
@@ -129,10 +135,36 @@ func (s *Server) Serve(ln net.Listener) error {
 	return err
 }
 
-// Shutdown stops accepting requests and waits for those in flight (runs
-// included) until ctx is done. The service's providers are drained by the
-// caller after this returns.
-func (s *Server) Shutdown(ctx context.Context) error { return s.http.Shutdown(ctx) }
+// CancelWait is how long Shutdown waits for requests to end after it
+// cancelled their runs. A run ends promptly on cancellation even when a
+// tool ignores it: the tool's call is abandoned, not awaited.
+const CancelWait = 2 * time.Second
+
+// ErrRunsCancelled is wrapped by Shutdown's error when runs were still
+// going at the end of the grace and were cancelled.
+var ErrRunsCancelled = errors.New("runs still in flight at the end of the grace period were cancelled")
+
+// Shutdown stops accepting requests and lets those in flight (runs
+// included) finish until ctx is done. Then it cancels them through their
+// context, so each run ends as cancelled (its thread stays consistent and
+// can be resumed), and waits up to CancelWait for their handlers; a request
+// still running after that has its connection closed. It returns within
+// CancelWait of ctx's end; nil when nothing had to be cut off. The
+// service's providers are drained by the caller after this returns.
+func (s *Server) Shutdown(ctx context.Context) error {
+	err := s.http.Shutdown(ctx)
+	if err == nil {
+		return nil
+	}
+	s.cancelRuns()
+	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), CancelWait)
+	defer cancel()
+	if werr := s.http.Shutdown(wctx); werr != nil {
+		_ = s.http.Close()
+		return fmt.Errorf("%w; requests still running %s later were cut off: %w", ErrRunsCancelled, CancelWait, werr)
+	}
+	return fmt.Errorf("%w: %w", ErrRunsCancelled, err)
+}
 
 type ctxKey int
 

@@ -1,11 +1,14 @@
 package service
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
 	"maps"
 	"os"
+	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -62,7 +65,8 @@ func (s *Service) startProviders(ctx context.Context, opts Options, env *agent.E
 			return fmt.Errorf("builtin_tools: %w", err)
 		}
 		jobs = append(jobs, job{path: "builtin_tools", node: bt.Node, cfg: pluginhost.Config{Name: builtinName,
-			Command: []string{self, "plugin", "builtin"}, Options: raw, Sandbox: bt.Sandbox, Key: "builtin_tools"}})
+			Command: []string{self, "plugin", "builtin"}, Options: raw, Sandbox: bt.Sandbox, Key: "builtin_tools",
+			Limits: limits(bt.ProviderSettings, "builtin_tools")}})
 	}
 	var ps toolspec.Problems
 	for i, pl := range cfg.Plugins {
@@ -73,7 +77,7 @@ func (s *Service) startProviders(ctx context.Context, opts Options, env *agent.E
 		key := fmt.Sprintf("plugins[%d]", i)
 		jobs = append(jobs, job{path: key, node: pl.Node, cfg: pluginhost.Config{
 			Name: pl.Name, Command: pl.Command, SHA256: pl.SHA256, Lazy: pl.Start == "lazy",
-			Sandbox: pl.Sandbox, Key: key, Dir: pl.Cwd}})
+			Sandbox: pl.Sandbox, Key: key, Dir: pl.Cwd, Limits: limits(pl.ProviderSettings, key)}})
 	}
 	if len(ps) > 0 {
 		return ps
@@ -97,6 +101,7 @@ func (s *Service) startProviders(ctx context.Context, opts Options, env *agent.E
 			continue
 		}
 		s.providers = append(s.providers, started[i])
+		checkToolTimeouts(ctx, started[i], j.path, j.cfg.Limits.ToolTimeouts, &ps)
 		if j.node == "" {
 			env.Bridge = started[i]
 		} else {
@@ -121,6 +126,7 @@ func (s *Service) startMCP(ctx context.Context, self string, log hclog.Logger, e
 	var nodes []string
 	byNode := map[string][]mcp.Server{}
 	wait := map[string]time.Duration{}
+	bound := map[string]pluginhost.Limits{}
 	for _, name := range cfg.MCPServerOrder {
 		sc := cfg.MCPServers[name]
 		if sc.Disabled {
@@ -131,6 +137,12 @@ func (s *Service) startMCP(ctx context.Context, self string, log hclog.Logger, e
 		}
 		byNode[sc.Node] = append(byNode[sc.Node], mcpServer(sc))
 		wait[sc.Node] = max(wait[sc.Node], sc.Timeout, mcp.DefaultTimeout)
+		l, b := limits(sc.ProviderSettings, "mcp_servers"), bound[sc.Node]
+		for _, d := range sc.ToolTimeouts {
+			l.Timeout = max(l.Timeout, d)
+		}
+		bound[sc.Node] = pluginhost.Limits{Timeout: max(b.Timeout, l.Timeout+mcpTimeoutMargin), Key: l.Key,
+			MaxArgumentBytes: max(b.MaxArgumentBytes, l.MaxArgumentBytes), MaxResultBytes: max(b.MaxResultBytes, l.MaxResultBytes)}
 	}
 	if len(nodes) == 0 {
 		return nil
@@ -154,7 +166,7 @@ func (s *Service) startMCP(ctx context.Context, self string, log hclog.Logger, e
 		// starts it, and the values it may see travel with Configure.
 		pc := pluginhost.Config{Name: name, Command: []string{self, "plugin", "mcp"}, Options: raw,
 			Key: "mcp_servers", Deny: cfg.Secrets(), Trampoline: self,
-			Logger: log, StartTimeout: wait[node] + 30*time.Second}
+			Logger: log, StartTimeout: wait[node] + 30*time.Second, Limits: bound[node]}
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -177,10 +189,13 @@ func (s *Service) startMCP(ctx context.Context, self string, log hclog.Logger, e
 	return nil
 }
 
-// mcpServer is a config entry as the bridge takes it: its env is the
+// mcpServer is a config entry as the bridge takes it. Its env is the
 // profile's (provider_defaults' under the entry's), and each pass_env name
-// becomes an env entry whose value travels in Options.Vars.
+// becomes an env entry whose value travels in Options.Vars. Its limits are
+// included: the bridge knows which server a tool belongs to, so it
+// enforces them.
 func mcpServer(sc config.MCPServer) mcp.Server {
+	l := limits(sc.ProviderSettings, "")
 	env := maps.Clone(sc.Sandbox.Env)
 	for _, k := range sc.Sandbox.PassEnv {
 		if _, ok := os.LookupEnv(k); ok {
@@ -194,7 +209,8 @@ func mcpServer(sc config.MCPServer) mcp.Server {
 	profile.Env, profile.PassEnv = nil, nil
 	return mcp.Server{Name: sc.Name, Type: sc.Type, Command: sc.Command, Args: sc.Args, Env: env, Cwd: sc.Cwd,
 		URL: sc.URL, Headers: sc.Headers, Timeout: sc.Timeout, AllowTools: sc.AllowTools, DenyTools: sc.DenyTools,
-		MaxOutputBytes: sc.MaxOutputBytes, Sandbox: profile}
+		MaxOutputBytes: sc.MaxOutputBytes, Sandbox: profile, ToolTimeouts: sc.ToolTimeouts,
+		MaxArgumentBytes: l.MaxArgumentBytes, MaxResultBytes: l.MaxResultBytes}
 }
 
 // mcpVars are the host variables the servers' ${VAR}s name, the values the
@@ -212,6 +228,45 @@ func mcpVars(servers []mcp.Server) map[string]string {
 		_, _ = s.Expanded(lookup)
 	}
 	return vars
+}
+
+// mcpTimeoutMargin is how much longer than its servers' timeouts the host
+// waits for an MCP bridge: the bridge enforces each server's limits itself
+// and says which one ran out; the host's bound is for a bridge that hangs.
+const mcpTimeoutMargin = 5 * time.Second
+
+// limits are a provider entry's settings as the plugin host enforces them,
+// with the defaults filled in; key is the entry's config path.
+func limits(s config.ProviderSettings, key string) pluginhost.Limits {
+	return pluginhost.Limits{
+		Timeout:          cmp.Or(s.Timeout, config.DefaultTimeout),
+		ToolTimeouts:     s.ToolTimeouts,
+		MaxArgumentBytes: cmp.Or(s.MaxArgumentBytes, config.DefaultMaxArgumentBytes),
+		MaxResultBytes:   cmp.Or(s.MaxResultBytes, config.DefaultMaxResultBytes),
+		Key:              key,
+	}
+}
+
+// checkToolTimeouts reports each tool_timeouts entry naming a tool the
+// provider does not have: a misspelt name would leave that tool on the
+// default without a word.
+func checkToolTimeouts(ctx context.Context, p sdk.Provider, path string, timeouts map[string]time.Duration, ps *toolspec.Problems) {
+	if len(timeouts) == 0 {
+		return
+	}
+	md, err := p.Metadata(ctx, sdk.MetadataRequest{})
+	if err != nil {
+		return
+	}
+	have := make([]string, len(md.Tools))
+	for i, t := range md.Tools {
+		have[i] = t.Name
+	}
+	for _, name := range slices.Sorted(maps.Keys(timeouts)) {
+		if !slices.Contains(have, name) {
+			ps.Add(path+".tool_timeouts."+name, "the provider has no tool %q (its tools: %s)", name, strings.Join(have, ", "))
+		}
+	}
 }
 
 // takenNames are the tools a node has besides its MCP servers': its other

@@ -12,8 +12,8 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"slices"
 	"sort"
+	"sync"
 
 	"github.com/hashicorp/go-hclog"
 
@@ -192,20 +192,31 @@ func (s *Service) Tools() []ToolInfo {
 	return out
 }
 
-// Shutdown releases providers and the store. It is safe to call on a
-// service that failed to start.
+// Shutdown releases providers and the store. The providers are drained
+// until ctx is done and stopped all at once, so a stop costs the slowest
+// provider's, not the sum. It is safe to call on a service that failed to
+// start, and again (not concurrently): a second call has nothing left to
+// release.
 func (s *Service) Shutdown(ctx context.Context) error {
-	var errs []error
-	for _, p := range slices.Backward(s.providers) {
+	errs := make([]error, len(s.providers)+1)
+	var wg sync.WaitGroup
+	for i, p := range s.providers {
 		if sd, ok := p.(sdk.Shutdowner); ok {
-			errs = append(errs, sd.Shutdown(ctx))
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				errs[i] = sd.Shutdown(ctx)
+			}()
 		}
 	}
+	wg.Wait()
 	if len(s.providers) > 0 {
 		pluginhost.Cleanup()
 	}
+	s.providers = nil
 	if s.ownsStore && s.Store != nil {
-		errs = append(errs, s.Store.Close())
+		errs[len(errs)-1] = s.Store.Close()
+		s.ownsStore = false
 	}
 	return errors.Join(errs...)
 }

@@ -200,24 +200,38 @@ func (n *Node) refresh(ctx context.Context, r *graph.Run) {
 	if !n.stale() {
 		return
 	}
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	changed := false
+	// The providers are asked without the lock: never hold it across I/O.
+	type reading struct {
+		s    *source
+		md   sdk.MetadataResponse
+		next <-chan struct{}
+	}
+	var stale []*source
+	n.mu.RLock()
 	for _, s := range n.sources {
 		select {
 		case <-s.changed:
+			stale = append(stale, s)
 		default:
-			continue
 		}
+	}
+	n.mu.RUnlock()
+	var read []reading
+	for _, s := range stale {
 		next := s.p.(sdk.ToolsWatcher).ToolsChanged()
 		md, err := s.p.Metadata(ctx, sdk.MetadataRequest{})
 		if err != nil {
 			continue // the closed channel stays: tried again at the next step
 		}
-		s.md, s.changed, changed = md, next, true
+		read = append(read, reading{s, md, next})
 	}
-	if !changed {
+	if len(read) == 0 {
 		return
+	}
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	for _, rd := range read {
+		rd.s.md, rd.s.changed = rd.md, rd.next
 	}
 	remote := make(map[string]bool, len(n.remote))
 	for _, t := range n.remote {
@@ -325,16 +339,19 @@ func (n *Node) ToolSet(ctx context.Context, r *graph.Run) (*ToolSet, error) {
 }
 
 func (n *Node) buildToolSet(ctx context.Context, r *graph.Run) (*ToolSet, error) {
+	// A snapshot, so that the bridge is asked without the lock held: the
+	// index and the slices are replaced on a change, never modified.
 	n.mu.RLock()
-	defer n.mu.RUnlock()
+	base, byName, server, remoteTools := n.base, n.byName, n.server, n.remote
+	n.mu.RUnlock()
 	if len(r.RemoteTools) == 0 {
-		return n.base, nil
+		return base, nil
 	}
-	req := sdk.PrepareRunRequest{RunTools: make([]json.RawMessage, len(r.RemoteTools)), Taken: make([]string, 0, len(n.byName))}
+	req := sdk.PrepareRunRequest{RunTools: make([]json.RawMessage, len(r.RemoteTools)), Taken: make([]string, 0, len(byName))}
 	for i, spec := range r.RemoteTools {
 		req.RunTools[i] = remote.FlatJSON(spec)
 	}
-	for name := range n.byName {
+	for name := range byName {
 		req.Taken = append(req.Taken, name)
 	}
 	sort.Strings(req.Taken)
@@ -350,11 +367,11 @@ func (n *Node) buildToolSet(ctx context.Context, r *graph.Run) (*ToolSet, error)
 			Reason: fmt.Sprintf("%s (node %q)", ig.Reason, n.name)}})
 	}
 	ts := &ToolSet{
-		tools:  slices.Concat(n.server, n.remote, make([]Tool, 0, len(resp.Tools))),
-		byName: make(map[string]*Tool, len(n.byName)+len(resp.Tools)),
+		tools:  slices.Concat(server, remoteTools, make([]Tool, 0, len(resp.Tools))),
+		byName: make(map[string]*Tool, len(byName)+len(resp.Tools)),
 	}
 	for _, spec := range resp.Tools {
-		if _, taken := n.byName[spec.Name]; taken {
+		if _, taken := byName[spec.Name]; taken {
 			continue // a bridge that failed to leave it out does not get to shadow
 		}
 		ts.tools = append(ts.tools, Tool{Spec: spec, Kind: KindRunRemote, Provider: n.bridgeName, provider: n.bridge})

@@ -274,6 +274,11 @@ func (b *Bridge) CallTool(ctx context.Context, req sdk.CallToolRequest) (sdk.Cal
 	if len(args) == 0 || string(args) == "null" {
 		args = json.RawMessage(`{}`) // "arguments": null is refused by servers
 	}
+	cfg := r.srv.cfg
+	if n := int64(len(args)); cfg.MaxArgumentBytes > 0 && n > cfg.MaxArgumentBytes {
+		return sdk.ErrorResult(fmt.Errorf("the arguments of tool %q are %d bytes, over the limit of %d (%s); the tool was not called",
+			req.Name, n, cfg.MaxArgumentBytes, cfg.key("max_argument_bytes"))), nil
+	}
 	res, err := r.srv.call(ctx, r.tool, args)
 	var f *failure
 	switch {
@@ -288,6 +293,10 @@ func (b *Bridge) CallTool(ctx context.Context, req sdk.CallToolRequest) (sdk.Cal
 	}
 	if truncated {
 		r.srv.log.Info("result truncated", "tool", r.tool.Name, "max_output_bytes", r.srv.cfg.maxOutput())
+	}
+	if n := int64(len(content)); cfg.MaxResultBytes > 0 && n > cfg.MaxResultBytes {
+		return sdk.ErrorResult(fmt.Errorf("tool %q returned %d bytes, over the limit of %d (%s); the result was dropped",
+			req.Name, n, cfg.MaxResultBytes, cfg.key("max_result_bytes"))), nil
 	}
 	return sdk.CallToolResponse{Content: content, IsError: res.IsError}, nil
 }

@@ -69,8 +69,19 @@ type Server struct {
 	// hidden. Both name the server's own tool names.
 	AllowTools []string `json:"allow_tools,omitempty"`
 	DenyTools  []string `json:"deny_tools,omitempty"`
+	// ToolTimeouts override Timeout for the tools they name (their names
+	// on the server, as AllowTools).
+	ToolTimeouts map[string]time.Duration `json:"-"`
+	// ToolTimeoutsMS is ToolTimeouts in JSON.
+	ToolTimeoutsMS map[string]int64 `json:"tool_timeouts_ms,omitempty"`
 	// MaxOutputBytes caps a result (0: DefaultMaxOutputBytes).
 	MaxOutputBytes int64 `json:"max_output_bytes,omitempty"`
+	// MaxArgumentBytes bounds a call's arguments: a larger call is not
+	// sent to the server (0: no limit).
+	MaxArgumentBytes int64 `json:"max_argument_bytes,omitempty"`
+	// MaxResultBytes bounds a result after truncation to MaxOutputBytes: a
+	// larger one is an error result (0: no limit).
+	MaxResultBytes int64 `json:"max_result_bytes,omitempty"`
 	// Disabled entries are skipped.
 	Disabled bool `json:"disabled,omitempty"`
 	// Sandbox is what a stdio server's process may have besides Env:
@@ -88,6 +99,21 @@ func (s Server) timeout() time.Duration {
 	}
 	return DefaultTimeout
 }
+
+// toolTimeout is the timeout of one tool's calls and the config key that
+// sets it, which the error of a call cut off by it names.
+func (s Server) toolTimeout(tool string) (time.Duration, string) {
+	if d, ok := s.ToolTimeouts[tool]; ok && d > 0 {
+		return d, s.key("tool_timeouts." + tool)
+	}
+	if ms, ok := s.ToolTimeoutsMS[tool]; ok && ms > 0 {
+		return time.Duration(ms) * time.Millisecond, s.key("tool_timeouts." + tool)
+	}
+	return s.timeout(), s.key("timeout")
+}
+
+// key is the config path of one of the server's keys.
+func (s Server) key(name string) string { return "mcp_servers." + s.Name + "." + name }
 
 // MinConnectTimeout is the least time a connection gets to start and
 // complete its handshake, whatever the timeout: a server run through npx
@@ -118,8 +144,15 @@ func ParseOptions(raw []byte) (Options, error) {
 func (o Options) Encode() ([]byte, error) {
 	o.Servers = append([]Server(nil), o.Servers...)
 	for i := range o.Servers {
-		if s := &o.Servers[i]; s.Timeout > 0 {
+		s := &o.Servers[i]
+		if s.Timeout > 0 {
 			s.TimeoutMS = max(1, s.Timeout.Milliseconds())
+		}
+		if len(s.ToolTimeouts) > 0 {
+			s.ToolTimeoutsMS = make(map[string]int64, len(s.ToolTimeouts))
+			for name, d := range s.ToolTimeouts {
+				s.ToolTimeoutsMS[name] = max(1, d.Milliseconds())
+			}
 		}
 	}
 	raw, err := json.Marshal(o)

@@ -449,7 +449,7 @@ func (c *call) finish() {
 // call is made again, and the call retried once if the tool says it is
 // read-only or idempotent (a second run changes nothing).
 func (s *server) call(ctx context.Context, tool *mcpsdk.Tool, args json.RawMessage) (*mcpsdk.CallToolResult, error) {
-	timeout := s.cfg.timeout()
+	timeout, key := s.cfg.toolTimeout(tool.Name)
 	cctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	c := &call{ctx: ctx, timeout: timeout}
@@ -463,7 +463,7 @@ func (s *server) call(ctx context.Context, tool *mcpsdk.Tool, args json.RawMessa
 		conn, err := s.session(cctx)
 		if err != nil {
 			if cctx.Err() != nil {
-				return nil, s.stopped(ctx, cctx, tool, timeout)
+				return nil, s.stopped(ctx, cctx, tool, timeout, key)
 			}
 			return nil, err
 		}
@@ -474,7 +474,7 @@ func (s *server) call(ctx context.Context, tool *mcpsdk.Tool, args json.RawMessa
 			return res, nil
 		}
 		if cctx.Err() != nil {
-			return nil, s.stopped(ctx, cctx, tool, timeout)
+			return nil, s.stopped(ctx, cctx, tool, timeout, key)
 		}
 		var werr *jsonrpc.Error
 		if errors.As(err, &werr) || !s.lost(conn, err) {
@@ -497,12 +497,12 @@ func (s *server) call(ctx context.Context, tool *mcpsdk.Tool, args json.RawMessa
 // stopped explains a call that ended before its result: the host gave up
 // (its context's error is returned as is), or the server stayed silent
 // past its timeout.
-func (s *server) stopped(ctx, cctx context.Context, tool *mcpsdk.Tool, timeout time.Duration) error {
+func (s *server) stopped(ctx, cctx context.Context, tool *mcpsdk.Tool, timeout time.Duration, key string) error {
 	if ctx.Err() != nil {
 		return ctx.Err()
 	}
 	if errors.Is(context.Cause(cctx), errIdle) {
-		return &failure{fmt.Sprintf("%s sent neither a result nor progress for %q within %s (its timeout); the call was cancelled", s.describe(), tool.Name, timeout)}
+		return &failure{fmt.Sprintf("%s sent neither a result nor progress for %q within %s (%s); the call was cancelled", s.describe(), tool.Name, timeout, key)}
 	}
 	return context.Cause(cctx)
 }

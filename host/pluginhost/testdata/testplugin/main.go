@@ -26,20 +26,38 @@ func main() {
 				_ = json.Unmarshal(args, &in)
 				return map[string]any{"text": in.Text, "pid": os.Getpid()}, nil
 			}),
-		sdk.Func("sleep", "Sleep, honouring cancellation.", json.RawMessage(`{"type":"object","properties":{"ms":{"type":"integer"},"tag":{"type":"string"}}}`),
+		sdk.Func("sleep", "Sleep, honouring cancellation unless told to ignore it, reporting progress every every_ms when set.",
+			json.RawMessage(`{"type":"object","properties":{"ms":{"type":"integer"},"tag":{"type":"string"},"ignore_cancel":{"type":"boolean"},"every_ms":{"type":"integer"}}}`),
 			func(ctx context.Context, args json.RawMessage) (any, error) {
 				var in struct {
-					MS  int
-					Tag string
+					MS           int
+					Tag          string
+					IgnoreCancel bool `json:"ignore_cancel"`
+					EveryMS      int  `json:"every_ms"`
 				}
 				_ = json.Unmarshal(args, &in)
 				mark("started " + in.Tag)
-				select {
-				case <-time.After(time.Duration(in.MS) * time.Millisecond):
-					return "slept " + in.Tag, nil
-				case <-ctx.Done():
-					mark("cancelled " + in.Tag + ": " + ctx.Err().Error())
-					return nil, ctx.Err()
+				end := time.After(time.Duration(in.MS) * time.Millisecond)
+				var tick <-chan time.Time
+				if in.EveryMS > 0 {
+					t := time.NewTicker(time.Duration(in.EveryMS) * time.Millisecond)
+					defer t.Stop()
+					tick = t.C
+				}
+				done := ctx.Done()
+				if in.IgnoreCancel {
+					done = nil
+				}
+				for n := 1; ; n++ {
+					select {
+					case <-end:
+						return "slept " + in.Tag, nil
+					case <-tick:
+						sdk.ReportProgress(ctx, float64(n), 0, "still sleeping")
+					case <-done:
+						mark("cancelled " + in.Tag + ": " + ctx.Err().Error())
+						return nil, ctx.Err()
+					}
 				}
 			}),
 		sdk.Func("deadline", "Report the time left before the call's deadline.", nil,

@@ -1,0 +1,98 @@
+package pluginhost
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/tenxgraph/tenxgraph/sdk"
+)
+
+// Limits bound every call to a plugin. The host enforces them itself: a
+// plugin is untrusted, and a limit it could ignore would be no limit. A
+// zero field sets no limit.
+type Limits struct {
+	// Timeout bounds a call for as long as the tool neither answers nor
+	// reports progress, like the MCP bridge's timeout. When it runs out the
+	// call is cancelled (the handler's context ends) and the caller gets an
+	// error naming the limit at once. A plugin built with sdk.Serve whose
+	// handler ignores the cancellation ends itself after sdk.CancelGrace,
+	// and the host starts a fresh process.
+	Timeout time.Duration
+	// ToolTimeouts override Timeout for the tools they name.
+	ToolTimeouts map[string]time.Duration
+	// MaxArgumentBytes bounds a call's arguments; a larger call never
+	// reaches the plugin.
+	MaxArgumentBytes int64
+	// MaxResultBytes bounds a result; a larger one is dropped and the call
+	// fails.
+	MaxResultBytes int64
+	// Key is the config path of the provider's entry ("plugins[0]"): an
+	// error caused by a limit names the key that sets it, so the reader
+	// knows what to change.
+	Key string
+}
+
+// ErrLimit is wrapped by every error a limit causes.
+var ErrLimit = errors.New("limit exceeded")
+
+// errTimeout is the cause of a call cancelled by its timeout.
+var errTimeout = errors.New("timeout")
+
+func (l Limits) key(name string) string {
+	if l.Key == "" {
+		return name
+	}
+	return l.Key + "." + name
+}
+
+// timeout is the limit of one tool's calls and the key that sets it.
+func (l Limits) timeout(tool string) (time.Duration, string) {
+	if d, ok := l.ToolTimeouts[tool]; ok {
+		return d, l.key("tool_timeouts." + tool)
+	}
+	return l.Timeout, l.key("timeout")
+}
+
+// checkArguments refuses a call whose arguments are over the limit.
+func (l Limits) checkArguments(req sdk.CallToolRequest) error {
+	if n := int64(len(req.Arguments)); l.MaxArgumentBytes > 0 && n > l.MaxArgumentBytes {
+		return fmt.Errorf("the arguments of tool %q are %d bytes, over the limit of %d (%s); the tool was not called: %w",
+			req.Name, n, l.MaxArgumentBytes, l.key("max_argument_bytes"), ErrLimit)
+	}
+	return nil
+}
+
+// checkResult refuses a result over the limit.
+func (l Limits) checkResult(tool string, resp sdk.CallToolResponse) error {
+	if n := int64(len(resp.Content)); l.MaxResultBytes > 0 && n > l.MaxResultBytes {
+		return fmt.Errorf("tool %q returned %d bytes, over the limit of %d (%s); the result was dropped: %w",
+			tool, n, l.MaxResultBytes, l.key("max_result_bytes"), ErrLimit)
+	}
+	return nil
+}
+
+// bound runs call under the tool's timeout. The timer restarts whenever the
+// tool reports progress, which is passed on to the caller's listener, if
+// any. A call cut off by the timeout gives an error naming the limit; the
+// caller's own cancellation is returned as it is.
+func (l Limits) bound(ctx context.Context, tool string, call func(context.Context) error) error {
+	d, key := l.timeout(tool)
+	if d <= 0 {
+		return call(ctx)
+	}
+	cctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	idle := time.AfterFunc(d, func() { cancel(errTimeout) })
+	defer idle.Stop()
+	cctx = sdk.WithProgress(cctx, func(p sdk.Progress) {
+		idle.Reset(d)
+		sdk.ReportProgress(ctx, p.Progress, p.Total, p.Message)
+	})
+	err := call(cctx)
+	if err != nil && ctx.Err() == nil && errors.Is(context.Cause(cctx), errTimeout) {
+		return fmt.Errorf("tool %q sent neither a result nor progress within %s (%s); the call was cancelled: %w", tool, d, key, ErrLimit)
+	}
+	return err
+}

@@ -1,0 +1,151 @@
+package pluginhost_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/tenxgraph/tenxgraph/host/pluginhost"
+)
+
+// A tool sleeping past its timeout is cancelled, and the caller gets an
+// error naming the limit within timeout + 1s. A plugin that honours the
+// cancellation keeps running. A per-tool timeout overrides the provider's.
+func TestTimeoutCancelsTheCall(t *testing.T) {
+	p, _, marks := start(t, pluginhost.Config{Limits: pluginhost.Limits{Timeout: time.Second, Key: "plugins[0]"}})
+	pid := p.PID()
+	began := time.Now()
+	_, err := call(ctx, p, "sleep", `{"ms":30000,"tag":"slow"}`)
+	took := time.Since(began)
+	if !errors.Is(err, pluginhost.ErrLimit) || !strings.Contains(err.Error(), "within 1s (plugins[0].timeout)") || !strings.Contains(err.Error(), `tool "sleep"`) {
+		t.Fatalf("a call past its timeout: %v", err)
+	}
+	if took > 2*time.Second {
+		t.Fatalf("the error came %s after the call, want within timeout + 1s", took)
+	}
+	waitMark(t, marks, "cancelled slow: context canceled")
+	if _, err := call(ctx, p, "echo", `{}`); err != nil {
+		t.Fatal(err)
+	}
+	if p.PID() != pid {
+		t.Fatalf("a plugin that honoured the cancellation was restarted (pid %d, then %d)", pid, p.PID())
+	}
+
+	q, _, _ := start(t, pluginhost.Config{Name: "other", Limits: pluginhost.Limits{Timeout: time.Minute,
+		ToolTimeouts: map[string]time.Duration{"sleep": 300 * time.Millisecond}, Key: "mcp_servers.files"}})
+	if _, err := call(ctx, q, "sleep", `{"ms":30000}`); !errors.Is(err, pluginhost.ErrLimit) ||
+		!strings.Contains(err.Error(), "within 300ms (mcp_servers.files.tool_timeouts.sleep)") {
+		t.Fatalf("a per-tool timeout: %v", err)
+	}
+}
+
+// The timeout bounds silence, not the whole call: progress restarts it.
+func TestProgressRestartsTheTimeout(t *testing.T) {
+	p, _, _ := start(t, pluginhost.Config{Limits: pluginhost.Limits{Timeout: 500 * time.Millisecond}})
+	resp, err := call(ctx, p, "sleep", `{"ms":1500,"every_ms":100,"tag":"busy"}`)
+	if err != nil || string(resp.Content) != `"slept busy"` {
+		t.Fatalf("a call reporting progress was cut off: %s %v", resp.Content, err)
+	}
+}
+
+// A tool that ignores its cancellation gets its error result at the
+// timeout all the same; the plugin is then replaced by a fresh process,
+// and the next call works.
+func TestIgnoringCancellationRestartsThePlugin(t *testing.T) {
+	p, l, marks := start(t, pluginhost.Config{Limits: pluginhost.Limits{Timeout: 500 * time.Millisecond, Key: "plugins[0]"}})
+	pid := p.PID()
+	began := time.Now()
+	_, err := call(ctx, p, "sleep", `{"ms":600000,"ignore_cancel":true,"tag":"stubborn"}`)
+	if !errors.Is(err, pluginhost.ErrLimit) || !strings.Contains(err.Error(), "plugins[0].timeout") {
+		t.Fatalf("a stubborn call past its timeout: %v", err)
+	}
+	if took := time.Since(began); took > 1500*time.Millisecond {
+		t.Fatalf("the error came %s after the call, want within timeout + 1s", took)
+	}
+	waitMark(t, marks, "started stubborn")
+	if !gone(pid, 10*time.Second) {
+		t.Fatalf("plugin %d still runs although its handler ignored cancellation", pid)
+	}
+	var out struct{ PID int }
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		resp, err := call(ctx, p, "echo", `{}`)
+		if err == nil {
+			json.Unmarshal(resp.Content, &out)
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no call works after the restart: %v", err)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if out.PID == pid || out.PID == 0 {
+		t.Fatalf("answered by pid %d, want a new process (old %d)", out.PID, pid)
+	}
+	if !strings.Contains(l.String(), "did not return within") {
+		t.Errorf("the plugin did not say why it ended:\n%s", l.String())
+	}
+}
+
+// An over-size argument never reaches the plugin; an over-size result is
+// dropped. Both errors name the limit.
+func TestSizeLimits(t *testing.T) {
+	p, _, marks := start(t, pluginhost.Config{Limits: pluginhost.Limits{MaxArgumentBytes: 100, MaxResultBytes: 1000, Key: "builtin_tools"}})
+	long := `{"ms":1,"tag":"` + strings.Repeat("x", 200) + `"}`
+	_, err := call(ctx, p, "sleep", long)
+	if !errors.Is(err, pluginhost.ErrLimit) || !strings.Contains(err.Error(), "over the limit of 100 (builtin_tools.max_argument_bytes)") {
+		t.Fatalf("an over-size argument: %v", err)
+	}
+	if _, err := call(ctx, p, "sleep", `{"ms":1,"tag":"small"}`); err != nil {
+		t.Fatal(err)
+	}
+	waitMark(t, marks, "started small")
+	if data, _ := os.ReadFile(marks); strings.Contains(string(data), "xxxx") {
+		t.Fatalf("the over-size call reached the plugin:\n%s", data)
+	}
+	_, err = call(ctx, p, "big", `{"bytes":5000}`)
+	if !errors.Is(err, pluginhost.ErrLimit) || !strings.Contains(err.Error(), "5002 bytes, over the limit of 1000 (builtin_tools.max_result_bytes)") {
+		t.Fatalf("an over-size result: %v", err)
+	}
+	if resp, err := call(ctx, p, "big", `{"bytes":998}`); err != nil || len(resp.Content) != 1000 {
+		t.Fatalf("a result at the limit: %d bytes, %v", len(resp.Content), err)
+	}
+}
+
+// Shutdown is bounded even when a call in flight ignores its context: the
+// drain ends with ctx, and the process is stopped within seconds.
+func TestShutdownBoundedWithAStuckCall(t *testing.T) {
+	p, _, marks := start(t, pluginhost.Config{})
+	pid := p.PID()
+	errc := make(chan error, 1)
+	go func() {
+		_, err := call(ctx, p, "sleep", `{"ms":600000,"ignore_cancel":true,"tag":"stuck"}`)
+		errc <- err
+	}()
+	waitMark(t, marks, "started stuck")
+	sctx, cancel := context.WithTimeout(ctx, 200*time.Millisecond)
+	defer cancel()
+	began := time.Now()
+	err := p.Shutdown(sctx)
+	if took := time.Since(began); took > 200*time.Millisecond+3*time.Second {
+		t.Fatalf("Shutdown took %s with a stuck call", took)
+	}
+	if !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("Shutdown cut off a call and said: %v", err)
+	}
+	if !gone(pid, 5*time.Second) {
+		t.Fatalf("plugin %d still running after Shutdown", pid)
+	}
+	select {
+	case err := <-errc:
+		if err == nil {
+			t.Fatal("the stuck call succeeded")
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("the stuck call was never answered")
+	}
+}
