@@ -31,6 +31,11 @@ const (
 	// CapabilityToolsChanged: the provider implements ToolsWatcher; the
 	// plugin announces changes on the Watch stream.
 	CapabilityToolsChanged = "tools_changed"
+	// CapabilityProgressToken: the plugin sends the progress of a CallTool
+	// whose request carries a progress_token on the Watch stream, so the
+	// host hears every call's progress without a stream per call. Every
+	// plugin built with Serve has it.
+	CapabilityProgressToken = "progress_token"
 )
 
 // Handshake is what host and plugin check before talking. The cookie only
@@ -87,6 +92,8 @@ var _ plugin.GRPCPlugin = (*grpcPlugin)(nil)
 type grpcServer struct {
 	pb.UnimplementedToolProviderServer
 	p        Provider
+	watchMu  sync.Mutex                                 // serializes sends on watch
+	watch    grpc.ServerStreamingServer[pb.Watch_Event] // the host's lifeline, once open
 	onLost   func()
 	onStuck  func(tool string)
 	stopping atomic.Bool
@@ -106,6 +113,9 @@ func (s *grpcServer) GetMetadata(ctx context.Context, _ *pb.GetMetadata_Request)
 	}
 	if !contains(caps, CapabilityProgress) {
 		caps = append(caps, CapabilityProgress)
+	}
+	if !contains(caps, CapabilityProgressToken) {
+		caps = append(caps, CapabilityProgressToken)
 	}
 	out := &pb.GetMetadata_Response{Name: md.Name, Version: md.Version, Capabilities: caps, Tools: make([]*pb.ToolSpec, len(md.Tools))}
 	for i, t := range md.Tools {
@@ -146,6 +156,12 @@ func (s *grpcServer) callTool(ctx context.Context, req *pb.CallTool_Request) (*p
 	if req.RunTool != nil {
 		spec := fromPBSpec(req.RunTool)
 		in.RunTool = &spec
+	}
+	if tok := req.ProgressToken; tok != 0 && progressFunc(ctx) == nil {
+		ctx = WithProgress(ctx, func(p Progress) {
+			s.sendWatch(&pb.Watch_Event{ProgressToken: tok, Progress: &pb.CallTool_Progress{
+				Progress: p.Progress, Total: p.Total, Message: p.Message}})
+		})
 	}
 	resp, err := s.run(ctx, in)
 	switch {
@@ -224,28 +240,54 @@ func (s *grpcServer) PrepareRun(ctx context.Context, req *pb.PrepareRun_Request)
 // ToolsWatcher's tool list changes. When it breaks while the plugin is not
 // shutting down, the host is gone and the plugin must not linger.
 func (s *grpcServer) Watch(_ *pb.Watch_Request, stream grpc.ServerStreamingServer[pb.Watch_Event]) error {
+	s.watchMu.Lock()
+	s.watch = stream
+	s.watchMu.Unlock()
+	defer func() {
+		s.watchMu.Lock()
+		if s.watch == stream {
+			s.watch = nil
+		}
+		s.watchMu.Unlock()
+	}()
 	if w, ok := s.p.(ToolsWatcher); ok {
 		// The first event covers a change made before this stream began,
 		// which no channel taken here would show: the host reads the list
-		// once more.
+		// once more. It also tells the host the lifeline is open, so that
+		// progress on it reaches it.
 		next := w.ToolsChanged()
-		err := stream.Send(&pb.Watch_Event{ToolsChanged: true})
+		err := s.sendWatch(&pb.Watch_Event{ToolsChanged: true})
 	watch:
 		for err == nil {
 			select {
 			case <-next:
 				next = w.ToolsChanged()
-				err = stream.Send(&pb.Watch_Event{ToolsChanged: true})
+				err = s.sendWatch(&pb.Watch_Event{ToolsChanged: true})
 			case <-stream.Context().Done():
 				break watch
 			}
 		}
+	} else {
+		// An empty first event tells the host the lifeline is open, so
+		// that progress on it reaches it.
+		_ = s.sendWatch(&pb.Watch_Event{})
 	}
 	<-stream.Context().Done()
 	if !s.stopping.Load() && s.onLost != nil {
 		s.onLost()
 	}
 	return nil
+}
+
+// sendWatch sends an event on the host's lifeline, if it is open; sends
+// from tools' progress and from tool-list changes take turns.
+func (s *grpcServer) sendWatch(ev *pb.Watch_Event) error {
+	s.watchMu.Lock()
+	defer s.watchMu.Unlock()
+	if s.watch == nil {
+		return nil
+	}
+	return s.watch.Send(ev)
 }
 
 func (s *grpcServer) Configure(ctx context.Context, req *pb.Configure_Request) (*pb.Configure_Response, error) {
@@ -276,6 +318,14 @@ type grpcClient struct {
 	// progress says whether the plugin serves CallToolStream: 0 not known
 	// yet (try it), 1 yes, -1 no.
 	progress atomic.Int32
+
+	// tokens says the plugin sends progress on the lifeline (capability
+	// progress_token), learnt from its metadata; listeners are the calls
+	// waiting for it, by token.
+	tokens    atomic.Bool
+	watching  atomic.Bool // the lifeline is open: its first event came
+	nextToken atomic.Uint64
+	listeners sync.Map // uint64 -> func(Progress)
 
 	mu      sync.Mutex
 	changed chan struct{} // closed at the next tools_changed event; nil until asked for
@@ -314,6 +364,7 @@ func (c *grpcClient) Metadata(ctx context.Context, _ MetadataRequest) (MetadataR
 	} else {
 		c.progress.Store(-1)
 	}
+	c.tokens.Store(contains(resp.Capabilities, CapabilityProgressToken))
 	md := MetadataResponse{Name: resp.Name, Version: resp.Version, Capabilities: resp.Capabilities, Tools: make([]ToolSpec, len(resp.Tools))}
 	for i, t := range resp.Tools {
 		md.Tools[i] = fromPBSpec(t)
@@ -326,7 +377,13 @@ func (c *grpcClient) CallTool(ctx context.Context, req CallToolRequest) (CallToo
 	if req.RunTool != nil {
 		in.RunTool = toPBSpec(*req.RunTool)
 	}
-	if fn := progressFunc(ctx); fn != nil && c.progress.Load() >= 0 {
+	if fn := progressFunc(ctx); fn != nil && c.tokens.Load() && c.watching.Load() {
+		// Progress comes on the lifeline, tagged with this call's token.
+		tok := c.nextToken.Add(1)
+		c.listeners.Store(tok, fn)
+		defer c.listeners.Delete(tok)
+		in.ProgressToken = tok
+	} else if fn != nil && c.progress.Load() >= 0 {
 		resp, err := c.callStream(ctx, in, fn)
 		if status.Code(err) != codes.Unimplemented {
 			if err != nil {
@@ -408,13 +465,20 @@ func (c *grpcClient) Watch(ctx context.Context) error {
 	if err != nil {
 		return fromStatus(err)
 	}
+	defer c.watching.Store(false)
 	for {
 		ev, err := stream.Recv()
 		if err != nil {
 			return fromStatus(err)
 		}
+		c.watching.Store(true)
 		if ev.ToolsChanged {
 			c.toolsChanged()
+		}
+		if p := ev.GetProgress(); p != nil && ev.ProgressToken != 0 {
+			if fn, ok := c.listeners.Load(ev.ProgressToken); ok {
+				fn.(func(Progress))(Progress{Progress: p.Progress, Total: p.Total, Message: p.Message})
+			}
 		}
 	}
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/hashicorp/go-plugin"
 	"google.golang.org/grpc"
 
+	hostconfig "github.com/tenxgraph/tenxgraph/host/config"
 	"github.com/tenxgraph/tenxgraph/host/pluginhost"
 	"github.com/tenxgraph/tenxgraph/plugins/builtin"
 	"github.com/tenxgraph/tenxgraph/plugins/remote"
@@ -338,7 +339,9 @@ func (b *bench) startLongLived(ctx context.Context) (*longLived, error) {
 	b.onClose(func() error { bc.pc.Kill(); return nil })
 	lp.bare = bc
 
-	cfg := pluginhost.Config{Name: "echo", Command: []string{b.self, "serve-sdk"}, Logger: b.log}
+	// The limits host/service gives every provider by default.
+	cfg := pluginhost.Config{Name: "echo", Command: []string{b.self, "serve-sdk"}, Logger: b.log,
+		Limits: pluginhost.Limits{Timeout: hostconfig.DefaultTimeout, MaxArgumentBytes: hostconfig.DefaultMaxArgumentBytes, MaxResultBytes: hostconfig.DefaultMaxResultBytes}}
 	if sdkProf != "" {
 		cfg.Env = map[string]string{envProfile: sdkProf}
 	}

@@ -424,7 +424,13 @@ type CallTool_Request struct {
 	ThreadId      string `protobuf:"bytes,4,opt,name=thread_id,json=threadId,proto3" json:"thread_id,omitempty"`
 	// run_tool is set when the tool is one of the run's client tools, so a
 	// provider that judges them needs no per-run state.
-	RunTool       *ToolSpec `protobuf:"bytes,5,opt,name=run_tool,json=runTool,proto3" json:"run_tool,omitempty"`
+	RunTool *ToolSpec `protobuf:"bytes,5,opt,name=run_tool,json=runTool,proto3" json:"run_tool,omitempty"`
+	// progress_token, when not 0, asks a plugin with capability
+	// "progress_token" to send the tool's progress reports on the Watch
+	// stream, each carrying this token, while the call itself stays a
+	// plain CallTool: a host listens to every call's progress (its
+	// timeout restarts with each report) without a stream per call.
+	ProgressToken uint64 `protobuf:"varint,6,opt,name=progress_token,json=progressToken,proto3" json:"progress_token,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -492,6 +498,13 @@ func (x *CallTool_Request) GetRunTool() *ToolSpec {
 		return x.RunTool
 	}
 	return nil
+}
+
+func (x *CallTool_Request) GetProgressToken() uint64 {
+	if x != nil {
+		return x.ProgressToken
+	}
+	return 0
 }
 
 type CallTool_Response struct {
@@ -962,7 +975,11 @@ func (*Watch_Request) Descriptor() ([]byte, []int) {
 type Watch_Event struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// tools_changed: the tool list changed; read it again with GetMetadata.
-	ToolsChanged  bool `protobuf:"varint,1,opt,name=tools_changed,json=toolsChanged,proto3" json:"tools_changed,omitempty"`
+	ToolsChanged bool `protobuf:"varint,1,opt,name=tools_changed,json=toolsChanged,proto3" json:"tools_changed,omitempty"`
+	// progress_token and progress: a progress report of the call whose
+	// request carried that token.
+	ProgressToken uint64             `protobuf:"varint,2,opt,name=progress_token,json=progressToken,proto3" json:"progress_token,omitempty"`
+	Progress      *CallTool_Progress `protobuf:"bytes,3,opt,name=progress,proto3" json:"progress,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1002,6 +1019,20 @@ func (x *Watch_Event) GetToolsChanged() bool {
 		return x.ToolsChanged
 	}
 	return false
+}
+
+func (x *Watch_Event) GetProgressToken() uint64 {
+	if x != nil {
+		return x.ProgressToken
+	}
+	return 0
+}
+
+func (x *Watch_Event) GetProgress() *CallTool_Progress {
+	if x != nil {
+		return x.Progress
+	}
+	return nil
 }
 
 type Shutdown_Request struct {
@@ -1172,14 +1203,15 @@ const file_toolprovider_v1_toolprovider_proto_rawDesc = "" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x18\n" +
 	"\aversion\x18\x02 \x01(\tR\aversion\x12\"\n" +
 	"\fcapabilities\x18\x03 \x03(\tR\fcapabilities\x12/\n" +
-	"\x05tools\x18\x04 \x03(\v2\x19.toolprovider.v1.ToolSpecR\x05tools\"\x92\x04\n" +
-	"\bCallTool\x1a\xb0\x01\n" +
+	"\x05tools\x18\x04 \x03(\v2\x19.toolprovider.v1.ToolSpecR\x05tools\"\xb9\x04\n" +
+	"\bCallTool\x1a\xd7\x01\n" +
 	"\aRequest\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12%\n" +
 	"\x0earguments_json\x18\x02 \x01(\fR\rargumentsJson\x12\x17\n" +
 	"\acall_id\x18\x03 \x01(\tR\x06callId\x12\x1b\n" +
 	"\tthread_id\x18\x04 \x01(\tR\bthreadId\x124\n" +
-	"\brun_tool\x18\x05 \x01(\v2\x19.toolprovider.v1.ToolSpecR\arunTool\x1ad\n" +
+	"\brun_tool\x18\x05 \x01(\v2\x19.toolprovider.v1.ToolSpecR\arunTool\x12%\n" +
+	"\x0eprogress_token\x18\x06 \x01(\x04R\rprogressToken\x1ad\n" +
 	"\bResponse\x12!\n" +
 	"\fcontent_json\x18\x01 \x01(\fR\vcontentJson\x12\x19\n" +
 	"\bis_error\x18\x02 \x01(\bR\aisError\x12\x1a\n" +
@@ -1206,11 +1238,13 @@ const file_toolprovider_v1_toolprovider_proto_rawDesc = "" +
 	"\x06reason\x18\x02 \x01(\tR\x06reason\x1a7\n" +
 	"\aProblem\x12\x12\n" +
 	"\x04path\x18\x01 \x01(\tR\x04path\x12\x18\n" +
-	"\amessage\x18\x02 \x01(\tR\amessage\"@\n" +
+	"\amessage\x18\x02 \x01(\tR\amessage\"\xa8\x01\n" +
 	"\x05Watch\x1a\t\n" +
-	"\aRequest\x1a,\n" +
+	"\aRequest\x1a\x93\x01\n" +
 	"\x05Event\x12#\n" +
-	"\rtools_changed\x18\x01 \x01(\bR\ftoolsChanged\"!\n" +
+	"\rtools_changed\x18\x01 \x01(\bR\ftoolsChanged\x12%\n" +
+	"\x0eprogress_token\x18\x02 \x01(\x04R\rprogressToken\x12>\n" +
+	"\bprogress\x18\x03 \x01(\v2\".toolprovider.v1.CallTool.ProgressR\bprogress\"!\n" +
 	"\bShutdown\x1a\t\n" +
 	"\aRequest\x1a\n" +
 	"\n" +
@@ -1276,25 +1310,26 @@ var file_toolprovider_v1_toolprovider_proto_depIdxs = []int32{
 	0,  // 4: toolprovider.v1.PrepareRun.Response.tools:type_name -> toolprovider.v1.ToolSpec
 	15, // 5: toolprovider.v1.PrepareRun.Response.ignored:type_name -> toolprovider.v1.PrepareRun.Ignored
 	16, // 6: toolprovider.v1.PrepareRun.Response.problems:type_name -> toolprovider.v1.PrepareRun.Problem
-	7,  // 7: toolprovider.v1.ToolProvider.GetMetadata:input_type -> toolprovider.v1.GetMetadata.Request
-	9,  // 8: toolprovider.v1.ToolProvider.CallTool:input_type -> toolprovider.v1.CallTool.Request
-	9,  // 9: toolprovider.v1.ToolProvider.CallToolStream:input_type -> toolprovider.v1.CallTool.Request
-	13, // 10: toolprovider.v1.ToolProvider.PrepareRun:input_type -> toolprovider.v1.PrepareRun.Request
-	17, // 11: toolprovider.v1.ToolProvider.Watch:input_type -> toolprovider.v1.Watch.Request
-	19, // 12: toolprovider.v1.ToolProvider.Shutdown:input_type -> toolprovider.v1.Shutdown.Request
-	21, // 13: toolprovider.v1.ToolProvider.Configure:input_type -> toolprovider.v1.Configure.Request
-	8,  // 14: toolprovider.v1.ToolProvider.GetMetadata:output_type -> toolprovider.v1.GetMetadata.Response
-	10, // 15: toolprovider.v1.ToolProvider.CallTool:output_type -> toolprovider.v1.CallTool.Response
-	12, // 16: toolprovider.v1.ToolProvider.CallToolStream:output_type -> toolprovider.v1.CallTool.Event
-	14, // 17: toolprovider.v1.ToolProvider.PrepareRun:output_type -> toolprovider.v1.PrepareRun.Response
-	18, // 18: toolprovider.v1.ToolProvider.Watch:output_type -> toolprovider.v1.Watch.Event
-	20, // 19: toolprovider.v1.ToolProvider.Shutdown:output_type -> toolprovider.v1.Shutdown.Response
-	22, // 20: toolprovider.v1.ToolProvider.Configure:output_type -> toolprovider.v1.Configure.Response
-	14, // [14:21] is the sub-list for method output_type
-	7,  // [7:14] is the sub-list for method input_type
-	7,  // [7:7] is the sub-list for extension type_name
-	7,  // [7:7] is the sub-list for extension extendee
-	0,  // [0:7] is the sub-list for field type_name
+	11, // 7: toolprovider.v1.Watch.Event.progress:type_name -> toolprovider.v1.CallTool.Progress
+	7,  // 8: toolprovider.v1.ToolProvider.GetMetadata:input_type -> toolprovider.v1.GetMetadata.Request
+	9,  // 9: toolprovider.v1.ToolProvider.CallTool:input_type -> toolprovider.v1.CallTool.Request
+	9,  // 10: toolprovider.v1.ToolProvider.CallToolStream:input_type -> toolprovider.v1.CallTool.Request
+	13, // 11: toolprovider.v1.ToolProvider.PrepareRun:input_type -> toolprovider.v1.PrepareRun.Request
+	17, // 12: toolprovider.v1.ToolProvider.Watch:input_type -> toolprovider.v1.Watch.Request
+	19, // 13: toolprovider.v1.ToolProvider.Shutdown:input_type -> toolprovider.v1.Shutdown.Request
+	21, // 14: toolprovider.v1.ToolProvider.Configure:input_type -> toolprovider.v1.Configure.Request
+	8,  // 15: toolprovider.v1.ToolProvider.GetMetadata:output_type -> toolprovider.v1.GetMetadata.Response
+	10, // 16: toolprovider.v1.ToolProvider.CallTool:output_type -> toolprovider.v1.CallTool.Response
+	12, // 17: toolprovider.v1.ToolProvider.CallToolStream:output_type -> toolprovider.v1.CallTool.Event
+	14, // 18: toolprovider.v1.ToolProvider.PrepareRun:output_type -> toolprovider.v1.PrepareRun.Response
+	18, // 19: toolprovider.v1.ToolProvider.Watch:output_type -> toolprovider.v1.Watch.Event
+	20, // 20: toolprovider.v1.ToolProvider.Shutdown:output_type -> toolprovider.v1.Shutdown.Response
+	22, // 21: toolprovider.v1.ToolProvider.Configure:output_type -> toolprovider.v1.Configure.Response
+	15, // [15:22] is the sub-list for method output_type
+	8,  // [8:15] is the sub-list for method input_type
+	8,  // [8:8] is the sub-list for extension type_name
+	8,  // [8:8] is the sub-list for extension extendee
+	0,  // [0:8] is the sub-list for field type_name
 }
 
 func init() { file_toolprovider_v1_toolprovider_proto_init() }
