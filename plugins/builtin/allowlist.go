@@ -105,6 +105,9 @@ func parseHostRule(entry string) (hostRule, error) {
 	}
 	host = strings.TrimSuffix(host, ".")
 	if addr, err := netip.ParseAddr(host); err == nil {
+		if addr.Unmap().IsUnspecified() {
+			return hostRule{}, fmt.Errorf("%q is the unspecified address, which means this machine: to let http_fetch reach a server here, allow its loopback address as a CIDR, such as \"127.0.0.1/32:8080\"", entry)
+		}
 		if what, _ := classifyAddr(addr); what != "" {
 			return hostRule{}, fmt.Errorf("%q is %s: http_fetch refuses such addresses unless allow_hosts lists their range in CIDR form; to allow this address only, write %q", entry, what, cidrAdvice(addr, r.port))
 		}

@@ -21,16 +21,6 @@ import (
 	"github.com/tenxgraph/tenxgraph/sdk"
 )
 
-// hostOf is the host:port of a test server, which listens on 127.0.0.1.
-func hostOf(t *testing.T, srv *httptest.Server) string {
-	t.Helper()
-	u, err := url.Parse(srv.URL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return u.Host
-}
-
 // allowOf is the allow_hosts entry for a test server: its loopback address
 // as a CIDR, with its port, since http_fetch connects to no loopback
 // address that allow_hosts does not list in CIDR form.
@@ -520,7 +510,7 @@ func TestAllowlist(t *testing.T) {
 		"LOCALHOST:8080":   "always means this machine",
 		"api.localhost":    "always means this machine",
 		"*.dev.localhost":  "always means this machine",
-		"0.0.0.0":          "the unspecified address",
+		"0.0.0.0":          `the unspecified address, which means this machine: to let http_fetch reach a server here, allow its loopback address as a CIDR, such as "127.0.0.1/32:8080"`,
 		"::":               "the unspecified address",
 		"[::]:8080":        "the unspecified address",
 		"127.0.0.1":        `loopback address (this machine): http_fetch refuses such addresses unless allow_hosts lists their range in CIDR form; to allow this address only, write "127.0.0.1/32"`,
