@@ -70,7 +70,7 @@ func parseHostRule(entry string) (hostRule, error) {
 	case strings.Contains(e, "/") && !strings.Contains(e, "://") && !strings.ContainsAny(e, "?#@ \t\r\n\x00"):
 		return parseCIDRRule(entry, e)
 	case strings.Contains(e, "://") || strings.ContainsAny(e, "/?#@ \t\r\n\x00"):
-		return hostRule{}, fmt.Errorf("%q is not a host: list host names only, such as \"api.example.com\", \"*.example.com\" or \"localhost:8080\", not URLs", entry)
+		return hostRule{}, fmt.Errorf("%q is not a host: list host names or address ranges only, such as \"api.example.com\", \"*.example.com\", \"intranet:8080\" or \"10.0.0.0/8\", not URLs", entry)
 	case e == "*" || e == "*.":
 		return hostRule{}, fmt.Errorf("%q would allow every host, which defeats the allowlist: list the hosts a model may fetch from", entry)
 	}
