@@ -237,8 +237,10 @@ type BuiltinTools struct {
 // arbitrary URLs: without a host list it would be a way into the
 // network the host sits on.
 type HTTPFetch struct {
-	// AllowHosts are the only hosts http_fetch may reach; required when
-	// http_fetch is enabled.
+	// AllowHosts are the only hosts http_fetch may reach, and the
+	// address ranges (CIDR entries) beyond the public Internet it may
+	// connect to; required when http_fetch is enabled. See
+	// builtin.HTTPFetchOptions.AllowedHosts.
 	AllowHosts []string
 	// MaxBytes caps a response; 0 leaves the provider's default.
 	MaxBytes int64
@@ -836,7 +838,8 @@ func checkAddr(s string) error {
 }
 
 // checkHost reads an allow_hosts entry: a host name, optionally with a port
-// or a leading "*." wildcard, but not a URL.
+// or a leading "*." wildcard, a public IP address, or a CIDR range, but not
+// a URL, by the rules the builtin provider applies.
 func checkHost(f field) (string, bool) {
 	h, ok := f.text()
 	if !ok {

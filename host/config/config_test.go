@@ -382,6 +382,11 @@ func TestBadConfigs(t *testing.T) {
 		{"file tool without workspace", `{"agent": "a", "builtin_tools": {"enable": ["read_file", "list_files"]}}`, []string{"builtin_tools.workspace.root"}, "read_file is enabled"},
 		{"http_fetch without hosts", `{"agent": "a", "builtin_tools": {"enable": ["http_fetch"], "http_fetch": {"allow_hosts": []}}}`, []string{"builtin_tools.http_fetch.allow_hosts"}, "missing"},
 		{"allow_hosts with URL", `{"agent": "a", "builtin_tools": {"enable": ["http_fetch"], "http_fetch": {"allow_hosts": ["https://x.com/"]}}}`, []string{"builtin_tools.http_fetch.allow_hosts[0]"}, "not a host"},
+		{"allow_hosts reaching this machine or a public suffix", `{"agent": "a", "builtin_tools": {"enable": ["http_fetch"], "http_fetch": {"allow_hosts": ["api.example.com", "localhost", "0.0.0.0", "*.co.uk", "127.0.0.1:8080", "10.0.0.0/8", "127.0.0.1/32:8080"]}}}`,
+			[]string{"builtin_tools.http_fetch.allow_hosts[1]", "builtin_tools.http_fetch.allow_hosts[2]", "builtin_tools.http_fetch.allow_hosts[3]", "builtin_tools.http_fetch.allow_hosts[4]"}, "always means this machine"},
+		{"allow_hosts unspecified address", `{"agent": "a", "builtin_tools": {"enable": ["http_fetch"], "http_fetch": {"allow_hosts": ["0.0.0.0"]}}}`, []string{"builtin_tools.http_fetch.allow_hosts[0]"}, "the unspecified address"},
+		{"allow_hosts public suffix", `{"agent": "a", "builtin_tools": {"enable": ["http_fetch"], "http_fetch": {"allow_hosts": ["*.co.uk"]}}}`, []string{"builtin_tools.http_fetch.allow_hosts[0]"}, `"co.uk" is a public suffix`},
+		{"allow_hosts loopback without CIDR", `{"agent": "a", "builtin_tools": {"enable": ["http_fetch"], "http_fetch": {"allow_hosts": ["127.0.0.1:8080"]}}}`, []string{"builtin_tools.http_fetch.allow_hosts[0]"}, `write "127.0.0.1/32:8080"`},
 		{"workspace wrong type", `{"agent": "a", "builtin_tools": {"enable": ["write_file"], "workspace": "./ws"}}`, []string{"builtin_tools.workspace"}, "must be an object, got a string"},
 		{"unknown key in http_fetch", `{"agent": "a", "builtin_tools": {"enable": [], "http_fetch": {"hosts": []}}}`, []string{"builtin_tools.http_fetch.hosts"}, "allowed: allow_hosts, max_bytes, timeout"},
 

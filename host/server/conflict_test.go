@@ -110,7 +110,7 @@ func TestThreadBusy(t *testing.T) {
 			close(release)
 		}
 	}()
-	e := start(t, setup{fetchHost: strings.TrimPrefix(slow.URL, "http://")})
+	e := start(t, setup{fetchHost: "127.0.0.1/32:" + strings.TrimPrefix(slow.URL, "http://127.0.0.1:")})
 	e.invoke(runBody("busy", "hello")) // the thread exists before the race
 	m0 := e.metrics()
 

@@ -75,7 +75,8 @@ type setup struct {
 	server map[string]any
 	// memory uses the memory checkpointer instead of SQLite.
 	memory bool
-	// fetchHost enables http_fetch for this host:port.
+	// fetchHost enables http_fetch for this allow_hosts entry, such as
+	// "127.0.0.1/32:8080" for a test server on loopback.
 	fetchHost string
 	// dir reuses a folder (and so its SQLite file) from an earlier start.
 	dir string

@@ -121,7 +121,7 @@ func TestNewErrors(t *testing.T) {
 func TestNewAllTools(t *testing.T) {
 	p, err := New(Options{
 		Enable:        []string{"list_files", "http_fetch", "read_file", "write_file", "calculator", "current_time"},
-		HTTPFetch:     HTTPFetchOptions{AllowedHosts: []string{"api.example.com", "*.example.org", "127.0.0.1:8080", "[::1]:8080"}},
+		HTTPFetch:     HTTPFetchOptions{AllowedHosts: []string{"api.example.com", "*.example.org", "127.0.0.1/32:8080", "[::1/128]:8080"}},
 		WorkspaceRoot: t.TempDir(),
 	})
 	if err != nil {
@@ -159,7 +159,7 @@ func TestNewAllTools(t *testing.T) {
 		t.Errorf("tools = %s", got)
 	}
 	for _, spec := range md.Tools {
-		if spec.Name == "http_fetch" && !strings.Contains(spec.Description, "api.example.com, *.example.org, 127.0.0.1:8080") {
+		if spec.Name == "http_fetch" && !strings.Contains(spec.Description, "api.example.com, *.example.org, 127.0.0.1/32:8080") {
 			t.Errorf("http_fetch description does not list the allowed hosts: %s", spec.Description)
 		}
 	}

@@ -257,9 +257,16 @@ func (w *workspace) writeFile(p, content string, appendTo, createDirs bool) (any
 	}
 
 	if appendTo {
-		f, err := root.OpenFile(rel, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
+		f, err := root.OpenFile(rel, os.O_WRONLY|os.O_APPEND|os.O_CREATE|openNoBlock, 0o644)
 		if err != nil {
 			return nil, fileError(p, err)
+		}
+		// Judge the file opened, not the path: a link or a special file
+		// swapped in since the checks above is caught here, before a byte
+		// is written.
+		if err := checkOpenedForWrite(disp, f); err != nil {
+			_ = f.Close()
+			return nil, err
 		}
 		n, err := f.WriteString(content)
 		if cerr := f.Close(); err == nil {
@@ -269,6 +276,20 @@ func (w *workspace) writeFile(p, content string, appendTo, createDirs bool) (any
 			return nil, fmt.Errorf("appending to %q failed after %d bytes: %v", disp, n, describeFSError(err))
 		}
 		return writeFileResult{Path: disp, BytesWritten: n, Created: existing == nil, Appended: true}, nil
+	}
+
+	// A replace never writes into the existing file (the rename swaps the
+	// directory entry), so judging its links by path cannot be raced into
+	// writing outside; it is refused all the same, so a hard-linked file is
+	// never changed by either mode.
+	if existing != nil {
+		n, err := statLinkCount(root, rel, existing)
+		if err != nil {
+			return nil, fileError(p, err)
+		}
+		if n > 1 {
+			return nil, hardLinkError(disp, n)
+		}
 	}
 
 	// Replace atomically: write a temporary file next to the target, then
@@ -307,6 +328,32 @@ func (w *workspace) writeFile(p, content string, appendTo, createDirs bool) (any
 	}
 	committed = true
 	return writeFileResult{Path: disp, BytesWritten: n, Created: existing == nil}, nil
+}
+
+// checkOpenedForWrite refuses to write to f, just opened for writing as
+// disp, unless it is a regular file with a single hard link. Another link
+// may be a name outside the workspace (a hard link, unlike a symlink, cannot
+// be told from the file itself), and writing would change that file too.
+func checkOpenedForWrite(disp string, f *os.File) error {
+	fi, err := f.Stat()
+	if err != nil {
+		return &pathError{disp, "failed: " + describeFSError(err).Error()}
+	}
+	if !fi.Mode().IsRegular() {
+		return &pathError{disp, "is not a regular file (it is a device, pipe, socket or symlink): only regular files can be written"}
+	}
+	n, err := linkCount(f)
+	if err != nil {
+		return &pathError{disp, "cannot be written: its hard links cannot be counted (" + err.Error() + ")"}
+	}
+	if n > 1 {
+		return hardLinkError(disp, n)
+	}
+	return nil
+}
+
+func hardLinkError(disp string, n uint64) error {
+	return &pathError{disp, fmt.Sprintf("has %d hard links: the file tools do not write to a file with other names, which may lie outside the workspace; write to a new file instead, or ask the user to copy this one", n)}
 }
 
 // createTemp creates a new, empty file in dir with a random name.

@@ -8,6 +8,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/netip"
 	"net/url"
 	"strings"
 	"time"
@@ -78,6 +79,10 @@ type fetcher struct {
 	maxBytes int64
 	timeout  time.Duration
 	client   *http.Client
+	// dialer makes every connection the client opens; its Control hook
+	// checks each address. Tests point its Resolver at a DNS server they
+	// run, so the addresses a name resolves to are theirs to choose.
+	dialer *net.Dialer
 }
 
 // newFetcher checks o and builds the fetcher, reporting every problem.
@@ -108,12 +113,15 @@ func newFetcher(o HTTPFetchOptions) (*fetcher, []string) {
 		return nil, problems
 	}
 	// A client of its own: no proxy from the environment (HTTP_PROXY and
-	// friends are ignored, so the allowlist judges the real destination and
-	// nothing is sent to a proxy the configuration does not show), no
-	// cookie jar, and every redirect checked against the allowlist.
+	// friends are ignored, so the allowlist judges the real destination, the
+	// address check sees the address actually reached, and nothing is sent
+	// to a proxy the configuration does not show), no cookie jar, every
+	// redirect checked against the allowlist, and every connection's
+	// address checked by the dialer once DNS has answered.
+	f.dialer = &net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second, Control: f.allow.dialControl}
 	transport := &http.Transport{
 		Proxy:                  nil,
-		DialContext:            (&net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
+		DialContext:            f.dialer.DialContext,
 		ForceAttemptHTTP2:      true,
 		MaxIdleConns:           16,
 		IdleConnTimeout:        90 * time.Second,
@@ -128,7 +136,8 @@ func newFetcher(o HTTPFetchOptions) (*fetcher, []string) {
 func (f *fetcher) description() string {
 	return `Fetch a URL over HTTP or HTTPS and return the final URL (after redirects), the status code, a few response headers (content-type, content-length, last-modified, etag) and the body. ` +
 		`Use it to read a web page, a document or a JSON API response that you need and do not already have; use method HEAD to check a URL without downloading it. ` +
-		`Only these hosts can be fetched: ` + f.allow.describe() + ` (an entry without a port allows the default port only; "*.domain" allows its subdomains). Do not try other hosts: they are refused. ` +
+		`Only these hosts can be fetched: ` + f.allow.describe() + ` (an entry without a port allows the default port only; "*.domain" allows its subdomains; an address range such as "10.0.0.0/8" allows URLs whose host is an IP address in it). Do not try other hosts: they are refused. ` +
+		`A host that resolves to a loopback, private, link-local or cloud metadata address is refused too, unless the list names that range. ` +
 		fmt.Sprintf(`Redirects are followed up to %d times and only to allowed hosts. `, maxRedirects) +
 		fmt.Sprintf(`At most %d bytes of body are returned; a longer body is cut and "truncated" is true. `, f.maxBytes) +
 		`Text bodies are returned as text; a binary body (not UTF-8) is base64 with "encoding": "base64". ` +
@@ -173,7 +182,21 @@ func (f *fetcher) checkURL(u *url.URL) error {
 	case u.User != nil:
 		return errors.New(`URLs with credentials ("user:password@host") are refused: pass a credential the user gave you in an "Authorization" header instead`)
 	}
-	return f.allow.check(u)
+	if err := f.allow.check(u); err != nil {
+		return err
+	}
+	// An address literal is checked now, for a clear message before any
+	// connection; names are checked when their addresses are known.
+	if addr, err := netip.ParseAddr(u.Hostname()); err == nil {
+		port := u.Port()
+		if port == "" {
+			port = defaultPort(u.Scheme)
+		}
+		if ap, err := netip.ParseAddrPort(net.JoinHostPort(addr.String(), port)); err == nil {
+			return f.allow.checkAddr(ap)
+		}
+	}
+	return nil
 }
 
 type fetchArgs struct {
@@ -237,7 +260,7 @@ func (f *fetcher) fetch(ctx context.Context, raw json.RawMessage) (any, error) {
 	req.Header = header
 	resp, err := f.client.Do(req)
 	if err != nil {
-		return nil, f.failure(ctx, fctx, method, rawURL, err)
+		return nil, f.failure(ctx, fctx, method, rawURL, req.URL.String(), err)
 	}
 	defer resp.Body.Close()
 
@@ -245,7 +268,7 @@ func (f *fetcher) fetch(ctx context.Context, raw json.RawMessage) (any, error) {
 	if method != http.MethodHead {
 		body, err = io.ReadAll(io.LimitReader(resp.Body, f.maxBytes+1))
 		if err != nil {
-			return nil, f.failure(ctx, fctx, method, rawURL, fmt.Errorf("reading the body: %w", err))
+			return nil, f.failure(ctx, fctx, method, rawURL, req.URL.String(), fmt.Errorf("reading the body: %w", err))
 		}
 	}
 	truncated := int64(len(body)) > f.maxBytes
@@ -272,11 +295,22 @@ func (f *fetcher) fetch(ctx context.Context, raw json.RawMessage) (any, error) {
 // failure turns a failed fetch into a message saying what happened and what
 // to do: the call was cancelled, the fetch timed out, a redirect was refused,
 // or the request failed.
-func (f *fetcher) failure(ctx, fctx context.Context, method, rawURL string, err error) error {
-	var re *redirectError
+//
+// reqURL is the first request's URL, to tell a refused redirect target from
+// a refused first address.
+func (f *fetcher) failure(ctx, fctx context.Context, method, rawURL, reqURL string, err error) error {
+	var (
+		re *redirectError
+		ae *addrError
+		ue *url.Error
+	)
 	switch {
 	case errors.As(err, &re):
 		return fmt.Errorf("%s %s: %v", method, rawURL, re)
+	case errors.As(err, &ae) && errors.As(err, &ue) && ue.URL != reqURL:
+		return fmt.Errorf("%s %s: redirect to %s refused: %v", method, rawURL, ue.URL, ae)
+	case errors.As(err, &ae):
+		return fmt.Errorf("%s %s refused: %v", method, rawURL, ae)
 	case ctx.Err() != nil:
 		return fmt.Errorf("%s %s was cancelled before it completed (%v)", method, rawURL, context.Cause(ctx))
 	case errors.Is(fctx.Err(), context.DeadlineExceeded):

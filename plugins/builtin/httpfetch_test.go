@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"net/netip"
 	"net/url"
 	"strconv"
 	"strings"
@@ -20,14 +21,12 @@ import (
 	"github.com/tenxgraph/tenxgraph/sdk"
 )
 
-// hostOf is the host:port of a test server, which listens on 127.0.0.1.
-func hostOf(t *testing.T, srv *httptest.Server) string {
+// allowOf is the allow_hosts entry for a test server: its loopback address
+// as a CIDR, with its port, since http_fetch connects to no loopback
+// address that allow_hosts does not list in CIDR form.
+func allowOf(t *testing.T, srv *httptest.Server) string {
 	t.Helper()
-	u, err := url.Parse(srv.URL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return u.Host
+	return "127.0.0.1/32:" + portOf(t, srv)
 }
 
 func portOf(t *testing.T, srv *httptest.Server) string {
@@ -43,6 +42,14 @@ func newTestFetcher(t *testing.T, o HTTPFetchOptions) *fetcher {
 		t.Fatal(ps)
 	}
 	t.Cleanup(f.client.CloseIdleConnections)
+	return f
+}
+
+// newTestFetcherDNS is newTestFetcher resolving host names with dns only.
+func newTestFetcherDNS(t *testing.T, o HTTPFetchOptions, dns *testDNS) *fetcher {
+	t.Helper()
+	f := newTestFetcher(t, o)
+	f.dialer.Resolver = dns.resolver()
 	return f
 }
 
@@ -113,7 +120,7 @@ func TestFetchAllowedHost(t *testing.T) {
 		fmt.Fprint(w, `{"items": ["é", "ü"]}`)
 	}))
 	defer srv.Close()
-	f := newTestFetcher(t, HTTPFetchOptions{AllowedHosts: []string{hostOf(t, srv)}})
+	f := newTestFetcher(t, HTTPFetchOptions{AllowedHosts: []string{allowOf(t, srv)}})
 
 	r := mustFetch(t, f, fetchArgsT{URL: srv.URL + "/items?x=1", Headers: map[string]string{"accept": "application/json", "Authorization": "Bearer t"}})
 	if r.URL != srv.URL+"/items?x=1" || r.Status != 200 || r.Body != `{"items": ["é", "ü"]}` || r.Encoding != "" || r.Truncated {
@@ -139,7 +146,7 @@ func TestFetchAllowedHost(t *testing.T) {
 	}
 	srv404 := httptest.NewServer(http.NotFoundHandler())
 	defer srv404.Close()
-	f404 := newTestFetcher(t, HTTPFetchOptions{AllowedHosts: []string{hostOf(t, srv404)}})
+	f404 := newTestFetcher(t, HTTPFetchOptions{AllowedHosts: []string{allowOf(t, srv404)}})
 	if r := mustFetch(t, f404, fetchArgsT{URL: srv404.URL}); r.Status != 404 || !strings.Contains(r.Body, "404 page not found") {
 		t.Errorf("404: %+v", r)
 	}
@@ -150,10 +157,10 @@ func TestFetchDisallowedHost(t *testing.T) {
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { hits.Add(1) }))
 	defer srv.Close()
 	port := portOf(t, srv)
-	f := newTestFetcher(t, HTTPFetchOptions{AllowedHosts: []string{hostOf(t, srv), "*.example.org"}})
+	f := newTestFetcher(t, HTTPFetchOptions{AllowedHosts: []string{allowOf(t, srv), "*.example.org"}})
 
 	mustFail(t, context.Background(), f, fetchArgsT{URL: "http://localhost:" + port + "/"},
-		`host "localhost" is not allowed`, "may only fetch from 127.0.0.1:"+port+", *.example.org", "add it to allow_hosts")
+		`host "localhost" is not allowed`, "may only fetch from 127.0.0.1/32:"+port+", *.example.org", "add it to allow_hosts")
 	// The same IP on another port.
 	mustFail(t, context.Background(), f, fetchArgsT{URL: "http://127.0.0.1/"}, `port 80 of host "127.0.0.1" is not allowed`)
 	// Not http(s), no host, credentials, garbage.
@@ -173,7 +180,7 @@ func TestFetchRefusedHeaders(t *testing.T) {
 	var hits atomic.Int32
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { hits.Add(1) }))
 	defer srv.Close()
-	f := newTestFetcher(t, HTTPFetchOptions{AllowedHosts: []string{hostOf(t, srv)}})
+	f := newTestFetcher(t, HTTPFetchOptions{AllowedHosts: []string{allowOf(t, srv)}})
 	cases := []struct {
 		headers map[string]string
 		want    string
@@ -222,7 +229,7 @@ func TestFetchRedirects(t *testing.T) {
 	})
 	srv := httptest.NewServer(mux)
 	defer srv.Close()
-	f := newTestFetcher(t, HTTPFetchOptions{AllowedHosts: []string{hostOf(t, srv)}})
+	f := newTestFetcher(t, HTTPFetchOptions{AllowedHosts: []string{allowOf(t, srv)}})
 
 	if r := mustFetch(t, f, fetchArgsT{URL: srv.URL + "/start"}); r.URL != srv.URL+"/final" || r.Body != "arrived" {
 		t.Errorf("redirect inside the allowlist: %+v", r)
@@ -251,12 +258,13 @@ func TestFetchCredentialsStayOnHost(t *testing.T) {
 		gotAuth.Store(r.Header.Get("Authorization") + "|" + r.Header.Get("Cookie"))
 	}))
 	defer other.Close()
-	otherURL := "http://localhost:" + portOf(t, other) + "/"
+	otherURL := "http://other.test:" + portOf(t, other) + "/"
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		http.Redirect(w, r, otherURL, http.StatusFound)
 	}))
 	defer srv.Close()
-	f := newTestFetcher(t, HTTPFetchOptions{AllowedHosts: []string{hostOf(t, srv), "localhost:" + portOf(t, other)}})
+	dns := newTestDNS(t, map[string][]netip.Addr{"other.test": {netip.MustParseAddr("127.0.0.1")}})
+	f := newTestFetcherDNS(t, HTTPFetchOptions{AllowedHosts: []string{allowOf(t, srv), "other.test:" + portOf(t, other), allowOf(t, other)}}, dns)
 	r := mustFetch(t, f, fetchArgsT{URL: srv.URL, Headers: map[string]string{"Authorization": "Bearer secret", "Cookie": "a=b"}})
 	if r.URL != otherURL {
 		t.Fatalf("not redirected: %+v", r)
@@ -284,7 +292,7 @@ func TestFetchTruncation(t *testing.T) {
 	})
 	srv := httptest.NewServer(mux)
 	defer srv.Close()
-	f := newTestFetcher(t, HTTPFetchOptions{AllowedHosts: []string{hostOf(t, srv)}, MaxBytes: 16})
+	f := newTestFetcher(t, HTTPFetchOptions{AllowedHosts: []string{allowOf(t, srv)}, MaxBytes: 16})
 
 	if r := mustFetch(t, f, fetchArgsT{URL: srv.URL + "/plain"}); r.Body != body[:16] || !r.Truncated || r.Headers["content-length"] != "100" {
 		t.Errorf("truncation: %+v", r)
@@ -294,7 +302,7 @@ func TestFetchTruncation(t *testing.T) {
 	}
 	// 16 bytes is 8 "é"; a cut inside a character would drop it rather than
 	// turn the body into base64.
-	f15 := newTestFetcher(t, HTTPFetchOptions{AllowedHosts: []string{hostOf(t, srv)}, MaxBytes: 15})
+	f15 := newTestFetcher(t, HTTPFetchOptions{AllowedHosts: []string{allowOf(t, srv)}, MaxBytes: 15})
 	if r := mustFetch(t, f15, fetchArgsT{URL: srv.URL + "/utf8"}); r.Body != strings.Repeat("é", 7) || !r.Truncated || r.Encoding != "" {
 		t.Errorf("cut inside a character: %+v", r)
 	}
@@ -310,7 +318,7 @@ func TestFetchBinaryBody(t *testing.T) {
 		w.Write(png)
 	}))
 	defer srv.Close()
-	f := newTestFetcher(t, HTTPFetchOptions{AllowedHosts: []string{hostOf(t, srv)}})
+	f := newTestFetcher(t, HTTPFetchOptions{AllowedHosts: []string{allowOf(t, srv)}})
 	r := mustFetch(t, f, fetchArgsT{URL: srv.URL})
 	if r.Encoding != "base64" || r.Headers["content-type"] != "image/png" {
 		t.Fatalf("result %+v", r)
@@ -332,7 +340,7 @@ func TestFetchHead(t *testing.T) {
 		}
 	}))
 	defer srv.Close()
-	f := newTestFetcher(t, HTTPFetchOptions{AllowedHosts: []string{hostOf(t, srv)}})
+	f := newTestFetcher(t, HTTPFetchOptions{AllowedHosts: []string{allowOf(t, srv)}})
 	r := mustFetch(t, f, fetchArgsT{URL: srv.URL + "/file.txt", Method: "HEAD"})
 	if method.Load() != "HEAD" {
 		t.Errorf("server saw %v", method.Load())
@@ -362,7 +370,7 @@ func slowServer(t *testing.T) (*httptest.Server, chan struct{}) {
 
 func TestFetchTimeout(t *testing.T) {
 	srv, _ := slowServer(t)
-	f := newTestFetcher(t, HTTPFetchOptions{AllowedHosts: []string{hostOf(t, srv)}, Timeout: 150 * time.Millisecond})
+	f := newTestFetcher(t, HTTPFetchOptions{AllowedHosts: []string{allowOf(t, srv)}, Timeout: 150 * time.Millisecond})
 	start := time.Now()
 	mustFail(t, context.Background(), f, fetchArgsT{URL: srv.URL}, "timed out after 150ms", "try again later")
 	if d := time.Since(start); d > 3*time.Second {
@@ -380,13 +388,13 @@ func TestFetchTimeoutWhileReadingBody(t *testing.T) {
 		}
 	}))
 	defer srv.Close()
-	f := newTestFetcher(t, HTTPFetchOptions{AllowedHosts: []string{hostOf(t, srv)}, Timeout: 200 * time.Millisecond})
+	f := newTestFetcher(t, HTTPFetchOptions{AllowedHosts: []string{allowOf(t, srv)}, Timeout: 200 * time.Millisecond})
 	mustFail(t, context.Background(), f, fetchArgsT{URL: srv.URL}, "timed out after 200ms")
 }
 
 func TestFetchContextCancel(t *testing.T) {
 	srv, arrived := slowServer(t)
-	f := newTestFetcher(t, HTTPFetchOptions{AllowedHosts: []string{hostOf(t, srv)}})
+	f := newTestFetcher(t, HTTPFetchOptions{AllowedHosts: []string{allowOf(t, srv)}})
 	ctx, cancel := context.WithCancel(context.Background())
 	go func() {
 		<-arrived
@@ -427,22 +435,38 @@ func TestAllowlist(t *testing.T) {
 		{"*.example.com:8443",
 			[]string{"https://a.example.com:8443/", "http://a.example.com:8443/"},
 			[]string{"https://a.example.com/", "https://example.com:8443/"}},
-		{"localhost:8080",
-			[]string{"http://localhost:8080/", "http://LOCALHOST:08080/"},
-			[]string{"http://localhost/", "http://localhost:8081/", "http://127.0.0.1:8080/"}},
-		{"127.0.0.1",
+		{"intranet:8080",
+			[]string{"http://intranet:8080/", "http://INTRANET:08080/"},
+			[]string{"http://intranet/", "http://intranet:8081/", "http://127.0.0.1:8080/"}},
+		// An address outside the special-purpose ranges may be listed bare;
+		// a loopback one only as a CIDR, which then works the same way.
+		{"93.184.215.14",
+			[]string{"http://93.184.215.14/", "https://93.184.215.14/"},
+			[]string{"http://93.184.215.14:8080/", "http://93.184.215.15/", "http://[::ffff:93.184.215.14]/"}},
+		{"127.0.0.1/32",
 			[]string{"http://127.0.0.1/", "https://127.0.0.1/"},
 			[]string{"http://127.0.0.1:8080/", "http://localhost/", "http://127.0.0.2/", "http://[::ffff:127.0.0.1]/"}},
-		{"[::1]:8080",
+		{"[::1/128]:8080",
 			[]string{"http://[::1]:8080/", "http://[0:0::1]:8080/"},
 			[]string{"http://[::1]/", "http://localhost:8080/", "http://127.0.0.1:8080/"}},
-		{"::1",
+		{"::1/128",
 			[]string{"http://[::1]/"},
 			[]string{"http://[::1]:8080/"}},
-		// A wildcard never matches an IP address.
-		{"*.0.0.1",
-			nil,
-			[]string{"http://127.0.0.1/", "http://10.0.0.1/"}},
+		{"10.0.0.0/8",
+			[]string{"http://10.1.2.3/", "https://10.255.255.255/"},
+			[]string{"http://10.1.2.3:8080/", "http://11.0.0.1/", "http://[::ffff:10.1.2.3]/", "http://a.10.0.0.0/", "http://9.255.255.255/"}},
+		{"10.0.0.0/8:8080",
+			[]string{"http://10.1.2.3:8080/", "https://10.0.0.1:8080/"},
+			[]string{"http://10.1.2.3/", "https://10.1.2.3/"}},
+		{"fd00::/8",
+			[]string{"http://[fd12::1]/"},
+			[]string{"http://[fe80::1]/", "http://[fd12::1]:8080/"}},
+		{"[fd00::/8]:8443",
+			[]string{"https://[fd00::5]:8443/"},
+			[]string{"https://[fd00::5]/"}},
+		{"*.example.co.uk",
+			[]string{"https://www.example.co.uk/"},
+			[]string{"https://example.co.uk/", "https://other.co.uk/"}},
 	}
 	for _, c := range cases {
 		a, ps := parseAllowlist([]string{c.entry})
@@ -480,6 +504,46 @@ func TestAllowlist(t *testing.T) {
 		"[example.com]:80": "only an IPv6 address may be written in brackets",
 		"[::1]8080":        "expected",
 		"ex!ample.com":     "not allowed in a host name",
+		// What always means this machine, or reaches a special-purpose
+		// address, without the explicit CIDR form.
+		"localhost":        "always means this machine",
+		"LOCALHOST:8080":   "always means this machine",
+		"api.localhost":    "always means this machine",
+		"*.dev.localhost":  "always means this machine",
+		"0.0.0.0":          `the unspecified address, which means this machine: to let http_fetch reach a server here, allow its loopback address as a CIDR, such as "127.0.0.1/32:8080"`,
+		"::":               "the unspecified address",
+		"[::]:8080":        "the unspecified address",
+		"127.0.0.1":        `loopback address (this machine): http_fetch refuses such addresses unless allow_hosts lists their range in CIDR form; to allow this address only, write "127.0.0.1/32"`,
+		"127.0.0.1:8080":   `write "127.0.0.1/32:8080"`,
+		"[::1]:8080":       `write "[::1/128]:8080"`,
+		"::ffff:127.0.0.1": `write "127.0.0.1/32"`,
+		"10.1.2.3":         "a private network address",
+		"100.64.0.1":       "carrier-grade NAT",
+		"169.254.169.254":  "cloud metadata",
+		"fd00:ec2::254":    "cloud metadata",
+		"168.63.129.16":    "cloud metadata",
+		"64:ff9b::7f00:1":  "loopback address (this machine) (127.0.0.1, inside 64:ff9b::7f00:1)",
+		"224.0.0.1":        "multicast",
+		"127.1":            "canonical form",
+		"0x7f.1":           "canonical form",
+		"*.0.0.1":          "canonical form",
+		// Wildcards over a public suffix.
+		"*.co.uk":     `"co.uk" is a public suffix`,
+		"*.com.au":    `"com.au" is a public suffix`,
+		"*.github.io": `"github.io" is a public suffix run by a hosting provider`,
+		// Bad CIDR entries.
+		"0.0.0.0/0":           "too broad",
+		"::/0":                "too broad",
+		"10.0.0.0/7":          "too broad",
+		"0.0.0.0/8":           "contains the unspecified address",
+		"0.0.0.0/32":          "contains the unspecified address",
+		"::/96":               "contains the unspecified address",
+		"10.1.2.3/8":          `write "10.0.0.0/8"`,
+		"::ffff:10.0.0.0/104": "IPv4 form",
+		"10.0.0.0/8:0":        "port",
+		"10.0.0.0/33":         "is not a host or a CIDR",
+		"[fd00::/8":           "unclosed",
+		"[fd00::/8]8443":      "expected",
 	}
 	for entry, want := range bad {
 		_, ps := parseAllowlist([]string{entry})

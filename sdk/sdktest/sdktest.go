@@ -137,6 +137,23 @@ func binaryName(pkg string) string {
 // t.Setenv before calling Start.
 func Start(t testing.TB, command ...string) sdk.Provider {
 	t.Helper()
+	return start(t, nil, command)
+}
+
+// StartConfigured is Start for a plugin that takes options (sdk.Configured):
+// options, marshalled to JSON, are sent with Configure each time the
+// process starts, as the host sends a provider's options from its config.
+func StartConfigured(t testing.TB, options any, command ...string) sdk.Provider {
+	t.Helper()
+	raw, err := json.Marshal(options)
+	if err != nil {
+		t.Fatalf("sdktest.StartConfigured: options: %v", err)
+	}
+	return start(t, raw, command)
+}
+
+func start(t testing.TB, options json.RawMessage, command []string) sdk.Provider {
+	t.Helper()
 	if len(command) == 0 {
 		t.Fatal("sdktest.Start: no command")
 	}
@@ -156,6 +173,7 @@ func Start(t testing.TB, command ...string) sdk.Provider {
 		Command: command,
 		Logger:  hclog.New(&hclog.LoggerOptions{Output: logs, Level: hclog.Debug}),
 		Sandbox: sandbox.Profile{PassEnv: names},
+		Options: options,
 	})
 	if err != nil {
 		t.Fatalf("sdktest.Start: %v", err)
