@@ -138,10 +138,20 @@ func describe(data []byte, err error) error {
 		off := invalidUTF8(data)
 		return &Error{Path: pathAt(data, off), Msg: fmt.Sprintf("invalid UTF-8 at byte %d: JSON text must be UTF-8", off+1), Err: err}
 	}
+	// A type error can be found before a syntax error later in the text;
+	// text that is not valid JSON is reported as such first.
 	var se *jsontext.SyntacticError
+	if !errors.As(err, &se) {
+		dec := jsontext.NewDecoder(bytes.NewReader(data))
+		if _, serr := dec.ReadValue(); !errors.As(serr, &se) {
+			if _, serr := dec.ReadToken(); !errors.As(serr, &se) {
+				se = nil
+			}
+		}
+	}
 	var me *json.SemanticError
 	switch {
-	case errors.As(err, &se):
+	case se != nil:
 		return syntaxError(data, se)
 	case errors.As(err, &me):
 		return semanticError(data, me)
@@ -218,15 +228,29 @@ func caseHint(me *json.SemanticError) string {
 	if t == nil || t.Kind() != reflect.Struct {
 		return ""
 	}
-	name := me.JSONPointer.LastToken()
+	if tag := fieldFolding(t, me.JSONPointer.LastToken()); tag != "" {
+		return fmt.Sprintf(" (keys are case-sensitive: did you mean %q?)", tag)
+	}
+	return ""
+}
+
+// fieldFolding returns the JSON name of a field of struct t (or of a struct
+// it embeds) that equals name but for letter case.
+func fieldFolding(t reflect.Type, name string) string {
 	for i := range t.NumField() {
 		f := t.Field(i)
 		tag, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+		if f.Anonymous && tag == "" && f.Type.Kind() == reflect.Struct {
+			if got := fieldFolding(f.Type, name); got != "" {
+				return got
+			}
+			continue
+		}
 		if tag == "" || tag == "-" || !f.IsExported() {
 			continue
 		}
 		if tag != name && strings.EqualFold(tag, name) {
-			return fmt.Sprintf(" (keys are case-sensitive: did you mean %q?)", tag)
+			return tag
 		}
 	}
 	return ""
