@@ -439,6 +439,8 @@ func TestBadConfigs(t *testing.T) {
 		{"addr bad port", `{"agent": "a", "server": {"addr": "localhost:99999"}}`, []string{"server.addr"}, "0 to 65535"},
 		{"empty tokens_env", `{"agent": "a", "server": {"auth": {"tokens_env": []}}}`, []string{"server.auth.tokens_env"}, "at least one"},
 		{"auth without tokens_env", `{"agent": "a", "server": {"auth": {}}}`, []string{"server.auth.tokens_env"}, "missing"},
+		{"on_disconnect unknown", `{"agent": "a", "server": {"on_disconnect": "detach"}}`, []string{"server.on_disconnect"}, `must be one of "cancel", "continue"`},
+		{"on_disconnect wrong case", `{"agent": "a", "server": {"On_Disconnect": "continue"}}`, []string{"server.On_Disconnect"}, `did you mean "on_disconnect"?`},
 		{"max_body_bytes zero", `{"agent": "a", "server": {"max_body_bytes": 0}}`, []string{"server.max_body_bytes"}, "at least 1"},
 		{"max_body_bytes huge", `{"agent": "a", "server": {"max_body_bytes": 1e30}}`, []string{"server.max_body_bytes"}, "whole number"},
 		{"origin with slash", `{"agent": "a", "server": {"cors": {"allow_origins": ["http://localhost:5173/"]}}}`, []string{"server.cors.allow_origins[0]"}, `such as "http://localhost:5173"`},

@@ -70,13 +70,15 @@ func (s *Server) handleAGUI(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Cache-Control", "no-cache")
 	w.WriteHeader(http.StatusOK)
 
-	input, err := s.aguiInput(r.Context(), in, cfg)
+	ctx, stop := s.runContext(r)
+	defer stop()
+	input, err := s.aguiInput(ctx, in, cfg)
 	if err != nil {
 		s.metrics.finished(graph.Result{}, err)
 		a.fail(err)
 		return
 	}
-	for ev, err := range s.svc.App.Stream(r.Context(), input, cfg) {
+	for ev, err := range s.svc.App.Stream(ctx, input, cfg) {
 		if err != nil {
 			s.metrics.finished(graph.Result{}, err)
 			a.fail(err)
@@ -339,6 +341,9 @@ type aguiRun struct {
 }
 
 func (a *aguiRun) emit(e events.Event) {
+	if a.ctx.Err() != nil {
+		return // the client is gone (a run that continues without it)
+	}
 	_ = a.sse.WriteEvent(a.ctx, a.w, e)
 }
 

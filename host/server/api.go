@@ -2,6 +2,7 @@ package server
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -10,6 +11,7 @@ import (
 	"net/http"
 	"strings"
 
+	"github.com/tenxgraph/tenxgraph/host/config"
 	"github.com/tenxgraph/tenxgraph/host/graph"
 	"github.com/tenxgraph/tenxgraph/host/message"
 	"github.com/tenxgraph/tenxgraph/sdk/strictjson"
@@ -127,6 +129,21 @@ func jsonKindOf(raw json.RawMessage) string {
 	return "a number"
 }
 
+// runContext is the context of a run started by r. With
+// server.on_disconnect "cancel" (the default) it is the request's: a client
+// that goes away cancels its run, and the thread records it as cancelled.
+// With "continue" the run outlives its request, to completion or a pause,
+// but not the server: a shutdown still cancels it. Call stop when the run
+// is over.
+func (s *Server) runContext(r *http.Request) (ctx context.Context, stop func()) {
+	if s.cfg.OnDisconnect != config.OnDisconnectContinue {
+		return r.Context(), func() {}
+	}
+	ctx, cancel := context.WithCancelCause(context.WithoutCancel(r.Context()))
+	unhook := context.AfterFunc(s.runs, func() { cancel(context.Cause(s.runs)) })
+	return ctx, func() { unhook(); cancel(nil) }
+}
+
 func (s *Server) decodeRun(w http.ResponseWriter, r *http.Request) (RunRequest, graph.RunConfig, bool) {
 	req, err := DecodeRunRequest(r.Body)
 	if err != nil {
@@ -144,7 +161,9 @@ func (s *Server) handleInvoke(w http.ResponseWriter, r *http.Request) {
 	if len(req.Config.Dropped) > 0 {
 		w.Header().Set("Tenxgraph-Ignored-Config", strings.Join(req.Config.Dropped, ", "))
 	}
-	res, err := s.svc.App.Invoke(r.Context(), req.Input.Messages, cfg)
+	ctx, stop := s.runContext(r)
+	defer stop()
+	res, err := s.svc.App.Invoke(ctx, req.Input.Messages, cfg)
 	s.metrics.finished(res, err)
 	if err != nil {
 		writeErr(w, err)
@@ -158,7 +177,9 @@ func (s *Server) handleStream(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	next, stop := iter.Pull2(s.svc.App.Stream(r.Context(), req.Input.Messages, cfg))
+	ctx, stopRun := s.runContext(r)
+	defer stopRun()
+	next, stop := iter.Pull2(s.svc.App.Stream(ctx, req.Input.Messages, cfg))
 	defer stop()
 	// A run refused before it starts (a conflict, bad input) is answered
 	// with a plain status and error body, like invoke.

@@ -31,6 +31,11 @@ type Server struct {
 	metrics *metrics
 	http    *http.Server
 	mux     *http.ServeMux
+	// runs is the context every run derives from, whatever
+	// server.on_disconnect says; stopRuns cancels the runs still going when
+	// a shutdown's grace period is over.
+	runs     context.Context
+	stopRuns context.CancelCauseFunc
 }
 
 // token is one accepted bearer token; name (the env var it came from)
@@ -70,8 +75,10 @@ func New(svc *service.Service, opts Options) (*Server, error) {
 	s.metrics = newMetrics()
 	svc.App.Observe(s.metrics.observe)
 	s.routes()
+	s.runs, s.stopRuns = context.WithCancelCause(context.Background())
 	s.http = &http.Server{
 		Handler:           s.Handler(),
+		BaseContext:       func(net.Listener) context.Context { return s.runs },
 		ReadHeaderTimeout: 10 * time.Second,
 		ReadTimeout:       60 * time.Second,
 		IdleTimeout:       120 * time.Second,
@@ -130,9 +137,19 @@ func (s *Server) Serve(ln net.Listener) error {
 }
 
 // Shutdown stops accepting requests and waits for those in flight (runs
-// included) until ctx is done. The service's providers are drained by the
-// caller after this returns.
-func (s *Server) Shutdown(ctx context.Context) error { return s.http.Shutdown(ctx) }
+// included) until ctx is done; runs still going then are cancelled, and
+// recorded as such on their threads. The service's providers are drained
+// by the caller after this returns.
+func (s *Server) Shutdown(ctx context.Context) error {
+	err := s.http.Shutdown(ctx)
+	if err != nil {
+		s.stopRuns(errShutdown)
+	}
+	return err
+}
+
+// errShutdown is the cause of runs cancelled by a shutdown.
+var errShutdown = errors.New("the server is shutting down")
 
 type ctxKey int
 
