@@ -14,7 +14,7 @@ var invokeBody = []byte(`{"input": {"messages": [{"role": "user", "content": "wh
 
 // largeThread is a request carrying a long history of 200 messages of
 // every block type, as an AG-UI-style client resending its transcript
-// would, about 60 KB.
+// would, about 28 KB.
 func largeThread() []byte {
 	var msgs []any
 	for i := range 50 {
