@@ -16,6 +16,8 @@ require (
 	modernc.org/sqlite v1.62.0
 )
 
+require github.com/go-json-experiment/json v1.27.2
+
 require (
 	github.com/beorn7/perks v1.0.1 // indirect
 	github.com/cespare/xxhash/v2 v2.3.0 // indirect

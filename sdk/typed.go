@@ -6,11 +6,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"reflect"
 	"strings"
 
 	"github.com/google/jsonschema-go/jsonschema"
+
+	"github.com/tenxgraph/tenxgraph/sdk/strictjson"
 )
 
 // NewTool builds a Tool from a typed function: the parameters schema is
@@ -157,7 +158,7 @@ func typedSchema[In any](opts []ToolOption) (json.RawMessage, error) {
 }
 
 // decodeArgs decodes arguments into an In: a JSON object, with no field In
-// lacks and no trailing data.
+// lacks, no key twice and no trailing data (see package strictjson).
 func decodeArgs[In any](raw json.RawMessage) (In, error) {
 	var in In
 	raw = bytes.TrimSpace(raw)
@@ -167,53 +168,8 @@ func decodeArgs[In any](raw json.RawMessage) (In, error) {
 	if raw[0] != '{' {
 		return in, errors.New("invalid arguments: they must be a JSON object")
 	}
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&in); err != nil {
-		return in, argsError(err)
-	}
-	if _, err := dec.Token(); err != io.EOF {
-		return in, errors.New("invalid arguments: unexpected data after the JSON object")
+	if err := strictjson.Unmarshal(raw, &in); err != nil {
+		return in, fmt.Errorf("invalid arguments: %w", err)
 	}
 	return in, nil
-}
-
-// argsError rewords encoding/json's errors, which speak of Go types, in
-// terms of the JSON the model wrote.
-func argsError(err error) error {
-	var typeErr *json.UnmarshalTypeError
-	var syntaxErr *json.SyntaxError
-	switch {
-	case errors.As(err, &typeErr) && typeErr.Field != "":
-		return fmt.Errorf("invalid arguments: %q must be %s, got %s", typeErr.Field, jsonKind(typeErr.Type), typeErr.Value)
-	case errors.As(err, &syntaxErr):
-		return fmt.Errorf("invalid arguments: not valid JSON: %v", err)
-	}
-	if field, ok := strings.CutPrefix(err.Error(), "json: unknown field "); ok {
-		return fmt.Errorf("invalid arguments: unknown field %s", field)
-	}
-	return fmt.Errorf("invalid arguments: %s", strings.TrimPrefix(err.Error(), "json: "))
-}
-
-// jsonKind names what JSON a Go type decodes from.
-func jsonKind(t reflect.Type) string {
-	for t.Kind() == reflect.Pointer {
-		t = t.Elem()
-	}
-	switch t.Kind() {
-	case reflect.String:
-		return "a string"
-	case reflect.Bool:
-		return "true or false"
-	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
-		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64, reflect.Uintptr:
-		return "an integer"
-	case reflect.Float32, reflect.Float64:
-		return "a number"
-	case reflect.Slice, reflect.Array:
-		return "an array"
-	case reflect.Struct, reflect.Map:
-		return "an object"
-	}
-	return "a " + t.String()
 }

@@ -34,5 +34,5 @@ func ExampleNewTool() {
 	// Output:
 	// {"type":"object","properties":{"text":{"type":"string","description":"what to shout"},"times":{"type":"integer","description":"how many times (default 1)","minimum":1,"maximum":3}},"required":["text"],"additionalProperties":false}
 	// "HI! HI! "
-	// "invalid arguments: unknown field \"volume\"" is_error=true
+	// "invalid arguments: volume: unknown key" is_error=true
 }

@@ -27,6 +27,10 @@ const (
 	StatusCompleted Status = "completed"
 	// StatusFailed: a node returned an error; the previous state is intact.
 	StatusFailed Status = "failed"
+	// StatusCancelled: the run was cancelled mid-way (by its caller, a
+	// client that went away, a server shutting down); the state is the
+	// one before the step that was cut short, and Next holds that step.
+	StatusCancelled Status = "cancelled"
 )
 
 // Checkpoint is one snapshot of one thread.

@@ -128,9 +128,8 @@ func TestServeSIGTERMWithAStuckTool(t *testing.T) {
 	var th map[string]any
 	json.NewDecoder(resp.Body).Decode(&th)
 	resp.Body.Close()
-	t.Logf("the thread after the cancelled run: status %v", th["status"])
-	if resp.StatusCode != 200 {
-		t.Fatalf("GET the thread: %d %v", resp.StatusCode, th)
+	if resp.StatusCode != 200 || th["status"] != "cancelled" {
+		t.Fatalf("GET the thread after the cancelled run: %d, status %v, want 200 and cancelled (never running without a run)", resp.StatusCode, th["status"])
 	}
 	code, res = invoke(t, base, "t-stuck", "are you there?")
 	msgs, _ = json.Marshal(res["messages"])

@@ -350,7 +350,20 @@ type Server struct {
 	// ShutdownGrace is how long runs in flight may finish when the server
 	// stops before they are cancelled (0: DefaultShutdownGrace).
 	ShutdownGrace time.Duration
+	// OnDisconnect is what happens to a run whose client goes away before
+	// it ends: OnDisconnectCancel (also when empty, the default) or
+	// OnDisconnectContinue.
+	OnDisconnect string
 }
+
+// The values of server.on_disconnect. Cancel is the default: a run lasts
+// no longer than the request that started it, so the number of runs is
+// bounded by the connections the server accepts. Continue lets a run
+// finish (and save its result) after its client left.
+const (
+	OnDisconnectCancel   = "cancel"
+	OnDisconnectContinue = "continue"
+)
 
 // Auth requires a bearer token on every API request.
 type Auth struct {
@@ -789,8 +802,11 @@ func (c *checker) checkpointer(f field) Checkpointer {
 }
 
 func (c *checker) server(f field) Server {
-	o := f.object("addr", "auth", "cors", "max_body_bytes", "shutdown_grace")
+	o := f.object("addr", "auth", "cors", "max_body_bytes", "shutdown_grace", "on_disconnect")
 	s := Server{Addr: DefaultAddr, MaxBodyBytes: DefaultMaxBodyBytes}
+	if v, ok := o.get("on_disconnect").oneOf(OnDisconnectCancel, OnDisconnectContinue); ok {
+		s.OnDisconnect = v
+	}
 	addr := o.get("addr")
 	if a, ok := addr.text(); ok {
 		if err := checkAddr(a); err != nil {

@@ -334,6 +334,12 @@ func TestBadConfigs(t *testing.T) {
 		{"duplicate top key", "{\"agent\": \"a\",\n \"agent\": \"b\"}", []string{"agent"}, "duplicate key \"agent\" (first on line 1)"},
 		{"duplicate nested key", `{"agent": "a", "model": {"provider": "scripted", "script": "s", "provider": "openai"}}`, []string{"model.provider"}, "duplicate key"},
 		{"duplicate key in parameters", `{"agent": "a", "remote_tools": [{"name": "t", "parameters": {"type": "object", "type": "object"}}]}`, []string{"remote_tools[0].parameters.type"}, "duplicate key"},
+		{"duplicate server key", `{"agent": "a", "server": {"addr": "127.0.0.1:1", "addr": "0.0.0.0:1"}}`, []string{"server.addr"}, "duplicate key"},
+		{"wrong-case top key", `{"Agent": "a"}`, []string{"Agent", "agent"}, `did you mean "agent"?`},
+		{"wrong-case nested key", `{"agent": "a", "model": {"provider": "scripted", "Script": "s"}}`, []string{"model.Script", "model.script"}, `did you mean "script"?`},
+		{"wrong-case key in a list", `{"agent": "a", "remote_tools": [{"NAME": "t"}]}`, []string{"remote_tools[0].NAME", "remote_tools[0].name"}, `did you mean "name"?`},
+		{"invalid UTF-8 in a value", "{\"agent\": \"a\",\n \"server\": {\"addr\": \"h\xffst:1\"}}", []string{"server.addr"}, "line 2, column 23: invalid UTF-8"},
+		{"invalid UTF-8 in a key", "{\"agent\": \"a\", \"mod\xc3l\": {}}", []string{"[\"mod\ufffdl\"]"}, "line 1, column 20: invalid UTF-8"},
 
 		// Top level.
 		{"unknown top key", `{"agent": "a", "agnet": "b"}`, []string{"agnet"}, "allowed: agent, remote_tools, model"},
@@ -438,6 +444,8 @@ func TestBadConfigs(t *testing.T) {
 		{"addr bad port", `{"agent": "a", "server": {"addr": "localhost:99999"}}`, []string{"server.addr"}, "0 to 65535"},
 		{"empty tokens_env", `{"agent": "a", "server": {"auth": {"tokens_env": []}}}`, []string{"server.auth.tokens_env"}, "at least one"},
 		{"auth without tokens_env", `{"agent": "a", "server": {"auth": {}}}`, []string{"server.auth.tokens_env"}, "missing"},
+		{"on_disconnect unknown", `{"agent": "a", "server": {"on_disconnect": "detach"}}`, []string{"server.on_disconnect"}, `must be one of "cancel", "continue"`},
+		{"on_disconnect wrong case", `{"agent": "a", "server": {"On_Disconnect": "continue"}}`, []string{"server.On_Disconnect"}, `did you mean "on_disconnect"?`},
 		{"max_body_bytes zero", `{"agent": "a", "server": {"max_body_bytes": 0}}`, []string{"server.max_body_bytes"}, "at least 1"},
 		{"max_body_bytes huge", `{"agent": "a", "server": {"max_body_bytes": 1e30}}`, []string{"server.max_body_bytes"}, "whole number"},
 		{"origin with slash", `{"agent": "a", "server": {"cors": {"allow_origins": ["http://localhost:5173/"]}}}`, []string{"server.cors.allow_origins[0]"}, `such as "http://localhost:5173"`},

@@ -12,6 +12,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/tenxgraph/tenxgraph/host/toolspec"
+	"github.com/tenxgraph/tenxgraph/sdk/strictjson"
 )
 
 // kind is a JSON value's type.
@@ -124,6 +125,21 @@ type parser struct {
 func parse(data []byte, ps *toolspec.Problems) *value {
 	data = bytes.TrimPrefix(data, []byte("\uFEFF")) // editors on Windows add a BOM
 	p := &parser{data: data, dec: json.NewDecoder(bytes.NewReader(data)), ps: ps}
+	// encoding/json would quietly turn bytes that are not UTF-8 into
+	// U+FFFD; the config is refused instead, as requests are.
+	if !utf8.Valid(data) {
+		off := 0
+		for r, n := utf8.DecodeRune(data); r != utf8.RuneError || n > 1; r, n = utf8.DecodeRune(data[off:]) {
+			off += n
+		}
+		path := ""
+		var e *strictjson.Error
+		if errors.As(strictjson.Check(data), &e) {
+			path = e.Path
+		}
+		ps.Add(path, "%s: invalid UTF-8: save the file as UTF-8 text", p.position(int64(off)))
+		return nil
+	}
 	p.dec.UseNumber()
 	tok, err := p.dec.Token()
 	if err == io.EOF {

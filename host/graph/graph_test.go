@@ -278,3 +278,67 @@ func TestTwoAppsOneStore(t *testing.T) {
 		}
 	}
 }
+
+// A run ended by its context, whatever the cause, is recorded as
+// cancelled with the state before the step it cut short: the thread never
+// stays "running" without a run. Calling it again without input runs that
+// step again; new input starts afresh after it. A node that finished
+// before the cancellation is saved and not run again.
+func TestCancelledRunIsRecorded(t *testing.T) {
+	var slowRuns atomic.Int32
+	entered := make(chan struct{}, 4)
+	slow := graph.NodeFunc(func(ctx context.Context, in *graph.Input) (graph.Update, error) {
+		if slowRuns.Add(1) == 1 {
+			entered <- struct{}{}
+			<-ctx.Done()
+			return graph.Update{}, ctx.Err()
+		}
+		return graph.Update{Messages: []message.Message{message.Text(message.RoleAssistant, "slow")}}, nil
+	})
+	var firstRuns atomic.Int32
+	first := graph.NodeFunc(func(ctx context.Context, in *graph.Input) (graph.Update, error) {
+		firstRuns.Add(1)
+		return graph.Update{Messages: []message.Message{message.Text(message.RoleAssistant, "first")}}, nil
+	})
+	g := graph.New().AddNode("first", first).AddNode("slow", slow).
+		AddEdge(graph.START, "first").AddEdge("first", "slow").AddEdge("slow", graph.END)
+	app, err := g.Compile(checkpoint.NewMemory())
+	if err != nil {
+		t.Fatal(err)
+	}
+	runCtx, cancel := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() {
+		_, err := app.Invoke(runCtx, user("go"), graph.RunConfig{ThreadID: "t"})
+		done <- err
+	}()
+	<-entered
+	if th, _ := app.Thread(ctx, "t"); th.Status != graph.StatusRunning {
+		t.Fatalf("while the run works: %q", th.Status)
+	}
+	cancel()
+	if err := <-done; !errors.Is(err, context.Canceled) {
+		t.Fatalf("cancelled run returned %v", err)
+	}
+	th, err := app.Thread(ctx, "t")
+	if err != nil || th.Status != graph.StatusCancelled || !slices.Equal(texts(th.Messages), []string{"go", "first"}) {
+		t.Fatalf("after cancel: %q %q %v", th.Status, texts(th.Messages), err)
+	}
+	res, err := app.Invoke(ctx, nil, graph.RunConfig{ThreadID: "t"})
+	if err != nil || res.Status != graph.StatusCompleted || !slices.Equal(texts(res.Messages), []string{"go", "first", "slow"}) {
+		t.Fatalf("resume without input: %q %q %v", res.Status, texts(res.Messages), err)
+	}
+	if n := firstRuns.Load(); n != 1 {
+		t.Fatalf("the finished node ran %d times", n)
+	}
+
+	// Cancelled before its first step: the input is kept, marked cancelled.
+	gone, stop := context.WithCancel(ctx)
+	stop()
+	if _, err := app.Invoke(gone, user("again"), graph.RunConfig{ThreadID: "t"}); err == nil {
+		t.Fatal("a run on a cancelled context succeeded")
+	}
+	if th, _ := app.Thread(ctx, "t"); th.Status == graph.StatusRunning {
+		t.Fatalf("a run cancelled before it started left the thread %q", th.Status)
+	}
+}

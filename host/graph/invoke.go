@@ -8,6 +8,7 @@ import (
 	"iter"
 	"strconv"
 	"sync"
+	"time"
 
 	"github.com/tenxgraph/tenxgraph/host/checkpoint"
 	"github.com/tenxgraph/tenxgraph/host/message"
@@ -122,6 +123,9 @@ func (a *App) run(ctx context.Context, input []message.Message, cfg RunConfig, e
 
 	next := s.next
 	for len(next) > 0 {
+		if err := ctx.Err(); err != nil {
+			return Result{}, w.fail(ctx, state, next, fmt.Errorf("thread %q: run cancelled: %w", r.ThreadID, context.Cause(ctx)))
+		}
 		r.Step++
 		if r.Step > a.stepLimit {
 			err := fmt.Errorf("thread %q: %w: %d super-steps without reaching END; the graph is probably looping (raise the limit if it is not)", r.ThreadID, ErrStepLimit, a.stepLimit)
@@ -147,7 +151,9 @@ func (a *App) run(ctx context.Context, input []message.Message, cfg RunConfig, e
 		case len(next) == 0:
 			status = checkpoint.StatusCompleted
 		}
-		if err := w.put(ctx, state, next, status); err != nil {
+		// The step finished: it is saved even if the run is being
+		// cancelled, so that its tools never run again.
+		if err := w.put(context.WithoutCancel(ctx), state, next, status); err != nil {
 			return Result{}, err
 		}
 		if interrupt {
@@ -310,16 +316,27 @@ func (w *writer) put(ctx context.Context, s State, next []string, status checkpo
 }
 
 // fail records that the run stopped on err with the state before the failing
-// step, so that calling the thread again without input retries that step.
+// step, so that calling the thread again without input retries that step. A
+// run whose context was cancelled, whatever the cause, is recorded as
+// cancelled rather than failed: the thread never stays "running" without a
+// run. The record is written even though ctx is done, with a bound of its
+// own.
 func (w *writer) fail(ctx context.Context, s State, next []string, err error) error {
+	status := checkpoint.StatusFailed
 	if ctx.Err() != nil {
-		return err // cancelled: leave the last checkpoint as it was
+		status = checkpoint.StatusCancelled
 	}
-	if perr := w.put(context.WithoutCancel(ctx), s, next, checkpoint.StatusFailed); perr != nil {
+	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), recordTimeout)
+	defer cancel()
+	if perr := w.put(wctx, s, next, status); perr != nil {
 		return errors.Join(err, perr)
 	}
 	return err
 }
+
+// recordTimeout bounds saving the checkpoint that records how a run ended
+// when the run's own context is already done.
+const recordTimeout = 10 * time.Second
 
 // Thread returns the thread's current state as a Result (RunID is the run
 // that last wrote it), or an error wrapping ErrThreadNotFound.

@@ -39,6 +39,12 @@ const (
 	// failed. Calling the thread again without input continues it.
 	StatusRunning Status = "running"
 	StatusFailed  Status = "failed"
+	// StatusCancelled describes a thread whose last run was cancelled
+	// (its client went away, the server shut down, the caller gave up):
+	// it holds the state before the step that was cut short. Calling the
+	// thread again without input runs that step again; new input starts a
+	// new turn after it.
+	StatusCancelled Status = "cancelled"
 )
 
 // Result is what a run returns: the thread after the run and, when it

@@ -10,7 +10,11 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
+
+	"github.com/tenxgraph/tenxgraph/sdk/strictjson"
 )
 
 // Role says who wrote a message. The four roles are the ones every chat model
@@ -277,140 +281,179 @@ var (
 )
 
 // UnmarshalJSON reads a message, accepting a plain string as content (one
-// text block) and refusing unknown roles, unknown block types and unknown
-// fields, each with the path of the offending part.
+// text block) and refusing unknown roles, unknown block types and unknown,
+// repeated or wrong-case keys, each with the path of the offending part
+// (see package strictjson).
 func (m *Message) UnmarshalJSON(data []byte) error {
 	var w struct {
 		ID      string          `json:"id"`
 		Role    Role            `json:"role"`
 		Content json.RawMessage `json:"content"`
 	}
-	if err := strictUnmarshal(data, &w); err != nil {
+	if err := strictjson.Unmarshal(data, &w); err != nil {
 		return err
 	}
 	if !w.Role.valid() {
 		if w.Role == "" {
-			return fmt.Errorf("role: missing (want user, assistant, tool or system)")
+			return &strictjson.Error{Path: "role", Msg: "missing (want user, assistant, tool or system)"}
 		}
-		return fmt.Errorf("role: unknown role %q (want user, assistant, tool or system)", w.Role)
+		return &strictjson.Error{Path: "role", Msg: fmt.Sprintf("unknown role %q (want user, assistant, tool or system)", w.Role)}
 	}
 	out := Message{ID: w.ID, Role: w.Role}
 	content := bytes.TrimSpace(w.Content)
 	switch {
 	case len(content) == 0 || bytes.Equal(content, null):
-		return fmt.Errorf("content: missing (want a string or an array of blocks)")
+		return &strictjson.Error{Path: "content", Msg: "missing (want a string or an array of blocks)"}
 	case content[0] == '"':
 		var s string
-		if err := json.Unmarshal(content, &s); err != nil {
-			return fmt.Errorf("content: %w", err)
+		if err := strictjson.Unmarshal(content, &s); err != nil {
+			return strictjson.At("content", err)
 		}
 		out.Content = []Block{TextBlock{Text: s}}
 	case content[0] == '[':
 		var raws []json.RawMessage
-		if err := json.Unmarshal(content, &raws); err != nil {
-			return fmt.Errorf("content: %w", err)
+		if err := strictjson.Unmarshal(content, &raws); err != nil {
+			return strictjson.At("content", err)
 		}
 		out.Content = make([]Block, 0, len(raws))
 		for i, raw := range raws {
 			b, err := UnmarshalBlock(raw)
 			if err != nil {
-				return fmt.Errorf("content[%d]: %w", i, err)
+				return strictjson.At(strictjson.Join("content", strictjson.Index(i)), err)
 			}
 			out.Content = append(out.Content, b)
 		}
 	default:
-		return fmt.Errorf("content: want a string or an array of blocks")
+		return &strictjson.Error{Path: "content", Msg: "want a string or an array of blocks"}
 	}
 	*m = out
 	return nil
 }
 
-// UnmarshalBlock decodes one block by its "type".
-func UnmarshalBlock(raw json.RawMessage) (Block, error) {
-	var head struct {
-		Type *string `json:"type"`
+// blockWire is every key a block may have; which ones a block may use
+// depends on its type (blockKeys).
+type blockWire struct {
+	Type       *string         `json:"type"`
+	Text       *string         `json:"text"`
+	ID         *string         `json:"id"`
+	Name       *string         `json:"name"`
+	Arguments  json.RawMessage `json:"arguments"`
+	ToolCallID *string         `json:"tool_call_id"`
+	Content    json.RawMessage `json:"content"`
+	IsError    *bool           `json:"is_error"`
+	Node       *string         `json:"node"`
+	// Unknown catches other keys, so that an unknown type is reported as
+	// such rather than as the keys that type would have.
+	Unknown map[string]json.RawMessage `json:",embed"`
+}
+
+// present lists the keys w has, in a fixed order.
+func (w *blockWire) present() []string {
+	var out []string
+	for _, f := range []struct {
+		key string
+		set bool
+	}{{"text", w.Text != nil}, {"id", w.ID != nil}, {"name", w.Name != nil}, {"arguments", w.Arguments != nil},
+		{"tool_call_id", w.ToolCallID != nil}, {"content", w.Content != nil}, {"is_error", w.IsError != nil}, {"node", w.Node != nil}} {
+		if f.set {
+			out = append(out, f.key)
+		}
 	}
-	if t := bytes.TrimSpace(raw); len(t) == 0 || t[0] != '{' || json.Unmarshal(raw, &head) != nil {
+	return out
+}
+
+// blockKeys are the keys each block type allows besides "type".
+var blockKeys = map[string][]string{
+	TypeText:           {"text"},
+	TypeToolCall:       {"id", "name", "arguments"},
+	TypeToolResult:     {"tool_call_id", "content", "is_error"},
+	TypeRemoteToolCall: {"id", "name", "arguments", "node"},
+}
+
+// UnmarshalBlock decodes one block by its "type", strictly (see package
+// strictjson): a key the block's type does not have is an error.
+func UnmarshalBlock(raw json.RawMessage) (Block, error) {
+	if t := bytes.TrimSpace(raw); len(t) == 0 || t[0] != '{' {
 		return nil, fmt.Errorf("a block must be a JSON object with a \"type\" (%s)", typeList)
 	}
-	if head.Type == nil {
-		return nil, fmt.Errorf("type: missing (want %s)", typeList)
+	var w blockWire
+	if err := strictjson.Unmarshal(raw, &w); err != nil {
+		return nil, err
 	}
-	switch *head.Type {
+	if w.Type == nil {
+		for k := range w.Unknown {
+			if strings.EqualFold(k, "type") {
+				return nil, &strictjson.Error{Path: strictjson.Key(k), Msg: `unknown key (keys are case-sensitive: did you mean "type"?)`}
+			}
+		}
+		return nil, &strictjson.Error{Path: "type", Msg: "missing (want " + typeList + ")"}
+	}
+	allowed, ok := blockKeys[*w.Type]
+	if !ok {
+		return nil, &strictjson.Error{Path: "type", Msg: fmt.Sprintf("unknown block type %q (want %s)", *w.Type, typeList)}
+	}
+	extra := append(w.present(), slices.Sorted(maps.Keys(w.Unknown))...)
+	for _, k := range extra {
+		if slices.Contains(allowed, k) {
+			continue
+		}
+		msg := fmt.Sprintf("unknown key for a %s block (its keys: type, %s)", *w.Type, strings.Join(allowed, ", "))
+		for _, a := range append([]string{"type"}, allowed...) {
+			if strings.EqualFold(a, k) {
+				msg = fmt.Sprintf("unknown key (keys are case-sensitive: did you mean %q?)", a)
+			}
+		}
+		return nil, &strictjson.Error{Path: strictjson.Key(k), Msg: msg}
+	}
+	str := func(p *string) string {
+		if p == nil {
+			return ""
+		}
+		return *p
+	}
+	switch *w.Type {
 	case TypeText:
-		var b struct {
-			typed
-			TextBlock
-		}
-		if err := strictUnmarshal(raw, &b); err != nil {
-			return nil, err
-		}
-		return b.TextBlock, nil
+		return TextBlock{Text: str(w.Text)}, nil
 	case TypeToolCall:
-		var b struct {
-			typed
-			ToolCallBlock
-		}
-		if err := strictUnmarshal(raw, &b); err != nil {
-			return nil, err
-		}
+		b := ToolCallBlock{ID: str(w.ID), Name: str(w.Name), Arguments: w.Arguments}
 		if err := checkCall(b.ID, b.Name, b.Arguments); err != nil {
 			return nil, err
 		}
 		b.Arguments = compactObject(b.Arguments)
-		return b.ToolCallBlock, nil
+		return b, nil
 	case TypeRemoteToolCall:
-		var b struct {
-			typed
-			RemoteToolCallBlock
-		}
-		if err := strictUnmarshal(raw, &b); err != nil {
-			return nil, err
-		}
+		b := RemoteToolCallBlock{ID: str(w.ID), Name: str(w.Name), Arguments: w.Arguments, Node: str(w.Node)}
 		if err := checkCall(b.ID, b.Name, b.Arguments); err != nil {
 			return nil, err
 		}
 		b.Arguments = compactObject(b.Arguments)
-		return b.RemoteToolCallBlock, nil
-	case TypeToolResult:
-		var b struct {
-			typed
-			ToolResultBlock
-		}
-		if err := strictUnmarshal(raw, &b); err != nil {
-			return nil, err
-		}
+		return b, nil
+	default: // TypeToolResult
+		b := ToolResultBlock{ToolCallID: str(w.ToolCallID), Content: w.Content, IsError: w.IsError != nil && *w.IsError}
 		if b.ToolCallID == "" {
-			return nil, fmt.Errorf("tool_call_id: missing")
+			return nil, &strictjson.Error{Path: "tool_call_id", Msg: "missing"}
 		}
 		if len(b.Content) == 0 {
 			b.Content = null
 		} else {
 			b.Content = compact(b.Content)
 		}
-		return b.ToolResultBlock, nil
-	default:
-		return nil, fmt.Errorf("type: unknown block type %q (want %s)", *head.Type, typeList)
+		return b, nil
 	}
 }
 
 const typeList = "text, tool_call, tool_result or remote_tool_call"
 
-// typed absorbs the "type" key so strict decoding accepts it.
-type typed struct {
-	Type string `json:"type"`
-}
-
 func checkCall(id, name string, args json.RawMessage) error {
 	if id == "" {
-		return fmt.Errorf("id: missing")
+		return &strictjson.Error{Path: "id", Msg: "missing"}
 	}
 	if name == "" {
-		return fmt.Errorf("name: missing")
+		return &strictjson.Error{Path: "name", Msg: "missing"}
 	}
 	a := bytes.TrimSpace(args)
 	if len(a) > 0 && !bytes.Equal(a, null) && a[0] != '{' {
-		return fmt.Errorf("arguments: want a JSON object")
+		return &strictjson.Error{Path: "arguments", Msg: "want a JSON object"}
 	}
 	return nil
 }
@@ -429,58 +472,4 @@ func compact(raw json.RawMessage) json.RawMessage {
 		return raw
 	}
 	return b.Bytes()
-}
-
-// strictUnmarshal refuses unknown fields and trailing data, and names the
-// field a type error is in.
-func strictUnmarshal(data []byte, v any) error {
-	dec := json.NewDecoder(bytes.NewReader(data))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(v); err != nil {
-		return describe(err)
-	}
-	if dec.More() {
-		return fmt.Errorf("unexpected data after the JSON value")
-	}
-	return nil
-}
-
-func describe(err error) error {
-	var te *json.UnmarshalTypeError
-	if ok := asTypeError(err, &te); ok && te.Field != "" {
-		field := te.Field
-		// Embedded Go structs show up as "TextBlock.text"; keep the JSON name.
-		if i := strings.LastIndexByte(field, '.'); i >= 0 && field[0] >= 'A' && field[0] <= 'Z' {
-			field = field[i+1:]
-		}
-		return fmt.Errorf("%s: want %s, got %s", field, jsonKind(te.Type.Kind().String()), te.Value)
-	}
-	msg := err.Error()
-	if f, ok := strings.CutPrefix(msg, "json: unknown field "); ok {
-		return fmt.Errorf("%s: unknown field", strings.Trim(f, `"`))
-	}
-	return err
-}
-
-// jsonKind names a Go kind as the JSON type a client should send.
-func jsonKind(k string) string {
-	switch k {
-	case "string":
-		return "a string"
-	case "bool":
-		return "true or false"
-	case "slice", "array":
-		return "an array"
-	case "map", "struct":
-		return "an object"
-	}
-	return "a number"
-}
-
-func asTypeError(err error, te **json.UnmarshalTypeError) bool {
-	t, ok := err.(*json.UnmarshalTypeError)
-	if ok {
-		*te = t
-	}
-	return ok
 }

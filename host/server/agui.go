@@ -1,11 +1,14 @@
 package server
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
+	"reflect"
 	"strings"
 
 	"github.com/ag-ui-protocol/ag-ui/sdks/community/go/pkg/core/events"
@@ -14,6 +17,7 @@ import (
 
 	"github.com/tenxgraph/tenxgraph/host/graph"
 	"github.com/tenxgraph/tenxgraph/host/message"
+	"github.com/tenxgraph/tenxgraph/sdk/strictjson"
 )
 
 // The AG-UI endpoint. An AG-UI client sends its whole transcript with each
@@ -26,12 +30,19 @@ import (
 
 func (s *Server) handleAGUI(w http.ResponseWriter, r *http.Request) {
 	var in types.RunAgentInput
-	if err := json.NewDecoder(r.Body).Decode(&in); err != nil {
-		var mbe *http.MaxBytesError
-		if errors.As(err, &mbe) {
-			writeErr(w, err)
-			return
-		}
+	data, err := io.ReadAll(r.Body)
+	if err != nil {
+		writeErr(w, err) // *http.MaxBytesError: 413
+		return
+	}
+	if len(bytes.TrimSpace(data)) == 0 {
+		writeErr(w, fmt.Errorf("%w: RunAgentInput: empty body: send a JSON object", errMalformed))
+		return
+	}
+	// The AG-UI SDK reads the body's fields itself (accepting the
+	// snake_case spellings some clients send); strictjson checks the whole
+	// text first: duplicate keys and invalid UTF-8 are refused.
+	if err := strictjson.Unmarshal(data, &in); err != nil {
 		writeErr(w, fmt.Errorf("%w: RunAgentInput: %s", errMalformed, describeAGUIError(err)))
 		return
 	}
@@ -59,13 +70,15 @@ func (s *Server) handleAGUI(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Cache-Control", "no-cache")
 	w.WriteHeader(http.StatusOK)
 
-	input, err := s.aguiInput(r.Context(), in, cfg)
+	ctx, stop := s.runContext(r)
+	defer stop()
+	input, err := s.aguiInput(ctx, in, cfg)
 	if err != nil {
 		s.metrics.finished(graph.Result{}, err)
 		a.fail(err)
 		return
 	}
-	for ev, err := range s.svc.App.Stream(r.Context(), input, cfg) {
+	for ev, err := range s.svc.App.Stream(ctx, input, cfg) {
 		if err != nil {
 			s.metrics.finished(graph.Result{}, err)
 			a.fail(err)
@@ -79,15 +92,34 @@ func (s *Server) handleAGUI(w http.ResponseWriter, r *http.Request) {
 }
 
 // describeAGUIError names what is wrong with a RunAgentInput. The AG-UI
-// SDK decodes it field by field, so a type error does not say which field
-// it is in; only the body's own type is known for sure.
+// SDK decodes it field by field with encoding/json, so a type error does
+// not say which field it is in; only the body's own type is known for sure.
 func describeAGUIError(err error) string {
 	var te *json.UnmarshalTypeError
-	if errors.As(err, &te) && te.Field == "" && te.Type.Kind().String() != "map" {
+	var se *strictjson.Error
+	switch {
+	case errors.As(err, &te) && te.Field == "" && te.Type.Kind() == reflect.Map:
+		return "body: must be an object, got " + te.Value
+	case errors.As(err, &te) && te.Field == "":
 		return fmt.Sprintf("a field has the wrong type: want %s, got %s (threadId and runId are strings; messages, tools, context and resume are arrays)",
-			jsonKind(te.Type.Kind().String()), te.Value)
+			jsonKind(te.Type.Kind()), te.Value)
+	case errors.As(err, &se) && se.Path == "":
+		return "body: " + se.Msg
 	}
-	return describeJSONError(err, "")
+	return err.Error()
+}
+
+// jsonKind names a Go kind as the JSON a client should send.
+func jsonKind(k reflect.Kind) string {
+	switch k {
+	case reflect.Struct, reflect.Map:
+		return "an object"
+	case reflect.Slice, reflect.Array:
+		return "an array"
+	case reflect.String:
+		return "a string"
+	}
+	return k.String()
 }
 
 func wantsInterrupts(props any) bool {
@@ -309,6 +341,9 @@ type aguiRun struct {
 }
 
 func (a *aguiRun) emit(e events.Event) {
+	if a.ctx.Err() != nil {
+		return // the client is gone (a run that continues without it)
+	}
 	_ = a.sse.WriteEvent(a.ctx, a.w, e)
 }
 

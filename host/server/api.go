@@ -2,6 +2,7 @@ package server
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -10,8 +11,10 @@ import (
 	"net/http"
 	"strings"
 
+	"github.com/tenxgraph/tenxgraph/host/config"
 	"github.com/tenxgraph/tenxgraph/host/graph"
 	"github.com/tenxgraph/tenxgraph/host/message"
+	"github.com/tenxgraph/tenxgraph/sdk/strictjson"
 )
 
 // RunRequest is the body of /v1/graph/invoke and /v1/graph/stream.
@@ -37,35 +40,40 @@ type RunConfig struct {
 // errMalformed marks a request whose body cannot be read as a RunRequest.
 var errMalformed = errors.New("malformed request")
 
-// DecodeRunRequest reads a run request strictly: unknown keys are errors
-// with their path, a message that does not decode names its index and part,
-// and remote_tools in the config is dropped (the seed: a server-owned key).
+// DecodeRunRequest reads a run request strictly (package strictjson):
+// unknown, repeated and wrong-case keys and invalid UTF-8 are errors with
+// their path, a message that does not decode names its index and part, and
+// remote_tools in the config is dropped (the seed: a server-owned key).
 func DecodeRunRequest(body io.Reader) (RunRequest, error) {
+	data, err := io.ReadAll(body)
+	if err != nil {
+		return RunRequest{}, err // *http.MaxBytesError: 413
+	}
+	if len(bytes.TrimSpace(data)) == 0 {
+		return RunRequest{}, fmt.Errorf("%w: empty body: send a JSON object", errMalformed)
+	}
 	var raw *struct {
-		Input  json.RawMessage            `json:"input"`
+		Input *struct {
+			Messages []json.RawMessage `json:"messages"`
+		} `json:"input"`
 		Config map[string]json.RawMessage `json:"config"`
 	}
-	if err := strictDecode(body, &raw, ""); err != nil {
-		return RunRequest{}, err
+	if err := strictjson.Unmarshal(data, &raw); err != nil {
+		return RunRequest{}, malformed("", err)
 	}
 	if raw == nil {
 		return RunRequest{}, fmt.Errorf("%w: body: must be an object, got null", errMalformed)
 	}
 	var req RunRequest
-	if len(raw.Input) > 0 && string(raw.Input) != "null" {
-		var in struct {
-			Messages []json.RawMessage `json:"messages"`
-		}
-		if err := strictDecode(bytes.NewReader(raw.Input), &in, "input"); err != nil {
-			return RunRequest{}, err
-		}
-		for i, m := range in.Messages {
+	if raw.Input != nil {
+		for i, m := range raw.Input.Messages {
+			at := fmt.Sprintf("input.messages[%d]", i)
 			if k := jsonKindOf(m); k != "an object" {
-				return RunRequest{}, fmt.Errorf("%w: input.messages[%d]: must be an object, got %s", errMalformed, i, k)
+				return RunRequest{}, fmt.Errorf("%w: %s: must be an object, got %s", errMalformed, at, k)
 			}
 			var msg message.Message
-			if err := json.Unmarshal(m, &msg); err != nil {
-				return RunRequest{}, fmt.Errorf("%w: input.messages[%d].%v", errMalformed, i, err)
+			if err := strictjson.Unmarshal(m, &msg); err != nil {
+				return RunRequest{}, malformed(at, err)
 			}
 			req.Input.Messages = append(req.Input.Messages, msg)
 		}
@@ -73,75 +81,31 @@ func DecodeRunRequest(body io.Reader) (RunRequest, error) {
 	for k, v := range raw.Config {
 		switch k {
 		case "thread_id":
-			if err := json.Unmarshal(v, &req.Config.ThreadID); err != nil {
-				return RunRequest{}, fmt.Errorf("%w: config.thread_id: must be a string", errMalformed)
+			if err := strictjson.Unmarshal(v, &req.Config.ThreadID); err != nil {
+				return RunRequest{}, malformed("config.thread_id", err)
 			}
 		case "remote_tools":
 			req.Config.Dropped = append(req.Config.Dropped, k)
 		default:
-			return RunRequest{}, fmt.Errorf("%w: config.%s: unknown key (allowed: thread_id; remote_tools is accepted and ignored)", errMalformed, k)
+			hint := ""
+			if strings.EqualFold(k, "thread_id") {
+				hint = ` (keys are case-sensitive: did you mean "thread_id"?)`
+			}
+			return RunRequest{}, fmt.Errorf("%w: config.%s: unknown key%s (allowed: thread_id; remote_tools is accepted and ignored)", errMalformed, strictjson.Key(k), hint)
 		}
 	}
 	return req, nil
 }
 
-// strictDecode reads one JSON value, refusing unknown fields and trailing
-// data. at is the path of the value in the request ("" for the body), for
-// error messages.
-func strictDecode(r io.Reader, v any, at string) error {
-	dec := json.NewDecoder(r)
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(v); err != nil {
-		var mbe *http.MaxBytesError
-		if errors.As(err, &mbe) {
-			return err
-		}
-		return fmt.Errorf("%w: %s", errMalformed, describeJSONError(err, at))
+// malformed is a decoding error of the part at path ("" for the body) as
+// a 400.
+func malformed(at string, err error) error {
+	err = strictjson.At(at, err)
+	var e *strictjson.Error
+	if errors.As(err, &e) && e.Path == "" {
+		return fmt.Errorf("%w: body: %s", errMalformed, e.Msg)
 	}
-	if _, err := dec.Token(); err != io.EOF {
-		var mbe *http.MaxBytesError
-		if errors.As(err, &mbe) {
-			return err
-		}
-		return fmt.Errorf("%w: unexpected data after the JSON body", errMalformed)
-	}
-	return nil
-}
-
-// describeJSONError says what is wrong, naming the part by its path: at is
-// the path of the value decoded ("" for the body).
-func describeJSONError(err error, at string) string {
-	var se *json.SyntaxError
-	var te *json.UnmarshalTypeError
-	switch {
-	case errors.As(err, &se):
-		return fmt.Sprintf("invalid JSON at byte %d: %v", se.Offset, se)
-	case errors.As(err, &te):
-		return fmt.Sprintf("%s: must be %s, got %s", jsonPath(at, te.Field), jsonKind(te.Type.Kind().String()), te.Value)
-	case errors.Is(err, io.EOF):
-		return "empty body: send a JSON object"
-	case errors.Is(err, io.ErrUnexpectedEOF):
-		return "invalid JSON: the body ends before the JSON value does"
-	}
-	msg := err.Error()
-	if f, ok := strings.CutPrefix(msg, "json: unknown field "); ok {
-		return jsonPath(at, strings.Trim(f, `"`)) + ": unknown key"
-	}
-	return strings.TrimPrefix(msg, "json: ")
-}
-
-// jsonPath joins a path and a field ("input" and "messages" make
-// "input.messages"); the empty path is the body.
-func jsonPath(at, field string) string {
-	switch {
-	case at == "" && field == "":
-		return "body"
-	case at == "":
-		return field
-	case field == "":
-		return at
-	}
-	return at + "." + field
+	return fmt.Errorf("%w: %v", errMalformed, err)
 }
 
 // jsonKindOf names the kind of a JSON value by its first byte.
@@ -165,16 +129,19 @@ func jsonKindOf(raw json.RawMessage) string {
 	return "a number"
 }
 
-func jsonKind(k string) string {
-	switch k {
-	case "struct", "map":
-		return "an object"
-	case "slice":
-		return "an array"
-	case "string":
-		return "a string"
+// runContext is the context of a run started by r. With
+// server.on_disconnect "cancel" (the default) it is the request's: a client
+// that goes away cancels its run, and the thread records it as cancelled.
+// With "continue" the run outlives its request, to completion or a pause,
+// but not the server: a shutdown still cancels it. Call stop when the run
+// is over.
+func (s *Server) runContext(r *http.Request) (ctx context.Context, stop func()) {
+	if s.cfg.OnDisconnect != config.OnDisconnectContinue {
+		return r.Context(), func() {}
 	}
-	return k
+	ctx, cancel := context.WithCancelCause(context.WithoutCancel(r.Context()))
+	unhook := context.AfterFunc(s.runs, func() { cancel(context.Cause(s.runs)) })
+	return ctx, func() { unhook(); cancel(nil) }
 }
 
 func (s *Server) decodeRun(w http.ResponseWriter, r *http.Request) (RunRequest, graph.RunConfig, bool) {
@@ -194,7 +161,9 @@ func (s *Server) handleInvoke(w http.ResponseWriter, r *http.Request) {
 	if len(req.Config.Dropped) > 0 {
 		w.Header().Set("Tenxgraph-Ignored-Config", strings.Join(req.Config.Dropped, ", "))
 	}
-	res, err := s.svc.App.Invoke(r.Context(), req.Input.Messages, cfg)
+	ctx, stop := s.runContext(r)
+	defer stop()
+	res, err := s.svc.App.Invoke(ctx, req.Input.Messages, cfg)
 	s.metrics.finished(res, err)
 	if err != nil {
 		writeErr(w, err)
@@ -208,7 +177,9 @@ func (s *Server) handleStream(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	next, stop := iter.Pull2(s.svc.App.Stream(r.Context(), req.Input.Messages, cfg))
+	ctx, stopRun := s.runContext(r)
+	defer stopRun()
+	next, stop := iter.Pull2(s.svc.App.Stream(ctx, req.Input.Messages, cfg))
 	defer stop()
 	// A run refused before it starts (a conflict, bad input) is answered
 	// with a plain status and error body, like invoke.

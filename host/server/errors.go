@@ -1,6 +1,7 @@
 package server
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -43,6 +44,9 @@ func errorBody(err error) (int, ErrorBody) {
 		return http.StatusNotFound, body("thread_not_found", err.Error(), nil)
 	case errors.Is(err, graph.ErrInvalidInput):
 		return http.StatusUnprocessableEntity, body("invalid_input", err.Error(), nil)
+	case errors.Is(err, context.Canceled) || errors.Is(err, errShutdown):
+		return http.StatusServiceUnavailable, body("run_cancelled", err.Error()+
+			"; the thread keeps its last checkpoint: call it again without input to continue, or send new input", nil)
 	case errors.Is(err, graph.ErrStepLimit):
 		return http.StatusInternalServerError, body("step_limit", err.Error(), nil)
 	}

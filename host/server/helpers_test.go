@@ -65,6 +65,11 @@ var testRules = []map[string]any{
 		map[string]any{"name": "read_clipboard", "arguments": map[string]any{}},
 		map[string]any{"name": "get_selection", "arguments": map[string]any{}},
 	}},
+	// A slow server tool and a remote tool in one step.
+	{"match": `(?i)zzslowmix (\S+)`, "tool_calls": []any{
+		map[string]any{"name": "http_fetch", "arguments": map[string]any{"url": "$1"}},
+		map[string]any{"name": "read_clipboard", "arguments": map[string]any{}},
+	}},
 	// A tool only an AG-UI client (or a per-run tool) provides.
 	{"match": `(?i)zzconfetti`, "tool_calls": []any{map[string]any{"name": "show_confetti", "arguments": map[string]any{"amount": "lots"}}}},
 }

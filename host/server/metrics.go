@@ -73,7 +73,9 @@ func (m *metrics) observe(ev graph.Event) {
 func (m *metrics) finished(res graph.Result, err error) {
 	switch {
 	case err != nil:
-		if code, _ := errorBody(err); code < 500 {
+		if code, body := errorBody(err); body.Error.Code == "run_cancelled" {
+			m.runs.WithLabelValues("cancelled").Inc()
+		} else if code < 500 {
 			m.runs.WithLabelValues("refused").Inc()
 		} else {
 			m.runs.WithLabelValues("failed").Inc()

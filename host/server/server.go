@@ -31,9 +31,11 @@ type Server struct {
 	metrics *metrics
 	http    *http.Server
 	mux     *http.ServeMux
-	// cancelRuns ends the context of every request, and so of every run:
-	// what Shutdown does to runs still going when its grace is over.
-	cancelRuns context.CancelFunc
+	// runs is the context every run derives from, whatever
+	// server.on_disconnect says; stopRuns cancels the runs still going when
+	// a shutdown's grace period is over.
+	runs     context.Context
+	stopRuns context.CancelCauseFunc
 }
 
 // token is one accepted bearer token; name (the env var it came from)
@@ -73,11 +75,10 @@ func New(svc *service.Service, opts Options) (*Server, error) {
 	s.metrics = newMetrics()
 	svc.App.Observe(s.metrics.observe)
 	s.routes()
-	base, cancel := context.WithCancel(context.Background())
-	s.cancelRuns = cancel
+	s.runs, s.stopRuns = context.WithCancelCause(context.Background())
 	s.http = &http.Server{
 		Handler:           s.Handler(),
-		BaseContext:       func(net.Listener) context.Context { return base },
+		BaseContext:       func(net.Listener) context.Context { return s.runs },
 		ReadHeaderTimeout: 10 * time.Second,
 		ReadTimeout:       60 * time.Second,
 		IdleTimeout:       120 * time.Second,
@@ -144,19 +145,23 @@ const CancelWait = 2 * time.Second
 // going at the end of the grace and were cancelled.
 var ErrRunsCancelled = errors.New("runs still in flight at the end of the grace period were cancelled")
 
+// errShutdown is the cause of runs cancelled by a shutdown.
+var errShutdown = errors.New("the server is shutting down")
+
 // Shutdown stops accepting requests and lets those in flight (runs
 // included) finish until ctx is done. Then it cancels them through their
-// context, so each run ends as cancelled (its thread stays consistent and
-// can be resumed), and waits up to CancelWait for their handlers; a request
-// still running after that has its connection closed. It returns within
-// CancelWait of ctx's end; nil when nothing had to be cut off. The
-// service's providers are drained by the caller after this returns.
+// context, so each run ends as cancelled and is recorded as such on its
+// thread (which can be resumed), and waits up to CancelWait for their
+// handlers; a request still running after that has its connection closed.
+// It returns within CancelWait of ctx's end; nil when nothing had to be cut
+// off. The service's providers are drained by the caller after this
+// returns.
 func (s *Server) Shutdown(ctx context.Context) error {
 	err := s.http.Shutdown(ctx)
 	if err == nil {
 		return nil
 	}
-	s.cancelRuns()
+	s.stopRuns(errShutdown)
 	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), CancelWait)
 	defer cancel()
 	if werr := s.http.Shutdown(wctx); werr != nil {

@@ -15,6 +15,7 @@ import (
 	"github.com/santhosh-tekuri/jsonschema/v5"
 
 	"github.com/tenxgraph/tenxgraph/sdk"
+	"github.com/tenxgraph/tenxgraph/sdk/strictjson"
 )
 
 // Problem is one thing wrong with an input, at a JSON path such as
@@ -225,8 +226,15 @@ func leaves(ve *jsonschema.ValidationError) string {
 }
 
 // decodeJSON decodes with json.Number, as the schema library requires, and
-// refuses trailing data.
+// refuses what package strictjson refuses (duplicate keys, invalid UTF-8,
+// trailing data).
 func decodeJSON(raw []byte) (any, error) {
+	// Duplicate keys and invalid UTF-8 first: a schema validator that sees
+	// only the last of two "path" keys would pass what a tool then reads
+	// differently.
+	if err := strictjson.Check(raw); err != nil {
+		return nil, err
+	}
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.UseNumber()
 	var v any

@@ -80,3 +80,25 @@ func TestParseRunTool(t *testing.T) {
 		t.Fatalf("duplicate per-run tools: %v", err)
 	}
 }
+
+// Arguments with a key twice, or that are not UTF-8, are refused before the
+// schema sees them: a validator reading the last "path" would pass what a
+// tool reading the first one does differently.
+func TestValidateRefusesDuplicateKeysAndBadUTF8(t *testing.T) {
+	s, err := Compile(json.RawMessage(`{"type": "object", "properties": {"path": {"type": "string", "pattern": "^safe/"}}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Validate(json.RawMessage(`{"path": "safe/a"}`)); err != nil {
+		t.Fatalf("valid arguments: %v", err)
+	}
+	for args, want := range map[string]string{
+		`{"path": "../etc/passwd", "path": "safe/a"}`: "path: duplicate key",
+		"{\"path\": \"safe/\xff\"}":                   "path: invalid UTF-8",
+	} {
+		err := s.Validate(json.RawMessage(args))
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%s: got %v, want an error containing %q", args, err, want)
+		}
+	}
+}

@@ -13,6 +13,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/tenxgraph/tenxgraph/sdk"
+	"github.com/tenxgraph/tenxgraph/sdk/strictjson"
 )
 
 // Limits on one expression. They bound the parser's time and stack whatever
@@ -74,26 +75,15 @@ func calculatorTool() sdk.Tool {
 	})
 }
 
-// decodeArgs decodes a tool's arguments strictly. The host validates against
-// the schema first; this keeps the tool correct when called directly.
+// decodeArgs decodes a tool's arguments strictly (package strictjson). The
+// host validates against the schema first; this keeps the tool correct when
+// called directly.
 func decodeArgs(raw json.RawMessage, v any) error {
 	if len(bytes.TrimSpace(raw)) == 0 {
 		raw = json.RawMessage(`{}`)
 	}
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(v); err != nil {
-		var te *json.UnmarshalTypeError
-		if errors.As(err, &te) && te.Field != "" {
-			return fmt.Errorf("invalid arguments: %q must be a %s, got %s", te.Field, te.Type, te.Value)
-		}
-		if f, ok := strings.CutPrefix(err.Error(), "json: unknown field "); ok {
-			return fmt.Errorf("invalid arguments: unknown field %s; see the tool's parameters", f)
-		}
-		return fmt.Errorf("invalid arguments: %v", err)
-	}
-	if dec.More() {
-		return errors.New("invalid arguments: unexpected data after the JSON object")
+	if err := strictjson.Unmarshal(raw, v); err != nil {
+		return fmt.Errorf("invalid arguments: %w; see the tool's parameters", err)
 	}
 	return nil
 }

@@ -222,8 +222,8 @@ func TestCalculatorTool(t *testing.T) {
 	}
 	for args, want := range map[string]string{
 		`{}`:                                 `missing \"expression\"`,
-		`{"expression": 5}`:                  `\"expression\" must be a string, got number`,
-		`{"expression": "1", "extra": true}`: `unknown field \"extra\"`,
+		`{"expression": 5}`:                  `expression: must be a string, got number`,
+		`{"expression": "1", "extra": true}`: `extra: unknown key`,
 		`[1]`:                                `invalid arguments`,
 	} {
 		got, isErr := callTool(t, p, "calculator", args)

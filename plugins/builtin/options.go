@@ -1,13 +1,13 @@
 package builtin
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"math"
 	"time"
 
 	"github.com/tenxgraph/tenxgraph/sdk"
+	"github.com/tenxgraph/tenxgraph/sdk/strictjson"
 )
 
 // Options chooses the builtin tools a graph gets and configures the ones that
@@ -101,14 +101,13 @@ func (o HTTPFetchOptions) MarshalJSON() ([]byte, error) {
 	return json.Marshal(httpFetchJSON{httpFetchFields: httpFetchFields(o), TimeoutMS: ms})
 }
 
-// UnmarshalJSON decodes the options strictly: an unknown key is an error,
+// UnmarshalJSON decodes the options strictly (package strictjson): an
+// unknown, repeated or wrong-case key is an error,
 // because a misspelt limit silently falling back to its default is worse.
 func (o *HTTPFetchOptions) UnmarshalJSON(raw []byte) error {
 	var j httpFetchJSON
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&j); err != nil {
-		return fmt.Errorf("http_fetch: %w", err)
+	if err := strictjson.Unmarshal(raw, &j); err != nil {
+		return err
 	}
 	if j.TimeoutMS > math.MaxInt64/int64(time.Millisecond) || j.TimeoutMS < math.MinInt64/int64(time.Millisecond) {
 		return fmt.Errorf("http_fetch: timeout_ms %d is out of range", j.TimeoutMS)

@@ -42,13 +42,16 @@ func TestOptionsJSON(t *testing.T) {
 
 func TestParseOptionsErrors(t *testing.T) {
 	cases := map[string]string{
-		`{"enable": "calculator"}`:                      "cannot unmarshal string",
-		`{"http_fetch": {"allowed_hosts": ["a.com"]}}`:  `unknown field "allowed_hosts"`,
-		`{"workspace": "/x"}`:                           `unknown field "workspace"`,
-		`{"http_fetch": {"timeout_ms": "10s"}}`:         "cannot unmarshal string",
+		`{"enable": "calculator"}`:                      "enable: must be an array, got string",
+		`{"http_fetch": {"allowed_hosts": ["a.com"]}}`:  "http_fetch.allowed_hosts: unknown key",
+		`{"workspace": "/x"}`:                           "workspace: unknown key",
+		`{"http_fetch": {"timeout_ms": "10s"}}`:         "http_fetch.timeout_ms: must be an integer, got string",
+		`{"enable": [], "enable": ["http_fetch"]}`:      "enable: duplicate key",
+		`{"Enable": ["calculator"]}`:                    `Enable: unknown key (keys are case-sensitive: did you mean "enable"?)`,
+		`{"http_fetch": {"Max_Bytes": 1}}`:              `http_fetch.Max_Bytes: unknown key (keys are case-sensitive: did you mean "max_bytes"?)`,
 		`{"http_fetch": {"timeout_ms": 9223372036855}}`: "timeout_ms 9223372036855 is out of range",
 		`{} {}`:     "unexpected data after the JSON value",
-		`{"enable"`: "unexpected EOF",
+		`{"enable"`: "the text ends before the JSON value does",
 	}
 	for in, want := range cases {
 		_, err := ParseOptions([]byte(in))

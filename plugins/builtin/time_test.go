@@ -83,8 +83,8 @@ func TestCurrentTimeErrors(t *testing.T) {
 		`{"timezone": "Tokyo"}`:             `unknown time zone \"Tokyo\": pass an IANA zone name such as \"Asia/Tokyo\"`,
 		`{"timezone": "Local"}`:             `\"Local\" is not accepted`,
 		`{"timezone": "../etc/passwd"}`:     `unknown time zone`,
-		`{"timezone": 9}`:                   `\"timezone\" must be a string`,
-		`{"tz": "UTC"}`:                     `unknown field \"tz\"`,
+		`{"timezone": 9}`:                   `timezone: must be a string`,
+		`{"tz": "UTC"}`:                     `tz: unknown key`,
 	}
 	for args, want := range cases {
 		_, raw, isErr := callTime(t, time.Now(), args)
