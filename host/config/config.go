@@ -232,6 +232,11 @@ type Server struct {
 	CORS CORS
 	// MaxBodyBytes bounds a request body (default 4 MiB).
 	MaxBodyBytes int64
+	// AllowedHosts are Host names served besides the loopback ones on a
+	// loopback connection (a name in /etc/hosts, say). A page that rebinds
+	// its own DNS name to 127.0.0.1 sends its own name, so only listed
+	// names get through. Lower case, without a port.
+	AllowedHosts []string
 }
 
 // Auth requires a bearer token on every API request.
@@ -643,7 +648,7 @@ func (c *checker) checkpointer(f field) Checkpointer {
 }
 
 func (c *checker) server(f field) Server {
-	o := f.object("addr", "auth", "cors", "max_body_bytes")
+	o := f.object("addr", "auth", "cors", "max_body_bytes", "allowed_hosts")
 	s := Server{Addr: DefaultAddr, MaxBodyBytes: DefaultMaxBodyBytes}
 	addr := o.get("addr")
 	if a, ok := addr.text(); ok {
@@ -668,7 +673,34 @@ func (c *checker) server(f field) Server {
 	if n, ok := o.get("max_body_bytes").integer(1, math.MaxInt64); ok {
 		s.MaxBodyBytes = n
 	}
+	s.AllowedHosts, _ = o.get("allowed_hosts").list(checkServedHost)
 	return s
+}
+
+// checkServedHost reads a server.allowed_hosts entry: a host name or IP
+// address as a Host header carries it, without a scheme, port or path, which
+// is compared with the Host of each request. It is returned in lower case.
+func checkServedHost(f field) (string, bool) {
+	h, ok := f.text()
+	if !ok {
+		return "", false
+	}
+	name := strings.TrimSuffix(strings.TrimPrefix(h, "["), "]")
+	switch {
+	case strings.Contains(h, "://") || strings.ContainsAny(h, "/?#@ "):
+		f.c.add(f.path, "%q is not a host name: list only the name, such as \"myhost.local\", without a scheme or path", h)
+		return "", false
+	case net.ParseIP(name) == nil && strings.Contains(h, ":"):
+		f.c.add(f.path, "%q has a port: list only the name (any port of the server is accepted)", h)
+		return "", false
+	case net.ParseIP(name) == nil && strings.ContainsAny(h, "[]"):
+		f.c.add(f.path, "%q is not a host name or IP address", h)
+		return "", false
+	}
+	if ip := net.ParseIP(name); ip != nil {
+		return ip.String(), true
+	}
+	return strings.ToLower(strings.TrimSuffix(h, ".")), true
 }
 
 func checkURL(s string) error {
