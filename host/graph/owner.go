@@ -133,3 +133,14 @@ func (a *App) DeleteThread(ctx context.Context, threadID string, owner map[strin
 	a.cache.drop(threadID)
 	return a.cp.DeleteThread(ctx, threadID)
 }
+
+// Probe reads the store cheaply (the latest checkpoint of a thread id no
+// thread can have) and returns what failed, or nil when the store answers.
+// The health check uses it, so a store that cannot be read is not reported
+// healthy.
+func (a *App) Probe(ctx context.Context) error {
+	if _, err := a.cp.Latest(ctx, ""); err != nil && !errors.Is(err, checkpoint.ErrNotFound) {
+		return fmt.Errorf("checkpoint store: %w", err)
+	}
+	return nil
+}

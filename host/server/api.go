@@ -2,6 +2,7 @@ package server
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -9,6 +10,7 @@ import (
 	"iter"
 	"net/http"
 	"strings"
+	"time"
 	"unicode/utf8"
 
 	"github.com/tenxgraph/tenxgraph/host/graph"
@@ -282,6 +284,15 @@ func (s *Server) handleDeleteThread(w http.ResponseWriter, r *http.Request) {
 	w.WriteHeader(http.StatusNoContent)
 }
 
+// handleHealth answers 200 while the store can be read, and 503 naming the
+// problem while it cannot: a server whose every call would fail is not
+// healthy.
 func (s *Server) handleHealth(w http.ResponseWriter, r *http.Request) {
+	ctx, cancel := context.WithTimeout(r.Context(), 5*time.Second)
+	defer cancel()
+	if err := s.svc.App.Probe(ctx); err != nil {
+		writeError(w, http.StatusServiceUnavailable, "store_unavailable", err.Error(), nil)
+		return
+	}
 	writeJSON(w, http.StatusOK, map[string]any{"status": "ok", "agent": s.svc.Config.Agent, "tools": len(s.svc.Tools())})
 }
