@@ -10,8 +10,8 @@ import (
 
 	"errors"
 	"fmt"
-	"io/fs"
 	"github.com/hashicorp/go-hclog"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
