@@ -74,6 +74,8 @@ fi
 
 step "go test -race"
 go test -race -count=1 ./...
+step "go test: memory held by clients that do not read (no -race, which multiplies memory)"
+go test -count=1 -run '^TestSlowReadersAreDropped$' ./host/server
 
 step "AG-UI: the real @ag-ui/client against tenxgraph serve"
 bin_dir=$(mktemp -d)

@@ -175,6 +175,9 @@ func openSQLite(ctx context.Context, path string) (_ *SQLite, err error) {
 	if err := s.connectWriter(ctx); err != nil {
 		return nil, fmt.Errorf("connect: %w", err)
 	}
+	if err := s.check(ctx); err != nil {
+		return nil, err
+	}
 	if err := s.migrate(ctx); err != nil {
 		return nil, err
 	}
@@ -275,6 +278,33 @@ func (s *SQLite) connectWriter(ctx context.Context) error {
 func isBusy(err error) bool {
 	var se *sqlite.Error
 	return errors.As(err, &se) && se.Code()&0xff == sqlite3.SQLITE_BUSY
+}
+
+// check runs SQLite's quick_check, which reads every page, so a file with
+// corrupted pages is refused at open instead of failing every call later.
+func (s *SQLite) check(ctx context.Context) error {
+	rows, err := s.w.QueryContext(ctx, "PRAGMA quick_check(10)")
+	if err != nil {
+		return fmt.Errorf("the file is not a readable SQLite database (%w); restore it from a backup or move it aside to start an empty store", err)
+	}
+	defer rows.Close()
+	var problems []string
+	for rows.Next() {
+		var p string
+		if err := rows.Scan(&p); err != nil {
+			return fmt.Errorf("integrity check: %w", err)
+		}
+		if p != "ok" {
+			problems = append(problems, p)
+		}
+	}
+	if err := rows.Err(); err != nil {
+		problems = append(problems, err.Error())
+	}
+	if len(problems) > 0 {
+		return fmt.Errorf("the database is corrupt (%s); restore it from a backup or move it aside to start an empty store", strings.Join(problems, "; "))
+	}
+	return nil
 }
 
 // migrate brings the schema to sqliteSchemaVersion in one IMMEDIATE

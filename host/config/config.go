@@ -354,6 +354,11 @@ type Server struct {
 	// it ends: OnDisconnectCancel (also when empty, the default) or
 	// OnDisconnectContinue.
 	OnDisconnect string
+	// AllowedHosts are Host names served besides the loopback ones on a
+	// loopback connection (a name in /etc/hosts, say). A page that rebinds
+	// its own DNS name to 127.0.0.1 sends its own name, so only listed
+	// names get through. Lower case, without a port.
+	AllowedHosts []string
 }
 
 // The values of server.on_disconnect. Cancel is the default: a run lasts
@@ -802,7 +807,7 @@ func (c *checker) checkpointer(f field) Checkpointer {
 }
 
 func (c *checker) server(f field) Server {
-	o := f.object("addr", "auth", "cors", "max_body_bytes", "shutdown_grace", "on_disconnect")
+	o := f.object("addr", "auth", "cors", "max_body_bytes", "shutdown_grace", "on_disconnect", "allowed_hosts")
 	s := Server{Addr: DefaultAddr, MaxBodyBytes: DefaultMaxBodyBytes}
 	if v, ok := o.get("on_disconnect").oneOf(OnDisconnectCancel, OnDisconnectContinue); ok {
 		s.OnDisconnect = v
@@ -831,7 +836,34 @@ func (c *checker) server(f field) Server {
 		s.MaxBodyBytes = n
 	}
 	s.ShutdownGrace, _ = o.get("shutdown_grace").duration()
+	s.AllowedHosts, _ = o.get("allowed_hosts").list(checkServedHost)
 	return s
+}
+
+// checkServedHost reads a server.allowed_hosts entry: a host name or IP
+// address as a Host header carries it, without a scheme, port or path, which
+// is compared with the Host of each request. It is returned in lower case.
+func checkServedHost(f field) (string, bool) {
+	h, ok := f.text()
+	if !ok {
+		return "", false
+	}
+	name := strings.TrimSuffix(strings.TrimPrefix(h, "["), "]")
+	switch {
+	case strings.Contains(h, "://") || strings.ContainsAny(h, "/?#@ "):
+		f.c.add(f.path, "%q is not a host name: list only the name, such as \"myhost.local\", without a scheme or path", h)
+		return "", false
+	case net.ParseIP(name) == nil && strings.Contains(h, ":"):
+		f.c.add(f.path, "%q has a port: list only the name (any port of the server is accepted)", h)
+		return "", false
+	case net.ParseIP(name) == nil && strings.ContainsAny(h, "[]"):
+		f.c.add(f.path, "%q is not a host name or IP address", h)
+		return "", false
+	}
+	if ip := net.ParseIP(name); ip != nil {
+		return ip.String(), true
+	}
+	return strings.ToLower(strings.TrimSuffix(h, ".")), true
 }
 
 func checkURL(s string) error {

@@ -43,7 +43,7 @@ type App struct {
 	stepLimit      int
 
 	mu    sync.Mutex
-	busy  map[string]bool
+	busy  map[string]map[string]string // thread → the metadata of the caller holding it
 	idGen func() string
 	cache *threadCache // nil when the store cannot confirm a copy is current
 
@@ -113,7 +113,7 @@ func (g *StateGraph) Compile(cp checkpoint.Checkpointer, opts ...Option) (*App, 
 		index:          map[string]int{},
 		interruptAfter: map[string]bool{},
 		stepLimit:      DefaultStepLimit,
-		busy:           map[string]bool{},
+		busy:           map[string]map[string]string{},
 		idGen:          newID,
 		cache:          newThreadCache(cp),
 	}

@@ -58,8 +58,8 @@ func (a *App) Stream(ctx context.Context, input []message.Message, cfg RunConfig
 }
 
 func (a *App) run(ctx context.Context, input []message.Message, cfg RunConfig, emit func(Event)) (Result, error) {
-	if cfg.ThreadID == "" || len(cfg.ThreadID) > 256 {
-		return Result{}, invalid("config.thread_id: required, at most 256 characters")
+	if err := CheckThreadID("config.thread_id", cfg.ThreadID); err != nil {
+		return Result{}, err
 	}
 	r := &Run{ThreadID: cfg.ThreadID, RunID: a.idGen(), emit: emit, listening: emit != nil}
 	if obs := a.observer; obs != nil {
@@ -69,8 +69,8 @@ func (a *App) run(ctx context.Context, input []message.Message, cfg RunConfig, e
 			r.emit = func(e Event) { obs(e); emit(e) }
 		}
 	}
-	if !a.acquire(cfg.ThreadID) {
-		return Result{}, &StateError{Kind: ErrThreadBusy, ThreadID: cfg.ThreadID, Detail: "wait for the current run to finish"}
+	if err := a.acquire(ctx, cfg.ThreadID, cfg.Metadata); err != nil {
+		return Result{}, err
 	}
 	defer a.release(cfg.ThreadID)
 
@@ -79,7 +79,7 @@ func (a *App) run(ctx context.Context, input []message.Message, cfg RunConfig, e
 		return Result{}, err
 	}
 	if latest != nil && !owns(latest.Metadata, cfg.Metadata) {
-		return Result{}, fmt.Errorf("thread %q: %w", cfg.ThreadID, ErrThreadNotFound)
+		return Result{}, notFound(cfg.ThreadID)
 	}
 	s, err := a.begin(latest, prev, input, cfg)
 	if err != nil {
@@ -271,22 +271,6 @@ func (a *App) result(r *Run, s State, status Status) Result {
 	return res
 }
 
-func (a *App) acquire(thread string) bool {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	if a.busy[thread] {
-		return false
-	}
-	a.busy[thread] = true
-	return true
-}
-
-func (a *App) release(thread string) {
-	a.mu.Lock()
-	delete(a.busy, thread)
-	a.mu.Unlock()
-}
-
 // writer appends a run's checkpoints.
 type writer struct {
 	app      *App
@@ -339,16 +323,10 @@ func (w *writer) fail(ctx context.Context, s State, next []string, err error) er
 const recordTimeout = 10 * time.Second
 
 // Thread returns the thread's current state as a Result (RunID is the run
-// that last wrote it), or an error wrapping ErrThreadNotFound.
+// that last wrote it), or an error wrapping ErrThreadNotFound, whoever owns
+// it: ThreadFor with no owner.
 func (a *App) Thread(ctx context.Context, threadID string) (Result, error) {
-	cp, err := a.cp.Latest(ctx, threadID)
-	if errors.Is(err, checkpoint.ErrNotFound) {
-		return Result{}, fmt.Errorf("thread %q: %w", threadID, ErrThreadNotFound)
-	}
-	if err != nil {
-		return Result{}, fmt.Errorf("thread %q: load: %w", threadID, err)
-	}
-	return a.snapshot(cp)
+	return a.ThreadFor(ctx, threadID, nil)
 }
 
 // Snapshot is one checkpoint of a thread's history.
@@ -377,18 +355,6 @@ func (a *App) History(ctx context.Context, threadID string, limit int) ([]Snapsh
 	return out, nil
 }
 
-// owns reports whether a run with metadata want may use a thread stored
-// with have: every key the run names must match. A thread created with an
-// owner is thus invisible to runs of another owner, as if it did not exist.
-func owns(have, want map[string]string) bool {
-	for k, v := range want {
-		if have[k] != v {
-			return false
-		}
-	}
-	return true
-}
-
 // ThreadMetadata returns the metadata stored with the thread.
 func (a *App) ThreadMetadata(ctx context.Context, threadID string) (map[string]string, error) {
 	cp, err := a.cp.Latest(ctx, threadID)
@@ -396,17 +362,6 @@ func (a *App) ThreadMetadata(ctx context.Context, threadID string) (map[string]s
 		return nil, fmt.Errorf("thread %q: %w", threadID, ErrThreadNotFound)
 	}
 	return cp.Metadata, err
-}
-
-// DeleteThread forgets the thread. A thread with a run in progress is not
-// deleted (ErrThreadBusy).
-func (a *App) DeleteThread(ctx context.Context, threadID string) error {
-	if !a.acquire(threadID) {
-		return &StateError{Kind: ErrThreadBusy, ThreadID: threadID, Detail: "wait for the current run to finish"}
-	}
-	defer a.release(threadID)
-	a.cache.drop(threadID)
-	return a.cp.DeleteThread(ctx, threadID)
 }
 
 func (a *App) snapshot(cp checkpoint.Checkpoint) (Result, error) {

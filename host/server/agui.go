@@ -50,6 +50,10 @@ func (s *Server) handleAGUI(w http.ResponseWriter, r *http.Request) {
 		writeErr(w, fmt.Errorf("%w: threadId: required", errMalformed))
 		return
 	}
+	if err := graph.CheckThreadID("threadId", in.ThreadID); err != nil {
+		writeErr(w, err)
+		return
+	}
 	if in.RunID == "" {
 		in.RunID = events.GenerateRunID()
 	}
@@ -134,15 +138,9 @@ func wantsInterrupts(props any) bool {
 // or resume entries. Otherwise it is the messages whose ids the thread does
 // not have yet; messages the server already has are never appended twice.
 func (s *Server) aguiInput(ctx context.Context, in types.RunAgentInput, cfg graph.RunConfig) ([]message.Message, error) {
-	th, err := s.svc.App.Thread(ctx, in.ThreadID)
-	switch {
-	case errors.Is(err, graph.ErrThreadNotFound):
-	case err != nil:
+	th, err := s.svc.App.ThreadFor(ctx, in.ThreadID, cfg.Metadata)
+	if err != nil && !errors.Is(err, graph.ErrThreadNotFound) {
 		return nil, err
-	default:
-		if !ownsThread(ctx, s, in.ThreadID, cfg.Metadata) {
-			return nil, fmt.Errorf("thread %q: %w", in.ThreadID, graph.ErrThreadNotFound)
-		}
 	}
 	known := map[string]bool{}
 	for _, m := range th.Messages {
@@ -165,14 +163,6 @@ func (s *Server) aguiInput(ctx context.Context, in types.RunAgentInput, cfg grap
 		}
 	}
 	return out, nil
-}
-
-func ownsThread(ctx context.Context, s *Server, id string, want map[string]string) bool {
-	if want == nil {
-		return true
-	}
-	md, err := s.svc.App.ThreadMetadata(ctx, id)
-	return err == nil && md["owner"] == want["owner"]
 }
 
 // resultsFor builds the tool message that resumes a paused thread from the

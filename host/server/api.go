@@ -10,6 +10,8 @@ import (
 	"iter"
 	"net/http"
 	"strings"
+	"time"
+	"unicode/utf8"
 
 	"github.com/tenxgraph/tenxgraph/host/config"
 	"github.com/tenxgraph/tenxgraph/host/graph"
@@ -215,46 +217,52 @@ type Thread struct {
 	RemoteToolCalls []message.RemoteToolCallBlock `json:"remote_tool_calls"`
 }
 
-// checkOwner answers 404 for a thread that does not exist and, exactly
-// the same, for one the caller does not own.
-func (s *Server) checkOwner(r *http.Request, id string) error {
-	md, err := s.svc.App.ThreadMetadata(r.Context(), id)
-	if err != nil {
-		return err
+// threadID is the route's thread id. One that is not UTF-8 is refused with
+// 400 (it could not be a thread's name); CheckThreadID's other rules are the
+// graph's.
+func threadID(w http.ResponseWriter, r *http.Request) (string, bool) {
+	id := r.PathValue("thread_id")
+	if !utf8.ValidString(id) {
+		writeErr(w, fmt.Errorf("%w: thread_id in the path: must be valid UTF-8 (percent-encode its UTF-8 bytes)", errMalformed))
+		return "", false
 	}
-	if want := owner(r); want != nil && md["owner"] != want["owner"] {
-		return fmt.Errorf("thread %q: %w", id, graph.ErrThreadNotFound)
-	}
-	return nil
+	return id, true
 }
 
 func (s *Server) handleGetThread(w http.ResponseWriter, r *http.Request) {
-	id := r.PathValue("thread_id")
-	if err := s.checkOwner(r, id); err != nil {
-		writeErr(w, err)
+	id, ok := threadID(w, r)
+	if !ok {
 		return
 	}
-	res, err := s.svc.App.Thread(r.Context(), id)
+	res, err := s.svc.App.ThreadFor(r.Context(), id, owner(r))
 	if err != nil {
 		writeErr(w, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, Thread{ThreadID: res.ThreadID, Status: res.Status, Messages: res.Messages, RemoteToolCalls: res.RemoteToolCalls})
+	writeThread(w, Thread{ThreadID: res.ThreadID, Status: res.Status, Messages: res.Messages, RemoteToolCalls: res.RemoteToolCalls})
 }
 
 func (s *Server) handleDeleteThread(w http.ResponseWriter, r *http.Request) {
-	id := r.PathValue("thread_id")
-	if err := s.checkOwner(r, id); err != nil {
-		writeErr(w, err)
+	id, ok := threadID(w, r)
+	if !ok {
 		return
 	}
-	if err := s.svc.App.DeleteThread(r.Context(), id); err != nil {
+	if err := s.svc.App.DeleteThread(r.Context(), id, owner(r)); err != nil {
 		writeErr(w, err)
 		return
 	}
 	w.WriteHeader(http.StatusNoContent)
 }
 
+// handleHealth answers 200 while the store can be read, and 503 naming the
+// problem while it cannot: a server whose every call would fail is not
+// healthy.
 func (s *Server) handleHealth(w http.ResponseWriter, r *http.Request) {
+	ctx, cancel := context.WithTimeout(r.Context(), 5*time.Second)
+	defer cancel()
+	if err := s.svc.App.Probe(ctx); err != nil {
+		writeError(w, http.StatusServiceUnavailable, "store_unavailable", err.Error(), nil)
+		return
+	}
 	writeJSON(w, http.StatusOK, map[string]any{"status": "ok", "agent": s.svc.Config.Agent, "tools": len(s.svc.Tools())})
 }

@@ -174,14 +174,15 @@ func TestCORS(t *testing.T) {
 		t.Fatalf("401 from %s: %d %v", app, r.status, r.header)
 	}
 
-	// Another origin gets no CORS headers at all, preflight or not.
+	// Another origin gets no CORS headers at all, preflight or not, and is
+	// refused: its requests are 403.
 	for _, origin := range []string{"http://evil.example", "http://app.example", "https://app.example:5173", "null"} {
 		r = e.do("OPTIONS", "/v1/graph/invoke", nil, withToken(""), withHeader("Origin", origin), withHeader("Access-Control-Request-Method", "POST"))
 		if r.status == http.StatusNoContent || hasCORS(r.header) {
 			t.Fatalf("preflight from %s: %d %v", origin, r.status, r.header)
 		}
 		r = e.do("GET", "/v1/threads/cors", nil, withHeader("Origin", origin))
-		if r.status != 200 || hasCORS(r.header) {
+		if r.status != http.StatusForbidden || hasCORS(r.header) {
 			t.Fatalf("GET from %s: %d %v", origin, r.status, r.header)
 		}
 	}

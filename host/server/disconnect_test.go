@@ -63,7 +63,9 @@ func (p *slowPage) open() {
 
 // host is the allow_hosts entry that lets http_fetch reach the page: its
 // loopback address in CIDR form, with its port.
-func (p *slowPage) host() string { return "127.0.0.1/32:" + strings.TrimPrefix(p.srv.URL, "http://127.0.0.1:") }
+func (p *slowPage) host() string {
+	return "127.0.0.1/32:" + strings.TrimPrefix(p.srv.URL, "http://127.0.0.1:")
+}
 
 func waitFor[T any](t *testing.T, ch <-chan T, what string) T {
 	t.Helper()

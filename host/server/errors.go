@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 
 	"github.com/tenxgraph/tenxgraph/host/graph"
@@ -90,6 +91,61 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(status)
 	_, _ = w.Write(append(raw, '\n'))
+}
+
+// writeThread answers 200 with t as writeJSON would, but encodes one message
+// at a time: a large thread is never held encoded in memory, so a client that
+// reads slowly costs the server one message's encoding, not the thread's.
+func writeThread(w http.ResponseWriter, t Thread) {
+	head, err := json.Marshal(struct {
+		ThreadID string       `json:"thread_id"`
+		Status   graph.Status `json:"status"`
+	}{t.ThreadID, t.Status})
+	if err != nil {
+		writeJSON(w, http.StatusOK, t) // answers the encoding error
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(http.StatusOK)
+	parts := [][]byte{head[:len(head)-1], []byte(`,"messages":`)}
+	if t.Messages == nil {
+		parts = append(parts, []byte("null"))
+	}
+	for _, p := range parts {
+		if _, err := w.Write(p); err != nil {
+			return // the client is gone or too slow; the server closes the connection
+		}
+	}
+	for i, m := range t.Messages {
+		raw, err := json.Marshal(m)
+		if err != nil {
+			panic(http.ErrAbortHandler) // the status is sent: cutting the connection is the only way left to say so
+		}
+		sep := ","
+		if i == 0 {
+			sep = "["
+		}
+		if _, err := io.WriteString(w, sep); err != nil {
+			return
+		}
+		if _, err := w.Write(raw); err != nil {
+			return
+		}
+	}
+	if t.Messages != nil {
+		end := "]"
+		if len(t.Messages) == 0 {
+			end = "[]"
+		}
+		if _, err := io.WriteString(w, end); err != nil {
+			return
+		}
+	}
+	calls, err := json.Marshal(t.RemoteToolCalls)
+	if err != nil {
+		panic(http.ErrAbortHandler)
+	}
+	_, _ = w.Write(append(append([]byte(`,"remote_tool_calls":`), calls...), "}\n"...))
 }
 
 // sse writes server-sent events: a named event with a JSON data line,

@@ -92,3 +92,32 @@ func TestRunFailed(t *testing.T) {
 		t.Fatalf("%+v", res)
 	}
 }
+
+// unreadableStore is a memory store whose reads fail while fail is set.
+type unreadableStore struct {
+	checkpoint.Checkpointer
+	fail atomic.Bool
+}
+
+func (s *unreadableStore) Latest(ctx context.Context, id string) (checkpoint.Checkpoint, error) {
+	if s.fail.Load() {
+		return checkpoint.Checkpoint{}, errors.New("database disk image is malformed (injected)")
+	}
+	return s.Checkpointer.Latest(ctx, id)
+}
+
+// /healthz reflects the store: 503 naming the problem while it cannot be
+// read, 200 again once it can.
+func TestHealthReflectsStore(t *testing.T) {
+	us := &unreadableStore{Checkpointer: checkpoint.NewMemory()}
+	e := start(t, setup{store: us})
+	if r := e.do("GET", "/healthz", nil); r.status != 200 {
+		t.Fatalf("healthz: %d %s", r.status, r.body)
+	}
+	us.fail.Store(true)
+	errorOf(t, e.do("GET", "/healthz", nil), http.StatusServiceUnavailable, "store_unavailable", "checkpoint store", "malformed (injected)")
+	us.fail.Store(false)
+	if r := e.do("GET", "/healthz", nil); r.status != 200 {
+		t.Fatalf("healthz after the store recovered: %d %s", r.status, r.body)
+	}
+}

@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"net/http/httptest"
+	"time"
 
 	"github.com/ag-ui-protocol/ag-ui/sdks/community/go/pkg/core/types"
 	aguisse "github.com/ag-ui-protocol/ag-ui/sdks/community/go/pkg/encoding/sse"
@@ -28,3 +29,10 @@ func AGUIStream(threadID, runID string, interrupts bool, evs []graph.Event, fail
 
 // ErrorStatus is the status and body the API answers for err.
 func ErrorStatus(err error) (int, ErrorBody) { return errorBody(err) }
+
+// SetTimeouts gives a server test-sized timeouts; call it before Serve.
+func (s *Server) SetTimeouts(readHeader, write time.Duration) {
+	s.http.ReadHeaderTimeout = readHeader
+	s.http.WriteTimeout = write
+	s.writeTimeout = write
+}

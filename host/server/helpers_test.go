@@ -87,6 +87,8 @@ type setup struct {
 	dir string
 	// store replaces the configured checkpointer.
 	store checkpoint.Checkpointer
+	// tune adjusts the server before it serves (its timeouts, say).
+	tune func(*server.Server)
 }
 
 // env is a live server on a loopback port and the service behind it.
@@ -151,6 +153,9 @@ func start(t *testing.T, s setup) *env {
 	if err != nil {
 		_ = svc.Shutdown(ctx)
 		t.Fatalf("server: %v", err)
+	}
+	if s.tune != nil {
+		s.tune(srv)
 	}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {

@@ -94,6 +94,13 @@ var corpus = []malformed{
 	{name: "thread_id is a number", body: `{"input": {"messages": [{"role": "user", "content": "hi"}]}, "config": {"thread_id": 1}}`, status: badRequest, code: "malformed_request", want: []string{"config.thread_id: must be a string"}},
 	{name: "thread_id is an object", body: `{"input": {"messages": [{"role": "user", "content": "hi"}]}, "config": {"thread_id": {"id": "p"}}}`, status: badRequest, code: "malformed_request", want: []string{"config.thread_id: must be a string"}},
 
+	// Bytes that are not UTF-8, which a decoder would turn into U+FFFD.
+	{name: "thread_id not UTF-8", body: "{\"input\": {\"messages\": [{\"role\": \"user\", \"content\": \"hi\"}]}, \"config\": {\"thread_id\": \"p\xff\"}}", status: badRequest, code: "malformed_request", want: []string{"invalid UTF-8"}},
+	{name: "thread_id of Latin-1 bytes", body: "{\"input\": {\"messages\": [{\"role\": \"user\", \"content\": \"hi\"}]}, \"config\": {\"thread_id\": \"caf\xe9\"}}", status: badRequest, code: "malformed_request", want: []string{"invalid UTF-8"}},
+	{name: "message text not UTF-8", body: msgBody("{\"role\": \"user\", \"content\": \"a\xc3(b\"}"), status: badRequest, code: "malformed_request", want: []string{"invalid UTF-8"}},
+	{name: "overlong UTF-8 encoding", body: msgBody("{\"role\": \"user\", \"content\": \"\xc0\xaf\"}"), status: badRequest, code: "malformed_request", want: []string{"invalid UTF-8"}},
+	{name: "UTF-16 body", body: "{\x00}\x00", status: badRequest, code: "malformed_request"},
+
 	// Unknown keys at every level.
 	{name: "unknown top-level key", body: `{"inputs": {"messages": []}, "config": {"thread_id": "p"}}`, status: badRequest, code: "malformed_request", want: []string{"inputs: unknown key"}},
 	{name: "thread_id at the top level", body: `{"input": {"messages": [{"role": "user", "content": "hi"}]}, "thread_id": "p"}`, status: badRequest, code: "malformed_request", want: []string{"thread_id: unknown key"}},
@@ -149,6 +156,9 @@ var corpus = []malformed{
 	{name: "missing thread_id", body: `{"input": {"messages": [{"role": "user", "content": "hi"}]}}`, status: invalid, code: "invalid_input", want: []string{"config.thread_id: required"}},
 	{name: "empty thread_id", body: `{"input": {"messages": [{"role": "user", "content": "hi"}]}, "config": {"thread_id": ""}}`, status: invalid, code: "invalid_input", want: []string{"config.thread_id: required"}},
 	{name: "thread_id too long", body: `{"input": {"messages": [{"role": "user", "content": "hi"}]}, "config": {"thread_id": "` + strings.Repeat("t", 257) + `"}}`, status: invalid, code: "invalid_input", want: []string{"config.thread_id", "at most 256"}},
+	{name: "thread_id of 257 two-byte characters", body: `{"input": {"messages": [{"role": "user", "content": "hi"}]}, "config": {"thread_id": "` + strings.Repeat("é", 257) + `"}}`, status: invalid, code: "invalid_input", want: []string{"config.thread_id: at most 256 characters, got 257"}},
+	{name: "thread_id with an escaped lone surrogate", body: `{"input": {"messages": [{"role": "user", "content": "hi"}]}, "config": {"thread_id": "p\ud800"}}`, status: badRequest, code: "malformed_request", want: []string{"config.thread_id", "invalid surrogate"}},
+	{name: "thread_id of the replacement character", body: `{"input": {"messages": [{"role": "user", "content": "hi"}]}, "config": {"thread_id": "p\ufffd"}}`, status: invalid, code: "invalid_input", want: []string{"config.thread_id: must not contain U+FFFD"}},
 	{name: "no messages on a new thread", body: `{"input": {"messages": []}, "config": {"thread_id": "new"}}`, status: invalid, code: "invalid_input", want: []string{"input: no messages"}},
 	{name: "no input on a completed thread", body: `{"config": {"thread_id": "c"}}`, status: invalid, code: "invalid_input", want: []string{"input: no messages"}},
 	{name: "empty content list", body: msgBody(`{"role": "user", "content": []}`), status: invalid, code: "invalid_input", want: []string{"messages[0].content: empty"}},
@@ -184,6 +194,10 @@ var corpus = []malformed{
 	{name: "agui: body is an array", path: "/v1/agui", body: `[]`, status: badRequest, code: "malformed_request", want: []string{"RunAgentInput: body: must be an object, got array"}},
 	{name: "agui: missing threadId", path: "/v1/agui", body: `{"runId": "r", "messages": []}`, status: badRequest, code: "malformed_request", want: []string{"threadId: required"}},
 	{name: "agui: messages is a string", path: "/v1/agui", body: `{"threadId": "p", "messages": "hi"}`, status: badRequest, code: "malformed_request", want: []string{"want an array, got string"}},
+	{name: "agui: threadId not UTF-8", path: "/v1/agui", body: "{\"threadId\": \"p\xfe\", \"messages\": []}", status: badRequest, code: "malformed_request", want: []string{"invalid UTF-8"}},
+	{name: "agui: threadId too long", path: "/v1/agui", body: `{"threadId": "` + strings.Repeat("t", 257) + `", "messages": []}`, status: invalid, code: "invalid_input", want: []string{"threadId: at most 256 characters, got 257"}},
+	{name: "agui: threadId with an escaped lone surrogate", path: "/v1/agui", body: `{"threadId": "p\udfff", "messages": []}`, status: badRequest, code: "malformed_request", want: []string{"threadId", "invalid surrogate"}},
+	{name: "stream: thread_id not UTF-8", path: "/v1/graph/stream", body: "{\"input\": {\"messages\": [{\"role\": \"user\", \"content\": \"hi\"}]}, \"config\": {\"thread_id\": \"q\xff\"}}", status: badRequest, code: "malformed_request", want: []string{"invalid UTF-8"}},
 	{name: "agui: missing auth", path: "/v1/agui", body: `{"threadId": "p", "messages": []}`, token: "none", status: 401, code: "unauthorized"},
 }
 

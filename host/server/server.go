@@ -36,6 +36,8 @@ type Server struct {
 	// a shutdown's grace period is over.
 	runs     context.Context
 	stopRuns context.CancelCauseFunc
+
+	writeTimeout time.Duration // how long one write may take (WriteTimeout)
 }
 
 // token is one accepted bearer token; name (the env var it came from)
@@ -76,16 +78,32 @@ func New(svc *service.Service, opts Options) (*Server, error) {
 	svc.App.Observe(s.metrics.observe)
 	s.routes()
 	s.runs, s.stopRuns = context.WithCancelCause(context.Background())
+	s.writeTimeout = WriteTimeout
 	s.http = &http.Server{
 		Handler:           s.Handler(),
 		BaseContext:       func(net.Listener) context.Context { return s.runs },
-		ReadHeaderTimeout: 10 * time.Second,
-		ReadTimeout:       60 * time.Second,
-		IdleTimeout:       120 * time.Second,
-		// No WriteTimeout: a stream lasts as long as its run.
+		ReadHeaderTimeout: ReadHeaderTimeout,
+		ReadTimeout:       ReadTimeout,
+		WriteTimeout:      WriteTimeout,
+		IdleTimeout:       IdleTimeout,
 	}
 	return s, nil
 }
+
+// The server's timeouts. A client must send its request headers within
+// ReadHeaderTimeout and its whole request within ReadTimeout, so a client
+// that sends slowly (slowloris) is closed. Every write of a response must
+// finish within WriteTimeout of its start: the deadline is moved on as
+// each write (each event of a stream) begins, so a stream lasts as long as
+// its run, but a client that stops reading is dropped and what its
+// response held is freed. An idle keep-alive connection is closed after
+// IdleTimeout.
+const (
+	ReadHeaderTimeout = 10 * time.Second
+	ReadTimeout       = 60 * time.Second
+	WriteTimeout      = 30 * time.Second
+	IdleTimeout       = 120 * time.Second
+)
 
 func (s *Server) routes() {
 	s.mux.HandleFunc("POST /v1/graph/invoke", s.v1(s.handleInvoke))
@@ -123,9 +141,9 @@ func (s *Server) allowed(r *http.Request) []string {
 	return out
 }
 
-// Handler is the server's handler, with CORS and access logs: for tests and
-// for mounting under another server.
-func (s *Server) Handler() http.Handler { return s.accessLog(s.cors(s.mux)) }
+// Handler is the server's handler, with the Host and Origin checks, CORS
+// and access logs: for tests and for mounting under another server.
+func (s *Server) Handler() http.Handler { return s.accessLog(s.guard(s.cors(s.mux))) }
 
 // Serve accepts connections on ln until Shutdown.
 func (s *Server) Serve(ln net.Listener) error {
@@ -175,8 +193,8 @@ type ctxKey int
 
 const ownerKey ctxKey = 0
 
-// v1 wraps an API route: authentication (when configured) and the body
-// limit. The caller's token name becomes the run's owner, so threads are
+// v1 wraps an API route: authentication (when configured), the JSON
+// Content-Type of a POST, the body limit and UTF-8. The caller's token name becomes the run's owner, so threads are
 // scoped to the token that created them.
 func (s *Server) v1(h http.HandlerFunc) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
@@ -188,6 +206,10 @@ func (s *Server) v1(h http.HandlerFunc) http.HandlerFunc {
 				return
 			}
 			r = r.WithContext(context.WithValue(r.Context(), ownerKey, name))
+		}
+		if msg, ok := jsonBody(r); !ok {
+			writeError(w, http.StatusUnsupportedMediaType, "unsupported_media_type", msg, nil)
+			return
 		}
 		r.Body = http.MaxBytesReader(w, r.Body, s.cfg.MaxBodyBytes)
 		h(w, r)
@@ -242,18 +264,32 @@ func (s *Server) cors(next http.Handler) http.Handler {
 	})
 }
 
-// statusWriter records what a handler answered, for the access log. It
+// statusWriter records what a handler answered, for the access log, and
+// gives each write the write timeout from its start: the connection's write
+// deadline moves on as a response (a stream's events) is written, so no
+// write waits longer than the timeout for a client that does not read. It
 // passes Flush through so streams stay streams.
 type statusWriter struct {
 	http.ResponseWriter
-	status int
-	bytes  int64
+	rc      *http.ResponseController
+	timeout time.Duration
+	status  int
+	bytes   int64
+}
+
+// extend moves the write deadline to the timeout from now. A writer that
+// has no deadline (a recorder in tests) is left as it is.
+func (w *statusWriter) extend() {
+	if w.timeout > 0 {
+		_ = w.rc.SetWriteDeadline(time.Now().Add(w.timeout))
+	}
 }
 
 func (w *statusWriter) WriteHeader(code int) {
 	if w.status == 0 {
 		w.status = code
 	}
+	w.extend()
 	w.ResponseWriter.WriteHeader(code)
 }
 
@@ -261,15 +297,15 @@ func (w *statusWriter) Write(b []byte) (int, error) {
 	if w.status == 0 {
 		w.status = http.StatusOK
 	}
+	w.extend()
 	n, err := w.ResponseWriter.Write(b)
 	w.bytes += int64(n)
 	return n, err
 }
 
 func (w *statusWriter) Flush() {
-	if f, ok := w.ResponseWriter.(http.Flusher); ok {
-		f.Flush()
-	}
+	w.extend()
+	_ = w.rc.Flush()
 }
 
 func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
@@ -277,7 +313,7 @@ func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 func (s *Server) accessLog(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
-		sw := &statusWriter{ResponseWriter: w}
+		sw := &statusWriter{ResponseWriter: w, rc: http.NewResponseController(w), timeout: s.writeTimeout}
 		next.ServeHTTP(sw, r)
 		s.log.Info("request", "method", r.Method, "path", r.URL.Path, "status", sw.status,
 			"bytes", sw.bytes, "duration", time.Since(start), "remote", r.RemoteAddr)

@@ -7,9 +7,9 @@ package service
 
 import (
 	"context"
-
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"sort"
@@ -110,6 +110,7 @@ func New(ctx context.Context, cfg *config.Config, opts Options) (s *Service, err
 	s.Graph = g
 	s.Store = opts.Store
 	if s.Store == nil {
+		warnNewStore(opts.Logger, cfg.Checkpointer)
 		if s.Store, err = openStore(ctx, cfg.Checkpointer); err != nil {
 			return s, err
 		}
@@ -134,6 +135,26 @@ func newModel(m *config.Model) (model.ChatModel, error) {
 		return openai.FromConfig(m)
 	default:
 		return nil, fmt.Errorf("provider %q is not available in this build (use \"openai\" or \"scripted\")", m.Provider)
+	}
+}
+
+// warnNewStore says loudly when the SQLite store the config names is not
+// there (or is an empty file), so a new empty store is about to be created
+// in its place: after a wrong path or a lost file, threads would otherwise
+// vanish without a word.
+func warnNewStore(log hclog.Logger, c config.Checkpointer) {
+	if c.Type != "sqlite" && c.Type != "" {
+		return
+	}
+	if log == nil {
+		log = DefaultLogger()
+	}
+	fi, err := os.Stat(c.Path)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		log.Warn("checkpointer: no SQLite file at checkpointer.path: creating a new, empty store; threads of earlier runs are not in it (check the path if you expected them)", "path", c.Path)
+	case err == nil && fi.Size() == 0:
+		log.Warn("checkpointer: the SQLite file at checkpointer.path is empty (0 bytes): starting a new, empty store in it; if it held threads, it was truncated: restore it from a backup", "path", c.Path)
 	}
 }
 
