@@ -174,7 +174,12 @@ func TestDisconnectCancels(t *testing.T) {
 			t.Fatalf("%s: cancelled thread holds %+v", c.path, th.Messages)
 		}
 	}
+	// A run is counted as it returns, a moment after its thread settled.
 	d := delta(m0, e.metrics(), runsCancelled, runsCompleted, runsFailed)
+	for deadline := time.Now().Add(5 * time.Second); d[runsCancelled] < 4 && time.Now().Before(deadline); {
+		time.Sleep(10 * time.Millisecond)
+		d = delta(m0, e.metrics(), runsCancelled, runsCompleted, runsFailed)
+	}
 	if d[runsCancelled] != 4 || d[runsCompleted]+d[runsFailed] != 0 {
 		t.Fatalf("metrics moved by %v: want four cancelled runs, none completed or failed", d)
 	}
