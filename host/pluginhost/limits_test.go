@@ -6,6 +6,7 @@ import (
 	"errors"
 	"os"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -147,5 +148,45 @@ func TestShutdownBoundedWithAStuckCall(t *testing.T) {
 		}
 	case <-time.After(5 * time.Second):
 		t.Fatal("the stuck call was never answered")
+	}
+}
+
+// A plugin that keeps crashing waits out a growing backoff between starts;
+// Shutdown does not wait for the backoff, and no process of the plugin is
+// started after it returns.
+func TestShutdownCancelsTheBackoff(t *testing.T) {
+	p, _, _ := start(t, pluginhost.Config{})
+	// Six crashes in a row: the next start waits 1.6s (100ms doubling from
+	// the second crash on).
+	last := 0
+	for range 6 {
+		deadline := time.Now().Add(10 * time.Second)
+		pid := p.PID()
+		for pid == 0 || pid == last {
+			if time.Now().After(deadline) {
+				t.Fatal("the plugin did not restart")
+			}
+			time.Sleep(5 * time.Millisecond)
+			pid = p.PID()
+		}
+		if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+			t.Fatal(err)
+		}
+		last = pid
+	}
+	for p.PID() == last { // until the crash is seen and the backoff begins
+		time.Sleep(5 * time.Millisecond)
+	}
+	began := time.Now()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := p.Shutdown(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if took := time.Since(began); took > time.Second {
+		t.Fatalf("Shutdown took %s: it waited out the 1.6s backoff", took)
+	}
+	if pid := p.PID(); pid != 0 {
+		t.Fatalf("a process (%d) runs after Shutdown returned", pid)
 	}
 }

@@ -117,6 +117,7 @@ type Plugin struct {
 	crashes  int // consecutive unexpected exits, for backoff
 	lastExit time.Time
 	closed   bool
+	stopping chan struct{} // closed by Shutdown: a start waiting out its backoff gives up
 	inflight sync.WaitGroup
 }
 
@@ -134,7 +135,7 @@ func Start(ctx context.Context, cfg Config) (*Plugin, error) {
 		cfg.StartTimeout = 30 * time.Second
 	}
 	cfg.Command = append([]string(nil), cfg.Command...)
-	p := &Plugin{cfg: cfg, log: cfg.Logger.Named(cfg.Name)}
+	p := &Plugin{cfg: cfg, log: cfg.Logger.Named(cfg.Name), stopping: make(chan struct{})}
 	path, err := exec.LookPath(cfg.Command[0])
 	if err != nil {
 		return nil, fmt.Errorf("plugin %q: %w", cfg.Name, err)
@@ -364,10 +365,21 @@ func (p *Plugin) backoff() time.Duration {
 }
 
 func (p *Plugin) launch(done chan struct{}, wait time.Duration) {
+	stopped := false
 	if wait > 0 {
-		time.Sleep(wait)
+		t := time.NewTimer(wait)
+		select {
+		case <-t.C:
+		case <-p.stopping: // shut down while waiting out the backoff
+			t.Stop()
+			stopped = true
+		}
 	}
-	inst, err := p.spawn()
+	var inst *instance
+	err := fmt.Errorf("plugin %q: %w", p.cfg.Name, ErrClosed)
+	if !stopped {
+		inst, err = p.spawn()
+	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.starting = nil
@@ -376,7 +388,11 @@ func (p *Plugin) launch(done chan struct{}, wait time.Duration) {
 		p.crashes++
 		p.lastExit = time.Now()
 	} else if p.closed {
-		go p.stop(context.Background(), inst)
+		// Stopped before done is closed, so Shutdown, which waits for
+		// done, returns only once the process is gone. stop takes p.mu.
+		p.mu.Unlock()
+		p.stop(context.Background(), inst)
+		p.mu.Lock()
 	} else {
 		p.cur = inst
 		p.setMetadata(inst, inst.md) // a restart may bring other tools
@@ -581,7 +597,11 @@ func (inst *instance) kill() {
 // returns within about two seconds, whatever the plugin does.
 func (p *Plugin) Shutdown(ctx context.Context) error {
 	p.mu.Lock()
-	p.closed = true
+	if !p.closed {
+		p.closed = true
+		close(p.stopping)
+	}
+	starting := p.starting
 	p.mu.Unlock()
 	drained := make(chan struct{})
 	go func() {
@@ -593,6 +613,16 @@ func (p *Plugin) Shutdown(ctx context.Context) error {
 	case <-drained:
 	case <-ctx.Done():
 		err = fmt.Errorf("plugin %q: calls still running at shutdown were cut off: %w", p.cfg.Name, ctx.Err())
+	}
+	// A start under way is waited for (a backoff gives up at once), so no
+	// process of this plugin comes up after Shutdown returns; one that
+	// started is stopped by launch, which sees the plugin closed.
+	if starting != nil {
+		select {
+		case <-starting:
+		case <-ctx.Done():
+			err = errors.Join(err, fmt.Errorf("plugin %q: still starting at shutdown: %w", p.cfg.Name, ctx.Err()))
+		}
 	}
 	p.mu.Lock()
 	inst := p.cur
