@@ -288,13 +288,33 @@ func isLocal(base string) bool {
 // hanging forever, without bounding long streams.
 const defaultResponseHeaderTimeout = 10 * time.Minute
 
+// MaxIdleConnsPerHost is how many idle connections the default client keeps
+// to the model server, sized for the model calls a busy host has in flight
+// at once (one per run). net/http's default of 2 made every call beyond the
+// second open a new connection under concurrency, and left the closed ones
+// in TIME-WAIT: against a hosted model, a TLS handshake per call. Idle
+// connections are closed after the transport's IdleConnTimeout (90 s).
+const MaxIdleConnsPerHost = 256
+
+// defaultHTTPClient is the client of every Model whose Config brings none:
+// a clone of http.DefaultTransport (proxy from the environment, HTTP/2 when
+// a TLS server offers it, dial and TLS timeouts) keeping enough idle
+// connections that concurrent calls reuse them.
 func defaultHTTPClient() *http.Client {
-	if t, ok := http.DefaultTransport.(*http.Transport); ok {
-		t = t.Clone()
-		t.ResponseHeaderTimeout = defaultResponseHeaderTimeout
-		return &http.Client{Transport: t}
+	return &http.Client{Transport: defaultTransport()}
+}
+
+func defaultTransport() http.RoundTripper {
+	t, ok := http.DefaultTransport.(*http.Transport)
+	if !ok {
+		return http.DefaultTransport
 	}
-	return &http.Client{Transport: http.DefaultTransport}
+	t = t.Clone()
+	t.ResponseHeaderTimeout = defaultResponseHeaderTimeout
+	t.ForceAttemptHTTP2 = true
+	t.MaxIdleConns = max(t.MaxIdleConns, MaxIdleConnsPerHost)
+	t.MaxIdleConnsPerHost = MaxIdleConnsPerHost
+	return t
 }
 
 type attemptsKey struct{}

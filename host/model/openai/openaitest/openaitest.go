@@ -26,10 +26,12 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -49,6 +51,9 @@ type Server struct {
 	requests []Request
 	problems []string
 	apiKey   string
+	n        int  // requests received
+	forget   bool // keep no requests (New)
+	conns    atomic.Int64
 }
 
 // NewServer starts a server answering with replies, in order, and closes
@@ -57,7 +62,9 @@ type Server struct {
 func NewServer(t testing.TB, replies ...Reply) *Server {
 	t.Helper()
 	s := &Server{replies: replies}
-	s.srv = httptest.NewServer(http.HandlerFunc(s.serve))
+	s.srv = httptest.NewUnstartedServer(s)
+	s.srv.Config.ConnState = s.ConnState
+	s.srv.Start()
 	s.URL = s.srv.URL + "/v1"
 	t.Cleanup(func() {
 		s.srv.Close()
@@ -66,6 +73,37 @@ func NewServer(t testing.TB, replies ...Reply) *Server {
 		}
 	})
 	return s
+}
+
+// New returns a server that is not listening, for use outside a test:
+// serve it with an http.Server of your own (with ConnState as its hook to
+// count connections), as the openaitest command does to run the model in a
+// process of its own. It keeps no requests, so a long load does not grow
+// it: Requests returns none, Problems still lists every violation.
+func New(replies ...Reply) *Server {
+	return &Server{replies: replies, forget: true}
+}
+
+// ServeHTTP answers one request.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) { s.serve(w, r) }
+
+// ConnState is an http.Server ConnState hook counting the connections
+// clients open, for Connections. NewServer installs it.
+func (s *Server) ConnState(_ net.Conn, state http.ConnState) {
+	if state == http.StateNew {
+		s.conns.Add(1)
+	}
+}
+
+// Connections is how many connections clients have opened so far: what
+// shows whether a client reuses its connections.
+func (s *Server) Connections() int { return int(s.conns.Load()) }
+
+// Served is how many requests the server has received.
+func (s *Server) Served() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.n
 }
 
 // Push queues more replies.
@@ -262,7 +300,8 @@ func Malformed() Reply {
 func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	body, _ := readAll(r)
 	s.mu.Lock()
-	req := Request{N: len(s.requests), Time: time.Now(), Header: r.Header.Clone(), Body: body}
+	req := Request{N: s.n, Time: time.Now(), Header: r.Header.Clone(), Body: body}
+	s.n++
 	problem := ""
 	switch {
 	case r.Method != http.MethodPost || r.URL.Path != Path:
@@ -270,7 +309,9 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	default:
 		problem = decode(body, &req)
 	}
-	s.requests = append(s.requests, req)
+	if !s.forget {
+		s.requests = append(s.requests, req)
+	}
 	if problem != "" {
 		s.problems = append(s.problems, fmt.Sprintf("request %d: %s", req.N, problem))
 		s.mu.Unlock()

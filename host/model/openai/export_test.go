@@ -1,0 +1,5 @@
+package openai
+
+// DefaultTransport is the transport of a Model whose Config brings no
+// client, for the tests of connection reuse and HTTP/2.
+var DefaultTransport = defaultTransport
