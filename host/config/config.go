@@ -106,6 +106,8 @@ type Config struct {
 	Checkpointer Checkpointer
 	// Server is the HTTP API's setup; always set, with safe defaults.
 	Server Server
+	// Cache bounds the memory of the threads kept decoded between runs.
+	Cache Cache
 	// SandboxDefaults is provider_defaults' sandbox profile, under every
 	// provider entry's own (the entries' Sandbox already include it). The
 	// remote bridge, which has no entry, runs with it as it is.
@@ -337,6 +339,17 @@ type Checkpointer struct {
 	DSNEnv string
 }
 
+// Cache bounds the cache of decoded threads, which saves a run on a thread
+// the host just wrote (a resume, the next turn) from reading and decoding it
+// again.
+type Cache struct {
+	// MaxBytes is the cache's budget, an estimate of the memory its
+	// threads take (default graph.DefaultCacheBytes, 256 MiB); the least
+	// recently used threads are dropped to stay within it. 0 turns the
+	// cache off.
+	MaxBytes int64
+}
+
 // Server configures the HTTP API.
 type Server struct {
 	// Addr is host:port to listen on (default 127.0.0.1:8123).
@@ -415,7 +428,7 @@ func Parse(data []byte, dir string) (*Config, error) {
 		c.add("", "the config must be a JSON object, got %s", root.kind)
 		return nil, c.ps
 	}
-	top := field{c: c, v: root}.object("agent", "remote_tools", "model", "builtin_tools", "mcp_servers", "plugins", "provider_defaults", "checkpointer", "server")
+	top := field{c: c, v: root}.object("agent", "remote_tools", "model", "builtin_tools", "mcp_servers", "plugins", "provider_defaults", "checkpointer", "server", "cache")
 	cfg := &Config{Dir: abs}
 	defaults := top.get("provider_defaults").object(append(providerDefaultKeys(), profileKeys...)...)
 	readProviderKeys(defaults, &c.defaults)
@@ -428,6 +441,10 @@ func Parse(data []byte, dir string) (*Config, error) {
 	cfg.Plugins = c.plugins(top.get("plugins"))
 	cfg.Checkpointer = c.checkpointer(top.get("checkpointer"))
 	cfg.Server = c.server(top.get("server"))
+	cfg.Cache.MaxBytes = graph.DefaultCacheBytes
+	if n, ok := top.get("cache").object("max_bytes").get("max_bytes").integer(0, math.MaxInt64); ok {
+		cfg.Cache.MaxBytes = n
+	}
 	c.checkSecrets(cfg)
 	if len(c.ps) > 0 {
 		return nil, c.ps

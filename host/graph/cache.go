@@ -1,6 +1,7 @@
 package graph
 
 import (
+	"container/list"
 	"context"
 	"errors"
 	"fmt"
@@ -9,49 +10,114 @@ import (
 	"github.com/tenxgraph/tenxgraph/host/checkpoint"
 )
 
+// DefaultCacheBytes is the thread cache's budget when none is set: enough
+// for the threads in flight on a busy host (a thousand threads of 256 KiB),
+// small next to the memory of the machines that serve them.
+const DefaultCacheBytes = 256 << 20
+
+// WithCacheBytes bounds the memory of the cache of decoded threads (see
+// CacheStats) to about n bytes; n <= 0 turns the cache off, so every run
+// reads and decodes its thread from the store.
+func WithCacheBytes(n int64) Option {
+	return func(a *App) { a.cacheBytes = n }
+}
+
+// CacheStats describes the cache of decoded threads, for metrics.
+type CacheStats struct {
+	// Threads and Bytes are what the cache holds now; Bytes is its
+	// estimate of their memory, which the budget bounds.
+	Threads int
+	Bytes   int64
+	// Evictions counts threads dropped to stay within the budget.
+	Evictions uint64
+}
+
+// CacheStats reports the cache's content and its evictions so far (zero
+// when the app has no cache).
+func (a *App) CacheStats() CacheStats {
+	c := a.cache
+	if c == nil {
+		return CacheStats{}
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return CacheStats{Threads: len(c.m), Bytes: c.used, Evictions: c.evictions}
+}
+
 // threadCache keeps the latest checkpoint of the threads this app works on,
 // decoded, so a run on a thread the app just wrote (a resume, the next turn)
 // does not read and decode the state again. An entry is used only while the
 // store confirms it is still the latest (checkpoint.SeqReader, a cheap
 // index-only read): another process writing the thread makes it stale, and
 // it is then read afresh. Stores without SeqReader get no cache.
+//
+// The cache is bounded in bytes: each entry costs its state's encoded size
+// plus an estimate of the decoded structure's overhead, and the least
+// recently used threads are dropped to stay within max (a miss only costs a
+// read). A thread larger than the whole budget is not kept.
 type threadCache struct {
 	seqs checkpoint.SeqReader
-	mu   sync.Mutex
-	m    map[string]cached
+	max  int64
+
+	mu        sync.Mutex
+	m         map[string]*list.Element // of *cached
+	lru       list.List                // front: most recently used
+	used      int64
+	evictions uint64
 }
 
 type cached struct {
-	cp    checkpoint.Checkpoint // State left nil: state holds it decoded
-	state wireState
+	thread string
+	cp     checkpoint.Checkpoint // State left nil: state holds it decoded
+	state  wireState
+	size   int64
 }
 
-// cacheMax bounds the cache: enough for the threads in flight on a busy
-// host, small enough that memory stays bounded however many threads exist.
-const cacheMax = 4096
+// Per-entry and per-message overheads of a decoded thread beyond its JSON
+// size: the map entry, list element and Checkpoint; each Message and its
+// block's interface and struct.
+const (
+	entryOverhead   = 512
+	messageOverhead = 192
+)
 
-func newThreadCache(cp checkpoint.Checkpointer) *threadCache {
+func newThreadCache(cp checkpoint.Checkpointer, maxBytes int64) *threadCache {
 	seqs, ok := cp.(checkpoint.SeqReader)
-	if !ok {
+	if !ok || maxBytes <= 0 {
 		return nil
 	}
-	return &threadCache{seqs: seqs, m: map[string]cached{}}
+	return &threadCache{seqs: seqs, max: maxBytes, m: map[string]*list.Element{}}
 }
 
-func (c *threadCache) store(thread string, cp checkpoint.Checkpoint, state wireState) {
+// store keeps state as the thread's latest; encoded is the size of its
+// JSON encoding.
+func (c *threadCache) store(thread string, cp checkpoint.Checkpoint, state wireState, encoded int) {
 	if c == nil {
 		return
 	}
 	cp.State = nil
+	size := int64(encoded) + entryOverhead + messageOverhead*int64(len(state.Messages))
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if _, ok := c.m[thread]; !ok && len(c.m) >= cacheMax {
-		for k := range c.m { // drop any one: a miss only costs a read
-			delete(c.m, k)
-			break
-		}
+	c.remove(thread)
+	if size > c.max {
+		return
 	}
-	c.m[thread] = cached{cp: cp, state: state}
+	for c.used+size > c.max {
+		c.remove(c.lru.Back().Value.(*cached).thread)
+		c.evictions++
+	}
+	c.m[thread] = c.lru.PushFront(&cached{thread: thread, cp: cp, state: state, size: size})
+	c.used += size
+}
+
+// remove drops thread's entry, if any; c.mu is held.
+func (c *threadCache) remove(thread string) {
+	if e, ok := c.m[thread]; ok {
+		c.used -= e.Value.(*cached).size
+		c.lru.Remove(e)
+		delete(c.m, thread)
+	}
 }
 
 func (c *threadCache) drop(thread string) {
@@ -59,18 +125,27 @@ func (c *threadCache) drop(thread string) {
 		return
 	}
 	c.mu.Lock()
-	delete(c.m, thread)
+	c.remove(thread)
 	c.mu.Unlock()
+}
+
+// get returns thread's entry, marking it used.
+func (c *threadCache) get(thread string) (cached, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	e, ok := c.m[thread]
+	if !ok {
+		return cached{}, false
+	}
+	c.lru.MoveToFront(e)
+	return *e.Value.(*cached), true
 }
 
 // load returns the thread's latest checkpoint and its decoded state, or a
 // nil checkpoint for a thread that has none.
 func (a *App) load(ctx context.Context, thread string) (*checkpoint.Checkpoint, wireState, error) {
 	if c := a.cache; c != nil {
-		c.mu.Lock()
-		hit, ok := c.m[thread]
-		c.mu.Unlock()
-		if ok {
+		if hit, ok := c.get(thread); ok {
 			if seq, err := c.seqs.LatestSeq(ctx, thread); err == nil && seq == hit.cp.Seq {
 				return &hit.cp, hit.state, nil
 			}
@@ -88,6 +163,6 @@ func (a *App) load(ctx context.Context, thread string) (*checkpoint.Checkpoint, 
 	if err != nil {
 		return nil, wireState{}, fmt.Errorf("thread %q: read checkpoint %d: %w", thread, cp.Seq, err)
 	}
-	a.cache.store(thread, cp, state)
+	a.cache.store(thread, cp, state, len(cp.State))
 	return &cp, state, nil
 }

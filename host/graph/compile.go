@@ -48,6 +48,8 @@ type App struct {
 	cache *threadCache // nil when the store cannot confirm a copy is current
 
 	observer func(Event)
+
+	cacheBytes int64 // the cache's budget (WithCacheBytes); <= 0: no cache
 }
 
 // Observe has fn receive every event of every run, Invoke's included, on the
@@ -115,7 +117,7 @@ func (g *StateGraph) Compile(cp checkpoint.Checkpointer, opts ...Option) (*App, 
 		stepLimit:      DefaultStepLimit,
 		busy:           map[string]map[string]string{},
 		idGen:          newID,
-		cache:          newThreadCache(cp),
+		cacheBytes:     DefaultCacheBytes,
 	}
 	for i, n := range g.order {
 		a.index[n] = i
@@ -123,6 +125,7 @@ func (g *StateGraph) Compile(cp checkpoint.Checkpointer, opts ...Option) (*App, 
 	for _, o := range opts {
 		o(a)
 	}
+	a.cache = newThreadCache(cp, a.cacheBytes)
 	for n := range a.interruptAfter {
 		if g.nodes[n] == nil {
 			return nil, fmt.Errorf("graph: interrupt after unknown node %q", n)

@@ -295,7 +295,7 @@ func (w *writer) put(ctx context.Context, s State, next []string, status checkpo
 		return fmt.Errorf("thread %q: save checkpoint: %w", w.run.ThreadID, err)
 	}
 	w.seq++
-	w.app.cache.store(w.run.ThreadID, cp, wireState{State: s, RunTools: w.runTools})
+	w.app.cache.store(w.run.ThreadID, cp, wireState{State: s, RunTools: w.runTools}, len(raw))
 	return nil
 }
 

@@ -89,6 +89,8 @@ type setup struct {
 	store checkpoint.Checkpointer
 	// tune adjusts the server before it serves (its timeouts, say).
 	tune func(*server.Server)
+	// cache is the config's "cache" section (nil: none).
+	cache map[string]any
 }
 
 // env is a live server on a loopback port and the service behind it.
@@ -137,6 +139,9 @@ func start(t *testing.T, s setup) *env {
 		bt := cfg["builtin_tools"].(map[string]any)
 		bt["enable"] = append(bt["enable"].([]any), "http_fetch")
 		bt["http_fetch"] = map[string]any{"allow_hosts": []any{s.fetchHost}}
+	}
+	if s.cache != nil {
+		cfg["cache"] = s.cache
 	}
 	writeJSON(t, filepath.Join(dir, "10xgraph.json"), cfg)
 

@@ -22,7 +22,7 @@ type metrics struct {
 	ignored   prometheus.Counter
 }
 
-func newMetrics() *metrics {
+func newMetrics(app *graph.App) *metrics {
 	m := &metrics{
 		reg: prometheus.NewRegistry(),
 		runs: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "tenxgraph_runs_total",
@@ -39,7 +39,16 @@ func newMetrics() *metrics {
 			Help: "Per-run client tools left out because their name was taken."}),
 	}
 	m.reg.MustRegister(m.runs, m.pauses, m.resumes, m.toolCalls, m.toolTime, m.ignored,
-		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "tenxgraph_thread_cache_evictions_total",
+			Help: "Threads dropped from the cache of decoded threads to stay within cache.max_bytes."},
+			func() float64 { return float64(app.CacheStats().Evictions) }),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "tenxgraph_thread_cache_bytes",
+			Help: "Estimated memory of the threads in the cache (bounded by cache.max_bytes)."},
+			func() float64 { return float64(app.CacheStats().Bytes) }),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "tenxgraph_thread_cache_threads",
+			Help: "Threads in the cache of decoded threads."},
+			func() float64 { return float64(app.CacheStats().Threads) }))
 	return m
 }
 

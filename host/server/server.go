@@ -74,7 +74,7 @@ func New(svc *service.Service, opts Options) (*Server, error) {
 	if s.cfg.MaxBodyBytes == 0 {
 		s.cfg.MaxBodyBytes = config.DefaultMaxBodyBytes
 	}
-	s.metrics = newMetrics()
+	s.metrics = newMetrics(svc.App)
 	svc.App.Observe(s.metrics.observe)
 	s.routes()
 	s.runs, s.stopRuns = context.WithCancelCause(context.Background())

@@ -116,7 +116,7 @@ func New(ctx context.Context, cfg *config.Config, opts Options) (s *Service, err
 		}
 		s.ownsStore = true
 	}
-	var gopts []graph.Option
+	gopts := []graph.Option{graph.WithCacheBytes(cfg.Cache.MaxBytes)}
 	if cfg.Model != nil && cfg.Model.MaxSteps > 0 {
 		// Each model call is followed by at most one tool step.
 		gopts = append(gopts, graph.WithStepLimit(max(graph.DefaultStepLimit, 2*cfg.Model.MaxSteps+2)))
