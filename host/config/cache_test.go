@@ -3,16 +3,13 @@ package config
 import (
 	"strings"
 	"testing"
-
-	"github.com/tenxgraph/tenxgraph/host/graph"
 )
 
 func TestCacheMaxBytes(t *testing.T) {
 	for src, want := range map[string]int64{
-		`{"agent": "a"}`:                                  graph.DefaultCacheBytes,
-		`{"agent": "a", "cache": {}}`:                     graph.DefaultCacheBytes,
+		`{"agent": "a"}`:                                  0, // graph.DefaultCacheBytes
+		`{"agent": "a", "cache": {}}`:                     0,
 		`{"agent": "a", "cache": {"max_bytes": 1048576}}`: 1 << 20,
-		`{"agent": "a", "cache": {"max_bytes": 0}}`:       0,
 	} {
 		cfg, err := Parse([]byte(src), "/p")
 		if err != nil {

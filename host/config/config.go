@@ -344,9 +344,8 @@ type Checkpointer struct {
 // again.
 type Cache struct {
 	// MaxBytes is the cache's budget, an estimate of the memory its
-	// threads take (default graph.DefaultCacheBytes, 256 MiB); the least
-	// recently used threads are dropped to stay within it. 0 turns the
-	// cache off.
+	// threads take (0: graph.DefaultCacheBytes, 256 MiB); the least
+	// recently used threads are dropped to stay within it.
 	MaxBytes int64
 }
 
@@ -441,10 +440,7 @@ func Parse(data []byte, dir string) (*Config, error) {
 	cfg.Plugins = c.plugins(top.get("plugins"))
 	cfg.Checkpointer = c.checkpointer(top.get("checkpointer"))
 	cfg.Server = c.server(top.get("server"))
-	cfg.Cache.MaxBytes = graph.DefaultCacheBytes
-	if n, ok := top.get("cache").object("max_bytes").get("max_bytes").integer(0, math.MaxInt64); ok {
-		cfg.Cache.MaxBytes = n
-	}
+	cfg.Cache.MaxBytes, _ = top.get("cache").object("max_bytes").get("max_bytes").integer(1, math.MaxInt64)
 	c.checkSecrets(cfg)
 	if len(c.ps) > 0 {
 		return nil, c.ps

@@ -116,7 +116,10 @@ func New(ctx context.Context, cfg *config.Config, opts Options) (s *Service, err
 		}
 		s.ownsStore = true
 	}
-	gopts := []graph.Option{graph.WithCacheBytes(cfg.Cache.MaxBytes)}
+	var gopts []graph.Option
+	if cfg.Cache.MaxBytes > 0 {
+		gopts = append(gopts, graph.WithCacheBytes(cfg.Cache.MaxBytes))
+	}
 	if cfg.Model != nil && cfg.Model.MaxSteps > 0 {
 		// Each model call is followed by at most one tool step.
 		gopts = append(gopts, graph.WithStepLimit(max(graph.DefaultStepLimit, 2*cfg.Model.MaxSteps+2)))
