@@ -20,7 +20,7 @@ func TestCacheMaxBytes(t *testing.T) {
 		}
 	}
 	for src, msg := range map[string]string{
-		`{"agent": "a", "cache": {"max_bytes": -1}}`:    "at least 0",
+		`{"agent": "a", "cache": {"max_bytes": -1}}`:    "at least 1",
 		`{"agent": "a", "cache": {"max_bytes": "1GB"}}`: "whole number",
 		`{"agent": "a", "cache": {"max_bytes": 1.5e9}}`: "whole number",
 		`{"agent": "a", "cache": {"max_entries": 10}}`:  "allowed: max_bytes",
