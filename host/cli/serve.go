@@ -5,6 +5,8 @@ import (
 	"context"
 	"fmt"
 	"net"
+	"os"
+	"runtime/pprof"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -22,6 +24,7 @@ const providerStopWait = 2 * time.Second
 func serveCmd() *cobra.Command {
 	var addr string
 	var grace time.Duration
+	var cpuProfile string
 	cmd := &cobra.Command{
 		Use:   "serve [--addr HOST:PORT]",
 		Short: "Serve the HTTP API and the AG-UI endpoint",
@@ -47,6 +50,13 @@ period plus 5 seconds.`,
 				ln, err := net.Listen("tcp", addr)
 				if err != nil {
 					return fail(fmt.Errorf("listen on %s: %w (another server running? pass --addr)", addr, err))
+				}
+				if cpuProfile != "" {
+					stop, err := startCPUProfile(cpuProfile)
+					if err != nil {
+						return fail(err)
+					}
+					defer stop()
 				}
 				fmt.Fprintf(cmd.OutOrStdout(), "tenxgraph %s: serving %q on http://%s (playground at /, API under /v1, health at /healthz)\n", Version, s.Config.Agent, ln.Addr())
 				errc := make(chan error, 1)
@@ -76,5 +86,22 @@ period plus 5 seconds.`,
 	}
 	cmd.Flags().StringVar(&addr, "addr", "", "listen address (default: server.addr from the config, 127.0.0.1:8123)")
 	cmd.Flags().DurationVar(&grace, "shutdown-grace", 0, "how long runs in flight may finish on SIGINT or SIGTERM before they are cancelled (default: server.shutdown_grace from the config, 30s)")
+	cmd.Flags().StringVar(&cpuProfile, "cpuprofile", "", "write a CPU profile of the server to this file, from when it listens until it stops (for go tool pprof)")
 	return cmd
+}
+
+// startCPUProfile profiles the process into path until stop is called.
+func startCPUProfile(path string) (stop func(), err error) {
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, fmt.Errorf("--cpuprofile: %w", err)
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("--cpuprofile: %w", err)
+	}
+	return func() {
+		pprof.StopCPUProfile()
+		f.Close()
+	}, nil
 }

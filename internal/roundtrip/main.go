@@ -1,17 +1,33 @@
 // Command roundtrip measures the remote-tool round trip over HTTP: invoke a
 // run in which the model calls a server tool and a remote tool in one step
 // (→ interrupted), then resume it with the client's result (→ completed). It
-// starts `tenxgraph serve` on the quickstart (scripted model, builtin tools,
-// SQLite) in a temporary folder, drives it from this process like a load
-// tool, and prints latency percentiles and round trips per second, first
-// sequentially, then with many threads in flight.
+// starts `tenxgraph serve` on the quickstart's setup (builtin tools, remote
+// tools, SQLite) in a temporary folder and drives it from this process like
+// a load tool. It has three modes:
 //
-//	go run ./internal/roundtrip -bin "$(go env GOPATH)/bin/tenxgraph"
+//   - load (default): latency percentiles and round trips per second,
+//     sequentially, then with -c threads in flight, each round trip on a new
+//     thread; with the CPU time the server and its children (the plugins)
+//     spent per round trip, read from /proc;
+//   - -turns N: one thread, N round trips on it; every 100 turns, the p50
+//     turn latency, the bytes the server wrote (/proc/PID/io), the
+//     database's growth and the server's RSS;
+//   - -threads N: N threads of -thread-bytes each written to the store
+//     first, then each read once through the server (GET /v1/threads/ID),
+//     reporting the server's peak RSS against the cache's budget.
+//
+// The model is the quickstart's scripted model in the server (-model
+// scripted) or the OpenAI provider talking to the openaitest command, an
+// OpenAI-compatible server in its own process (-model openai), whose
+// connections and CPU are reported too.
+//
+//	go run ./internal/roundtrip -bin "$(go env GOPATH)/bin/tenxgraph" -model openai
 package main
 
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"encoding/json"
 	"flag"
 	"fmt"
@@ -22,115 +38,450 @@ import (
 	"path/filepath"
 	"regexp"
 	"slices"
+	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
 	"time"
+
+	"github.com/tenxgraph/tenxgraph/host/checkpoint"
+	"github.com/tenxgraph/tenxgraph/host/message"
 )
 
+type options struct {
+	bin, model, modelBin, cpuProfile string
+	seq, dur                         time.Duration
+	conc, turns, threads             int
+	threadBytes, cacheBytes          int64
+}
+
 func main() {
-	bin := flag.String("bin", "", "the tenxgraph binary (default: build one)")
-	seq := flag.Duration("seq", 5*time.Second, "how long to run the sequential measurement")
-	dur := flag.Duration("d", 10*time.Second, "how long to run the concurrent measurement")
-	conc := flag.Int("c", 100, "threads in flight in the concurrent measurement")
+	var o options
+	flag.StringVar(&o.bin, "bin", "", "the tenxgraph binary (default: build one)")
+	flag.StringVar(&o.model, "model", "scripted", `the model: "scripted" (in the server) or "openai" (the OpenAI provider and the openaitest command in its own process)`)
+	flag.StringVar(&o.modelBin, "openaitest", "", "the openaitest binary for -model openai (default: build one)")
+	flag.StringVar(&o.cpuProfile, "cpuprofile", "", "write a CPU profile of the server (tenxgraph serve --cpuprofile) to this file")
+	flag.DurationVar(&o.seq, "seq", 5*time.Second, "how long to run the sequential measurement")
+	flag.DurationVar(&o.dur, "d", 10*time.Second, "how long to run the concurrent measurement")
+	flag.IntVar(&o.conc, "c", 100, "threads in flight in the concurrent measurement")
+	flag.IntVar(&o.turns, "turns", 0, "drive one thread this many turns instead (a report every 100 turns)")
+	flag.IntVar(&o.threads, "threads", 0, "write this many threads to the store, then read each through the server, and report its memory")
+	flag.Int64Var(&o.threadBytes, "thread-bytes", 2<<20, "the size of each thread's messages with -threads")
+	flag.Int64Var(&o.cacheBytes, "cache-bytes", 0, "the server's cache.max_bytes (0: its default)")
 	flag.Parse()
-	if err := run(*bin, *seq, *dur, *conc); err != nil {
+	if err := run(o); err != nil {
 		fmt.Fprintln(os.Stderr, "roundtrip:", err)
 		os.Exit(1)
 	}
 }
 
-func run(bin string, seq, dur time.Duration, conc int) error {
+// bench is the server under test and what talks to it.
+type bench struct {
+	dir      string
+	srv      *exec.Cmd
+	base     string
+	client   *http.Client
+	model    *exec.Cmd // the openaitest process, or nil
+	modelURL string
+	next     atomic.Int64
+}
+
+func run(o options) error {
 	dir, err := os.MkdirTemp("", "roundtrip")
 	if err != nil {
 		return err
 	}
 	defer os.RemoveAll(dir)
-	if bin == "" {
-		bin = filepath.Join(dir, "tenxgraph")
-		if out, err := exec.Command("go", "build", "-o", bin, "./cmd/tenxgraph").CombinedOutput(); err != nil {
-			return fmt.Errorf("build: %v\n%s", err, out)
-		}
-	}
-	script, err := os.ReadFile("examples/quickstart/script.json")
-	if err != nil {
-		return fmt.Errorf("run from the repository root: %w", err)
-	}
-	os.WriteFile(filepath.Join(dir, "script.json"), script, 0o600)
-	cfg := `{"agent": "tenxgraph:react", "model": {"provider": "scripted", "script": "script.json"},
-	  "builtin_tools": {"enable": ["calculator"]},
-	  "remote_tools": [{"name": "read_clipboard", "description": "Read the clipboard.", "parameters": {"type": "object", "properties": {}}}],
-	  "checkpointer": {"type": "sqlite", "path": "state.db"}}`
-	os.WriteFile(filepath.Join(dir, "10xgraph.json"), []byte(cfg), 0o600)
-	srv := exec.Command(bin, "serve", "--config", filepath.Join(dir, "10xgraph.json"), "--addr", "127.0.0.1:0")
-	srv.Env = append(os.Environ(), "TENXGRAPH_LOG_LEVEL=error")
-	out, _ := srv.StdoutPipe()
-	srv.Stderr = os.Stderr
-	if err := srv.Start(); err != nil {
-		return err
-	}
-	defer func() {
-		srv.Process.Signal(syscall.SIGTERM)
-		srv.Wait()
-	}()
-	sc := bufio.NewScanner(out)
-	base := ""
-	for sc.Scan() {
-		if m := regexp.MustCompile(`http://(\S+)`).FindStringSubmatch(sc.Text()); m != nil {
-			base = "http://" + m[1]
-			break
-		}
-	}
-	if base == "" {
-		return fmt.Errorf("the server did not say where it listens")
-	}
-	go io.Copy(io.Discard, out)
-	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: conc + 8, MaxConnsPerHost: 0}}
-	var next atomic.Int64
-	trip := func() (time.Duration, error) {
-		id := fmt.Sprintf("rt-%d", next.Add(1))
-		start := time.Now()
-		var res struct {
-			Status          string
-			RemoteToolCalls []struct{ ID string } `json:"remote_tool_calls"`
-		}
-		if err := post(client, base, `{"input": {"messages": [{"role": "user", "content": "what is 2+3*4 and what is on my clipboard?"}]}, "config": {"thread_id": "`+id+`"}}`, &res); err != nil {
-			return 0, err
-		}
-		if res.Status != "interrupted" || len(res.RemoteToolCalls) != 1 {
-			return 0, fmt.Errorf("invoke: status %s, %d remote calls", res.Status, len(res.RemoteToolCalls))
-		}
-		resume := `{"input": {"messages": [{"role": "tool", "content": [{"type": "tool_result", "tool_call_id": "` + res.RemoteToolCalls[0].ID + `", "content": {"text": "hi"}}]}]}, "config": {"thread_id": "` + id + `"}}`
-		if err := post(client, base, resume, &res); err != nil {
-			return 0, err
-		}
-		if res.Status != "completed" {
-			return 0, fmt.Errorf("resume: status %s", res.Status)
-		}
-		return time.Since(start), nil
-	}
-	// Warm up: plugins, connections, SQLite pages.
-	for range 200 {
-		if _, err := trip(); err != nil {
+	if o.bin == "" {
+		o.bin = filepath.Join(dir, "tenxgraph")
+		if err := build(o.bin, "./cmd/tenxgraph"); err != nil {
 			return err
 		}
 	}
-	fmt.Println("| load | round trips | round trips/s | p50 ms | p90 ms | p99 ms | max ms |")
-	fmt.Println("|---|---|---|---|---|---|---|")
+	b := &bench{dir: dir, client: &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: o.conc + 8}}}
+	defer b.stop()
+	modelCfg := `{"provider": "scripted", "script": "script.json"}`
+	switch o.model {
+	case "scripted":
+		script, err := os.ReadFile("examples/quickstart/script.json")
+		if err != nil {
+			return fmt.Errorf("run from the repository root: %w", err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, "script.json"), script, 0o600); err != nil {
+			return err
+		}
+	case "openai":
+		if o.modelBin == "" {
+			o.modelBin = filepath.Join(dir, "openaitest")
+			if err := build(o.modelBin, "./host/model/openai/openaitest/cmd/openaitest"); err != nil {
+				return err
+			}
+		}
+		b.model = exec.Command(o.modelBin, "-addr", "127.0.0.1:0")
+		if b.modelURL, err = startAndRead(b.model, `listening on (http://\S+)`); err != nil {
+			return fmt.Errorf("openaitest: %w", err)
+		}
+		modelCfg = `{"provider": "openai", "model": "test-model", "base_url": "` + b.modelURL + `"}`
+	default:
+		return fmt.Errorf("-model %q: want scripted or openai", o.model)
+	}
+	cache := ""
+	if o.cacheBytes > 0 {
+		cache = fmt.Sprintf(`, "cache": {"max_bytes": %d}`, o.cacheBytes)
+	}
+	cfg := `{"agent": "tenxgraph:react", "model": ` + modelCfg + `,
+	  "builtin_tools": {"enable": ["calculator"]},
+	  "remote_tools": [{"name": "read_clipboard", "description": "Read the clipboard.", "parameters": {"type": "object", "properties": {}}}],
+	  "checkpointer": {"type": "sqlite", "path": "state.db"}` + cache + `}`
+	if err := os.WriteFile(filepath.Join(dir, "10xgraph.json"), []byte(cfg), 0o600); err != nil {
+		return err
+	}
+	if o.threads > 0 {
+		if err := writeThreads(filepath.Join(dir, "state.db"), o.threads, o.threadBytes); err != nil {
+			return err
+		}
+	}
+	args := []string{"serve", "--config", filepath.Join(dir, "10xgraph.json"), "--addr", "127.0.0.1:0"}
+	if o.cpuProfile != "" {
+		abs, err := filepath.Abs(o.cpuProfile)
+		if err != nil {
+			return err
+		}
+		args = append(args, "--cpuprofile", abs)
+	}
+	b.srv = exec.Command(o.bin, args...)
+	b.srv.Env = append(os.Environ(), "TENXGRAPH_LOG_LEVEL=error")
+	if b.base, err = startAndRead(b.srv, `serving .* on (http://\S+)`); err != nil {
+		return fmt.Errorf("serve: %w", err)
+	}
+	switch {
+	case o.threads > 0:
+		return b.readThreads(o)
+	case o.turns > 0:
+		return b.manyTurns(o.turns)
+	default:
+		return b.load(o)
+	}
+}
+
+func build(out, pkg string) error {
+	if msg, err := exec.Command("go", "build", "-o", out, pkg).CombinedOutput(); err != nil {
+		return fmt.Errorf("build %s: %v\n%s", pkg, err, msg)
+	}
+	return nil
+}
+
+// startAndRead starts cmd and returns the first match of pattern's group in
+// its standard output; the rest of the output is discarded.
+func startAndRead(cmd *exec.Cmd, pattern string) (string, error) {
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		return "", err
+	}
+	cmd.Stderr = os.Stderr
+	if err := cmd.Start(); err != nil {
+		return "", err
+	}
+	re := regexp.MustCompile(pattern)
+	sc := bufio.NewScanner(out)
+	for sc.Scan() {
+		if m := re.FindStringSubmatch(sc.Text()); m != nil {
+			go io.Copy(io.Discard, out)
+			return m[1], nil
+		}
+	}
+	return "", fmt.Errorf("%s did not say where it listens", filepath.Base(cmd.Path))
+}
+
+func (b *bench) stop() {
+	for _, c := range []*exec.Cmd{b.srv, b.model} {
+		if c != nil && c.Process != nil {
+			c.Process.Signal(syscall.SIGTERM)
+			c.Wait()
+		}
+	}
+}
+
+// trip is one round trip on thread: invoke → interrupted, resume →
+// completed.
+func (b *bench) trip(thread string) (time.Duration, error) {
+	start := time.Now()
+	var res struct {
+		Status          string
+		RemoteToolCalls []struct{ ID string } `json:"remote_tool_calls"`
+	}
+	if err := b.post(`{"input": {"messages": [{"role": "user", "content": "what is 2+3*4 and what is on my clipboard?"}]}, "config": {"thread_id": "`+thread+`"}}`, &res); err != nil {
+		return 0, err
+	}
+	if res.Status != "interrupted" || len(res.RemoteToolCalls) != 1 {
+		return 0, fmt.Errorf("invoke: status %s, %d remote calls", res.Status, len(res.RemoteToolCalls))
+	}
+	resume := `{"input": {"messages": [{"role": "tool", "content": [{"type": "tool_result", "tool_call_id": "` + res.RemoteToolCalls[0].ID + `", "content": {"text": "hi"}}]}]}, "config": {"thread_id": "` + thread + `"}}`
+	if err := b.post(resume, &res); err != nil {
+		return 0, err
+	}
+	if res.Status != "completed" {
+		return 0, fmt.Errorf("resume: status %s", res.Status)
+	}
+	return time.Since(start), nil
+}
+
+func (b *bench) newTrip() (time.Duration, error) {
+	return b.trip(fmt.Sprintf("rt-%d", b.next.Add(1)))
+}
+
+func (b *bench) load(o options) error {
+	// Warm up: plugins, connections, SQLite pages.
+	for range 200 {
+		if _, err := b.newTrip(); err != nil {
+			return err
+		}
+	}
+	fmt.Println("| load | round trips | round trips/s | p50 ms | p90 ms | p99 ms | max ms | server CPU µs/round trip | model CPU µs/round trip | model connections opened |")
+	fmt.Println("|---|---|---|---|---|---|---|---|---|---|")
 	for _, c := range []struct {
 		n int
 		d time.Duration
-	}{{1, seq}, {conc, dur}} {
-		lat, elapsed, err := load(trip, c.n, c.d)
+	}{{1, o.seq}, {o.conc, o.dur}} {
+		cpu0, model0, conns0, err := b.counters()
+		if err != nil {
+			return err
+		}
+		lat, elapsed, err := load(b.newTrip, c.n, c.d)
+		if err != nil {
+			return err
+		}
+		cpu1, model1, conns1, err := b.counters()
 		if err != nil {
 			return err
 		}
 		slices.Sort(lat)
 		pct := func(p float64) float64 { return float64(lat[int(p*float64(len(lat)-1))].Microseconds()) / 1000 }
-		fmt.Printf("| %d in flight | %d | %.0f | %.2f | %.2f | %.2f | %.2f |\n", c.n, len(lat),
-			float64(len(lat))/elapsed.Seconds(), pct(0.5), pct(0.9), pct(0.99), pct(1))
+		n := float64(len(lat))
+		modelCPU, conns := "—", "—"
+		if b.model != nil {
+			modelCPU = fmt.Sprintf("%.0f", float64(model1-model0)/n)
+			conns = fmt.Sprintf("%d (%d model calls)", conns1.connections-conns0.connections, conns1.requests-conns0.requests)
+		}
+		fmt.Printf("| %d in flight | %d | %.0f | %.2f | %.2f | %.2f | %.2f | %.0f | %s | %s |\n", c.n, len(lat),
+			n/elapsed.Seconds(), pct(0.5), pct(0.9), pct(0.99), pct(1), float64(cpu1-cpu0)/n, modelCPU, conns)
 	}
 	return nil
+}
+
+type modelStats struct {
+	requests, connections int
+	problems              []string
+}
+
+// counters reads the CPU time of the server and its descendants and of the
+// model server (µs), and the model server's counts.
+func (b *bench) counters() (server, model int64, stats modelStats, err error) {
+	if server, err = treeCPU(b.srv.Process.Pid); err != nil {
+		return
+	}
+	if b.model == nil {
+		return
+	}
+	if model, err = treeCPU(b.model.Process.Pid); err != nil {
+		return
+	}
+	resp, err := http.Get(strings.TrimSuffix(b.modelURL, "/v1") + "/stats")
+	if err != nil {
+		return
+	}
+	defer resp.Body.Close()
+	var s struct {
+		Requests, Connections int
+		Problems              []string
+	}
+	if err = json.NewDecoder(resp.Body).Decode(&s); err != nil {
+		return
+	}
+	if len(s.Problems) > 0 {
+		err = fmt.Errorf("the model server saw bad requests: %v", s.Problems)
+	}
+	return server, model, modelStats{s.Requests, s.Connections, s.Problems}, err
+}
+
+// manyTurns drives one thread n turns and reports every 100.
+func (b *bench) manyTurns(n int) error {
+	const thread, every = "long", 100
+	db := filepath.Join(b.dir, "state.db")
+	fmt.Println("| turns | p50 ms (last 100) | written per turn KB (/proc io) | database growth per turn KB | database MB | server RSS MiB | server CPU ms per turn |")
+	fmt.Println("|---|---|---|---|---|---|---|")
+	var lat []time.Duration
+	wrote0, err := writeBytes(b.srv.Process.Pid)
+	if err != nil {
+		return err
+	}
+	size0, cpu0 := dbSize(db), int64(0)
+	if cpu0, err = treeCPU(b.srv.Process.Pid); err != nil {
+		return err
+	}
+	for turn := 1; turn <= n; turn++ {
+		l, err := b.trip(thread)
+		if err != nil {
+			return fmt.Errorf("turn %d: %w", turn, err)
+		}
+		lat = append(lat, l)
+		if turn%every != 0 && turn != n {
+			continue
+		}
+		wrote, err := writeBytes(b.srv.Process.Pid)
+		if err != nil {
+			return err
+		}
+		cpu, err := treeCPU(b.srv.Process.Pid)
+		if err != nil {
+			return err
+		}
+		rss, _ := status(b.srv.Process.Pid, "VmRSS")
+		size := dbSize(db)
+		k := float64(len(lat))
+		slices.Sort(lat)
+		fmt.Printf("| %d | %.2f | %.1f | %.1f | %.1f | %.1f | %.2f |\n", turn, float64(lat[len(lat)/2].Microseconds())/1000,
+			float64(wrote-wrote0)/k/1e3, float64(size-size0)/k/1e3, float64(size)/1e6, float64(rss)/1024, float64(cpu-cpu0)/k/1e3)
+		lat, wrote0, size0, cpu0 = lat[:0], wrote, size, cpu
+	}
+	resp, err := b.client.Get(b.base + "/v1/threads/" + thread)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return err
+	}
+	fmt.Printf("\nthe thread's JSON (GET /v1/threads/%s): %.2f MB; database %.1f MB (%.0f×)\n",
+		thread, float64(len(body))/1e6, float64(dbSize(db))/1e6, float64(dbSize(db))/float64(len(body)))
+	return nil
+}
+
+// writeThreads fills the store at path with n completed threads of about
+// size bytes each (8 messages), before the server opens it.
+func writeThreads(path string, n int, size int64) error {
+	ctx := context.Background()
+	store, err := checkpoint.OpenSQLite(ctx, path)
+	if err != nil {
+		return err
+	}
+	defer store.Close()
+	const per = 8
+	text := strings.Repeat("x", int(size/per))
+	msgs := make([]message.Message, per)
+	for i := range msgs {
+		role := message.RoleUser
+		if i%2 == 1 {
+			role = message.RoleAssistant
+		}
+		msgs[i] = message.Text(role, text)
+		msgs[i].ID = fmt.Sprint("m", i)
+	}
+	state, err := json.Marshal(map[string]any{"messages": msgs})
+	if err != nil {
+		return err
+	}
+	start := time.Now()
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	errs := make(chan error, 4)
+	for range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := next.Add(1); i <= int64(n); i = next.Add(1) {
+				cp := checkpoint.Checkpoint{ThreadID: fmt.Sprint("big-", i), Seq: 1, RunID: "r", Status: checkpoint.StatusCompleted, State: state}
+				if err := store.Put(ctx, cp); err != nil {
+					errs <- err
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	if err := <-errs; err != nil {
+		return err
+	}
+	fmt.Printf("wrote %d threads of %d bytes in %s\n", n, len(state), time.Since(start).Round(time.Second))
+	return nil
+}
+
+// readThreads reads every thread writeThreads wrote through the server, 8
+// at a time, and reports the server's memory.
+func (b *bench) readThreads(o options) error {
+	pid := b.srv.Process.Pid
+	rss0, _ := status(pid, "VmRSS")
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	errs := make(chan error, 8)
+	start := time.Now()
+	for range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := next.Add(1); i <= int64(o.threads); i = next.Add(1) {
+				resp, err := b.client.Get(fmt.Sprint(b.base, "/v1/threads/big-", i))
+				if err != nil {
+					errs <- err
+					return
+				}
+				n, err := io.Copy(io.Discard, resp.Body)
+				resp.Body.Close()
+				if err == nil && (resp.StatusCode != http.StatusOK || n < o.threadBytes) {
+					err = fmt.Errorf("GET big-%d: HTTP %d, %d bytes", i, resp.StatusCode, n)
+				}
+				if err != nil {
+					errs <- err
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	if err := <-errs; err != nil {
+		return err
+	}
+	elapsed := time.Since(start)
+	hwm, _ := status(pid, "VmHWM")
+	rss, _ := status(pid, "VmRSS")
+	m, err := b.metrics()
+	if err != nil {
+		return err
+	}
+	budget := o.cacheBytes
+	if budget == 0 {
+		budget = 256 << 20
+	}
+	fmt.Printf("read %d threads of %d bytes in %s\n", o.threads, o.threadBytes, elapsed.Round(time.Second))
+	fmt.Println("| cache budget MiB | RSS before MiB | peak RSS (VmHWM) MiB | RSS after MiB | peak over budget MiB | cache MiB | cached threads | evictions |")
+	fmt.Println("|---|---|---|---|---|---|---|---|")
+	fmt.Printf("| %d | %.0f | %.0f | %.0f | %.0f | %.0f | %.0f | %.0f |\n", budget>>20, float64(rss0)/1024, float64(hwm)/1024, float64(rss)/1024,
+		float64(hwm)/1024-float64(budget>>20), m["tenxgraph_thread_cache_bytes"]/(1<<20), m["tenxgraph_thread_cache_threads"], m["tenxgraph_thread_cache_evictions_total"])
+	return nil
+}
+
+func (b *bench) metrics() (map[string]float64, error) {
+	resp, err := b.client.Get(b.base + "/metrics")
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	out := map[string]float64{}
+	sc := bufio.NewScanner(resp.Body)
+	for sc.Scan() {
+		line := sc.Text()
+		if line == "" || line[0] == '#' {
+			continue
+		}
+		if i := strings.LastIndexByte(line, ' '); i > 0 {
+			out[line[:i]], _ = strconv.ParseFloat(line[i+1:], 64)
+		}
+	}
+	return out, sc.Err()
 }
 
 // load runs trip from n workers for d and returns each round trip's latency.
@@ -165,8 +516,8 @@ func load(trip func() (time.Duration, error), n int, d time.Duration) ([]time.Du
 	return lat, time.Since(start), firstErr
 }
 
-func post(c *http.Client, base, body string, v any) error {
-	resp, err := c.Post(base+"/v1/graph/invoke", "application/json", bytes.NewBufferString(body))
+func (b *bench) post(body string, v any) error {
+	resp, err := b.client.Post(b.base+"/v1/graph/invoke", "application/json", bytes.NewBufferString(body))
 	if err != nil {
 		return err
 	}
@@ -179,4 +530,82 @@ func post(c *http.Client, base, body string, v any) error {
 		return fmt.Errorf("HTTP %d: %s", resp.StatusCode, raw)
 	}
 	return json.Unmarshal(raw, v)
+}
+
+// clockTick is the unit of /proc/PID/stat's CPU times (USER_HZ), 100 on
+// every Linux this runs on.
+const clockTick = 10 * time.Millisecond
+
+// treeCPU is the user and system CPU time, in µs, of pid and every process
+// descended from it (the plugins, and their sandbox's processes).
+func treeCPU(pid int) (int64, error) {
+	var total int64
+	pids := []int{pid}
+	for len(pids) > 0 {
+		p := pids[len(pids)-1]
+		pids = pids[:len(pids)-1]
+		stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", p))
+		if err != nil {
+			if p == pid {
+				return 0, err
+			}
+			continue // exited meanwhile
+		}
+		// Fields after the command's closing parenthesis: state is 3,
+		// utime 14 and stime 15 (man 5 proc).
+		f := strings.Fields(string(stat[bytes.LastIndexByte(stat, ')')+1:]))
+		ut, _ := strconv.ParseInt(f[11], 10, 64)
+		st, _ := strconv.ParseInt(f[12], 10, 64)
+		total += (ut + st) * clockTick.Microseconds()
+		tasks, _ := os.ReadDir(fmt.Sprintf("/proc/%d/task", p))
+		for _, t := range tasks {
+			kids, _ := os.ReadFile(fmt.Sprintf("/proc/%d/task/%s/children", p, t.Name()))
+			for _, k := range strings.Fields(string(kids)) {
+				if n, err := strconv.Atoi(k); err == nil {
+					pids = append(pids, n)
+				}
+			}
+		}
+	}
+	return total, nil
+}
+
+// writeBytes is what pid has caused to be written to storage so far
+// (/proc/PID/io write_bytes).
+func writeBytes(pid int) (int64, error) {
+	io, err := os.ReadFile(fmt.Sprintf("/proc/%d/io", pid))
+	if err != nil {
+		return 0, err
+	}
+	for line := range strings.SplitSeq(string(io), "\n") {
+		if v, ok := strings.CutPrefix(line, "write_bytes: "); ok {
+			return strconv.ParseInt(v, 10, 64)
+		}
+	}
+	return 0, fmt.Errorf("/proc/%d/io has no write_bytes", pid)
+}
+
+// status reads a kB field of /proc/PID/status, such as VmRSS.
+func status(pid int, key string) (int64, error) {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return 0, err
+	}
+	for line := range strings.SplitSeq(string(data), "\n") {
+		if v, ok := strings.CutPrefix(line, key+":"); ok {
+			return strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 10, 64)
+		}
+	}
+	return 0, fmt.Errorf("/proc/%d/status has no %s", pid, key)
+}
+
+// dbSize is the size of the SQLite database with its WAL.
+func dbSize(path string) int64 {
+	var n int64
+	for _, p := range []string{path, path + "-wal"} {
+		if fi, err := os.Stat(p); err == nil {
+			n += fi.Size()
+		}
+	}
+	return n
 }

@@ -131,6 +131,7 @@ func (m *Model) stream(ctx context.Context, p oai.ChatCompletionNewParams, onDel
 		n++
 		if string(data) == "[DONE]" {
 			b.done = true
+			drain(res.Body)
 			break
 		}
 		var c chunk
@@ -149,6 +150,15 @@ func (m *Model) stream(ctx context.Context, p oai.ChatCompletionNewParams, onDel
 		return model.Response{}, fmt.Errorf("the stream broke off after %d chunks: %w", n, err)
 	}
 	return b.response(true)
+}
+
+// drain reads what is left of a finished stream, up to a bound: the stream
+// is read up to its "data: [DONE]", and closing a body before its end (here,
+// the chunked encoding's last chunk) makes net/http close the connection
+// instead of reusing it. Under load, one model call in five opened a new
+// connection.
+func drain(body io.Reader) {
+	_, _ = io.CopyN(io.Discard, body, 4<<10)
 }
 
 // chunk is one streamed chat.completion.chunk, decoded with encoding/json

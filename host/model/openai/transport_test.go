@@ -86,3 +86,25 @@ func TestHTTP2WhenTheServerSpeaksIt(t *testing.T) {
 		t.Errorf("protocol problems: %v", p)
 	}
 }
+
+// TestStreamedCallsReuseTheirConnection: a streamed answer is read to its
+// end, so one caller's calls, one after the other, share one connection.
+// (The stream was closed right after "data: [DONE]", before the chunked
+// encoding's last chunk, and net/http then closes the connection.)
+func TestStreamedCallsReuseTheirConnection(t *testing.T) {
+	const calls = 200
+	srv := openaitest.NewServer(t)
+	srv.Handle(func(openaitest.Request) openaitest.Reply { return openaitest.Text("ok") })
+	m, err := openai.New(openai.Config{Model: "test-model", BaseURL: srv.URL})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range calls {
+		if _, err := generate(t, m, userReq("hi"), true); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := srv.Connections(); got != 1 {
+		t.Errorf("%d streamed calls one after the other opened %d connections; want 1", calls, got)
+	}
+}
