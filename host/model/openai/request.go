@@ -5,20 +5,66 @@ import (
 	"encoding/json"
 	"fmt"
 
-	oai "github.com/openai/openai-go/v3"
-	"github.com/openai/openai-go/v3/shared"
-
 	"github.com/tenxgraph/tenxgraph/host/message"
 	"github.com/tenxgraph/tenxgraph/host/model"
 	"github.com/tenxgraph/tenxgraph/sdk"
 )
 
-// params builds the request body for req. The thread goes through
+// chatRequest is a Chat Completions request as it goes on the wire. It is
+// encoded with encoding/json from these few types rather than through the
+// SDK's parameter types, whose reflective encoder took a tenth of the
+// server's CPU per round trip; the SDK still sends it (retries, middleware,
+// error answers).
+type chatRequest struct {
+	Model             string         `json:"model"`
+	Messages          []chatMessage  `json:"messages"`
+	Tools             []chatTool     `json:"tools,omitempty"`
+	ParallelToolCalls bool           `json:"parallel_tool_calls,omitempty"`
+	Stream            bool           `json:"stream,omitempty"`
+	StreamOptions     *streamOptions `json:"stream_options,omitempty"`
+}
+
+type chatMessage struct {
+	Role string `json:"role"`
+	// Content is null only for an assistant message with tool calls and
+	// no text, as in OpenAI's own answers.
+	Content    *string        `json:"content"`
+	ToolCalls  []chatToolCall `json:"tool_calls,omitempty"`
+	ToolCallID string         `json:"tool_call_id,omitempty"`
+}
+
+type chatToolCall struct {
+	ID       string       `json:"id"`
+	Type     string       `json:"type"` // "function"
+	Function chatFunction `json:"function"`
+}
+
+type chatFunction struct {
+	Name      string `json:"name"`
+	Arguments string `json:"arguments"` // JSON text
+}
+
+type chatTool struct {
+	Type     string          `json:"type"` // "function"
+	Function chatFunctionDef `json:"function"`
+}
+
+type chatFunctionDef struct {
+	Name        string          `json:"name"`
+	Description string          `json:"description,omitempty"`
+	Parameters  json.RawMessage `json:"parameters"`
+}
+
+type streamOptions struct {
+	IncludeUsage bool `json:"include_usage"`
+}
+
+// params builds the request for req. The thread goes through
 // message.ForModel again: it is a no-op for a thread that is already
 // model-shaped (what agent.ModelNode sends) and makes a raw thread valid for
 // callers that use the model directly.
-func (m *Model) params(req model.Request) (oai.ChatCompletionNewParams, error) {
-	p := oai.ChatCompletionNewParams{Model: m.name}
+func (m *Model) params(req model.Request) (chatRequest, error) {
+	p := chatRequest{Model: m.name}
 	msgs, err := chatMessages(message.ForModel(req.Messages))
 	if err != nil {
 		return p, err
@@ -34,7 +80,7 @@ func (m *Model) params(req model.Request) (oai.ChatCompletionNewParams, error) {
 		}
 		p.Tools = tools
 		// Several calls in one step; OpenAI refuses the flag without tools.
-		p.ParallelToolCalls = oai.Bool(true)
+		p.ParallelToolCalls = true
 	}
 	return p, nil
 }
@@ -42,19 +88,19 @@ func (m *Model) params(req model.Request) (oai.ChatCompletionNewParams, error) {
 // chatMessages maps a model-shaped thread to chat messages: one per
 // message, except that a tool message becomes one chat message per result,
 // in the order the results are listed (which ForModel makes the call order).
-func chatMessages(thread []message.Message) ([]oai.ChatCompletionMessageParamUnion, error) {
-	out := make([]oai.ChatCompletionMessageParamUnion, 0, len(thread))
+func chatMessages(thread []message.Message) ([]chatMessage, error) {
+	out := make([]chatMessage, 0, len(thread))
 	for i, msg := range thread {
 		switch msg.Role {
-		case message.RoleSystem:
-			out = append(out, oai.SystemMessage(msg.Text()))
-		case message.RoleUser:
-			out = append(out, oai.UserMessage(msg.Text()))
+		case message.RoleSystem, message.RoleUser:
+			text := msg.Text()
+			out = append(out, chatMessage{Role: string(msg.Role), Content: &text})
 		case message.RoleAssistant:
 			out = append(out, assistantMessage(msg))
 		case message.RoleTool:
 			for _, r := range msg.ToolResults() {
-				out = append(out, oai.ToolMessage(ResultText(r), r.ToolCallID))
+				text := ResultText(r)
+				out = append(out, chatMessage{Role: "tool", Content: &text, ToolCallID: r.ToolCallID})
 			}
 		default:
 			return nil, fmt.Errorf("openai: messages[%d]: role %q cannot be sent to a chat model", i, msg.Role)
@@ -63,26 +109,19 @@ func chatMessages(thread []message.Message) ([]oai.ChatCompletionMessageParamUni
 	return out, nil
 }
 
-func assistantMessage(msg message.Message) oai.ChatCompletionMessageParamUnion {
-	var a oai.ChatCompletionAssistantMessageParam
+func assistantMessage(msg message.Message) chatMessage {
+	a := chatMessage{Role: "assistant"}
 	text, calls := msg.Text(), msg.ToolCalls()
 	// OpenAI's own answers carry "content": null next to tool_calls; an
 	// assistant message with neither gets "" rather than nothing.
 	if text != "" || len(calls) == 0 {
-		a.Content.OfString = oai.String(text)
+		a.Content = &text
 	}
 	for _, c := range calls {
-		a.ToolCalls = append(a.ToolCalls, oai.ChatCompletionMessageToolCallUnionParam{
-			OfFunction: &oai.ChatCompletionMessageFunctionToolCallParam{
-				ID: c.ID,
-				Function: oai.ChatCompletionMessageFunctionToolCallFunctionParam{
-					Name:      c.Name,
-					Arguments: argumentsText(c.Arguments),
-				},
-			},
-		})
+		a.ToolCalls = append(a.ToolCalls, chatToolCall{ID: c.ID, Type: "function",
+			Function: chatFunction{Name: c.Name, Arguments: argumentsText(c.Arguments)}})
 	}
-	return oai.ChatCompletionMessageParamUnion{OfAssistant: &a}
+	return a
 }
 
 func argumentsText(args json.RawMessage) string {
@@ -122,8 +161,8 @@ func jsonText(raw json.RawMessage) string {
 	return string(c)
 }
 
-func chatTools(specs []sdk.ToolSpec) ([]oai.ChatCompletionToolUnionParam, error) {
-	out := make([]oai.ChatCompletionToolUnionParam, 0, len(specs))
+func chatTools(specs []sdk.ToolSpec) ([]chatTool, error) {
+	out := make([]chatTool, 0, len(specs))
 	for _, t := range specs {
 		raw := bytes.TrimSpace(t.Parameters)
 		if len(raw) == 0 {
@@ -137,11 +176,11 @@ func chatTools(specs []sdk.ToolSpec) ([]oai.ChatCompletionToolUnionParam, error)
 		if err := dec.Decode(&schema); err != nil || schema == nil {
 			return nil, fmt.Errorf("openai: tool %q: parameters are not a JSON object", t.Name)
 		}
-		fd := shared.FunctionDefinitionParam{Name: t.Name, Parameters: shared.FunctionParameters(schema)}
-		if t.Description != "" {
-			fd.Description = oai.String(t.Description)
+		params, err := json.Marshal(schema)
+		if err != nil {
+			return nil, fmt.Errorf("openai: tool %q: parameters: %w", t.Name, err)
 		}
-		out = append(out, oai.ChatCompletionFunctionTool(fd))
+		out = append(out, chatTool{Type: "function", Function: chatFunctionDef{Name: t.Name, Description: t.Description, Parameters: params}})
 	}
 	return out, nil
 }

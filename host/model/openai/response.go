@@ -21,13 +21,19 @@ import (
 
 // post sends the request and returns the raw answer once its status is a
 // success (the SDK has retried what deserved it by then).
-func (m *Model) post(ctx context.Context, p oai.ChatCompletionNewParams, stream bool) (*http.Response, error) {
-	var res *http.Response
-	opts := []option.RequestOption{option.WithResponseBodyInto(&res)}
-	if stream {
-		opts = append(opts, option.WithJSONSet("stream", true), option.WithHeader("Accept", "text/event-stream"))
+func (m *Model) post(ctx context.Context, p chatRequest, stream bool) (*http.Response, error) {
+	var body bytes.Buffer
+	enc := json.NewEncoder(&body)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(p); err != nil {
+		return nil, fmt.Errorf("encoding the request: %w", err)
 	}
-	if _, err := m.chat.New(ctx, p, opts...); err != nil {
+	var res *http.Response
+	opts := []option.RequestOption{option.WithRequestBody("application/json", body.Bytes()), option.WithResponseBodyInto(&res)}
+	if stream {
+		opts = append(opts, option.WithHeader("Accept", "text/event-stream"))
+	}
+	if _, err := m.chat.New(ctx, oai.ChatCompletionNewParams{}, opts...); err != nil {
 		return nil, err
 	}
 	if res == nil || res.Body == nil {
@@ -37,7 +43,7 @@ func (m *Model) post(ctx context.Context, p oai.ChatCompletionNewParams, stream 
 }
 
 // complete makes one non-streaming request.
-func (m *Model) complete(ctx context.Context, p oai.ChatCompletionNewParams) (model.Response, error) {
+func (m *Model) complete(ctx context.Context, p chatRequest) (model.Response, error) {
 	res, err := m.post(ctx, p, false)
 	if err != nil {
 		return model.Response{}, err
@@ -99,8 +105,8 @@ func fromCompletion(res *oai.ChatCompletion) (model.Response, error) {
 
 // stream makes one streaming request and assembles the answer from its
 // chunks, passing text to onDelta as it comes.
-func (m *Model) stream(ctx context.Context, p oai.ChatCompletionNewParams, onDelta func(string)) (model.Response, error) {
-	p.StreamOptions.IncludeUsage = oai.Bool(true)
+func (m *Model) stream(ctx context.Context, p chatRequest, onDelta func(string)) (model.Response, error) {
+	p.Stream, p.StreamOptions = true, &streamOptions{IncludeUsage: true}
 	res, err := m.post(ctx, p, true)
 	if err != nil {
 		return model.Response{}, err
