@@ -121,6 +121,7 @@ type Model struct {
 	timeout    time.Duration
 	maxRetries int
 	chat       oai.ChatCompletionService
+	schemas    schemaCache
 }
 
 var _ model.ChatModel = (*Model)(nil)

