@@ -91,8 +91,12 @@ func (m *ModelNode) Run(ctx context.Context, in *graph.Input) (graph.Update, err
 	// The message's id is chosen before the model speaks, so streamed text
 	// and the stored message share it (AG-UI clients match them by id).
 	id := in.Run.RunID[:12] + "-m" + strconv.Itoa(len(in.State.Messages))
-	req.OnDelta = func(text string) {
-		in.Run.Emit(graph.Event{Type: graph.EventTextDelta, Data: graph.TextDelta{Node: in.Node, MessageID: id, Text: text}})
+	// Text is streamed only to a listener: a plain invoke gets the answer
+	// in one piece, which costs both sides less than a stream of chunks.
+	if in.Run.Listening() {
+		req.OnDelta = func(text string) {
+			in.Run.Emit(graph.Event{Type: graph.EventTextDelta, Data: graph.TextDelta{Node: in.Node, MessageID: id, Text: text}})
+		}
 	}
 	resp, err := m.Model.Generate(ctx, req)
 	if err != nil {
