@@ -325,7 +325,7 @@ type grpcClient struct {
 	tokens    atomic.Bool
 	watching  atomic.Bool // the lifeline is open: its first event came
 	nextToken atomic.Uint64
-	listeners sync.Map // uint64 -> func(Progress)
+	listeners sync.Map // uint64 -> *listener
 
 	mu      sync.Mutex
 	changed chan struct{} // closed at the next tools_changed event; nil until asked for
@@ -380,8 +380,12 @@ func (c *grpcClient) CallTool(ctx context.Context, req CallToolRequest) (CallToo
 	if fn := progressFunc(ctx); fn != nil && c.tokens.Load() && c.watching.Load() {
 		// Progress comes on the lifeline, tagged with this call's token.
 		tok := c.nextToken.Add(1)
-		c.listeners.Store(tok, fn)
-		defer c.listeners.Delete(tok)
+		l := &listener{fn: fn}
+		c.listeners.Store(tok, l)
+		defer func() {
+			c.listeners.Delete(tok)
+			l.close() // no report reaches fn once the call has returned
+		}()
 		in.ProgressToken = tok
 	} else if fn != nil && c.progress.Load() >= 0 {
 		resp, err := c.callStream(ctx, in, fn)
@@ -476,8 +480,8 @@ func (c *grpcClient) Watch(ctx context.Context) error {
 			c.toolsChanged()
 		}
 		if p := ev.GetProgress(); p != nil && ev.ProgressToken != 0 {
-			if fn, ok := c.listeners.Load(ev.ProgressToken); ok {
-				fn.(func(Progress))(Progress{Progress: p.Progress, Total: p.Total, Message: p.Message})
+			if l, ok := c.listeners.Load(ev.ProgressToken); ok {
+				l.(*listener).report(Progress{Progress: p.Progress, Total: p.Total, Message: p.Message})
 			}
 		}
 	}
@@ -529,4 +533,26 @@ func contains(list []string, s string) bool {
 		}
 	}
 	return false
+}
+
+// listener is one call's progress listener, fed from the lifeline: a
+// report racing the call's return is dropped, never delivered after it.
+type listener struct {
+	mu   sync.Mutex
+	fn   func(Progress)
+	done bool
+}
+
+func (l *listener) report(p Progress) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if !l.done {
+		l.fn(p)
+	}
+}
+
+func (l *listener) close() {
+	l.mu.Lock()
+	l.done = true
+	l.mu.Unlock()
 }

@@ -29,6 +29,7 @@ import (
 	"google.golang.org/grpc"
 
 	"github.com/tenxgraph/tenxgraph/internal/sandbox"
+	"github.com/tenxgraph/tenxgraph/internal/supervise"
 	"github.com/tenxgraph/tenxgraph/sdk"
 )
 
@@ -90,13 +91,12 @@ type client interface {
 
 // instance is one process of a plugin.
 type instance struct {
-	pc          *plugin.Client
-	c           client
-	md          sdk.MetadataResponse // read when it started
-	proc        *sandbox.Process     // the process, released on every exit path
-	watching    context.Context      // done when the host stops watching it
-	stopWatch   context.CancelFunc
-	intentional bool // set under Plugin.mu when the host stops it on purpose
+	pc        *plugin.Client
+	c         client
+	md        sdk.MetadataResponse // read when it started
+	proc      *sandbox.Process     // the process, released on every exit path
+	watching  context.Context      // done when the host stops watching it
+	stopWatch context.CancelFunc
 }
 
 // Plugin is a provider in a subprocess, supervised. It implements
@@ -107,17 +107,13 @@ type Plugin struct {
 	cfg Config
 	log hclog.Logger
 
+	sup *supervise.Supervisor[*instance]
+
 	mu       sync.Mutex
 	md       sdk.MetadataResponse
 	listed   bool          // md is set
 	changed  chan struct{} // closed when md changes; nil until asked for
-	cur      *instance
-	starting chan struct{} // non-nil while a start is in progress
-	startErr error
-	crashes  int // consecutive unexpected exits, for backoff
-	lastExit time.Time
 	closed   bool
-	stopping chan struct{} // closed by Shutdown: a start waiting out its backoff gives up
 	inflight sync.WaitGroup
 }
 
@@ -135,7 +131,17 @@ func Start(ctx context.Context, cfg Config) (*Plugin, error) {
 		cfg.StartTimeout = 30 * time.Second
 	}
 	cfg.Command = append([]string(nil), cfg.Command...)
-	p := &Plugin{cfg: cfg, log: cfg.Logger.Named(cfg.Name), stopping: make(chan struct{})}
+	p := &Plugin{cfg: cfg, log: cfg.Logger.Named(cfg.Name)}
+	p.sup = supervise.New(supervise.Config[*instance]{
+		Start:   p.spawn,
+		Done:    func(inst *instance) <-chan struct{} { return inst.c.Exited() },
+		Stop:    p.stop,
+		Started: func(inst *instance) { p.mu.Lock(); p.setMetadata(inst, inst.md); p.mu.Unlock() }, // a restart may bring other tools
+		Ended:   p.crashed,
+		// A first crash is restarted at once, then from 100ms doubling to
+		// 30s while crashes go on; a plugin that ran a minute is well again.
+		First: 100 * time.Millisecond, Max: 30 * time.Second, Reset: time.Minute,
+	})
 	path, err := exec.LookPath(cfg.Command[0])
 	if err != nil {
 		return nil, fmt.Errorf("plugin %q: %w", cfg.Name, err)
@@ -146,7 +152,7 @@ func Start(ctx context.Context, cfg Config) (*Plugin, error) {
 		return nil, err
 	}
 	if cfg.Lazy {
-		p.stop(ctx, inst)
+		p.sup.StopCurrent(ctx, inst)
 	}
 	return p, nil
 }
@@ -176,7 +182,7 @@ func (p *Plugin) ToolsChanged() <-chan struct{} {
 // setMetadata records the tool list inst reported, and announces it when
 // it differs from the one the host has. Called with p.mu held.
 func (p *Plugin) setMetadata(inst *instance, md sdk.MetadataResponse) {
-	if p.closed || (p.cur != nil && p.cur != inst) {
+	if cur, live := p.sup.Current(); p.closed || (live && cur != inst) {
 		return // a stale instance's news
 	}
 	if p.listed && reflect.DeepEqual(p.md, md) {
@@ -302,103 +308,24 @@ func (p *Plugin) callError(ctx context.Context, inst *instance, what string, err
 }
 
 // drop stops using an instance that failed, so the next call starts a new
-// one instead of finding the broken one; supervise does the accounting.
+// one instead of finding the broken one; the supervisor counts its end.
 func (p *Plugin) drop(inst *instance) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.cur == inst {
-		p.cur = nil
-		go inst.kill() // if it still runs, it is of no use: supervise sees it exit
-	}
+	p.sup.Drop(inst)
+	go inst.kill() // if it still runs, it is of no use
 }
 
-// get returns the live instance, starting one if there is none. Concurrent
-// callers share one start (single-flight); a plugin that keeps dying is
-// restarted with growing delays rather than in a hot loop.
+// get returns the live instance, starting one if there is none (one start
+// however many callers; a plugin that keeps dying is restarted with
+// growing delays rather than in a hot loop).
 func (p *Plugin) get(ctx context.Context) (*instance, error) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	for {
-		if p.closed {
-			return nil, fmt.Errorf("plugin %q: %w", p.cfg.Name, ErrClosed)
-		}
-		if p.cur != nil {
-			select {
-			case <-p.cur.c.Exited(): // dead, and supervise has not run yet
-				p.cur = nil
-			default:
-				return p.cur, nil
-			}
-		}
-		if p.starting == nil {
-			p.starting = make(chan struct{})
-			go p.launch(p.starting, p.backoff())
-		} else if p.startErr != nil && p.crashes > 0 {
-			// A start already failed and the next one waits out its backoff:
-			// do not hold the caller for it.
-			return nil, p.startErr
-		}
-		ch := p.starting
-		p.mu.Unlock()
-		select {
-		case <-ch:
-		case <-ctx.Done():
-			p.mu.Lock()
-			return nil, fmt.Errorf("plugin %q: waiting for it to start: %w", p.cfg.Name, ctx.Err())
-		}
-		p.mu.Lock()
-		if p.cur == nil && p.startErr != nil {
-			return nil, p.startErr
-		}
+	inst, err := p.sup.Get(ctx)
+	switch {
+	case errors.Is(err, supervise.ErrClosed):
+		return nil, fmt.Errorf("plugin %q: %w", p.cfg.Name, ErrClosed)
+	case err != nil && ctx.Err() != nil:
+		return nil, fmt.Errorf("plugin %q: waiting for it to start: %w", p.cfg.Name, err)
 	}
-}
-
-// backoff is the wait before the next start: none after a clean start or a
-// first crash, then doubling from 100ms to 30s while crashes continue.
-// Called with p.mu held.
-func (p *Plugin) backoff() time.Duration {
-	if p.crashes <= 1 {
-		return 0
-	}
-	d := 100 * time.Millisecond << min(p.crashes-2, 9)
-	return min(d, 30*time.Second) - time.Since(p.lastExit)
-}
-
-func (p *Plugin) launch(done chan struct{}, wait time.Duration) {
-	stopped := false
-	if wait > 0 {
-		t := time.NewTimer(wait)
-		select {
-		case <-t.C:
-		case <-p.stopping: // shut down while waiting out the backoff
-			t.Stop()
-			stopped = true
-		}
-	}
-	var inst *instance
-	err := fmt.Errorf("plugin %q: %w", p.cfg.Name, ErrClosed)
-	if !stopped {
-		inst, err = p.spawn()
-	}
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	p.starting = nil
-	p.startErr = err
-	if err != nil {
-		p.crashes++
-		p.lastExit = time.Now()
-	} else if p.closed {
-		// Stopped before done is closed, so Shutdown, which waits for
-		// done, returns only once the process is gone. stop takes p.mu.
-		p.mu.Unlock()
-		p.stop(context.Background(), inst)
-		p.mu.Lock()
-	} else {
-		p.cur = inst
-		p.setMetadata(inst, inst.md) // a restart may bring other tools
-		go p.supervise(inst)
-	}
-	close(done)
+	return inst, err
 }
 
 // spawn starts one process and opens its lifeline. A pinned binary is
@@ -501,31 +428,17 @@ func (p *Plugin) spawn() (*instance, error) {
 	return inst, nil
 }
 
-// supervise waits for the process to exit. An exit the host did not ask for
-// is a crash: the instance is dropped and a new one started at once, so the
-// next call finds it ready.
-func (p *Plugin) supervise(inst *instance) {
-	<-inst.c.Exited()
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if inst.intentional {
-		return
-	}
+// crashed cleans up after a process that exited when the host did not ask
+// it to, and says why calls fail until the restart.
+func (p *Plugin) crashed(inst *instance, restartIn time.Duration) error {
 	inst.stopWatch()
-	inst.kill() // reap, remove the socket folder, kill any children left
-	if p.cur == inst {
-		p.cur = nil
+	go inst.kill() // reap, remove the socket folder, kill any children left
+	if restartIn <= 0 {
+		p.log.Error("plugin exited unexpectedly; restarting")
+		return fmt.Errorf("plugin %q exited unexpectedly; it is being restarted: %w", p.cfg.Name, sdk.ErrProviderUnavailable)
 	}
-	if time.Since(p.lastExit) > time.Minute {
-		p.crashes = 0
-	}
-	p.crashes++
-	p.lastExit = time.Now()
-	p.log.Error("plugin exited unexpectedly; restarting", "crashes", p.crashes)
-	if !p.closed && p.starting == nil {
-		p.starting = make(chan struct{})
-		go p.launch(p.starting, p.backoff())
-	}
+	p.log.Error("plugin exited unexpectedly again; restarting after a pause", "restart_in", restartIn.Round(time.Millisecond))
+	return fmt.Errorf("plugin %q keeps exiting; it is restarted in %s: %w", p.cfg.Name, restartIn.Round(time.Millisecond), sdk.ErrProviderUnavailable)
 }
 
 // Bounds of stopping one process: the provider's Shutdown call, then
@@ -542,12 +455,6 @@ const (
 // whatever the plugin does. Called without p.mu held: it waits on the
 // plugin.
 func (p *Plugin) stop(ctx context.Context, inst *instance) {
-	p.mu.Lock()
-	inst.intentional = true
-	if p.cur == inst {
-		p.cur = nil
-	}
-	p.mu.Unlock()
 	pid, _ := strconv.Atoi(inst.pc.ID())
 	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), stopShutdownTimeout)
 	_ = inst.c.Shutdown(sctx)
@@ -597,11 +504,7 @@ func (inst *instance) kill() {
 // returns within about two seconds, whatever the plugin does.
 func (p *Plugin) Shutdown(ctx context.Context) error {
 	p.mu.Lock()
-	if !p.closed {
-		p.closed = true
-		close(p.stopping)
-	}
-	starting := p.starting
+	p.closed = true
 	p.mu.Unlock()
 	drained := make(chan struct{})
 	go func() {
@@ -614,33 +517,21 @@ func (p *Plugin) Shutdown(ctx context.Context) error {
 	case <-ctx.Done():
 		err = fmt.Errorf("plugin %q: calls still running at shutdown were cut off: %w", p.cfg.Name, ctx.Err())
 	}
-	// A start under way is waited for (a backoff gives up at once), so no
-	// process of this plugin comes up after Shutdown returns; one that
-	// started is stopped by launch, which sees the plugin closed.
-	if starting != nil {
-		select {
-		case <-starting:
-		case <-ctx.Done():
-			err = errors.Join(err, fmt.Errorf("plugin %q: still starting at shutdown: %w", p.cfg.Name, ctx.Err()))
-		}
-	}
-	p.mu.Lock()
-	inst := p.cur
-	p.mu.Unlock()
-	if inst != nil {
-		p.stop(ctx, inst)
+	// A restart's backoff is cancelled and a start under way waited for,
+	// so no process of this plugin comes up after Shutdown returns.
+	if serr := p.sup.Shutdown(ctx); serr != nil {
+		err = errors.Join(err, fmt.Errorf("plugin %q: still starting at shutdown: %w", p.cfg.Name, serr))
 	}
 	return err
 }
 
 // PID is the running process's id, or 0; for tests and diagnostics.
 func (p *Plugin) PID() int {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.cur == nil {
+	inst, live := p.sup.Current()
+	if !live {
 		return 0
 	}
-	pid, _ := strconv.Atoi(p.cur.pc.ID())
+	pid, _ := strconv.Atoi(inst.pc.ID())
 	return pid
 }
 
