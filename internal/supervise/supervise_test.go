@@ -37,8 +37,8 @@ func newRig(hold time.Duration) *rig {
 			}
 			return &inst{id: int(n), end: make(chan struct{})}, nil
 		},
-		Done: func(i *inst) <-chan struct{} { return i.end },
-		Stop: func(_ context.Context, i *inst) { r.stopped.Add(1); i.kill() },
+		Done:  func(i *inst) <-chan struct{} { return i.end },
+		Stop:  func(_ context.Context, i *inst) { r.stopped.Add(1); i.kill() },
 		Ended: func(*inst, time.Duration) error { return errors.New("it ended") },
 		First: 50 * time.Millisecond, Max: time.Second, Hold: hold,
 	})
