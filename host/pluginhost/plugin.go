@@ -140,7 +140,8 @@ func Start(ctx context.Context, cfg Config) (*Plugin, error) {
 		Ended:   p.crashed,
 		// A first crash is restarted at once, then from 100ms doubling to
 		// 30s while crashes go on; a plugin that ran a minute is well again.
-		First: 100 * time.Millisecond, Max: 30 * time.Second, Reset: time.Minute,
+		// A call waits out a backoff of up to 2s, like an MCP server's.
+		First: 100 * time.Millisecond, Max: 30 * time.Second, Reset: time.Minute, Hold: 2 * time.Second,
 	})
 	path, err := exec.LookPath(cfg.Command[0])
 	if err != nil {

@@ -310,7 +310,7 @@ func (b *Bridge) Shutdown(ctx context.Context) error {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			s.shutdown()
+			s.shutdown(ctx)
 		}()
 	}
 	finished := make(chan struct{})
