@@ -1,14 +1,14 @@
 package main
 
 import (
+	"github.com/tenxgraph/tenxgraph/internal/proctest"
+
 	"bufio"
-	"bytes"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
-	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -17,26 +17,7 @@ import (
 
 // markedProcs lists the live processes whose environment holds
 // HOSTILE_MARK=mark.
-func markedProcs(mark string) []int {
-	var out []int
-	entries, _ := os.ReadDir("/proc")
-	for _, e := range entries {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		env, err := os.ReadFile(filepath.Join("/proc", e.Name(), "environ"))
-		if err != nil || !bytes.Contains(append([]byte{0}, env...), []byte("\x00HOSTILE_MARK="+mark+"\x00")) {
-			continue
-		}
-		stat, err := os.ReadFile(filepath.Join("/proc", e.Name(), "stat"))
-		if err != nil || strings.Contains(string(stat[bytes.LastIndexByte(stat, ')'):]), ") Z ") {
-			continue // gone, or a zombie waiting for its parent
-		}
-		out = append(out, pid)
-	}
-	return out
-}
+func markedProcs(mark string) []int { return proctest.Marked("HOSTILE_MARK", mark) }
 
 func waitFor(t *testing.T, d time.Duration, what string, cond func() bool) {
 	t.Helper()

@@ -10,8 +10,6 @@ import (
 	"os/exec"
 	"regexp"
 	"strconv"
-	"strings"
-	"sync"
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/go-plugin/runner"
@@ -31,7 +29,7 @@ type procRunner struct {
 	cmd    *exec.Cmd
 	stdout io.ReadCloser
 	stderr io.ReadCloser
-	tail   *tail
+	tail   *sandbox.Tail
 }
 
 var _ runner.Runner = (*procRunner)(nil)
@@ -47,8 +45,8 @@ func newRunner(log hclog.Logger, proc *sandbox.Process) (*procRunner, error) {
 	if err != nil {
 		return nil, err
 	}
-	t := &tail{}
-	return &procRunner{log: log, proc: proc, cmd: cmd, stdout: handshakeOnly(out, log), stderr: t.reader(errp), tail: t}, nil
+	t := &sandbox.Tail{}
+	return &procRunner{log: log, proc: proc, cmd: cmd, stdout: handshakeOnly(out, log), stderr: tailReader(t, errp), tail: t}, nil
 }
 
 func (r *procRunner) Start(context.Context) error { return r.proc.Start() }
@@ -117,30 +115,14 @@ func handshakeOnly(r io.ReadCloser, log hclog.Logger) io.ReadCloser {
 	}{pr, r}
 }
 
-// tail keeps the last lines a plugin wrote on stderr, for an error saying
-// why it did not start.
-type tail struct {
-	mu    sync.Mutex
-	lines []string
-}
-
-// reader passes r through, keeping its last lines.
-func (t *tail) reader(r io.ReadCloser) io.ReadCloser {
+// tailReader passes r through, keeping its last lines in t.
+func tailReader(t *sandbox.Tail, r io.ReadCloser) io.ReadCloser {
 	pr, pw := io.Pipe()
 	go func() {
 		sc := bufio.NewScanner(r)
 		sc.Buffer(make([]byte, 64<<10), 1<<20)
 		for sc.Scan() {
-			line := sc.Text()
-			t.mu.Lock()
-			if len(line) > 300 {
-				line = line[:300] + "…"
-			}
-			t.lines = append(t.lines, line)
-			if len(t.lines) > 5 {
-				t.lines = t.lines[1:]
-			}
-			t.mu.Unlock()
+			t.Add(sc.Text())
 			if _, err := io.WriteString(pw, sc.Text()+"\n"); err != nil {
 				break
 			}
@@ -151,14 +133,4 @@ func (t *tail) reader(r io.ReadCloser) io.ReadCloser {
 		io.Reader
 		io.Closer
 	}{pr, r}
-}
-
-// String is " Its last output on stderr: ...", or "" when there was none.
-func (t *tail) String() string {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	if len(t.lines) == 0 {
-		return ""
-	}
-	return " Its last output on stderr: " + strings.Join(t.lines, " | ")
 }

@@ -1,7 +1,8 @@
 package service_test
 
 import (
-	"bytes"
+	"github.com/tenxgraph/tenxgraph/internal/proctest"
+
 	"context"
 	"encoding/json"
 	"fmt"
@@ -47,26 +48,9 @@ func hostile(t *testing.T) string {
 	return hostileBin
 }
 
-// marked lists the processes whose environment holds HOSTILE_MARK=mark:
-// a hostile plugin, an MCP server and whatever they started.
-func marked(mark string) []int {
-	var out []int
-	entries, _ := os.ReadDir("/proc")
-	for _, e := range entries {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		env, err := os.ReadFile(filepath.Join("/proc", e.Name(), "environ"))
-		if err != nil || !bytes.Contains(env, []byte("\x00HOSTILE_MARK="+mark+"\x00")) && !bytes.HasPrefix(env, []byte("HOSTILE_MARK="+mark+"\x00")) {
-			continue
-		}
-		if alive(pid) {
-			out = append(out, pid)
-		}
-	}
-	return out
-}
+// marked lists the live processes whose environment holds
+// HOSTILE_MARK=mark: a hostile plugin, an MCP server and what they started.
+func marked(mark string) []int { return proctest.Marked("HOSTILE_MARK", mark) }
 
 // eventually polls cond until it holds or the deadline passes.
 func eventually(t *testing.T, d time.Duration, what string, cond func() bool) {
