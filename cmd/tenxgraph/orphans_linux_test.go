@@ -1,6 +1,8 @@
 package main
 
 import (
+	"strconv"
+
 	"github.com/tenxgraph/tenxgraph/internal/proctest"
 
 	"bufio"
@@ -86,7 +88,8 @@ func serveHostile(t *testing.T, mark string) *exec.Cmd {
 // SIGTERM of serve leaves no process of any provider behind: not a
 // plugin's children, not an MCP server's child.
 func TestServeSIGTERMLeavesNothing(t *testing.T) {
-	srv := serveHostile(t, "sigterm")
+	mark := "sigterm" + strconv.Itoa(os.Getpid()) // unique: a failed run may leave processes behind
+	srv := serveHostile(t, mark)
 	srv.Process.Signal(syscall.SIGTERM)
 	done := make(chan error, 1)
 	go func() { done <- srv.Wait() }()
@@ -98,14 +101,15 @@ func TestServeSIGTERMLeavesNothing(t *testing.T) {
 	case <-time.After(40 * time.Second):
 		t.Fatal("serve did not exit after SIGTERM")
 	}
-	waitFor(t, 10*time.Second, "nothing marked is left after SIGTERM", func() bool { return len(markedProcs("sigterm")) == 0 })
+	waitFor(t, 10*time.Second, "nothing marked is left after SIGTERM", func() bool { return len(markedProcs(mark)) == 0 })
 }
 
 // SIGKILL of serve runs none of its code; the kernel's parent-death signal
 // still ends every provider, and each ends what it started.
 func TestServeSIGKILLLeavesNothing(t *testing.T) {
-	srv := serveHostile(t, "sigkill")
+	mark := "sigkill" + strconv.Itoa(os.Getpid()) // unique: a failed run may leave processes behind
+	srv := serveHostile(t, mark)
 	srv.Process.Kill()
 	_ = srv.Wait()
-	waitFor(t, 15*time.Second, "nothing marked is left after SIGKILL", func() bool { return len(markedProcs("sigkill")) == 0 })
+	waitFor(t, 15*time.Second, "nothing marked is left after SIGKILL", func() bool { return len(markedProcs(mark)) == 0 })
 }

@@ -71,6 +71,17 @@ type Config struct {
 	Logger hclog.Logger
 	// StartTimeout bounds one start, handshake included (default 30s).
 	StartTimeout time.Duration
+	// StopTimeout bounds the provider's Shutdown when the host stops it,
+	// and again its exit after that, before its process group is killed
+	// (default 1s). A provider that stops processes of its own (the MCP
+	// bridge) needs theirs.
+	StopTimeout time.Duration
+	// Init makes the plugin the init of a PID namespace of its own where
+	// the host may (as root): when it ends, however it ends, the kernel
+	// ends everything it started, even processes that left its group. For
+	// a provider that starts processes of its own (the MCP bridge), which
+	// handles SIGTERM (sdk.Serve does).
+	Init bool
 	// Limits bound each call (none when zero).
 	Limits Limits
 }
@@ -129,6 +140,9 @@ func Start(ctx context.Context, cfg Config) (*Plugin, error) {
 	}
 	if cfg.StartTimeout == 0 {
 		cfg.StartTimeout = 30 * time.Second
+	}
+	if cfg.StopTimeout == 0 {
+		cfg.StopTimeout = defaultStopTimeout
 	}
 	cfg.Command = append([]string(nil), cfg.Command...)
 	p := &Plugin{cfg: cfg, log: cfg.Logger.Named(cfg.Name)}
@@ -366,7 +380,7 @@ func (p *Plugin) spawn() (*instance, error) {
 			}
 			proc, err := sandbox.Command(sandbox.Spec{Name: p.cfg.Name, Key: p.cfg.Key,
 				Path: p.cfg.Command[0], Args: p.cfg.Command[1:], Dir: p.cfg.Dir, Profile: profile,
-				Extra: c.Env, Deny: p.cfg.Deny, Trampoline: p.cfg.Trampoline, HomeIn: socketDir})
+				Extra: c.Env, Deny: p.cfg.Deny, Trampoline: p.cfg.Trampoline, HomeIn: socketDir, Init: p.cfg.Init})
 			if err != nil {
 				return nil, err
 			}
@@ -442,14 +456,11 @@ func (p *Plugin) crashed(inst *instance, restartIn time.Duration) error {
 	return fmt.Errorf("plugin %q keeps exiting; it is restarted in %s: %w", p.cfg.Name, restartIn.Round(time.Millisecond), sdk.ErrProviderUnavailable)
 }
 
-// Bounds of stopping one process: the provider's Shutdown call, then
-// go-plugin's Kill (which asks the process to exit and waits for it) before
-// the process group is killed outright. A plugin that ignores both costs at
-// most their sum.
-const (
-	stopShutdownTimeout = 1 * time.Second
-	stopKillTimeout     = 1 * time.Second
-)
+// defaultStopTimeout bounds each of the two steps of stopping one process:
+// the provider's Shutdown call, then go-plugin's Kill (which asks the
+// process to exit and waits for it), before the process group is killed
+// outright. A plugin that ignores both costs at most twice it.
+const defaultStopTimeout = 1 * time.Second
 
 // stop ends an instance on purpose: the provider releases its resources,
 // then the process and its group are stopped, within about two seconds
@@ -457,7 +468,7 @@ const (
 // plugin.
 func (p *Plugin) stop(ctx context.Context, inst *instance) {
 	pid, _ := strconv.Atoi(inst.pc.ID())
-	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), stopShutdownTimeout)
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), p.cfg.StopTimeout)
 	_ = inst.c.Shutdown(sctx)
 	cancel()
 	inst.stopWatch()
@@ -468,7 +479,7 @@ func (p *Plugin) stop(ctx context.Context, inst *instance) {
 	}()
 	select {
 	case <-killed:
-	case <-time.After(stopKillTimeout):
+	case <-time.After(p.cfg.StopTimeout):
 		// go-plugin's Kill waits for a plugin that does not answer its close
 		// (frozen, or stuck in a handler) without limit.
 		p.log.Warn("the plugin did not exit when asked; killing its process group", "pid", pid)
@@ -477,7 +488,7 @@ func (p *Plugin) stop(ctx context.Context, inst *instance) {
 		}
 		select {
 		case <-killed:
-		case <-time.After(stopKillTimeout):
+		case <-time.After(p.cfg.StopTimeout):
 			p.log.Error("the plugin's process group was killed, but go-plugin still waits for it", "pid", pid)
 		}
 	}

@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
@@ -166,6 +167,10 @@ func (s *Service) startMCP(ctx context.Context, self string, log hclog.Logger, e
 		// starts it, and the values it may see travel with Configure.
 		pc := pluginhost.Config{Name: name, Command: []string{self, "plugin", "mcp"}, Options: raw,
 			Key: "mcp_servers", Deny: cfg.Secrets(), Trampoline: self,
+			// It stops its servers (stdin closed, SIGTERM, SIGKILL, a second
+			// each) before it exits, and as an init it takes them along
+			// however it ends.
+			StopTimeout: 2*mcp.StopGrace + time.Second, Init: true,
 			Logger: log, StartTimeout: wait[node] + 30*time.Second, Limits: bound[node]}
 		wg.Add(1)
 		go func() {
@@ -334,14 +339,22 @@ func ServePlugin(name string) error {
 			Output:     os.Stderr,
 			JSONFormat: true,
 		})
+		var bridge atomic.Pointer[mcp.Bridge]
 		sdk.Serve(sdk.Configured(func(_ context.Context, raw json.RawMessage) (sdk.Provider, error) {
 			opts, err := mcp.ParseOptions(raw)
 			if err != nil {
 				return nil, fmt.Errorf("MCP bridge options: %w", err)
 			}
-			return mcp.New(opts, log)
+			b, err := mcp.New(opts, log)
+			bridge.Store(b)
+			return b, err
 		}), sdk.WithLogger(log))
-		sandbox.Cleanup() // the servers' private folders
+		// The host closed the connection: no server outlives the bridge.
+		if b := bridge.Load(); b != nil {
+			ctx, cancel := context.WithTimeout(context.Background(), 2*mcp.StopGrace+time.Second)
+			_ = b.Shutdown(ctx)
+			cancel()
+		}
 	default:
 		return fmt.Errorf("no provider named %q (this binary serves %s, %s and %s)", name, builtinName, bridgeName, mcpName)
 	}

@@ -1,6 +1,8 @@
 package service_test
 
 import (
+	"syscall"
+
 	"github.com/tenxgraph/tenxgraph/internal/proctest"
 
 	"context"
@@ -139,7 +141,7 @@ func TestProvidersGetNoSecrets(t *testing.T) {
 		t.Setenv(k, v)
 	}
 	t.Setenv("GITHUB_TOKEN", "gh-pass-me")
-	mark := "secrets"
+	mark := "secrets" + strconv.Itoa(os.Getpid()) // unique: a failed run may leave processes behind
 	s := startHostile(t, `, "env": {"HOSTILE_MARK": "`+mark+`"}, "pass_env": ["GITHUB_TOKEN"]`,
 		`, "mcp_servers": {"evil": {"command": `+js(hostile(t))+`, "args": ["mcp"], "env": {"HOSTILE_MARK": "`+mark+`"}, "pass_env": ["GITHUB_TOKEN"]}}`)
 	_ = s
@@ -190,7 +192,7 @@ func TestProvidersGetNoSecrets(t *testing.T) {
 // limit: the model gets an error result, the plugin restarts, and the host
 // keeps serving.
 func TestHostilePluginIsBoundedByItsLimits(t *testing.T) {
-	mark := "limits"
+	mark := "limits" + strconv.Itoa(os.Getpid()) // unique: a failed run may leave processes behind
 	s := startHostile(t, `, "env": {"HOSTILE_MARK": "`+mark+`"}, "limits": {"processes": 40, "cpu_seconds": 2, "memory_mb": 256}`, "")
 	pidOf := func() string {
 		r := toolResult(t, s, "ok-"+strconv.FormatInt(time.Now().UnixNano(), 10), "ok")
@@ -223,7 +225,7 @@ func TestHostilePluginIsBoundedByItsLimits(t *testing.T) {
 // plugin crashes, not after the MCP server crashes, not after a graceful
 // stop.
 func TestNothingSurvivesItsProvider(t *testing.T) {
-	mark := "orphans"
+	mark := "orphans" + strconv.Itoa(os.Getpid()) // unique: a failed run may leave processes behind
 	s := startHostile(t, `, "env": {"HOSTILE_MARK": "`+mark+`"}`,
 		`, "mcp_servers": {"evil": {"command": `+js(hostile(t))+`, "args": ["mcp"], "env": {"HOSTILE_MARK": "`+mark+"-mcp"+`"}}}`)
 	eventually(t, 10*time.Second, "the MCP server and its child run", func() bool { return len(marked(mark+"-mcp")) == 2 })
@@ -247,6 +249,31 @@ func TestNothingSurvivesItsProvider(t *testing.T) {
 				if pid == old {
 					return false
 				}
+			}
+		}
+		return true
+	})
+
+	// The bridge killed with SIGKILL runs none of its code: its server and
+	// the server's child go with it all the same.
+	eventually(t, 10*time.Second, "the restarted MCP server and its child run", func() bool { return len(marked(mark+"-mcp")) == 2 })
+	before := marked(mark + "-mcp")
+	bridge := 0
+	for pid, cmd := range children(os.Getpid()) {
+		if strings.HasSuffix(cmd, " plugin mcp ") {
+			bridge = pid
+		}
+	}
+	if bridge == 0 {
+		t.Fatal("no MCP bridge among the test's children")
+	}
+	if err := syscall.Kill(bridge, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 10*time.Second, "the killed bridge's server and its child are gone", func() bool {
+		for _, pid := range before {
+			if proctest.Alive(pid) {
+				return false
 			}
 		}
 		return true
@@ -328,11 +355,12 @@ func TestProviderRunsAsItsUser(t *testing.T) {
 	if err := os.Chmod(filepath.Dir(bin), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	s := startHostile(t, `, "user": "nobody", "env": {"HOSTILE_MARK": "user"}`, "")
+	mark := "user" + strconv.Itoa(os.Getpid()) // unique: a failed run may leave processes behind
+	s := startHostile(t, `, "user": "nobody", "env": {"HOSTILE_MARK": "`+mark+`"}`, "")
 	if r := toolResult(t, s, "u", "ok"); r.IsError {
 		t.Fatalf("ok: %s", r.Content)
 	}
-	pids := marked("user")
+	pids := marked(mark)
 	if len(pids) != 1 {
 		t.Fatalf("marked processes %v, want the plugin", pids)
 	}

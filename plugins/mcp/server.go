@@ -26,9 +26,9 @@ import (
 // (go-sdk#1177) and which costs an extra round trip over HTTP.
 const protocolVersion = "2025-11-25"
 
-// stopGrace is how long a stdio server gets to exit after its stdin closes,
-// and again after SIGTERM.
-const stopGrace = time.Second
+// StopGrace is how long a stdio server gets to exit after its stdin
+// closes, and again after SIGTERM, before it is killed.
+const StopGrace = time.Second
 
 // maxHold is the longest backoff a call waits out; past it, the call fails
 // at once with the reason the server is down.
@@ -206,7 +206,7 @@ func (s *server) dial() (*conn, error) {
 				err = fmt.Errorf("%w; the server exited (%v). It runs with only PATH, LANG, LC_ALL, TZ and a private HOME and TMPDIR of the host's environment: if it needs more, name the variables in mcp_servers.%s.pass_env or set them in its env (a server run with npx needs \"pass_env\": [\"HOME\"] to use your npm cache, a Python one its virtualenv's PATH)", err, proc.err, s.cfg.Name)
 			case <-time.After(100 * time.Millisecond):
 			}
-			proc.stop(stopGrace)
+			proc.stop(StopGrace)
 			proc.release()
 			err = fmt.Errorf("%w%s", err, proc.tail)
 		}
@@ -241,7 +241,7 @@ func (s *server) watch(c *conn) {
 	close(c.dead)
 	c.cancel()
 	if c.proc != nil {
-		c.proc.stop(stopGrace) // a session that broke on a bad frame leaves the process running
+		c.proc.stop(StopGrace) // a session that broke on a bad frame leaves the process running
 		c.proc.release()
 		if err == nil || errors.Is(err, io.EOF) {
 			err = c.proc.err
@@ -273,7 +273,7 @@ func (s *server) session(ctx context.Context) (*conn, error) {
 func (c *conn) close() {
 	_ = c.cs.Close()
 	if c.proc != nil {
-		c.proc.stop(stopGrace)
+		c.proc.stop(StopGrace)
 		c.proc.release()
 	}
 	c.cancel()

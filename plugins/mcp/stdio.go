@@ -41,8 +41,14 @@ var trampoline = sync.OnceValue(func() string {
 func startStdio(cfg Server, log hclog.Logger) (*process, error) {
 	profile := cfg.Sandbox
 	profile.Env, profile.PassEnv = cfg.Env, nil
+	// A bridge served as a plugin keeps its servers' private folders in
+	// its own socket folder, which its host removes with it.
+	homes := os.Getenv("PLUGIN_UNIX_SOCKET_DIR")
+	if homes != "" && profile.User != "" {
+		_ = os.Chmod(homes, 0o711) // the server's account passes through to its own folder
+	}
 	proc, err := sandbox.Command(sandbox.Spec{Name: "mcp." + cfg.Name, Key: "mcp_servers." + cfg.Name,
-		Path: cfg.Command, Args: cfg.Args, Dir: cfg.Cwd, Profile: profile, Trampoline: trampoline()})
+		Path: cfg.Command, Args: cfg.Args, Dir: cfg.Cwd, Profile: profile, Trampoline: trampoline(), HomeIn: homes})
 	if err != nil {
 		return nil, err
 	}
