@@ -28,6 +28,7 @@ import (
 	"time"
 
 	"github.com/tenxgraph/tenxgraph/host/graph"
+	"github.com/tenxgraph/tenxgraph/host/toolnode"
 	"github.com/tenxgraph/tenxgraph/host/toolspec"
 	"github.com/tenxgraph/tenxgraph/internal/sandbox"
 	"github.com/tenxgraph/tenxgraph/plugins/builtin"
@@ -474,7 +475,7 @@ func (c *checker) remoteTools(f field) []graph.RemoteToolConfig {
 	// code-first AttachRemoteTools. Where this file already said what is
 	// wrong (a name that is not a string), its "missing" would only repeat it.
 	var more toolspec.Problems
-	for _, p := range graph.CheckRemoteTools(tools) {
+	for _, p := range toolnode.CheckRemoteTools(tools) {
 		if path := toolspec.Join(f.path, p.Path); !c.covered(path) {
 			more.Add(path, "%s", p.Message)
 		}
