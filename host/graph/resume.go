@@ -189,7 +189,7 @@ func checkInput(input []message.Message) error {
 				return invalid("messages[%d].content[%d]: clients may not send %s blocks (only the model calls tools)", i, j, b.BlockType())
 			}
 			if m.Role == message.RoleTool {
-				return invalid("messages[%d].content[%d]: a tool message holds tool_result and approval blocks only", i, j)
+				return invalid("messages[%d].content[%d]: a tool message holds tool_result blocks only, or approval blocks", i, j)
 			}
 			text = true
 		}
