@@ -48,11 +48,11 @@ type wireUpdate struct {
 }
 
 func toWire(u Update) wireUpdate {
-	return wireUpdate{Messages: u.Messages, Values: u.Values, Interrupt: u.Interrupt, Interrupts: u.Interrupts}
+	return wireUpdate(u)
 }
 
 func (w wireUpdate) update() Update {
-	return Update{Messages: w.Messages, Values: w.Values, Interrupt: w.Interrupt, Interrupts: w.Interrupts}
+	return Update(w)
 }
 
 // unanswered lists the pause's interrupts that have no answer yet.

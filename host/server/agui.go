@@ -186,7 +186,7 @@ func (s *Server) aguiInput(ctx context.Context, in types.RunAgentInput, cfg grap
 func resultsFor(th graph.Result, in types.RunAgentInput) ([]message.Message, error) {
 	pending := th.RemoteToolCalls
 	for _, a := range th.ApprovalRequests {
-		pending = append(pending, message.RemoteToolCallBlock{ID: a.ID, Name: a.Name, Arguments: a.Arguments, Node: a.Node})
+		pending = append(pending, message.RemoteToolCallBlock(a))
 	}
 	approval := map[string]bool{}
 	for _, a := range th.ApprovalRequests {
