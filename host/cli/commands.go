@@ -119,8 +119,8 @@ type terminal struct {
 
 func (t *terminal) converse(ctx context.Context, first message.Message) error {
 	// A thread left paused (a run stopped at the prompt) is answered first.
-	if th, err := t.app.Thread(ctx, t.thread); err == nil && len(th.RemoteToolCalls) > 0 {
-		fmt.Fprintf(t.out, "Thread %s is waiting for %d remote tool result(s).\n", t.thread, len(th.RemoteToolCalls))
+	if th, err := t.app.Thread(ctx, t.thread); err == nil && len(th.RemoteToolCalls)+len(th.ApprovalRequests) > 0 {
+		fmt.Fprintf(t.out, "Thread %s is waiting for %d remote tool result(s) and %d approval(s).\n", t.thread, len(th.RemoteToolCalls), len(th.ApprovalRequests))
 		if err := t.answer(ctx, th); err != nil {
 			return err
 		}
@@ -141,6 +141,13 @@ func (t *terminal) answer(ctx context.Context, res graph.Result) error {
 			return nil
 		}
 		answers := message.Message{Role: message.RoleTool}
+		for _, c := range res.ApprovalRequests {
+			a, err := t.approve(c)
+			if err != nil {
+				return err
+			}
+			answers.Content = append(answers.Content, a)
+		}
 		for _, c := range res.RemoteToolCalls {
 			r, err := t.ask(c)
 			if err != nil {
@@ -199,6 +206,31 @@ func (t *terminal) stream(ctx context.Context, input []message.Message) (graph.R
 		}
 	}
 	return graph.Result{}, errors.New("the run ended without a result")
+}
+
+// approve asks the person at the prompt whether a call may run: y runs it,
+// n denies it (anything after the n is the reason the model reads).
+func (t *terminal) approve(c message.ApprovalRequestBlock) (message.ApprovalBlock, error) {
+	fmt.Fprintf(t.out, "\nThe model wants to run %s with %s.\n", c.Name, c.Arguments)
+	for {
+		fmt.Fprintf(t.out, "Allow %s? [y/n, optionally followed by a reason]> ", c.Name)
+		line, err := t.in.ReadString('\n')
+		if err != nil && (line == "" || !errors.Is(err, io.EOF)) {
+			return message.ApprovalBlock{}, fmt.Errorf("reading the approval for %s (call %s): %w; the thread %s stays paused, run again with --thread to answer", c.Name, c.ID, err, t.thread)
+		}
+		line = strings.TrimSpace(line)
+		answer, reason, _ := strings.Cut(line, " ")
+		switch strings.ToLower(answer) {
+		case "y", "yes":
+			return message.ApprovalBlock{ToolCallID: c.ID, Approved: true, Reason: strings.TrimSpace(reason)}, nil
+		case "n", "no":
+			return message.ApprovalBlock{ToolCallID: c.ID, Approved: false, Reason: strings.TrimSpace(reason)}, nil
+		}
+		if err != nil {
+			return message.ApprovalBlock{}, fmt.Errorf("no answer for the approval of %s (call %s); the thread %s stays paused, run again with --thread to answer", c.Name, c.ID, t.thread)
+		}
+		fmt.Fprintln(t.out, "Please answer y or n.")
+	}
 }
 
 // ask prompts for one remote tool's result.

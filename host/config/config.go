@@ -28,6 +28,7 @@ import (
 	"time"
 
 	"github.com/tenxgraph/tenxgraph/host/graph"
+	"github.com/tenxgraph/tenxgraph/host/toolnode"
 	"github.com/tenxgraph/tenxgraph/host/toolspec"
 	"github.com/tenxgraph/tenxgraph/internal/sandbox"
 	"github.com/tenxgraph/tenxgraph/plugins/builtin"
@@ -131,7 +132,22 @@ type ProviderSettings struct {
 	// MaxResultBytes bounds a result (0: DefaultMaxResultBytes); a larger
 	// one becomes an error result naming the limit.
 	MaxResultBytes int64
+	// RequireApproval names the tools whose every call waits for a
+	// person's approval before it runs (require_approval). Only an entry
+	// sets it: tool names belong to one provider.
+	RequireApproval Approval
 }
+
+// Approval is require_approval: true (All) or a list of the provider's tool
+// names (Tools). The names are checked against the provider's tools when it
+// starts.
+type Approval struct {
+	All   bool
+	Tools []string
+}
+
+// Set reports whether any tool needs approval.
+func (a Approval) Set() bool { return a.All || len(a.Tools) > 0 }
 
 // providerKeys read the keys of provider_defaults, which every provider
 // entry takes too. A new shared key is one line here and a field above.
@@ -155,7 +171,7 @@ func providerDefaultKeys() []string {
 }
 
 func providerEntryKeys(own ...string) []string {
-	return append(append(own, providerDefaultKeys()...), "tool_timeouts")
+	return append(append(own, providerDefaultKeys()...), "tool_timeouts", "require_approval")
 }
 
 // readProviderKeys sets what o has of the shared keys over s.
@@ -182,6 +198,30 @@ func (c *checker) providerSettings(o field) ProviderSettings {
 				s.ToolTimeouts = map[string]time.Duration{}
 			}
 			s.ToolTimeouts[name] = d
+		}
+	}
+	if ra := o.get("require_approval"); ra.present() {
+		if ra.v.kind == kindBool {
+			s.RequireApproval.All = ra.v.b
+		} else if ra.v.kind != kindArray {
+			c.add(ra.path, "want true, false or a list of the provider's tool names")
+		} else {
+			items, _ := ra.items()
+			if len(items) == 0 {
+				c.add(ra.path, "an empty list asks nothing: use false, or name the tools")
+			}
+			seen := map[string]bool{}
+			for _, it := range items {
+				n, ok := it.required("a tool name")
+				switch {
+				case !ok:
+				case seen[n]:
+					c.add(it.path, "%q is listed twice", n)
+				default:
+					seen[n] = true
+					s.RequireApproval.Tools = append(s.RequireApproval.Tools, n)
+				}
+			}
 		}
 	}
 	return s
@@ -474,7 +514,7 @@ func (c *checker) remoteTools(f field) []graph.RemoteToolConfig {
 	// code-first AttachRemoteTools. Where this file already said what is
 	// wrong (a name that is not a string), its "missing" would only repeat it.
 	var more toolspec.Problems
-	for _, p := range graph.CheckRemoteTools(tools) {
+	for _, p := range toolnode.CheckRemoteTools(tools) {
 		if path := toolspec.Join(f.path, p.Path); !c.covered(path) {
 			more.Add(path, "%s", p.Message)
 		}

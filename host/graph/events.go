@@ -93,9 +93,12 @@ type ToolIgnored struct {
 	Reason string `json:"reason"`
 }
 
-// Interrupted lists the calls a paused run waits for.
+// Interrupted lists what a paused run waits for.
 type Interrupted struct {
-	RemoteToolCalls []message.RemoteToolCallBlock `json:"remote_tool_calls"`
+	RemoteToolCalls  []message.RemoteToolCallBlock  `json:"remote_tool_calls"`
+	ApprovalRequests []message.ApprovalRequestBlock `json:"approval_requests,omitempty"`
+	// Interrupts are all the pending interrupts, whatever they ask.
+	Interrupts []Interrupt `json:"-"`
 }
 
 // Usage is token accounting for one model call.

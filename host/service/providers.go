@@ -19,6 +19,7 @@ import (
 	"github.com/tenxgraph/tenxgraph/host/config"
 	"github.com/tenxgraph/tenxgraph/host/graph"
 	"github.com/tenxgraph/tenxgraph/host/pluginhost"
+	"github.com/tenxgraph/tenxgraph/host/toolnode"
 	"github.com/tenxgraph/tenxgraph/host/toolspec"
 	"github.com/tenxgraph/tenxgraph/internal/sandbox"
 	"github.com/tenxgraph/tenxgraph/plugins/builtin"
@@ -53,9 +54,10 @@ func (s *Service) startProviders(ctx context.Context, opts Options, env *agent.E
 		log = DefaultLogger()
 	}
 	type job struct {
-		path string // config path for errors
-		node string // "" for the bridge
-		cfg  pluginhost.Config
+		path    string // config path for errors
+		node    string // "" for the bridge
+		cfg     pluginhost.Config
+		approve config.Approval
 	}
 	jobs := []job{{path: "remote_tools", cfg: pluginhost.Config{Name: bridgeName, Command: []string{self, "plugin", "remote"},
 		Sandbox: cfg.SandboxDefaults, Key: "provider_defaults"}}}
@@ -67,7 +69,7 @@ func (s *Service) startProviders(ctx context.Context, opts Options, env *agent.E
 		}
 		jobs = append(jobs, job{path: "builtin_tools", node: bt.Node, cfg: pluginhost.Config{Name: builtinName,
 			Command: []string{self, "plugin", "builtin"}, Options: raw, Sandbox: bt.Sandbox, Key: "builtin_tools",
-			Limits: limits(bt.ProviderSettings, "builtin_tools")}})
+			Limits: limits(bt.ProviderSettings, "builtin_tools")}, approve: bt.RequireApproval})
 	}
 	var ps toolspec.Problems
 	for i, pl := range cfg.Plugins {
@@ -78,7 +80,7 @@ func (s *Service) startProviders(ctx context.Context, opts Options, env *agent.E
 		key := fmt.Sprintf("plugins[%d]", i)
 		jobs = append(jobs, job{path: key, node: pl.Node, cfg: pluginhost.Config{
 			Name: pl.Name, Command: pl.Command, SHA256: pl.SHA256, Lazy: pl.Start == "lazy",
-			Sandbox: pl.Sandbox, Key: key, Dir: pl.Cwd, Limits: limits(pl.ProviderSettings, key)}})
+			Sandbox: pl.Sandbox, Key: key, Dir: pl.Cwd, Limits: limits(pl.ProviderSettings, key)}, approve: pl.RequireApproval})
 	}
 	if len(ps) > 0 {
 		return ps
@@ -103,10 +105,15 @@ func (s *Service) startProviders(ctx context.Context, opts Options, env *agent.E
 		}
 		s.providers = append(s.providers, started[i])
 		checkToolTimeouts(ctx, started[i], j.path, j.cfg.Limits.ToolTimeouts, &ps)
+		var p sdk.Provider = started[i]
+		if j.approve.Set() {
+			checkApprovals(ctx, started[i], j.path, j.approve.Tools, &ps)
+			p = toolnode.RequireApproval(p, j.approve.Tools)
+		}
 		if j.node == "" {
 			env.Bridge = started[i]
 		} else {
-			env.Providers[j.node] = append(env.Providers[j.node], started[i])
+			env.Providers[j.node] = append(env.Providers[j.node], p)
 		}
 	}
 	if len(ps) > 0 {
@@ -128,10 +135,17 @@ func (s *Service) startMCP(ctx context.Context, self string, log hclog.Logger, e
 	byNode := map[string][]mcp.Server{}
 	wait := map[string]time.Duration{}
 	bound := map[string]pluginhost.Limits{}
+	var refused toolspec.Problems
 	for _, name := range cfg.MCPServerOrder {
 		sc := cfg.MCPServers[name]
 		if sc.Disabled {
 			continue
+		}
+		if sc.RequireApproval.Set() {
+			// The bridge may rename a server's tools on the node; until it
+			// reports which server each tool is from, a gate here could miss
+			// a tool, so the host refuses to start rather than run it unasked.
+			refused.Add("mcp_servers."+name+".require_approval", "not supported for MCP servers yet: the host cannot yet tell a server's tools apart on the node; remove the key, or serve the tools through a plugin")
 		}
 		if _, ok := byNode[sc.Node]; !ok {
 			nodes = append(nodes, sc.Node)
@@ -144,6 +158,9 @@ func (s *Service) startMCP(ctx context.Context, self string, log hclog.Logger, e
 		}
 		bound[sc.Node] = pluginhost.Limits{Timeout: max(b.Timeout, l.Timeout+mcpTimeoutMargin), Key: l.Key,
 			MaxArgumentBytes: max(b.MaxArgumentBytes, l.MaxArgumentBytes), MaxResultBytes: max(b.MaxResultBytes, l.MaxResultBytes)}
+	}
+	if len(refused) > 0 {
+		return refused
 	}
 	if len(nodes) == 0 {
 		return nil
@@ -274,6 +291,28 @@ func checkToolTimeouts(ctx context.Context, p sdk.Provider, path string, timeout
 	}
 }
 
+// checkApprovals reports each require_approval name the provider does not
+// have: a misspelt name would let that tool run unasked.
+func checkApprovals(ctx context.Context, p sdk.Provider, path string, names []string, ps *toolspec.Problems) {
+	if len(names) == 0 {
+		return
+	}
+	md, err := p.Metadata(ctx, sdk.MetadataRequest{})
+	if err != nil {
+		ps.Add(path+".require_approval", "could not list the provider's tools to check the names: %v", err)
+		return
+	}
+	have := make([]string, len(md.Tools))
+	for i, t := range md.Tools {
+		have[i] = t.Name
+	}
+	for i, name := range names {
+		if !slices.Contains(have, name) {
+			ps.Add(fmt.Sprintf("%s.require_approval[%d]", path, i), "the provider has no tool %q (its tools: %s)", name, strings.Join(have, ", "))
+		}
+	}
+}
+
 // takenNames are the tools a node has besides its MCP servers': its other
 // providers' and its configured remote tools'.
 func takenNames(ctx context.Context, providers []sdk.Provider, remoteTools []graph.RemoteToolConfig, node string) []string {
@@ -296,10 +335,17 @@ func takenNames(ctx context.Context, providers []sdk.Provider, remoteTools []gra
 // checkMCPEnv reports each ${VAR} of an enabled MCP server that is not
 // set, at its config path, before anything starts.
 func checkMCPEnv(cfg *config.Config, ps *toolspec.Problems) {
+	var refused toolspec.Problems
 	for _, name := range cfg.MCPServerOrder {
 		sc := cfg.MCPServers[name]
 		if sc.Disabled {
 			continue
+		}
+		if sc.RequireApproval.Set() {
+			// The bridge may rename a server's tools on the node; until it
+			// reports which server each tool is from, a gate here could miss
+			// a tool, so the host refuses to start rather than run it unasked.
+			refused.Add("mcp_servers."+name+".require_approval", "not supported for MCP servers yet: the host cannot yet tell a server's tools apart on the node; remove the key, or serve the tools through a plugin")
 		}
 		_, problems := mcpServer(sc).Expanded(nil)
 		for _, p := range problems {

@@ -100,9 +100,11 @@ func New(ctx context.Context, cfg *config.Config, opts Options) (s *Service, err
 		return s, toolspec.Problems{{Path: "agent", Message: fmt.Sprintf("building %q: %v", cfg.Agent, err)}}
 	}
 	if err := g.AttachRemoteTools(cfg.RemoteTools); err != nil {
-		var aps toolspec.Problems
+		var aps graph.Problems
 		if errors.As(err, &aps) {
-			ps.Merge("remote_tools", aps)
+			for _, p := range aps {
+				ps.Add(toolspec.Join("remote_tools", p.Path), "%s", p.Message)
+			}
 			return s, ps
 		}
 		return s, err

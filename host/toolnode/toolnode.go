@@ -47,6 +47,9 @@ type Tool struct {
 	// server tool, or the remote bridge that hands a remote call over.
 	Provider string
 
+	// NeedsApproval: a person approves each call before it runs.
+	NeedsApproval bool
+
 	provider sdk.Provider
 	schema   *toolspec.Schema // server tools: the host validates their arguments
 }
@@ -85,6 +88,25 @@ type source struct {
 	// changed is closed when the provider's list changed since md was
 	// read; nil for a provider whose list never changes.
 	changed <-chan struct{}
+	gate    *gated
+}
+
+// gated is a provider whose calls need approval (RequireApproval).
+type gated struct {
+	sdk.Provider
+	names []string // nil: every tool
+}
+
+func (g *gated) covers(tool string) bool {
+	return g != nil && (g.names == nil || slices.Contains(g.names, tool))
+}
+
+// RequireApproval marks p's tools as needing a person's approval before
+// each call, when p is given to New: every tool when names is nil, else the
+// tools named. A call to such a tool pauses the run (an approval_request)
+// and runs only once approved, with the arguments the model gave.
+func RequireApproval(p sdk.Provider, names []string) sdk.Provider {
+	return &gated{Provider: p, names: names}
 }
 
 // New builds a ToolNode serving the providers' tools. It lists every
@@ -100,6 +122,10 @@ func New(ctx context.Context, name string, providers ...sdk.Provider) (*Node, er
 	var errs []string
 	seen := map[string]string{} // tool name -> provider name
 	for i, p := range providers {
+		gate, _ := p.(*gated)
+		if gate != nil {
+			p = gate.Provider
+		}
 		var changed <-chan struct{}
 		if w, ok := p.(sdk.ToolsWatcher); ok {
 			changed = w.ToolsChanged() // before reading, so no change is missed
@@ -125,7 +151,7 @@ func New(ctx context.Context, name string, providers ...sdk.Provider) (*Node, er
 			}
 			n.bridge, n.bridgeName, kind = b, pname, KindRemote
 		} else {
-			n.sources = append(n.sources, &source{p: p, name: pname, md: md, changed: changed})
+			n.sources = append(n.sources, &source{p: p, name: pname, md: md, changed: changed, gate: gate})
 		}
 		for _, spec := range md.Tools {
 			if ps := toolspec.Check(spec); len(ps) > 0 {
@@ -137,7 +163,7 @@ func New(ctx context.Context, name string, providers ...sdk.Provider) (*Node, er
 				continue
 			}
 			seen[spec.Name] = pname
-			t := Tool{Spec: spec, Kind: kind, Provider: pname, provider: p}
+			t := Tool{Spec: spec, Kind: kind, Provider: pname, provider: p, NeedsApproval: kind == KindServer && gate.covers(spec.Name)}
 			if kind == KindServer {
 				t.schema, _ = toolspec.Compile(spec.Parameters) // checked above
 				n.server = append(n.server, t)
@@ -255,7 +281,7 @@ func (n *Node) refresh(ctx context.Context, r *graph.Run) {
 				continue
 			}
 			seen[spec.Name] = s.name
-			t := Tool{Spec: spec, Kind: KindServer, Provider: s.name, provider: s.p}
+			t := Tool{Spec: spec, Kind: KindServer, Provider: s.name, provider: s.p, NeedsApproval: s.gate.covers(spec.Name)}
 			t.schema, _ = toolspec.Compile(spec.Parameters) // checked above
 			server = append(server, t)
 		}
@@ -268,30 +294,6 @@ func (n *Node) refresh(ctx context.Context, r *graph.Run) {
 
 // Name is the node's name in the graph.
 func (n *Node) Name() string { return n.name }
-
-// CheckRemoteTools implements graph.RemoteToolNode: a remote tool may not
-// take a name the node already serves.
-func (n *Node) CheckRemoteTools(tools []graph.RemoteToolConfig, indexes []int) toolspec.Problems {
-	n.mu.RLock()
-	defer n.mu.RUnlock()
-	var ps toolspec.Problems
-	for i, t := range tools {
-		if prev, ok := n.byName[t.Name]; ok {
-			ps.Add(toolspec.Index(indexes[i])+".name", "node %q already has a %s tool %q (from %s); a remote tool cannot shadow it", n.name, prev.Kind, t.Name, prev.Provider)
-		}
-	}
-	return ps
-}
-
-// AttachRemoteTools implements graph.RemoteToolNode.
-func (n *Node) AttachRemoteTools(tools []graph.RemoteToolConfig) {
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	for _, t := range tools {
-		n.remote = append(n.remote, Tool{Spec: t.Spec(), Kind: KindRemote, Provider: n.bridgeName, provider: n.bridge})
-	}
-	n.reindex()
-}
 
 // Tools lists the node's tools without a run: server tools, then configured
 // remote tools.
@@ -344,11 +346,15 @@ func (n *Node) buildToolSet(ctx context.Context, r *graph.Run) (*ToolSet, error)
 	n.mu.RLock()
 	base, byName, server, remoteTools := n.base, n.byName, n.server, n.remote
 	n.mu.RUnlock()
-	if len(r.RemoteTools) == 0 {
+	specs, err := runTools(r)
+	if err != nil {
+		return nil, err
+	}
+	if len(specs) == 0 {
 		return base, nil
 	}
-	req := sdk.PrepareRunRequest{RunTools: make([]json.RawMessage, len(r.RemoteTools)), Taken: make([]string, 0, len(byName))}
-	for i, spec := range r.RemoteTools {
+	req := sdk.PrepareRunRequest{RunTools: make([]json.RawMessage, len(specs)), Taken: make([]string, 0, len(byName))}
+	for i, spec := range specs {
 		req.RunTools[i] = remote.FlatJSON(spec)
 	}
 	for name := range byName {
