@@ -4,6 +4,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
+	"slices"
 	"sync"
 
 	"github.com/tenxgraph/tenxgraph/host/checkpoint"
@@ -133,6 +134,29 @@ func decodeState(cp checkpoint.Checkpoint) (wireState, error) {
 	if len(cp.State) == 0 {
 		return w, nil
 	}
-	err := json.Unmarshal(cp.State, &w)
-	return w, err
+	if err := json.Unmarshal(cp.State, &w); err != nil {
+		return w, err
+	}
+	if cp.Status == checkpoint.StatusInterrupted && len(w.Interrupts) == 0 && len(w.Step) == 0 {
+		w.pause = legacyPause(w.Messages, w.pause)
+	}
+	return w, nil
+}
+
+// legacyPause reads a pause saved before interrupts were saved with the
+// checkpoint: the thread's remote calls without a result were its pending
+// set, raised by their nodes. A thread paused by an earlier release keeps
+// its pending calls after an upgrade, and resumes as it would have.
+func legacyPause(msgs []message.Message, p pause) pause {
+	for _, rc := range message.Pending(msgs) {
+		v, err := json.Marshal(rc)
+		if err != nil {
+			continue
+		}
+		p.Interrupts = append(p.Interrupts, Interrupt{ID: rc.ID, Node: rc.Node, Value: v})
+		if !slices.Contains(p.Step, rc.Node) {
+			p.Step = append(p.Step, rc.Node)
+		}
+	}
+	return p
 }
