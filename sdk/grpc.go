@@ -519,11 +519,11 @@ func fromStatus(err error) error {
 var ErrProviderUnavailable = errors.New("provider unavailable")
 
 func toPBSpec(t ToolSpec) *pb.ToolSpec {
-	return &pb.ToolSpec{Name: t.Name, Description: t.Description, ParametersJson: t.Parameters}
+	return &pb.ToolSpec{Name: t.Name, Description: t.Description, ParametersJson: t.Parameters, RequiresApproval: t.RequiresApproval}
 }
 
 func fromPBSpec(t *pb.ToolSpec) ToolSpec {
-	return ToolSpec{Name: t.Name, Description: t.Description, Parameters: t.ParametersJson}
+	return ToolSpec{Name: t.Name, Description: t.Description, Parameters: t.ParametersJson, RequiresApproval: t.RequiresApproval}
 }
 
 func contains(list []string, s string) bool {

@@ -63,6 +63,12 @@ type ToolSpec struct {
 	Name        string          `json:"name"`
 	Description string          `json:"description"`
 	Parameters  json.RawMessage `json:"parameters"`
+	// RequiresApproval asks the host to have a person approve each call
+	// of the tool before it runs: the run pauses with an approval request,
+	// and the tool runs only once approved. A provider marks the tools that
+	// act on the world in ways hard to undo; the host's config may require
+	// approval of more tools, never of fewer.
+	RequiresApproval bool `json:"requires_approval,omitempty"`
 }
 
 // CallToolRequest is one call of one tool.

@@ -135,17 +135,10 @@ func (s *Service) startMCP(ctx context.Context, self string, log hclog.Logger, e
 	byNode := map[string][]mcp.Server{}
 	wait := map[string]time.Duration{}
 	bound := map[string]pluginhost.Limits{}
-	var refused toolspec.Problems
 	for _, name := range cfg.MCPServerOrder {
 		sc := cfg.MCPServers[name]
 		if sc.Disabled {
 			continue
-		}
-		if sc.RequireApproval.Set() {
-			// The bridge may rename a server's tools on the node; until it
-			// reports which server each tool is from, a gate here could miss
-			// a tool, so the host refuses to start rather than run it unasked.
-			refused.Add("mcp_servers."+name+".require_approval", "not supported for MCP servers yet: the host cannot yet tell a server's tools apart on the node; remove the key, or serve the tools through a plugin")
 		}
 		if _, ok := byNode[sc.Node]; !ok {
 			nodes = append(nodes, sc.Node)
@@ -158,9 +151,6 @@ func (s *Service) startMCP(ctx context.Context, self string, log hclog.Logger, e
 		}
 		bound[sc.Node] = pluginhost.Limits{Timeout: max(b.Timeout, l.Timeout+mcpTimeoutMargin), Key: l.Key,
 			MaxArgumentBytes: max(b.MaxArgumentBytes, l.MaxArgumentBytes), MaxResultBytes: max(b.MaxResultBytes, l.MaxResultBytes)}
-	}
-	if len(refused) > 0 {
-		return refused
 	}
 	if len(nodes) == 0 {
 		return nil
@@ -232,6 +222,7 @@ func mcpServer(sc config.MCPServer) mcp.Server {
 	return mcp.Server{Name: sc.Name, Type: sc.Type, Command: sc.Command, Args: sc.Args, Env: env, Cwd: sc.Cwd,
 		URL: sc.URL, Headers: sc.Headers, Timeout: sc.Timeout, AllowTools: sc.AllowTools, DenyTools: sc.DenyTools,
 		MaxOutputBytes: sc.MaxOutputBytes, Sandbox: profile, ToolTimeouts: sc.ToolTimeouts,
+		RequireApprovalAll: sc.RequireApproval.All, RequireApproval: sc.RequireApproval.Tools,
 		MaxArgumentBytes: l.MaxArgumentBytes, MaxResultBytes: l.MaxResultBytes}
 }
 
@@ -335,17 +326,10 @@ func takenNames(ctx context.Context, providers []sdk.Provider, remoteTools []gra
 // checkMCPEnv reports each ${VAR} of an enabled MCP server that is not
 // set, at its config path, before anything starts.
 func checkMCPEnv(cfg *config.Config, ps *toolspec.Problems) {
-	var refused toolspec.Problems
 	for _, name := range cfg.MCPServerOrder {
 		sc := cfg.MCPServers[name]
 		if sc.Disabled {
 			continue
-		}
-		if sc.RequireApproval.Set() {
-			// The bridge may rename a server's tools on the node; until it
-			// reports which server each tool is from, a gate here could miss
-			// a tool, so the host refuses to start rather than run it unasked.
-			refused.Add("mcp_servers."+name+".require_approval", "not supported for MCP servers yet: the host cannot yet tell a server's tools apart on the node; remove the key, or serve the tools through a plugin")
 		}
 		_, problems := mcpServer(sc).Expanded(nil)
 		for _, p := range problems {

@@ -372,3 +372,57 @@ func TestProviderRunsAsItsUser(t *testing.T) {
 		t.Fatalf("the plugin does not run as nobody:\n%s", status)
 	}
 }
+
+// require_approval on an MCP server gates its tools by the server's own
+// names, whatever name the bridge gives them on the node; a name the server
+// does not have stops the start, at its path.
+func TestMCPRequireApproval(t *testing.T) {
+	mark := "approve" + strconv.Itoa(os.Getpid())
+	s := startConfig(t, `{"agent": "tenxgraph:react", "model": {"provider": "scripted", "script": "script.json"},
+	  "checkpointer": {"type": "memory"},
+	  "mcp_servers": {"evil": {"command": `+js(hostile(t))+`, "args": ["mcp"], "env": {"HOSTILE_MARK": "`+mark+`"},
+	    "require_approval": ["mcp_environ"]}}}`,
+		`{"rules": [{"match": "^env$", "tool_calls": [{"name": "mcp_environ", "arguments": {}}]}]}`)
+	ctx := context.Background()
+	res, err := s.App.Invoke(ctx, []message.Message{message.Text(message.RoleUser, "env")}, graph.RunConfig{ThreadID: "a"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Status != graph.StatusInterrupted || len(res.ApprovalRequests) != 1 || res.ApprovalRequests[0].Name != "mcp_environ" {
+		t.Fatalf("want a pause for approval: %s %+v", res.Status, res.ApprovalRequests)
+	}
+	for _, m := range res.Messages {
+		if len(m.ToolResults()) > 0 {
+			t.Fatalf("the tool ran before it was approved: %+v", m)
+		}
+	}
+	approve := []message.Message{{Role: message.RoleTool, Content: []message.Block{message.ApprovalBlock{ToolCallID: res.ApprovalRequests[0].ID, Approved: true}}}}
+	res, err = s.App.Invoke(ctx, approve, graph.RunConfig{ThreadID: "a"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []message.ToolResultBlock
+	for _, m := range res.Messages {
+		got = append(got, m.ToolResults()...)
+	}
+	if res.Status != graph.StatusCompleted || len(got) != 1 || got[0].IsError || !strings.Contains(string(got[0].Content), "HOSTILE_MARK="+mark) {
+		t.Fatalf("after approval: %s %+v", res.Status, got)
+	}
+
+	dir := t.TempDir()
+	os.WriteFile(filepath.Join(dir, "script.json"), []byte(`{"rules": [{"match": "x", "text": "x"}]}`), 0o600)
+	cfg, err := config.Parse([]byte(`{"agent": "tenxgraph:react", "model": {"provider": "scripted", "script": "script.json"},
+	  "checkpointer": {"type": "memory"},
+	  "mcp_servers": {"evil": {"command": `+js(hostile(t))+`, "args": ["mcp"], "require_approval": ["mcp_environ", "rm_rf"]}}}`), dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bad, err := service.New(ctx, cfg, service.Options{})
+	if err == nil {
+		bad.Shutdown(ctx)
+		t.Fatal("a require_approval name the server does not have was accepted")
+	}
+	if !strings.Contains(err.Error(), `mcp_servers.evil.require_approval[1]: the server has no tool "rm_rf"`) {
+		t.Fatalf("error %v, want one naming mcp_servers.evil.require_approval[1]", err)
+	}
+}

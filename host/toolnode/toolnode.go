@@ -47,7 +47,8 @@ type Tool struct {
 	// server tool, or the remote bridge that hands a remote call over.
 	Provider string
 
-	// NeedsApproval: a person approves each call before it runs.
+	// NeedsApproval: a person approves each call before it runs (the
+	// config requires it of the tool, or its provider asks for it).
 	NeedsApproval bool
 
 	provider sdk.Provider
@@ -163,7 +164,7 @@ func New(ctx context.Context, name string, providers ...sdk.Provider) (*Node, er
 				continue
 			}
 			seen[spec.Name] = pname
-			t := Tool{Spec: spec, Kind: kind, Provider: pname, provider: p, NeedsApproval: kind == KindServer && gate.covers(spec.Name)}
+			t := Tool{Spec: spec, Kind: kind, Provider: pname, provider: p, NeedsApproval: kind == KindServer && (spec.RequiresApproval || gate.covers(spec.Name))}
 			if kind == KindServer {
 				t.schema, _ = toolspec.Compile(spec.Parameters) // checked above
 				n.server = append(n.server, t)
@@ -281,7 +282,7 @@ func (n *Node) refresh(ctx context.Context, r *graph.Run) {
 				continue
 			}
 			seen[spec.Name] = s.name
-			t := Tool{Spec: spec, Kind: KindServer, Provider: s.name, provider: s.p, NeedsApproval: s.gate.covers(spec.Name)}
+			t := Tool{Spec: spec, Kind: KindServer, Provider: s.name, provider: s.p, NeedsApproval: spec.RequiresApproval || s.gate.covers(spec.Name)}
 			t.schema, _ = toolspec.Compile(spec.Parameters) // checked above
 			server = append(server, t)
 		}
