@@ -28,9 +28,9 @@ import (
 	"time"
 
 	"github.com/tenxgraph/tenxgraph/host/graph"
-	"github.com/tenxgraph/tenxgraph/host/toolspec"
+	"github.com/tenxgraph/tenxgraph/internal/hostallow"
 	"github.com/tenxgraph/tenxgraph/internal/sandbox"
-	"github.com/tenxgraph/tenxgraph/plugins/builtin"
+	"github.com/tenxgraph/tenxgraph/sdk/toolspec"
 )
 
 // Defaults for keys the file leaves out.
@@ -893,7 +893,7 @@ func checkHost(f field) (string, bool) {
 	if !ok {
 		return "", false
 	}
-	if err := builtin.CheckAllowHost(h); err != nil {
+	if err := hostallow.Check(h); err != nil {
 		f.c.add(f.path, "%v", err)
 		return "", false
 	}

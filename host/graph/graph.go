@@ -17,7 +17,7 @@ import (
 	"slices"
 
 	"github.com/tenxgraph/tenxgraph/host/message"
-	"github.com/tenxgraph/tenxgraph/host/toolspec"
+	"github.com/tenxgraph/tenxgraph/sdk/toolspec"
 )
 
 // START and END are the graph's virtual entry and exit.

@@ -3,8 +3,8 @@ package graph
 import (
 	"encoding/json"
 
-	"github.com/tenxgraph/tenxgraph/host/toolspec"
 	"github.com/tenxgraph/tenxgraph/sdk"
+	"github.com/tenxgraph/tenxgraph/sdk/toolspec"
 )
 
 // RemoteToolConfig declares a tool whose schema the server owns and whose

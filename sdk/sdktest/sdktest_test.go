@@ -188,13 +188,13 @@ func TestFailures(t *testing.T) {
 	}
 }
 
-// TestStart runs the host's test plugin, which prints to stdout before its
+// TestStart runs the test plugin, which prints to stdout before its
 // handshake, as a real subprocess.
 func TestStart(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and runs a plugin")
 	}
-	bin := sdktest.Build(t, "../../host/pluginhost/testdata/testplugin")
+	bin := sdktest.Build(t, "./testdata/testplugin")
 	p := sdktest.Start(t, bin)
 	md, err := p.Metadata(context.Background(), sdk.MetadataRequest{})
 	if err != nil || md.Name != "testplugin" || len(md.Tools) == 0 {
