@@ -94,6 +94,7 @@ type instance struct {
 	c           client
 	md          sdk.MetadataResponse // read when it started
 	proc        *sandbox.Process     // the process, released on every exit path
+	run         *procRunner          // its runner, which knows how it exited
 	watching    context.Context      // done when the host stops watching it
 	stopWatch   context.CancelFunc
 	intentional bool // set under Plugin.mu when the host stops it on purpose
@@ -407,6 +408,9 @@ func (p *Plugin) launch(done chan struct{}, wait time.Duration) {
 func (p *Plugin) spawn() (*instance, error) {
 	if p.cfg.SHA256 != "" {
 		if err := verify(p.cfg.Command[0], p.cfg.SHA256); err != nil {
+			// Logged as well as returned: on a restart, the error reaches
+			// only the model whose call waited for the plugin.
+			p.log.Error("refusing to start the plugin: its binary does not match the pinned sha256", "error", err)
 			return nil, fmt.Errorf("plugin %q: %w", p.cfg.Name, err)
 		}
 	}
@@ -443,7 +447,8 @@ func (p *Plugin) spawn() (*instance, error) {
 				return nil, err
 			}
 			inst.proc = proc
-			return newRunner(l, proc)
+			inst.run, err = newRunner(l, proc)
+			return inst.run, err
 		},
 		UnixSocketConfig: &plugin.UnixSocketConfig{TempDir: socketRoot(), Group: unixGroup},
 		Logger:           p.log,
@@ -459,6 +464,13 @@ func (p *Plugin) spawn() (*instance, error) {
 		return nil, err
 	}
 	rpc, err := pc.Client()
+	if err != nil && inst.run != nil {
+		// A plugin that died before its handshake: say how, and what it
+		// wrote, rather than go-plugin's words about the handshake.
+		if exit, ok := inst.run.exitedEarly(2 * time.Second); ok {
+			err = fmt.Errorf("it exited before its handshake (%s).%s", exitStatus(exit), inst.run.tail)
+		}
+	}
 	if err != nil {
 		return fail(fmt.Errorf("plugin %q: start %s: %w (it runs with its sandbox profile: %s; if it needs a variable of the host's environment, name it in %s.pass_env or set it in %s.env)",
 			p.cfg.Name, strings.Join(p.cfg.Command, " "), err, p.cfg.Sandbox.Describe(), keyOr(p.cfg.Key, "plugins[]"), keyOr(p.cfg.Key, "plugins[]")))

@@ -9,9 +9,11 @@ import (
 	"os"
 	"os/exec"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/go-plugin/runner"
@@ -32,6 +34,8 @@ type procRunner struct {
 	stdout io.ReadCloser
 	stderr io.ReadCloser
 	tail   *tail
+	exited chan struct{} // closed when Wait returns
+	err    error         // Wait's result, once exited is closed
 }
 
 var _ runner.Runner = (*procRunner)(nil)
@@ -48,12 +52,35 @@ func newRunner(log hclog.Logger, proc *sandbox.Process) (*procRunner, error) {
 		return nil, err
 	}
 	t := &tail{}
-	return &procRunner{log: log, proc: proc, cmd: cmd, stdout: handshakeOnly(out, log), stderr: t.reader(errp), tail: t}, nil
+	return &procRunner{log: log, proc: proc, cmd: cmd, stdout: handshakeOnly(out, log), stderr: t.reader(errp), tail: t, exited: make(chan struct{})}, nil
 }
 
 func (r *procRunner) Start(context.Context) error { return r.proc.Start() }
 
-func (r *procRunner) Wait(context.Context) error { return r.cmd.Wait() }
+func (r *procRunner) Wait(context.Context) error {
+	r.err = r.cmd.Wait()
+	close(r.exited)
+	return r.err
+}
+
+// exitedEarly reports how the plugin exited, if it did within wait.
+// go-plugin gives up on the handshake as soon as stdout ends, a moment
+// before the exit of a plugin that crashed is known.
+func (r *procRunner) exitedEarly(wait time.Duration) (error, bool) {
+	select {
+	case <-r.exited:
+		return r.err, true
+	default:
+	}
+	t := time.NewTimer(wait)
+	defer t.Stop()
+	select {
+	case <-r.exited:
+		return r.err, true
+	case <-t.C:
+		return nil, false
+	}
+}
 
 // Kill ends the plugin and everything it started.
 func (r *procRunner) Kill(context.Context) error {
@@ -73,6 +100,9 @@ func (r *procRunner) Name() string          { return r.cmd.Path }
 func (r *procRunner) ID() string            { return strconv.Itoa(r.proc.PID()) }
 
 func (r *procRunner) Diagnose(context.Context) string {
+	if err, ok := r.exitedEarly(2 * time.Second); ok {
+		return fmt.Sprintf("the plugin %s exited before its handshake (%v).%s", r.cmd.Path, exitStatus(err), r.tail)
+	}
 	return fmt.Sprintf("the plugin %s did not complete the handshake: is it built with sdk.Serve (or go-plugin, toolprovider.v1), for this OS and architecture, and executable?%s", r.cmd.Path, r.tail)
 }
 
@@ -117,11 +147,21 @@ func handshakeOnly(r io.ReadCloser, log hclog.Logger) io.ReadCloser {
 	}{pr, r}
 }
 
+// exitStatus says how a process ended: "exit status 2", "signal: killed".
+func exitStatus(err error) string {
+	if err == nil {
+		return "exit status 0"
+	}
+	return err.Error()
+}
+
 // tail keeps the last lines a plugin wrote on stderr, for an error saying
-// why it did not start.
+// why it did not start, and the line a Go panic starts with, which a long
+// stack would push out.
 type tail struct {
 	mu    sync.Mutex
 	lines []string
+	panic string // "panic: ..." or "fatal error: ...", once seen
 }
 
 // reader passes r through, keeping its last lines.
@@ -137,8 +177,11 @@ func (t *tail) reader(r io.ReadCloser) io.ReadCloser {
 				line = line[:300] + "…"
 			}
 			t.lines = append(t.lines, line)
-			if len(t.lines) > 5 {
+			if len(t.lines) > 10 {
 				t.lines = t.lines[1:]
+			}
+			if t.panic == "" && (strings.HasPrefix(line, "panic: ") || strings.HasPrefix(line, "fatal error: ")) {
+				t.panic = line
 			}
 			t.mu.Unlock()
 			if _, err := io.WriteString(pw, sc.Text()+"\n"); err != nil {
@@ -160,5 +203,9 @@ func (t *tail) String() string {
 	if len(t.lines) == 0 {
 		return ""
 	}
-	return " Its last output on stderr: " + strings.Join(t.lines, " | ")
+	lines := t.lines
+	if t.panic != "" && !slices.Contains(lines, t.panic) {
+		lines = append([]string{t.panic, "…"}, lines...)
+	}
+	return " Its last output on stderr: " + strings.Join(lines, " | ")
 }

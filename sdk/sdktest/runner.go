@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -131,10 +132,12 @@ func handshakeOnly(r io.ReadCloser, log hclog.Logger) io.ReadCloser {
 	}{pr, r}
 }
 
-// tail keeps the last lines a plugin wrote on stderr.
+// tail keeps the last lines a plugin wrote on stderr, and the line a Go
+// panic starts with, which a long stack would push out.
 type tail struct {
 	mu    sync.Mutex
 	lines []string
+	panic string
 }
 
 func (t *tail) reader(r io.ReadCloser) io.ReadCloser {
@@ -148,6 +151,9 @@ func (t *tail) reader(r io.ReadCloser) io.ReadCloser {
 			t.lines = append(t.lines, line)
 			if len(t.lines) > 10 {
 				t.lines = t.lines[1:]
+			}
+			if t.panic == "" && (strings.HasPrefix(line, "panic: ") || strings.HasPrefix(line, "fatal error: ")) {
+				t.panic = line
 			}
 			t.mu.Unlock()
 			if _, err := io.WriteString(pw, line+"\n"); err != nil {
@@ -169,7 +175,11 @@ func (t *tail) String() string {
 	if len(t.lines) == 0 {
 		return ""
 	}
-	return " Its last lines on stderr:\n\t" + strings.Join(t.lines, "\n\t")
+	lines := t.lines
+	if t.panic != "" && !slices.Contains(lines, t.panic) {
+		lines = append([]string{t.panic, "…"}, lines...)
+	}
+	return " Its last lines on stderr:\n\t" + strings.Join(lines, "\n\t")
 }
 
 // startError replaces go-plugin's text for a plugin that died before its
