@@ -18,6 +18,7 @@ import (
 	"os/exec"
 	"os/user"
 	"reflect"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -58,6 +59,11 @@ type Config struct {
 	Trampoline string
 	// Dir is the plugin's working directory ("" for the host's).
 	Dir string
+	// Prefix goes before each of the plugin's tool names as the host offers
+	// them, and is taken off again in each call, so that two plugins
+	// exporting one name can share a node. Limits keep the plugin's own
+	// names.
+	Prefix string
 	// Options are sent to the plugin with Configure before anything else,
 	// over the plugin protocol rather than the environment its tools can
 	// read. Nil sends nothing.
@@ -160,6 +166,12 @@ func (p *Plugin) Metadata(context.Context, sdk.MetadataRequest) (sdk.MetadataRes
 	md := p.md
 	p.mu.Unlock()
 	md.Name = p.cfg.Name
+	if p.cfg.Prefix != "" {
+		md.Tools = slices.Clone(md.Tools)
+		for i := range md.Tools {
+			md.Tools[i].Name = p.cfg.Prefix + md.Tools[i].Name
+		}
+	}
 	return md, nil
 }
 
@@ -224,6 +236,13 @@ func (p *Plugin) follow(inst *instance, changed <-chan struct{}) {
 // result for that call), and is restarted for the next call. A call outside
 // the plugin's Limits gives an error naming the limit (wrapping ErrLimit).
 func (p *Plugin) CallTool(ctx context.Context, req sdk.CallToolRequest) (sdk.CallToolResponse, error) {
+	if p.cfg.Prefix != "" {
+		name, ok := strings.CutPrefix(req.Name, p.cfg.Prefix)
+		if !ok {
+			return sdk.CallToolResponse{}, fmt.Errorf("plugin %q: %w %q (its tools all start with %q)", p.cfg.Name, sdk.ErrUnknownTool, req.Name, p.cfg.Prefix)
+		}
+		req.Name = name
+	}
 	lim := p.cfg.Limits
 	if err := lim.checkArguments(req); err != nil {
 		return sdk.CallToolResponse{}, fmt.Errorf("plugin %q: %w", p.cfg.Name, err)

@@ -76,7 +76,7 @@ func (s *Service) startProviders(ctx context.Context, opts Options, env *agent.E
 		}
 		key := fmt.Sprintf("plugins[%d]", i)
 		jobs = append(jobs, job{path: key, node: pl.Node, cfg: pluginhost.Config{
-			Name: pl.Name, Command: pl.Command, SHA256: pl.SHA256, Lazy: pl.Start == "lazy",
+			Name: pl.Name, Command: pl.Command, SHA256: pl.SHA256, Lazy: pl.Start == "lazy", Prefix: pl.Prefix,
 			Sandbox: pl.Sandbox, Key: key, Dir: pl.Cwd, Limits: limits(pl.ProviderSettings, key)}})
 	}
 	if len(ps) > 0 {
@@ -101,7 +101,7 @@ func (s *Service) startProviders(ctx context.Context, opts Options, env *agent.E
 			continue
 		}
 		s.providers = append(s.providers, started[i])
-		checkToolTimeouts(ctx, started[i], j.path, j.cfg.Limits.ToolTimeouts, &ps)
+		checkToolTimeouts(ctx, started[i], j.path, j.cfg.Prefix, j.cfg.Limits.ToolTimeouts, &ps)
 		if j.node == "" {
 			env.Bridge = started[i]
 		} else {
@@ -250,7 +250,8 @@ func limits(s config.ProviderSettings, key string) pluginhost.Limits {
 // checkToolTimeouts reports each tool_timeouts entry naming a tool the
 // provider does not have: a misspelt name would leave that tool on the
 // default without a word.
-func checkToolTimeouts(ctx context.Context, p sdk.Provider, path string, timeouts map[string]time.Duration, ps *toolspec.Problems) {
+// They name the provider's own tools, before any prefix.
+func checkToolTimeouts(ctx context.Context, p sdk.Provider, path, prefix string, timeouts map[string]time.Duration, ps *toolspec.Problems) {
 	if len(timeouts) == 0 {
 		return
 	}
@@ -260,7 +261,7 @@ func checkToolTimeouts(ctx context.Context, p sdk.Provider, path string, timeout
 	}
 	have := make([]string, len(md.Tools))
 	for i, t := range md.Tools {
-		have[i] = t.Name
+		have[i] = strings.TrimPrefix(t.Name, prefix)
 	}
 	for _, name := range slices.Sorted(maps.Keys(timeouts)) {
 		if !slices.Contains(have, name) {
@@ -380,4 +381,42 @@ func (s *Service) Profiles() []Profile {
 		}
 	}
 	return out
+}
+
+// providerNodes lists each provider entry's node with its config path.
+func providerNodes(cfg *config.Config) (paths, nodes []string) {
+	if bt := cfg.BuiltinTools; bt != nil && len(bt.Enable) > 0 {
+		paths, nodes = append(paths, "builtin_tools.node"), append(nodes, bt.Node)
+	}
+	for _, name := range cfg.MCPServerOrder {
+		if sc := cfg.MCPServers[name]; !sc.Disabled {
+			paths, nodes = append(paths, toolspec.Join(toolspec.Join("mcp_servers", name), "node")), append(nodes, sc.Node)
+		}
+	}
+	for i, pl := range cfg.Plugins {
+		paths, nodes = append(paths, fmt.Sprintf("plugins[%d].node", i)), append(nodes, pl.Node)
+	}
+	return paths, nodes
+}
+
+// checkProviderNodes reports each provider entry whose node the graph does
+// not have, or that is not a ToolNode, as AttachRemoteTools does for remote
+// tools: the graph's builder takes only the providers of its own ToolNodes,
+// and the tools of any other would vanish without a word.
+func checkProviderNodes(g *graph.StateGraph, cfg *config.Config, ps *toolspec.Problems) {
+	toolNodes := g.ToolNodes()
+	list := "none"
+	if len(toolNodes) > 0 {
+		list = strings.Join(toolNodes, ", ")
+	}
+	paths, nodes := providerNodes(cfg)
+	for i, node := range nodes {
+		switch {
+		case slices.Contains(toolNodes, node):
+		case g.Node(node) != nil:
+			ps.Add(paths[i], "node %q is not a ToolNode (ToolNodes: %s)", node, list)
+		default:
+			ps.Add(paths[i], "graph %q has no node %q (ToolNodes: %s)", cfg.Agent, node, list)
+		}
+	}
 }
