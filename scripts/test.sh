@@ -60,6 +60,19 @@ if [ -n "$unformatted" ]; then
 	echo "gofmt would change:"; echo "$unformatted"; exit 1
 fi
 
+step "generated code (toolprovider.v1 for Go and Python) is what the pinned generators write"
+if ! command -v protoc >/dev/null; then
+	apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq protobuf-compiler
+fi
+if [ "$(protoc --version)" != "libprotoc 3.21.12" ]; then
+	echo "NOT CHECKED: protoc is \"$(protoc --version)\", and the files are generated with 3.21.12 (Debian 12's protobuf-compiler)"
+else
+	(cd sdk && go generate ./proto/...)
+	sh examples/plugins/python/generate.sh
+	git diff --exit-code -- sdk/proto examples/plugins/python/toolprovider ||
+		{ echo "the generated code differs from the checked-in files: commit what go generate wrote"; exit 1; }
+fi
+
 step "go vet"
 for m in "${MODULES[@]}"; do (cd "$m" && go vet ./...); done
 

@@ -1,5 +1,5 @@
 // Module tools pins the code generators of the repository, so that
-// `go generate ./sdk/proto/...` (in the sdk module) writes the same .pb.go
+// `go generate ./proto/...` in the sdk module writes the same .pb.go
 // files byte for byte on every machine. It is never imported.
 module github.com/tenxgraph/tenxgraph/tools
 
