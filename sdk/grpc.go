@@ -10,12 +10,13 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/go-plugin"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
-	pb "github.com/tenxgraph/tenxgraph/sdk/internal/toolproviderv1"
+	pb "github.com/tenxgraph/tenxgraph/sdk/proto/toolprovider/v1"
 )
 
 // Capabilities a provider can announce in MetadataResponse.Capabilities.
@@ -72,10 +73,11 @@ type grpcPlugin struct {
 	impl    Provider
 	onLost  func()            // called when the host's lifeline breaks
 	onStuck func(tool string) // called when a handler ignores cancellation
+	log     hclog.Logger      // each call's Logger, when set
 }
 
 func (g *grpcPlugin) GRPCServer(_ *plugin.GRPCBroker, s *grpc.Server) error {
-	pb.RegisterToolProviderServer(s, &grpcServer{p: g.impl, onLost: g.onLost, onStuck: g.onStuck})
+	pb.RegisterToolProviderServer(s, &grpcServer{p: g.impl, onLost: g.onLost, onStuck: g.onStuck, log: g.log})
 	return nil
 }
 
@@ -96,6 +98,7 @@ type grpcServer struct {
 	watch    grpc.ServerStreamingServer[pb.Watch_Event] // the host's lifeline, once open
 	onLost   func()
 	onStuck  func(tool string)
+	log      hclog.Logger
 	stopping atomic.Bool
 }
 
@@ -163,6 +166,9 @@ func (s *grpcServer) callTool(ctx context.Context, req *pb.CallTool_Request) (*p
 				Progress: p.Progress, Total: p.Total, Message: p.Message}})
 		})
 	}
+	if s.log != nil {
+		ctx = ContextWithLogger(ctx, s.log.With("tool", in.Name, "call_id", in.CallID))
+	}
 	resp, err := s.run(ctx, in)
 	switch {
 	case errors.Is(err, ErrUnknownTool):
@@ -181,7 +187,7 @@ func (s *grpcServer) callTool(ctx context.Context, req *pb.CallTool_Request) (*p
 // host cannot see this itself: its end of the call is gone once cancelled.
 func (s *grpcServer) run(ctx context.Context, in CallToolRequest) (CallToolResponse, error) {
 	if s.onStuck == nil {
-		return s.p.CallTool(ctx, in)
+		return s.call(ctx, in)
 	}
 	type result struct {
 		resp CallToolResponse
@@ -189,7 +195,7 @@ func (s *grpcServer) run(ctx context.Context, in CallToolRequest) (CallToolRespo
 	}
 	done := make(chan result, 1)
 	go func() {
-		resp, err := s.p.CallTool(ctx, in)
+		resp, err := s.call(ctx, in)
 		done <- result{resp, err}
 	}()
 	select {
@@ -208,6 +214,13 @@ func (s *grpcServer) run(ctx context.Context, in CallToolRequest) (CallToolRespo
 		}
 		return CallToolResponse{}, ctx.Err()
 	}
+}
+
+// call calls the provider's tool; a panic, which would end the plugin and
+// every call in it, is the call's error result (see recoverTool).
+func (s *grpcServer) call(ctx context.Context, in CallToolRequest) (resp CallToolResponse, err error) {
+	defer recoverTool(ctx, in.Name, &resp, &err)
+	return s.p.CallTool(ctx, in)
 }
 
 func (s *grpcServer) PrepareRun(ctx context.Context, req *pb.PrepareRun_Request) (*pb.PrepareRun_Response, error) {

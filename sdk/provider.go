@@ -133,10 +133,20 @@ type IgnoredTool struct {
 	Reason string
 }
 
-// Problem is one thing wrong with an input, at a JSON path.
+// Problem is one thing wrong with an input, at a JSON path such as
+// "remote_tools[1].parameters". It is the one problem type of the host and
+// the SDK: package toolspec collects them.
 type Problem struct {
 	Path    string
 	Message string
+}
+
+// String gives "path: message", or the message alone at the root.
+func (p Problem) String() string {
+	if p.Path == "" {
+		return p.Message
+	}
+	return p.Path + ": " + p.Message
 }
 
 // Configurer is implemented by providers that take options from the host's

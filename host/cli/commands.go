@@ -38,11 +38,16 @@ func validateCmd() *cobra.Command {
 		Short: "Check the config: exit 0 when valid, otherwise list every problem with its path",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return withService(cmd, checkpoint.NewMemory(), func(s *service.Service) error {
-				path, _ := cmd.Flags().GetString("config")
-				fmt.Fprintf(cmd.OutOrStdout(), "%s is valid: agent %q, %d tool(s) on %d node(s)\n", path, s.Config.Agent, len(s.Tools()), len(s.Graph.ToolNodes()))
-				return nil
-			})
+			path, _ := cmd.Flags().GetString("config")
+			// Every problem in one pass: a file with problems of its own
+			// is still checked against its graph.
+			s, err := service.Validate(cmd.Context(), path, service.Options{Store: checkpoint.NewMemory()})
+			if err != nil {
+				return fail(err)
+			}
+			defer s.Shutdown(context.WithoutCancel(cmd.Context()))
+			fmt.Fprintf(cmd.OutOrStdout(), "%s is valid: agent %q, %d tool(s) on %d node(s)\n", path, s.Config.Agent, len(s.Tools()), len(s.Graph.ToolNodes()))
+			return nil
 		},
 	}
 }

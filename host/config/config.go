@@ -28,10 +28,10 @@ import (
 	"time"
 
 	"github.com/tenxgraph/tenxgraph/host/graph"
-	"github.com/tenxgraph/tenxgraph/host/toolnode"
-	"github.com/tenxgraph/tenxgraph/host/toolspec"
+	"github.com/tenxgraph/tenxgraph/host/toolnode/remotespec"
+	"github.com/tenxgraph/tenxgraph/internal/hostallow"
 	"github.com/tenxgraph/tenxgraph/internal/sandbox"
-	"github.com/tenxgraph/tenxgraph/plugins/builtin"
+	"github.com/tenxgraph/tenxgraph/sdk/toolspec"
 )
 
 // Defaults for keys the file leaves out.
@@ -354,6 +354,11 @@ type Plugin struct {
 	SHA256 string
 	// Node is the ToolNode offering the plugin's tools (default "tools").
 	Node string
+	// Prefix is put before each of the plugin's tool names on the node
+	// ("wx_" offers "forecast" as "wx_forecast"), so that two plugins
+	// exporting one name can sit on one node. Per-tool settings such as
+	// tool_timeouts keep the plugin's own names.
+	Prefix string
 	// Env is added to the plugin's environment.
 	Env map[string]string
 	// Start is "startup" (default: a broken plugin fails the start, not the
@@ -425,23 +430,58 @@ type CORS struct {
 
 // Load reads and parses the config file at path.
 func Load(path string) (*Config, error) {
+	data, dir, err := read(path)
+	if err != nil {
+		return nil, err
+	}
+	return Parse(data, dir)
+}
+
+// LoadPartial is Load for the validate command, which reports every
+// problem at once, those it finds with the graph included: it returns the
+// config as far as it could be read along with the file's problems (see
+// Check). err is for a file that cannot be read.
+func LoadPartial(path string) (*Config, toolspec.Problems, error) {
+	data, dir, err := read(path)
+	if err != nil {
+		return nil, nil, err
+	}
+	cfg, ps := Check(data, dir)
+	return cfg, ps, nil
+}
+
+func read(path string) (data []byte, dir string, err error) {
 	abs, err := filepath.Abs(path)
 	if err != nil {
-		return nil, fmt.Errorf("config %s: %w", path, err)
+		return nil, "", fmt.Errorf("config %s: %w", path, err)
 	}
-	data, err := os.ReadFile(abs)
+	data, err = os.ReadFile(abs)
 	if errors.Is(err, fs.ErrNotExist) {
-		return nil, fmt.Errorf("no config file at %s: create one there (a small one is {\"agent\": \"tenxgraph:react\", \"model\": {\"provider\": \"openai\", \"model\": \"gpt-4o-mini\"}}) or pass --config with the path of yours: %w", abs, err)
+		return nil, "", fmt.Errorf("no config file at %s: create one there (a small one is {\"agent\": \"tenxgraph:react\", \"model\": {\"provider\": \"openai\", \"model\": \"gpt-4o-mini\"}}) or pass --config with the path of yours: %w", abs, err)
 	}
 	if err != nil {
-		return nil, fmt.Errorf("read config: %w", err)
+		return nil, "", fmt.Errorf("read config: %w", err)
 	}
-	return Parse(data, filepath.Dir(abs))
+	return data, filepath.Dir(abs), nil
 }
 
 // Parse decodes and validates a config whose file is in dir. On failure the
 // error is a toolspec.Problems listing every problem found.
 func Parse(data []byte, dir string) (*Config, error) {
+	cfg, ps := Check(data, dir)
+	if len(ps) > 0 {
+		return nil, ps
+	}
+	return cfg, nil
+}
+
+// Check decodes and validates a config whose file is in dir, and returns
+// every problem found together with the config as far as it could be read:
+// a value with a problem is left at its default. The config is nil only
+// when the data is not a JSON object. Use it to go on checking what needs
+// more than the file (the graph's nodes) before reporting; start nothing
+// from a config that has problems.
+func Check(data []byte, dir string) (*Config, toolspec.Problems) {
 	abs, err := filepath.Abs(dir)
 	if err != nil {
 		return nil, toolspec.Problems{{Message: fmt.Sprintf("config folder %q: %v", dir, err)}}
@@ -469,10 +509,7 @@ func Parse(data []byte, dir string) (*Config, error) {
 	cfg.Checkpointer = c.checkpointer(top.get("checkpointer"))
 	cfg.Server = c.server(top.get("server"))
 	c.checkSecrets(cfg)
-	if len(c.ps) > 0 {
-		return nil, c.ps
-	}
-	return cfg, nil
+	return cfg, c.ps
 }
 
 // node reads a provider entry's "node".
@@ -514,7 +551,7 @@ func (c *checker) remoteTools(f field) []graph.RemoteToolConfig {
 	// code-first AttachRemoteTools. Where this file already said what is
 	// wrong (a name that is not a string), its "missing" would only repeat it.
 	var more toolspec.Problems
-	for _, p := range toolnode.CheckRemoteTools(tools) {
+	for _, p := range remotespec.Check(tools) {
 		if path := toolspec.Join(f.path, p.Path); !c.covered(path) {
 			more.Add(path, "%s", p.Message)
 		}
@@ -744,12 +781,16 @@ var pluginNamePattern = regexp.MustCompile(`^[a-zA-Z0-9_-]{1,64}$`)
 
 var sha256Pattern = regexp.MustCompile(`^[0-9a-fA-F]{64}$`)
 
+// prefixPattern keeps a tool-name prefix within the tool name rule, short
+// enough to leave the name room.
+var prefixPattern = regexp.MustCompile(`^[a-zA-Z0-9_-]{1,32}$`)
+
 func (c *checker) plugins(f field) []Plugin {
 	items, _ := f.items()
 	var out []Plugin
 	first := map[string]int{}
 	for i, it := range items {
-		o := it.object(append(providerEntryKeys("name", "command", "sha256", "node", "env", "start"), "cwd", "pass_env", "limits", "network", "user", "group")...)
+		o := it.object(append(providerEntryKeys("name", "command", "sha256", "node", "env", "start"), "cwd", "pass_env", "limits", "network", "user", "group", "prefix")...)
 		if !o.present() {
 			continue
 		}
@@ -789,6 +830,15 @@ func (c *checker) plugins(f field) []Plugin {
 				p.SHA256 = strings.ToLower(h)
 			} else {
 				c.add(sum.path, "must be 64 hexadecimal characters, the output of `sha256sum` on the executable (got %d characters)", len(h))
+			}
+		}
+		if prefix := o.get("prefix"); prefix.present() {
+			if s, ok := prefix.str(); ok {
+				if prefixPattern.MatchString(s) {
+					p.Prefix = s
+				} else {
+					c.add(prefix.path, "%q must be 1 to 32 letters, digits, '_' or '-', such as \"wx_\": it goes before each tool name", s)
+				}
 			}
 		}
 		p.Env, _ = o.get("env").strMap(checkEnvKey, nil)
@@ -933,7 +983,7 @@ func checkHost(f field) (string, bool) {
 	if !ok {
 		return "", false
 	}
-	if err := builtin.CheckAllowHost(h); err != nil {
+	if err := hostallow.Check(h); err != nil {
 		f.c.add(f.path, "%v", err)
 		return "", false
 	}

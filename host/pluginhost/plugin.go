@@ -18,6 +18,7 @@ import (
 	"os/exec"
 	"os/user"
 	"reflect"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -59,6 +60,11 @@ type Config struct {
 	Trampoline string
 	// Dir is the plugin's working directory ("" for the host's).
 	Dir string
+	// Prefix goes before each of the plugin's tool names as the host offers
+	// them, and is taken off again in each call, so that two plugins
+	// exporting one name can share a node. Limits keep the plugin's own
+	// names.
+	Prefix string
 	// Options are sent to the plugin with Configure before anything else,
 	// over the plugin protocol rather than the environment its tools can
 	// read. Nil sends nothing.
@@ -106,6 +112,7 @@ type instance struct {
 	c         client
 	md        sdk.MetadataResponse // read when it started
 	proc      *sandbox.Process     // the process, released on every exit path
+	run       *procRunner          // its runner, which knows how it exited
 	watching  context.Context      // done when the host stops watching it
 	stopWatch context.CancelFunc
 }
@@ -180,6 +187,12 @@ func (p *Plugin) Metadata(context.Context, sdk.MetadataRequest) (sdk.MetadataRes
 	md := p.md
 	p.mu.Unlock()
 	md.Name = p.cfg.Name
+	if p.cfg.Prefix != "" {
+		md.Tools = slices.Clone(md.Tools)
+		for i := range md.Tools {
+			md.Tools[i].Name = p.cfg.Prefix + md.Tools[i].Name
+		}
+	}
 	return md, nil
 }
 
@@ -244,6 +257,13 @@ func (p *Plugin) follow(inst *instance, changed <-chan struct{}) {
 // result for that call), and is restarted for the next call. A call outside
 // the plugin's Limits gives an error naming the limit (wrapping ErrLimit).
 func (p *Plugin) CallTool(ctx context.Context, req sdk.CallToolRequest) (sdk.CallToolResponse, error) {
+	if p.cfg.Prefix != "" {
+		name, ok := strings.CutPrefix(req.Name, p.cfg.Prefix)
+		if !ok {
+			return sdk.CallToolResponse{}, fmt.Errorf("plugin %q: %w %q (its tools all start with %q)", p.cfg.Name, sdk.ErrUnknownTool, req.Name, p.cfg.Prefix)
+		}
+		req.Name = name
+	}
 	lim := p.cfg.Limits
 	if err := lim.checkArguments(req); err != nil {
 		return sdk.CallToolResponse{}, fmt.Errorf("plugin %q: %w", p.cfg.Name, err)
@@ -349,6 +369,9 @@ func (p *Plugin) get(ctx context.Context) (*instance, error) {
 func (p *Plugin) spawn() (*instance, error) {
 	if p.cfg.SHA256 != "" {
 		if err := verify(p.cfg.Command[0], p.cfg.SHA256); err != nil {
+			// Logged as well as returned: on a restart, the error reaches
+			// only the model whose call waited for the plugin.
+			p.log.Error("refusing to start the plugin: its binary does not match the pinned sha256", "error", err)
 			return nil, fmt.Errorf("plugin %q: %w", p.cfg.Name, err)
 		}
 	}
@@ -385,7 +408,8 @@ func (p *Plugin) spawn() (*instance, error) {
 				return nil, err
 			}
 			inst.proc = proc
-			return newRunner(l, proc)
+			inst.run, err = newRunner(l, proc)
+			return inst.run, err
 		},
 		UnixSocketConfig: &plugin.UnixSocketConfig{TempDir: socketRoot(), Group: unixGroup},
 		Logger:           p.log,
@@ -401,6 +425,13 @@ func (p *Plugin) spawn() (*instance, error) {
 		return nil, err
 	}
 	rpc, err := pc.Client()
+	if err != nil && inst.run != nil {
+		// A plugin that died before its handshake: say how, and what it
+		// wrote, rather than go-plugin's words about the handshake.
+		if exit, ok := inst.run.exitedEarly(2 * time.Second); ok {
+			err = fmt.Errorf("it exited before its handshake (%s).%s", exitStatus(exit), inst.run.tail)
+		}
+	}
 	if err != nil {
 		return fail(fmt.Errorf("plugin %q: start %s: %w (it runs with its sandbox profile: %s; if it needs a variable of the host's environment, name it in %s.pass_env or set it in %s.env)",
 			p.cfg.Name, strings.Join(p.cfg.Command, " "), err, p.cfg.Sandbox.Describe(), keyOr(p.cfg.Key, "plugins[]"), keyOr(p.cfg.Key, "plugins[]")))

@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"regexp"
 	"strconv"
+	"time"
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/go-plugin/runner"
@@ -30,6 +31,8 @@ type procRunner struct {
 	stdout io.ReadCloser
 	stderr io.ReadCloser
 	tail   *sandbox.Tail
+	exited chan struct{} // closed when Wait returns
+	err    error         // Wait's result, once exited is closed
 }
 
 var _ runner.Runner = (*procRunner)(nil)
@@ -46,12 +49,35 @@ func newRunner(log hclog.Logger, proc *sandbox.Process) (*procRunner, error) {
 		return nil, err
 	}
 	t := &sandbox.Tail{}
-	return &procRunner{log: log, proc: proc, cmd: cmd, stdout: handshakeOnly(out, log), stderr: tailReader(t, errp), tail: t}, nil
+	return &procRunner{log: log, proc: proc, cmd: cmd, stdout: handshakeOnly(out, log), stderr: tailReader(t, errp), tail: t, exited: make(chan struct{})}, nil
 }
 
 func (r *procRunner) Start(context.Context) error { return r.proc.Start() }
 
-func (r *procRunner) Wait(context.Context) error { return r.cmd.Wait() }
+func (r *procRunner) Wait(context.Context) error {
+	r.err = r.cmd.Wait()
+	close(r.exited)
+	return r.err
+}
+
+// exitedEarly reports how the plugin exited, if it did within wait.
+// go-plugin gives up on the handshake as soon as stdout ends, a moment
+// before the exit of a plugin that crashed is known.
+func (r *procRunner) exitedEarly(wait time.Duration) (error, bool) {
+	select {
+	case <-r.exited:
+		return r.err, true
+	default:
+	}
+	t := time.NewTimer(wait)
+	defer t.Stop()
+	select {
+	case <-r.exited:
+		return r.err, true
+	case <-t.C:
+		return nil, false
+	}
+}
 
 // Kill ends the plugin and everything it started.
 func (r *procRunner) Kill(context.Context) error {
@@ -71,6 +97,9 @@ func (r *procRunner) Name() string          { return r.cmd.Path }
 func (r *procRunner) ID() string            { return strconv.Itoa(r.proc.PID()) }
 
 func (r *procRunner) Diagnose(context.Context) string {
+	if err, ok := r.exitedEarly(2 * time.Second); ok {
+		return fmt.Sprintf("the plugin %s exited before its handshake (%v).%s", r.cmd.Path, exitStatus(err), r.tail)
+	}
 	return fmt.Sprintf("the plugin %s did not complete the handshake: is it built with sdk.Serve (or go-plugin, toolprovider.v1), for this OS and architecture, and executable?%s", r.cmd.Path, r.tail)
 }
 
@@ -113,6 +142,14 @@ func handshakeOnly(r io.ReadCloser, log hclog.Logger) io.ReadCloser {
 		io.Reader
 		io.Closer
 	}{pr, r}
+}
+
+// exitStatus says how a process ended: "exit status 2", "signal: killed".
+func exitStatus(err error) string {
+	if err == nil {
+		return "exit status 0"
+	}
+	return err.Error()
 }
 
 // tailReader passes r through, keeping its last lines in t.

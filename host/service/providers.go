@@ -20,12 +20,12 @@ import (
 	"github.com/tenxgraph/tenxgraph/host/graph"
 	"github.com/tenxgraph/tenxgraph/host/pluginhost"
 	"github.com/tenxgraph/tenxgraph/host/toolnode"
-	"github.com/tenxgraph/tenxgraph/host/toolspec"
 	"github.com/tenxgraph/tenxgraph/internal/sandbox"
 	"github.com/tenxgraph/tenxgraph/plugins/builtin"
 	"github.com/tenxgraph/tenxgraph/plugins/mcp"
 	"github.com/tenxgraph/tenxgraph/plugins/remote"
 	"github.com/tenxgraph/tenxgraph/sdk"
+	"github.com/tenxgraph/tenxgraph/sdk/toolspec"
 )
 
 // Names of the providers this binary serves itself; plugins may not take
@@ -79,7 +79,7 @@ func (s *Service) startProviders(ctx context.Context, opts Options, env *agent.E
 		}
 		key := fmt.Sprintf("plugins[%d]", i)
 		jobs = append(jobs, job{path: key, node: pl.Node, cfg: pluginhost.Config{
-			Name: pl.Name, Command: pl.Command, SHA256: pl.SHA256, Lazy: pl.Start == "lazy",
+			Name: pl.Name, Command: pl.Command, SHA256: pl.SHA256, Lazy: pl.Start == "lazy", Prefix: pl.Prefix,
 			Sandbox: pl.Sandbox, Key: key, Dir: pl.Cwd, Limits: limits(pl.ProviderSettings, key)}, approve: pl.RequireApproval})
 	}
 	if len(ps) > 0 {
@@ -104,11 +104,17 @@ func (s *Service) startProviders(ctx context.Context, opts Options, env *agent.E
 			continue
 		}
 		s.providers = append(s.providers, started[i])
-		checkToolTimeouts(ctx, started[i], j.path, j.cfg.Limits.ToolTimeouts, &ps)
+		checkToolTimeouts(ctx, started[i], j.path, j.cfg.Prefix, j.cfg.Limits.ToolTimeouts, &ps)
 		var p sdk.Provider = started[i]
 		if j.approve.Set() {
-			checkApprovals(ctx, started[i], j.path, j.approve.Tools, &ps)
-			p = toolnode.RequireApproval(p, j.approve.Tools)
+			// Names are the plugin's own, like tool_timeouts'; the node
+			// knows its tools by their prefixed names.
+			checkApprovals(ctx, started[i], j.path, j.cfg.Prefix, j.approve.Tools, &ps)
+			var names []string
+			for _, n := range j.approve.Tools {
+				names = append(names, j.cfg.Prefix+n)
+			}
+			p = toolnode.RequireApproval(p, names)
 		}
 		if j.node == "" {
 			env.Bridge = started[i]
@@ -263,7 +269,8 @@ func limits(s config.ProviderSettings, key string) pluginhost.Limits {
 // checkToolTimeouts reports each tool_timeouts entry naming a tool the
 // provider does not have: a misspelt name would leave that tool on the
 // default without a word.
-func checkToolTimeouts(ctx context.Context, p sdk.Provider, path string, timeouts map[string]time.Duration, ps *toolspec.Problems) {
+// They name the provider's own tools, before any prefix.
+func checkToolTimeouts(ctx context.Context, p sdk.Provider, path, prefix string, timeouts map[string]time.Duration, ps *toolspec.Problems) {
 	if len(timeouts) == 0 {
 		return
 	}
@@ -273,7 +280,7 @@ func checkToolTimeouts(ctx context.Context, p sdk.Provider, path string, timeout
 	}
 	have := make([]string, len(md.Tools))
 	for i, t := range md.Tools {
-		have[i] = t.Name
+		have[i] = strings.TrimPrefix(t.Name, prefix)
 	}
 	for _, name := range slices.Sorted(maps.Keys(timeouts)) {
 		if !slices.Contains(have, name) {
@@ -284,7 +291,7 @@ func checkToolTimeouts(ctx context.Context, p sdk.Provider, path string, timeout
 
 // checkApprovals reports each require_approval name the provider does not
 // have: a misspelt name would let that tool run unasked.
-func checkApprovals(ctx context.Context, p sdk.Provider, path string, names []string, ps *toolspec.Problems) {
+func checkApprovals(ctx context.Context, p sdk.Provider, path, prefix string, names []string, ps *toolspec.Problems) {
 	if len(names) == 0 {
 		return
 	}
@@ -295,7 +302,7 @@ func checkApprovals(ctx context.Context, p sdk.Provider, path string, names []st
 	}
 	have := make([]string, len(md.Tools))
 	for i, t := range md.Tools {
-		have[i] = t.Name
+		have[i] = strings.TrimPrefix(t.Name, prefix)
 	}
 	for i, name := range names {
 		if !slices.Contains(have, name) {
@@ -423,4 +430,42 @@ func (s *Service) Profiles() []Profile {
 		}
 	}
 	return out
+}
+
+// providerNodes lists each provider entry's node with its config path.
+func providerNodes(cfg *config.Config) (paths, nodes []string) {
+	if bt := cfg.BuiltinTools; bt != nil && len(bt.Enable) > 0 {
+		paths, nodes = append(paths, "builtin_tools.node"), append(nodes, bt.Node)
+	}
+	for _, name := range cfg.MCPServerOrder {
+		if sc := cfg.MCPServers[name]; !sc.Disabled {
+			paths, nodes = append(paths, toolspec.Join(toolspec.Join("mcp_servers", name), "node")), append(nodes, sc.Node)
+		}
+	}
+	for i, pl := range cfg.Plugins {
+		paths, nodes = append(paths, fmt.Sprintf("plugins[%d].node", i)), append(nodes, pl.Node)
+	}
+	return paths, nodes
+}
+
+// checkProviderNodes reports each provider entry whose node the graph does
+// not have, or that is not a ToolNode, as AttachRemoteTools does for remote
+// tools: the graph's builder takes only the providers of its own ToolNodes,
+// and the tools of any other would vanish without a word.
+func checkProviderNodes(g *graph.StateGraph, cfg *config.Config, ps *toolspec.Problems) {
+	toolNodes := g.ToolNodes()
+	list := "none"
+	if len(toolNodes) > 0 {
+		list = strings.Join(toolNodes, ", ")
+	}
+	paths, nodes := providerNodes(cfg)
+	for i, node := range nodes {
+		switch {
+		case slices.Contains(toolNodes, node):
+		case g.Node(node) != nil:
+			ps.Add(paths[i], "node %q is not a ToolNode (ToolNodes: %s)", node, list)
+		default:
+			ps.Add(paths[i], "graph %q has no node %q (ToolNodes: %s)", cfg.Agent, node, list)
+		}
+	}
 }

@@ -4,42 +4,18 @@ import (
 	"fmt"
 
 	"github.com/tenxgraph/tenxgraph/host/graph"
-	"github.com/tenxgraph/tenxgraph/host/toolspec"
+	"github.com/tenxgraph/tenxgraph/host/toolnode/remotespec"
 	"github.com/tenxgraph/tenxgraph/sdk"
+	"github.com/tenxgraph/tenxgraph/sdk/toolspec"
 )
 
 // RemoteSpec is a declared remote tool as the model sees it.
-func RemoteSpec(c graph.RemoteToolConfig) sdk.ToolSpec {
-	params := c.Parameters
-	if len(params) == 0 {
-		params = sdk.EmptyObjectSchema
-	}
-	return sdk.ToolSpec{Name: c.Name, Description: c.Description, Parameters: params}
-}
+func RemoteSpec(c graph.RemoteToolConfig) sdk.ToolSpec { return remotespec.Spec(c) }
 
 // CheckRemoteTools checks what can be known without a graph: names, schemas
-// and duplicates. Paths are relative to the list ("[1].parameters"). The
-// config loader and AttachRemoteTools both use these rules, so a tool is
-// judged the same way wherever it is declared.
+// and duplicates (remotespec.Check, the rules the config loader uses too).
 func CheckRemoteTools(tools []graph.RemoteToolConfig) toolspec.Problems {
-	var ps toolspec.Problems
-	first := map[string]int{}
-	for i, t := range tools {
-		at := toolspec.Index(i)
-		if t.Node == "" {
-			ps.Add(at+".node", "missing: name the ToolNode that offers the tool")
-		}
-		ps.Merge(at, toolspec.Check(RemoteSpec(t)))
-		if t.Name == "" {
-			continue
-		}
-		if j, dup := first[t.Name]; dup {
-			ps.Add(at+".name", "duplicate tool name %q (first declared at [%d])", t.Name, j)
-			continue
-		}
-		first[t.Name] = i
-	}
-	return ps
+	return remotespec.Check(tools)
 }
 
 // CheckRemoteTools implements graph.RemoteToolNode: each tool's name and

@@ -21,9 +21,9 @@ import (
 
 	"github.com/tenxgraph/tenxgraph/host/graph"
 	"github.com/tenxgraph/tenxgraph/host/message"
-	"github.com/tenxgraph/tenxgraph/host/toolspec"
 	"github.com/tenxgraph/tenxgraph/plugins/remote"
 	"github.com/tenxgraph/tenxgraph/sdk"
+	"github.com/tenxgraph/tenxgraph/sdk/toolspec"
 )
 
 // Kind says where a tool runs.
@@ -160,7 +160,7 @@ func New(ctx context.Context, name string, providers ...sdk.Provider) (*Node, er
 				continue
 			}
 			if prev, dup := seen[spec.Name]; dup {
-				errs = append(errs, fmt.Sprintf("tool %q is served by both %q and %q; tool names must be unique on a node", spec.Name, prev, pname))
+				errs = append(errs, fmt.Sprintf("tool %q is served by both %q and %q; tool names must be unique on a node: give one of the plugins a \"prefix\" for its tool names", spec.Name, prev, pname))
 				continue
 			}
 			seen[spec.Name] = pname

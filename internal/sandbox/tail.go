@@ -1,6 +1,7 @@
 package sandbox
 
 import (
+	"slices"
 	"strings"
 	"sync"
 )
@@ -10,6 +11,7 @@ import (
 type Tail struct {
 	mu    sync.Mutex
 	lines []string
+	panic string // "panic: ..." or "fatal error: ...", once seen
 }
 
 const tailLines = 10
@@ -25,6 +27,9 @@ func (t *Tail) Add(line string) {
 	if len(t.lines) > tailLines {
 		t.lines = t.lines[len(t.lines)-tailLines:]
 	}
+	if t.panic == "" && (strings.HasPrefix(line, "panic: ") || strings.HasPrefix(line, "fatal error: ")) {
+		t.panic = line // a Go panic's first line, which a long stack pushes out
+	}
 }
 
 // String is "; its last output on stderr: a | b", or "" when there was none.
@@ -34,5 +39,9 @@ func (t *Tail) String() string {
 	if len(t.lines) == 0 {
 		return ""
 	}
-	return "; its last output on stderr: " + strings.Join(t.lines, " | ")
+	lines := t.lines
+	if t.panic != "" && !slices.Contains(lines, t.panic) {
+		lines = append([]string{t.panic, "…"}, lines...)
+	}
+	return "; its last output on stderr: " + strings.Join(lines, " | ")
 }

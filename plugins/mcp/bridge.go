@@ -37,8 +37,8 @@ import (
 	"github.com/hashicorp/go-hclog"
 	mcpsdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/tenxgraph/tenxgraph/host/toolspec"
 	"github.com/tenxgraph/tenxgraph/sdk"
+	"github.com/tenxgraph/tenxgraph/sdk/toolspec"
 )
 
 // Name is the provider's name.

@@ -1273,7 +1273,7 @@ const file_toolprovider_v1_toolprovider_proto_rawDesc = "" +
 	"PrepareRun\x12#.toolprovider.v1.PrepareRun.Request\x1a$.toolprovider.v1.PrepareRun.Response\x12G\n" +
 	"\x05Watch\x12\x1e.toolprovider.v1.Watch.Request\x1a\x1c.toolprovider.v1.Watch.Event0\x01\x12Q\n" +
 	"\bShutdown\x12!.toolprovider.v1.Shutdown.Request\x1a\".toolprovider.v1.Shutdown.Response\x12T\n" +
-	"\tConfigure\x12\".toolprovider.v1.Configure.Request\x1a#.toolprovider.v1.Configure.ResponseB<Z:github.com/tenxgraph/tenxgraph/sdk/internal/toolproviderv1b\x06proto3"
+	"\tConfigure\x12\".toolprovider.v1.Configure.Request\x1a#.toolprovider.v1.Configure.ResponseBIZGgithub.com/tenxgraph/tenxgraph/sdk/proto/toolprovider/v1;toolproviderv1b\x06proto3"
 
 var (
 	file_toolprovider_v1_toolprovider_proto_rawDescOnce sync.Once
