@@ -12,6 +12,8 @@ import (
 	"strings"
 	"text/tabwriter"
 
+	"github.com/tenxgraph/tenxgraph/host/toolnode"
+
 	"github.com/spf13/cobra"
 
 	"github.com/tenxgraph/tenxgraph/host/checkpoint"
@@ -187,12 +189,12 @@ func (t *terminal) stream(ctx context.Context, input []message.Message) (graph.R
 		case graph.TextDelta:
 			fmt.Fprint(t.out, d.Text)
 			midLine = true
-		case graph.ToolEvent:
+		case toolnode.ToolEvent:
 			if midLine {
 				fmt.Fprintln(t.out)
 				midLine = false
 			}
-			if ev.Type == graph.EventToolStarted {
+			if ev.Type == toolnode.EventToolStarted {
 				fmt.Fprintf(t.out, "… running %s (%s)\n", d.Name, d.Provider)
 			} else {
 				status := "done"
@@ -201,7 +203,7 @@ func (t *terminal) stream(ctx context.Context, input []message.Message) (graph.R
 				}
 				fmt.Fprintf(t.out, "✓ %s %s in %s\n", d.Name, status, d.Duration.Round(1000))
 			}
-		case graph.ToolIgnored:
+		case toolnode.ToolIgnored:
 			fmt.Fprintf(t.out, "(ignored client tool %s: %s)\n", d.Name, d.Reason)
 		case graph.Result:
 			if midLine {

@@ -241,12 +241,12 @@ func (n *Node) call(ctx context.Context, r *graph.Run, t *Tool, c message.ToolCa
 	if t.Kind != KindServer {
 		req.RunTool = &t.Spec
 	}
-	ev := graph.ToolEvent{Node: n.name, ID: c.ID, Name: c.Name, Provider: t.Provider}
+	ev := ToolEvent{Node: n.name, ID: c.ID, Name: c.Name, Provider: t.Provider}
 	if t.Kind == KindServer {
-		r.Emit(graph.Event{Type: graph.EventToolStarted, Data: ev})
+		r.Emit(graph.Event{Type: EventToolStarted, Data: ev})
 		if r.Listening() {
 			ctx = sdk.WithProgress(ctx, func(p sdk.Progress) {
-				r.Emit(graph.Event{Type: graph.EventToolProgress, Data: graph.ToolProgress{Node: n.name, ID: c.ID, Name: c.Name,
+				r.Emit(graph.Event{Type: EventToolProgress, Data: ToolProgress{Node: n.name, ID: c.ID, Name: c.Name,
 					Provider: t.Provider, Progress: p.Progress, Total: p.Total, Message: p.Message}})
 			})
 		}
@@ -271,7 +271,7 @@ func (n *Node) call(ctx context.Context, r *graph.Run, t *Tool, c message.ToolCa
 	}
 	if t.Kind == KindServer {
 		ev.IsError, ev.Duration = b.(message.ToolResultBlock).IsError, time.Since(start)
-		r.Emit(graph.Event{Type: graph.EventToolFinished, Data: ev})
+		r.Emit(graph.Event{Type: EventToolFinished, Data: ev})
 	}
 	return b, nil
 }

@@ -277,7 +277,7 @@ func (n *Node) refresh(ctx context.Context, r *graph.Run) {
 				reason = "a configured remote tool has that name"
 			}
 			if reason != "" {
-				r.Emit(graph.Event{Type: graph.EventToolIgnored, Data: graph.ToolIgnored{Node: n.name, Name: spec.Name,
+				r.Emit(graph.Event{Type: EventToolIgnored, Data: ToolIgnored{Node: n.name, Name: spec.Name,
 					Reason: fmt.Sprintf("provider %q added the tool, but the node cannot offer it: %s", s.name, reason)}})
 				continue
 			}
@@ -370,7 +370,7 @@ func (n *Node) buildToolSet(ctx context.Context, r *graph.Run) (*ToolSet, error)
 		return nil, fmt.Errorf("tool node %q: %w: the run's client tools are invalid: %s: %s", n.name, graph.ErrInvalidInput, resp.Problems[0].Path, resp.Problems[0].Message)
 	}
 	for _, ig := range resp.Ignored {
-		r.Emit(graph.Event{Type: graph.EventToolIgnored, Data: graph.ToolIgnored{Node: n.name, Name: ig.Name,
+		r.Emit(graph.Event{Type: EventToolIgnored, Data: ToolIgnored{Node: n.name, Name: ig.Name,
 			Reason: fmt.Sprintf("%s (node %q)", ig.Reason, n.name)}})
 	}
 	ts := &ToolSet{
