@@ -265,11 +265,26 @@ func (a *App) accept(thread string, prev wireState, open []Interrupt, answers []
 	}
 	fresh := map[string]Answer{}
 	var unknown, conflicting []string
+	var history map[string]message.ToolResultBlock // results in the thread, read when needed
 	for _, g := range answers {
 		it, isOpen := byID[g.id]
 		old, done := prev.Answers[g.id]
 		if !done {
 			old, done = prev.Resolved[g.id]
+		}
+		if !isOpen && !done {
+			// A result of an earlier pause, already in the thread: a retry
+			// is accepted and ignored, a different result is a conflict.
+			if history == nil {
+				history = remoteResults(prev.Messages)
+			}
+			if r, ok := history[g.id]; ok {
+				if sameResult(r, g.Value) {
+					continue
+				}
+				conflicting = append(conflicting, g.id)
+				continue
+			}
 		}
 		switch {
 		case isOpen:
@@ -300,6 +315,31 @@ func (a *App) accept(thread string, prev wireState, open []Interrupt, answers []
 			Detail: "a result, once given, is final"}
 	}
 	return fresh, nil
+}
+
+// remoteResults maps the remote calls in msgs that have a result to it:
+// the answers of earlier pauses (a server tool's result never was one).
+func remoteResults(msgs []message.Message) map[string]message.ToolResultBlock {
+	answered := message.Answered(msgs)
+	out := map[string]message.ToolResultBlock{}
+	for _, m := range msgs {
+		for _, rc := range m.RemoteToolCalls() {
+			if r, ok := answered[rc.ID]; ok {
+				out[rc.ID] = r
+			}
+		}
+	}
+	return out
+}
+
+// sameResult reports whether v, an answer block, is the tool_result r.
+func sameResult(r message.ToolResultBlock, v json.RawMessage) bool {
+	b, err := message.UnmarshalBlock(v)
+	if err != nil {
+		return false
+	}
+	given, ok := b.(message.ToolResultBlock)
+	return ok && given.IsError == r.IsError && jsonEqual(given.Content, r.Content)
 }
 
 func jsonEqual(a, b json.RawMessage) bool {

@@ -3,6 +3,7 @@ package service_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -86,5 +87,61 @@ func TestLegacyPausedThreadResumes(t *testing.T) {
 	}
 	if results != 1 {
 		t.Fatalf("calculator results in the thread: %d, want 1", results)
+	}
+}
+
+// A client resending the result of an earlier pause's call (its response
+// was lost) while the thread waits on a later pause gets it accepted and
+// ignored, as docs/remote-tools.md promises; a different result for that
+// call is a conflict. Neither changes the thread.
+func TestResendingAnEarlierPausesResult(t *testing.T) {
+	dir := t.TempDir()
+	for _, f := range []string{"10xgraph.json", "script.json"} {
+		data, err := os.ReadFile(filepath.Join("..", "..", "examples", "quickstart", f))
+		if err != nil {
+			t.Fatal(err)
+		}
+		os.WriteFile(filepath.Join(dir, f), data, 0o600)
+	}
+	cfg, err := config.Load(filepath.Join(dir, "10xgraph.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	s, err := service.New(ctx, cfg, service.Options{Store: checkpoint.NewMemory()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Shutdown(ctx)
+	ask := func(text string) graph.Result {
+		t.Helper()
+		res, err := s.App.Invoke(ctx, []message.Message{message.Text(message.RoleUser, text)}, graph.RunConfig{ThreadID: "r"})
+		if err != nil || res.Status != graph.StatusInterrupted || len(res.RemoteToolCalls) != 1 {
+			t.Fatalf("%q: %v %+v", text, err, res.RemoteToolCalls)
+		}
+		return res
+	}
+	result := func(id, text string) []message.Message {
+		return []message.Message{{Role: message.RoleTool, Content: []message.Block{message.ToolResultBlock{
+			ToolCallID: id, Content: json.RawMessage(`{"text": "` + text + `"}`)}}}}
+	}
+	first := ask("what is on my clipboard?").RemoteToolCalls[0].ID
+	if res, err := s.App.Invoke(ctx, result(first, "one"), graph.RunConfig{ThreadID: "r"}); err != nil || res.Status != graph.StatusCompleted {
+		t.Fatalf("first answer: %v %s", err, res.Status)
+	}
+	second := ask("what is on my clipboard now?").RemoteToolCalls[0].ID
+	before, _ := s.App.Thread(ctx, "r")
+
+	res, err := s.App.Invoke(ctx, result(first, "one"), graph.RunConfig{ThreadID: "r"})
+	if err != nil || res.Status != graph.StatusInterrupted || len(res.RemoteToolCalls) != 1 || res.RemoteToolCalls[0].ID != second {
+		t.Fatalf("resending the earlier result: %v, %s %+v", err, res.Status, res.RemoteToolCalls)
+	}
+	_, err = s.App.Invoke(ctx, result(first, "two"), graph.RunConfig{ThreadID: "r"})
+	if !errors.Is(err, graph.ErrResultConflict) {
+		t.Fatalf("a different result for the earlier call: %v, want ErrResultConflict", err)
+	}
+	after, _ := s.App.Thread(ctx, "r")
+	if len(after.Messages) != len(before.Messages) {
+		t.Fatalf("the thread changed: %d messages, was %d", len(after.Messages), len(before.Messages))
 	}
 }
