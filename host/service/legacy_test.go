@@ -129,7 +129,11 @@ func TestResendingAnEarlierPausesResult(t *testing.T) {
 	if res, err := s.App.Invoke(ctx, result(first, "one"), graph.RunConfig{ThreadID: "r"}); err != nil || res.Status != graph.StatusCompleted {
 		t.Fatalf("first answer: %v %s", err, res.Status)
 	}
-	second := ask("what is on my clipboard now?").RemoteToolCalls[0].ID
+	mid := ask("what is on my clipboard now?").RemoteToolCalls[0].ID
+	if res, err := s.App.Invoke(ctx, result(mid, "mid"), graph.RunConfig{ThreadID: "r"}); err != nil || res.Status != graph.StatusCompleted {
+		t.Fatalf("second answer: %v %s", err, res.Status)
+	}
+	second := ask("and what is on my clipboard at last?").RemoteToolCalls[0].ID
 	before, _ := s.App.Thread(ctx, "r")
 
 	res, err := s.App.Invoke(ctx, result(first, "one"), graph.RunConfig{ThreadID: "r"})
