@@ -8,6 +8,10 @@ cd "$(dirname "$0")/.."
 export PATH="$(go env GOPATH)/bin:$PATH"
 FUZZTIME="${FUZZTIME:-10s}"
 STATICCHECK_VERSION=v0.8.2
+# The Go modules of the repository: the host, and the SDK plugin authors
+# import (its own module, so that it drags nothing of the host along). The
+# go command's ./... stops at a module's edge, so each step runs in each.
+MODULES=(. sdk)
 
 step() { printf '\n== %s\n' "$*"; }
 
@@ -30,6 +34,17 @@ if ! staticcheck -version 2>/dev/null | grep -q "${STATICCHECK_VERSION#v}"; then
 	go install "honnef.co/go/tools/cmd/staticcheck@${STATICCHECK_VERSION}"
 fi
 
+step "python3-grpcio (the Python plugin of examples/plugins/python)"
+if /usr/bin/python3 -c 'import grpc, google.protobuf' 2>/dev/null; then
+	echo "Debian's python3-grpcio and python3-protobuf are installed"
+elif [ "${SKIP_PYTHON_PLUGIN:-}" = 1 ]; then
+	echo "SKIP_PYTHON_PLUGIN=1: not installing them; the Python plugin test will skip"
+elif command -v apt-get >/dev/null && [ "$(id -u)" = 0 ]; then
+	apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq python3-grpcio python3-protobuf
+else
+	echo "the Python plugin test needs Debian's python3-grpcio and python3-protobuf: install them as root, or set SKIP_PYTHON_PLUGIN=1 to skip it"; exit 1
+fi
+
 step "npm ci (the pinned MCP servers of the plugins/mcp integration tests)"
 if [ "${SKIP_MCP_SERVERS:-}" = 1 ]; then
 	echo "SKIP_MCP_SERVERS=1: not installing them; the MCP integration tests will skip"
@@ -45,11 +60,24 @@ if [ -n "$unformatted" ]; then
 	echo "gofmt would change:"; echo "$unformatted"; exit 1
 fi
 
+step "generated code (toolprovider.v1 for Go and Python) is what the pinned generators write"
+if ! command -v protoc >/dev/null; then
+	apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq protobuf-compiler
+fi
+if [ "$(protoc --version)" != "libprotoc 3.21.12" ]; then
+	echo "NOT CHECKED: protoc is \"$(protoc --version)\", and the files are generated with 3.21.12 (Debian 12's protobuf-compiler)"
+else
+	(cd sdk && go generate ./proto/...)
+	sh examples/plugins/python/generate.sh
+	git diff --exit-code -- sdk/proto examples/plugins/python/toolprovider ||
+		{ echo "the generated code differs from the checked-in files: commit what go generate wrote"; exit 1; }
+fi
+
 step "go vet"
-go vet ./...
+for m in "${MODULES[@]}"; do (cd "$m" && go vet ./...); done
 
 step "staticcheck"
-staticcheck ./...
+for m in "${MODULES[@]}"; do (cd "$m" && staticcheck ./...); done
 
 step "postgres (a throwaway server for the postgres checkpointer tests)"
 if [ "${SKIP_POSTGRES:-}" = 1 ]; then
@@ -72,8 +100,8 @@ else
 	echo "PostgreSQL $("$pg_bin/postgres" --version | awk '{print $3}') at $pg_dir"
 fi
 
-step "go test -race"
-go test -race -count=1 ./...
+step "go test -race (the import rules are internal/layers)"
+for m in "${MODULES[@]}"; do (cd "$m" && go test -race -count=1 ./...); done
 step "go test: memory held by clients that do not read (no -race, which multiplies memory)"
 go test -count=1 -run '^TestSlowReadersAreDropped$' ./host/server
 
@@ -90,11 +118,17 @@ fi
 	TENXGRAPH_BIN="$bin_dir/tenxgraph" npm test && TENXGRAPH_BIN="$bin_dir/tenxgraph" npm run test:browser)
 
 step "fuzz ($FUZZTIME each)"
-grep -rl --include='*_test.go' '^func Fuzz' . | sort | while read -r file; do
-	pkg="./$(dirname "${file#./}")"
+grep -rl --include='*_test.go' --exclude-dir=node_modules '^func Fuzz' . | sort | while read -r file; do
+	dir=$(dirname "${file#./}")
+	mod=.  # the module holding the package: the SDK's, or the host's
+	for m in "${MODULES[@]}"; do
+		if [ "$m" != . ] && { [ "$dir" = "$m" ] || [[ "$dir" == "$m"/* ]]; }; then mod=$m; fi
+	done
+	pkg="./${dir#"$mod"/}"
+	if [ "$dir" = "$mod" ]; then pkg=.; fi
 	for target in $(grep -o '^func Fuzz[A-Za-z0-9_]*' "$file" | cut -d' ' -f2); do
-		echo "-- $pkg $target"
-		go test -run '^$' -fuzz "^${target}\$" -fuzztime "$FUZZTIME" "$pkg"
+		echo "-- $mod: $pkg $target"
+		(cd "$mod" && go test -run '^$' -fuzz "^${target}\$" -fuzztime "$FUZZTIME" "$pkg")
 	done
 done
 

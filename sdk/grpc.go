@@ -10,12 +10,13 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/go-plugin"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
-	pb "github.com/tenxgraph/tenxgraph/sdk/internal/toolproviderv1"
+	pb "github.com/tenxgraph/tenxgraph/sdk/proto/toolprovider/v1"
 )
 
 // Capabilities a provider can announce in MetadataResponse.Capabilities.
@@ -72,10 +73,11 @@ type grpcPlugin struct {
 	impl    Provider
 	onLost  func()            // called when the host's lifeline breaks
 	onStuck func(tool string) // called when a handler ignores cancellation
+	log     hclog.Logger      // each call's Logger, when set
 }
 
 func (g *grpcPlugin) GRPCServer(_ *plugin.GRPCBroker, s *grpc.Server) error {
-	pb.RegisterToolProviderServer(s, &grpcServer{p: g.impl, onLost: g.onLost, onStuck: g.onStuck})
+	pb.RegisterToolProviderServer(s, &grpcServer{p: g.impl, onLost: g.onLost, onStuck: g.onStuck, log: g.log})
 	return nil
 }
 
@@ -96,6 +98,7 @@ type grpcServer struct {
 	watch    grpc.ServerStreamingServer[pb.Watch_Event] // the host's lifeline, once open
 	onLost   func()
 	onStuck  func(tool string)
+	log      hclog.Logger
 	stopping atomic.Bool
 }
 
@@ -163,6 +166,9 @@ func (s *grpcServer) callTool(ctx context.Context, req *pb.CallTool_Request) (*p
 				Progress: p.Progress, Total: p.Total, Message: p.Message}})
 		})
 	}
+	if s.log != nil {
+		ctx = ContextWithLogger(ctx, s.log.With("tool", in.Name, "call_id", in.CallID))
+	}
 	resp, err := s.run(ctx, in)
 	switch {
 	case errors.Is(err, ErrUnknownTool):
@@ -181,7 +187,7 @@ func (s *grpcServer) callTool(ctx context.Context, req *pb.CallTool_Request) (*p
 // host cannot see this itself: its end of the call is gone once cancelled.
 func (s *grpcServer) run(ctx context.Context, in CallToolRequest) (CallToolResponse, error) {
 	if s.onStuck == nil {
-		return s.p.CallTool(ctx, in)
+		return s.call(ctx, in)
 	}
 	type result struct {
 		resp CallToolResponse
@@ -189,7 +195,7 @@ func (s *grpcServer) run(ctx context.Context, in CallToolRequest) (CallToolRespo
 	}
 	done := make(chan result, 1)
 	go func() {
-		resp, err := s.p.CallTool(ctx, in)
+		resp, err := s.call(ctx, in)
 		done <- result{resp, err}
 	}()
 	select {
@@ -208,6 +214,13 @@ func (s *grpcServer) run(ctx context.Context, in CallToolRequest) (CallToolRespo
 		}
 		return CallToolResponse{}, ctx.Err()
 	}
+}
+
+// call calls the provider's tool; a panic, which would end the plugin and
+// every call in it, is the call's error result (see recoverTool).
+func (s *grpcServer) call(ctx context.Context, in CallToolRequest) (resp CallToolResponse, err error) {
+	defer recoverTool(ctx, in.Name, &resp, &err)
+	return s.p.CallTool(ctx, in)
 }
 
 func (s *grpcServer) PrepareRun(ctx context.Context, req *pb.PrepareRun_Request) (*pb.PrepareRun_Response, error) {
@@ -325,7 +338,7 @@ type grpcClient struct {
 	tokens    atomic.Bool
 	watching  atomic.Bool // the lifeline is open: its first event came
 	nextToken atomic.Uint64
-	listeners sync.Map // uint64 -> func(Progress)
+	listeners sync.Map // uint64 -> *listener
 
 	mu      sync.Mutex
 	changed chan struct{} // closed at the next tools_changed event; nil until asked for
@@ -380,8 +393,12 @@ func (c *grpcClient) CallTool(ctx context.Context, req CallToolRequest) (CallToo
 	if fn := progressFunc(ctx); fn != nil && c.tokens.Load() && c.watching.Load() {
 		// Progress comes on the lifeline, tagged with this call's token.
 		tok := c.nextToken.Add(1)
-		c.listeners.Store(tok, fn)
-		defer c.listeners.Delete(tok)
+		l := &listener{fn: fn}
+		c.listeners.Store(tok, l)
+		defer func() {
+			c.listeners.Delete(tok)
+			l.close() // no report reaches fn once the call has returned
+		}()
 		in.ProgressToken = tok
 	} else if fn != nil && c.progress.Load() >= 0 {
 		resp, err := c.callStream(ctx, in, fn)
@@ -476,8 +493,8 @@ func (c *grpcClient) Watch(ctx context.Context) error {
 			c.toolsChanged()
 		}
 		if p := ev.GetProgress(); p != nil && ev.ProgressToken != 0 {
-			if fn, ok := c.listeners.Load(ev.ProgressToken); ok {
-				fn.(func(Progress))(Progress{Progress: p.Progress, Total: p.Total, Message: p.Message})
+			if l, ok := c.listeners.Load(ev.ProgressToken); ok {
+				l.(*listener).report(Progress{Progress: p.Progress, Total: p.Total, Message: p.Message})
 			}
 		}
 	}
@@ -515,11 +532,11 @@ func fromStatus(err error) error {
 var ErrProviderUnavailable = errors.New("provider unavailable")
 
 func toPBSpec(t ToolSpec) *pb.ToolSpec {
-	return &pb.ToolSpec{Name: t.Name, Description: t.Description, ParametersJson: t.Parameters}
+	return &pb.ToolSpec{Name: t.Name, Description: t.Description, ParametersJson: t.Parameters, RequiresApproval: t.RequiresApproval}
 }
 
 func fromPBSpec(t *pb.ToolSpec) ToolSpec {
-	return ToolSpec{Name: t.Name, Description: t.Description, Parameters: t.ParametersJson}
+	return ToolSpec{Name: t.Name, Description: t.Description, Parameters: t.ParametersJson, RequiresApproval: t.RequiresApproval}
 }
 
 func contains(list []string, s string) bool {
@@ -529,4 +546,26 @@ func contains(list []string, s string) bool {
 		}
 	}
 	return false
+}
+
+// listener is one call's progress listener, fed from the lifeline: a
+// report racing the call's return is dropped, never delivered after it.
+type listener struct {
+	mu   sync.Mutex
+	fn   func(Progress)
+	done bool
+}
+
+func (l *listener) report(p Progress) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if !l.done {
+		l.fn(p)
+	}
+}
+
+func (l *listener) close() {
+	l.mu.Lock()
+	l.done = true
+	l.mu.Unlock()
 }

@@ -63,6 +63,12 @@ type ToolSpec struct {
 	Name        string          `json:"name"`
 	Description string          `json:"description"`
 	Parameters  json.RawMessage `json:"parameters"`
+	// RequiresApproval asks the host to have a person approve each call
+	// of the tool before it runs: the run pauses with an approval request,
+	// and the tool runs only once approved. A provider marks the tools that
+	// act on the world in ways hard to undo; the host's config may require
+	// approval of more tools, never of fewer.
+	RequiresApproval bool `json:"requires_approval,omitempty"`
 }
 
 // CallToolRequest is one call of one tool.
@@ -127,10 +133,20 @@ type IgnoredTool struct {
 	Reason string
 }
 
-// Problem is one thing wrong with an input, at a JSON path.
+// Problem is one thing wrong with an input, at a JSON path such as
+// "remote_tools[1].parameters". It is the one problem type of the host and
+// the SDK: package toolspec collects them.
 type Problem struct {
 	Path    string
 	Message string
+}
+
+// String gives "path: message", or the message alone at the root.
+func (p Problem) String() string {
+	if p.Path == "" {
+		return p.Message
+	}
+	return p.Path + ": " + p.Message
 }
 
 // Configurer is implemented by providers that take options from the host's

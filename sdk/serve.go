@@ -21,8 +21,9 @@ type serveConfig struct {
 }
 
 // WithLogger replaces the default logger (hclog JSON on stderr, which the
-// host reads and files under the provider's name). Keep it on stderr:
-// stdout belongs to the handshake.
+// host reads and files under the provider's name), which is also what
+// Logger returns in every call. Keep it on stderr: stdout belongs to the
+// handshake.
 func WithLogger(l hclog.Logger) ServeOption { return func(c *serveConfig) { c.logger = l } }
 
 // Serve runs p as a tool provider plugin and returns when the host stops it.
@@ -56,7 +57,7 @@ func Serve(p Provider, opts ...ServeOption) {
 	onTerminate(lost)
 	plugin.Serve(&plugin.ServeConfig{
 		HandshakeConfig:  Handshake,
-		VersionedPlugins: map[int]plugin.PluginSet{1: {PluginName: &grpcPlugin{impl: p, onLost: lost, onStuck: stuck}}},
+		VersionedPlugins: map[int]plugin.PluginSet{1: {PluginName: &grpcPlugin{impl: p, onLost: lost, onStuck: stuck, log: cfg.logger}}},
 		GRPCServer: func(opts []grpc.ServerOption) *grpc.Server {
 			opts = append(opts, grpc.MaxRecvMsgSize(MaxMessageBytes), grpc.MaxSendMsgSize(MaxMessageBytes))
 			return grpc.NewServer(opts...)

@@ -139,17 +139,14 @@ func (p *Tools) Metadata(context.Context, MetadataRequest) (MetadataResponse, er
 }
 
 // CallTool implements Provider. A handler that panics gives an error result
-// instead of taking the host down with it.
+// naming the panic instead of taking the host down with it, and the panic
+// is logged with its stack (see Logger).
 func (p *Tools) CallTool(ctx context.Context, req CallToolRequest) (resp CallToolResponse, err error) {
 	h, ok := p.byName[req.Name]
 	if !ok {
 		return CallToolResponse{}, fmt.Errorf("provider %q: %w %q", p.name, ErrUnknownTool, req.Name)
 	}
-	defer func() {
-		if r := recover(); r != nil {
-			resp, err = ErrorResult(fmt.Errorf("tool %q panicked: %v", req.Name, r)), nil
-		}
-	}()
+	defer recoverTool(ctx, req.Name, &resp, &err)
 	if len(req.Arguments) == 0 {
 		req.Arguments = json.RawMessage(`{}`)
 	}

@@ -7,10 +7,12 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"slices"
 	"strings"
 
 	"github.com/google/jsonschema-go/jsonschema"
 
+	"github.com/tenxgraph/tenxgraph/sdk/internal/schema"
 	"github.com/tenxgraph/tenxgraph/sdk/strictjson"
 )
 
@@ -34,7 +36,11 @@ import (
 // arguments are always a JSON object. Use opts, such as WithProperty, for
 // what a Go type cannot say: allowed values, ranges, patterns.
 //
-// The schema is built and checked once, here. At call time the arguments
+// A required slice field refuses null (jsonschema-go would allow it, and
+// the tool would receive nil); a pointer field admits null. The schema is
+// built once, here, and checked with the validator the host uses
+// (santhosh-tekuri/jsonschema), so a tool NewTool accepts is one the host
+// loads. At call time the arguments
 // are decoded strictly: an unknown field, or a value of the wrong JSON type,
 // gives an error result naming the field, without calling fn. The host has
 // already validated the arguments against the schema, so this only guards
@@ -137,6 +143,7 @@ func typedSchema[In any](opts []ToolOption) (json.RawMessage, error) {
 	if s.Properties == nil {
 		s.Properties = map[string]*jsonschema.Schema{} // as EmptyObjectSchema: some model APIs want the key
 	}
+	requiredNotNull(s)
 	for _, o := range opts {
 		if err := o(s); err != nil {
 			return nil, err
@@ -154,7 +161,37 @@ func typedSchema[In any](opts []ToolOption) (json.RawMessage, error) {
 	if err != nil {
 		return nil, fmt.Errorf("schema of %v: %w", rt, err)
 	}
+	// The host's own check, with the host's validator: what passes here
+	// loads there.
+	if _, err := schema.Compile(raw); err != nil {
+		return nil, fmt.Errorf("schema of %v: the host would refuse it: %w", rt, err)
+	}
 	return raw, nil
+}
+
+// requiredNotNull makes every required slice property refuse null.
+// jsonschema-go types a slice ["null", "array"], since a nil slice encodes
+// as null; but a model that sends null for a required list leaves the tool
+// a nil slice it did not ask for. A pointer field keeps its null: a pointer
+// is how Go says "may be absent". An author who wants null for a slice says
+// so with WithProperty(name, `{"type": ["null", "array"]}`).
+func requiredNotNull(s *jsonschema.Schema) {
+	if s == nil {
+		return
+	}
+	for _, name := range s.Required {
+		if p := s.Properties[name]; p != nil && slices.Equal(p.Types, []string{"null", "array"}) {
+			p.Type, p.Types = "array", nil
+		}
+	}
+	for _, p := range s.Properties {
+		requiredNotNull(p)
+	}
+	requiredNotNull(s.Items)
+	requiredNotNull(s.AdditionalProperties)
+	for _, d := range s.Defs {
+		requiredNotNull(d)
+	}
 }
 
 // decodeArgs decodes arguments into an In: a JSON object, with no field In

@@ -9,8 +9,8 @@ import (
 
 	"github.com/google/jsonschema-go/jsonschema"
 
-	"github.com/tenxgraph/tenxgraph/host/toolspec"
 	"github.com/tenxgraph/tenxgraph/sdk"
+	"github.com/tenxgraph/tenxgraph/sdk/toolspec"
 )
 
 type greetArgs struct {
@@ -226,5 +226,62 @@ func TestNewToolContext(t *testing.T) {
 	resp, err = tool.Handler.CallTool(ctx, sdk.CallToolRequest{Name: "ctx", Arguments: json.RawMessage(`{}`)})
 	if !errors.Is(err, context.Canceled) || resp.Content != nil {
 		t.Errorf("cancelled: %s, %v; want context.Canceled", resp.Content, err)
+	}
+}
+
+type listArgs struct {
+	Cities []string       `json:"cities"`
+	Note   *string        `json:"note"`
+	Extra  []string       `json:"extra,omitempty"`
+	Stops  []stopArgs     `json:"stops"`
+	Limits map[string]int `json:"limits,omitempty"`
+}
+
+type stopArgs struct {
+	Tags []string `json:"tags"`
+}
+
+// A required slice refuses null, checked by the host's own validator; a
+// pointer and an optional slice admit it; WithProperty can allow it.
+func TestNewToolRequiredSliceRefusesNull(t *testing.T) {
+	var got []listArgs
+	tool := sdk.MustTool("route", "Plan a route.", func(_ context.Context, in listArgs) (string, error) {
+		got = append(got, in)
+		return "ok", nil
+	})
+	schema, err := toolspec.Compile(tool.Spec.Parameters)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, args := range []string{
+		`{"cities": null, "note": null, "stops": []}`,
+		`{"cities": [], "note": null, "stops": [{"tags": null}]}`,
+	} {
+		if err := schema.Validate(json.RawMessage(args)); err == nil || !strings.Contains(err.Error(), "expected array, but got null") {
+			t.Errorf("%s: the host's check says %v, want null refused", args, err)
+		}
+	}
+	ok := `{"cities": ["Paris"], "note": null, "extra": null, "stops": [{"tags": []}]}`
+	if err := schema.Validate(json.RawMessage(ok)); err != nil {
+		t.Errorf("%s: %v", ok, err)
+	}
+
+	nullable := sdk.MustTool("route", "Plan a route.", func(context.Context, listArgs) (string, error) { return "", nil },
+		sdk.WithProperty("cities", `{"type": ["null", "array"]}`))
+	schema, err = toolspec.Compile(nullable.Spec.Parameters)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := schema.Validate(json.RawMessage(`{"cities": null, "note": null, "stops": []}`)); err != nil {
+		t.Errorf("the author allowed null, the host refuses it: %v", err)
+	}
+}
+
+// NewTool refuses what the host's validator refuses, even when
+// jsonschema-go accepts it.
+func TestNewToolUsesTheHostsValidator(t *testing.T) {
+	_, err := sdk.NewTool("greet", "", greet, sdk.WithProperty("name", `{"minLength": -1}`))
+	if err == nil || !strings.Contains(err.Error(), "the host would refuse it") || !strings.Contains(err.Error(), "minLength") {
+		t.Fatalf("err = %v, want the host validator's refusal of minLength", err)
 	}
 }

@@ -1,14 +1,16 @@
 package main
 
 import (
+	"strconv"
+
+	"github.com/tenxgraph/tenxgraph/internal/proctest"
+
 	"bufio"
-	"bytes"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
-	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -17,26 +19,7 @@ import (
 
 // markedProcs lists the live processes whose environment holds
 // HOSTILE_MARK=mark.
-func markedProcs(mark string) []int {
-	var out []int
-	entries, _ := os.ReadDir("/proc")
-	for _, e := range entries {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		env, err := os.ReadFile(filepath.Join("/proc", e.Name(), "environ"))
-		if err != nil || !bytes.Contains(append([]byte{0}, env...), []byte("\x00HOSTILE_MARK="+mark+"\x00")) {
-			continue
-		}
-		stat, err := os.ReadFile(filepath.Join("/proc", e.Name(), "stat"))
-		if err != nil || strings.Contains(string(stat[bytes.LastIndexByte(stat, ')'):]), ") Z ") {
-			continue // gone, or a zombie waiting for its parent
-		}
-		out = append(out, pid)
-	}
-	return out
-}
+func markedProcs(mark string) []int { return proctest.Marked("HOSTILE_MARK", mark) }
 
 func waitFor(t *testing.T, d time.Duration, what string, cond func() bool) {
 	t.Helper()
@@ -105,7 +88,8 @@ func serveHostile(t *testing.T, mark string) *exec.Cmd {
 // SIGTERM of serve leaves no process of any provider behind: not a
 // plugin's children, not an MCP server's child.
 func TestServeSIGTERMLeavesNothing(t *testing.T) {
-	srv := serveHostile(t, "sigterm")
+	mark := "sigterm" + strconv.Itoa(os.Getpid()) // unique: a failed run may leave processes behind
+	srv := serveHostile(t, mark)
 	srv.Process.Signal(syscall.SIGTERM)
 	done := make(chan error, 1)
 	go func() { done <- srv.Wait() }()
@@ -117,14 +101,15 @@ func TestServeSIGTERMLeavesNothing(t *testing.T) {
 	case <-time.After(40 * time.Second):
 		t.Fatal("serve did not exit after SIGTERM")
 	}
-	waitFor(t, 10*time.Second, "nothing marked is left after SIGTERM", func() bool { return len(markedProcs("sigterm")) == 0 })
+	waitFor(t, 10*time.Second, "nothing marked is left after SIGTERM", func() bool { return len(markedProcs(mark)) == 0 })
 }
 
 // SIGKILL of serve runs none of its code; the kernel's parent-death signal
 // still ends every provider, and each ends what it started.
 func TestServeSIGKILLLeavesNothing(t *testing.T) {
-	srv := serveHostile(t, "sigkill")
+	mark := "sigkill" + strconv.Itoa(os.Getpid()) // unique: a failed run may leave processes behind
+	srv := serveHostile(t, mark)
 	srv.Process.Kill()
 	_ = srv.Wait()
-	waitFor(t, 15*time.Second, "nothing marked is left after SIGKILL", func() bool { return len(markedProcs("sigkill")) == 0 })
+	waitFor(t, 15*time.Second, "nothing marked is left after SIGKILL", func() bool { return len(markedProcs(mark)) == 0 })
 }

@@ -338,15 +338,15 @@ func TestPerRunTools(t *testing.T) {
 			json.RawMessage(`{"name":"add","description":"EVIL add","parameters":{"type":"object","properties":{}}}`),
 			json.RawMessage(`{"type":"function","function":{"name":"read_clipboard","description":"EVIL clipboard"}}`),
 		}}
-		var ignored []graph.ToolIgnored
+		var ignored []toolnode.ToolIgnored
 		var res graph.Result
 		for ev, err := range f.app.Stream(ctx, user("blue please"), cfg) {
 			if err != nil {
 				t.Fatal(err)
 			}
 			switch ev.Type {
-			case graph.EventToolIgnored:
-				ignored = append(ignored, ev.Data.(graph.ToolIgnored))
+			case toolnode.EventToolIgnored:
+				ignored = append(ignored, ev.Data.(toolnode.ToolIgnored))
 			case graph.EventEnd:
 				res = ev.Data.(graph.Result)
 			}

@@ -17,7 +17,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/tenxgraph/tenxgraph/host/service"
-	"github.com/tenxgraph/tenxgraph/host/toolspec"
+	"github.com/tenxgraph/tenxgraph/sdk/toolspec"
 )
 
 // Version is the build's version, set with -ldflags "-X .../host/cli.Version=v1.2.3".

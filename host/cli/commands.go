@@ -12,6 +12,8 @@ import (
 	"strings"
 	"text/tabwriter"
 
+	"github.com/tenxgraph/tenxgraph/host/toolnode"
+
 	"github.com/spf13/cobra"
 
 	"github.com/tenxgraph/tenxgraph/host/checkpoint"
@@ -38,11 +40,16 @@ func validateCmd() *cobra.Command {
 		Short: "Check the config: exit 0 when valid, otherwise list every problem with its path",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return withService(cmd, checkpoint.NewMemory(), func(s *service.Service) error {
-				path, _ := cmd.Flags().GetString("config")
-				fmt.Fprintf(cmd.OutOrStdout(), "%s is valid: agent %q, %d tool(s) on %d node(s)\n", path, s.Config.Agent, len(s.Tools()), len(s.Graph.ToolNodes()))
-				return nil
-			})
+			path, _ := cmd.Flags().GetString("config")
+			// Every problem in one pass: a file with problems of its own
+			// is still checked against its graph.
+			s, err := service.Validate(cmd.Context(), path, service.Options{Store: checkpoint.NewMemory()})
+			if err != nil {
+				return fail(err)
+			}
+			defer s.Shutdown(context.WithoutCancel(cmd.Context()))
+			fmt.Fprintf(cmd.OutOrStdout(), "%s is valid: agent %q, %d tool(s) on %d node(s)\n", path, s.Config.Agent, len(s.Tools()), len(s.Graph.ToolNodes()))
+			return nil
 		},
 	}
 }
@@ -119,8 +126,8 @@ type terminal struct {
 
 func (t *terminal) converse(ctx context.Context, first message.Message) error {
 	// A thread left paused (a run stopped at the prompt) is answered first.
-	if th, err := t.app.Thread(ctx, t.thread); err == nil && len(th.RemoteToolCalls) > 0 {
-		fmt.Fprintf(t.out, "Thread %s is waiting for %d remote tool result(s).\n", t.thread, len(th.RemoteToolCalls))
+	if th, err := t.app.Thread(ctx, t.thread); err == nil && len(th.RemoteToolCalls)+len(th.ApprovalRequests) > 0 {
+		fmt.Fprintf(t.out, "Thread %s is waiting for %d remote tool result(s) and %d approval(s).\n", t.thread, len(th.RemoteToolCalls), len(th.ApprovalRequests))
 		if err := t.answer(ctx, th); err != nil {
 			return err
 		}
@@ -141,6 +148,13 @@ func (t *terminal) answer(ctx context.Context, res graph.Result) error {
 			return nil
 		}
 		answers := message.Message{Role: message.RoleTool}
+		for _, c := range res.ApprovalRequests {
+			a, err := t.approve(c)
+			if err != nil {
+				return err
+			}
+			answers.Content = append(answers.Content, a)
+		}
 		for _, c := range res.RemoteToolCalls {
 			r, err := t.ask(c)
 			if err != nil {
@@ -175,12 +189,12 @@ func (t *terminal) stream(ctx context.Context, input []message.Message) (graph.R
 		case graph.TextDelta:
 			fmt.Fprint(t.out, d.Text)
 			midLine = true
-		case graph.ToolEvent:
+		case toolnode.ToolEvent:
 			if midLine {
 				fmt.Fprintln(t.out)
 				midLine = false
 			}
-			if ev.Type == graph.EventToolStarted {
+			if ev.Type == toolnode.EventToolStarted {
 				fmt.Fprintf(t.out, "… running %s (%s)\n", d.Name, d.Provider)
 			} else {
 				status := "done"
@@ -189,7 +203,7 @@ func (t *terminal) stream(ctx context.Context, input []message.Message) (graph.R
 				}
 				fmt.Fprintf(t.out, "✓ %s %s in %s\n", d.Name, status, d.Duration.Round(1000))
 			}
-		case graph.ToolIgnored:
+		case toolnode.ToolIgnored:
 			fmt.Fprintf(t.out, "(ignored client tool %s: %s)\n", d.Name, d.Reason)
 		case graph.Result:
 			if midLine {
@@ -199,6 +213,31 @@ func (t *terminal) stream(ctx context.Context, input []message.Message) (graph.R
 		}
 	}
 	return graph.Result{}, errors.New("the run ended without a result")
+}
+
+// approve asks the person at the prompt whether a call may run: y runs it,
+// n denies it (anything after the n is the reason the model reads).
+func (t *terminal) approve(c message.ApprovalRequestBlock) (message.ApprovalBlock, error) {
+	fmt.Fprintf(t.out, "\nThe model wants to run %s with %s.\n", c.Name, c.Arguments)
+	for {
+		fmt.Fprintf(t.out, "Allow %s? [y/n, optionally followed by a reason]> ", c.Name)
+		line, err := t.in.ReadString('\n')
+		if err != nil && (line == "" || !errors.Is(err, io.EOF)) {
+			return message.ApprovalBlock{}, fmt.Errorf("reading the approval for %s (call %s): %w; the thread %s stays paused, run again with --thread to answer", c.Name, c.ID, err, t.thread)
+		}
+		line = strings.TrimSpace(line)
+		answer, reason, _ := strings.Cut(line, " ")
+		switch strings.ToLower(answer) {
+		case "y", "yes":
+			return message.ApprovalBlock{ToolCallID: c.ID, Approved: true, Reason: strings.TrimSpace(reason)}, nil
+		case "n", "no":
+			return message.ApprovalBlock{ToolCallID: c.ID, Approved: false, Reason: strings.TrimSpace(reason)}, nil
+		}
+		if err != nil {
+			return message.ApprovalBlock{}, fmt.Errorf("no answer for the approval of %s (call %s); the thread %s stays paused, run again with --thread to answer", c.Name, c.ID, t.thread)
+		}
+		fmt.Fprintln(t.out, "Please answer y or n.")
+	}
 }
 
 // ask prompts for one remote tool's result.

@@ -28,9 +28,10 @@ import (
 	"time"
 
 	"github.com/tenxgraph/tenxgraph/host/graph"
-	"github.com/tenxgraph/tenxgraph/host/toolspec"
+	"github.com/tenxgraph/tenxgraph/host/toolnode/remotespec"
+	"github.com/tenxgraph/tenxgraph/internal/hostallow"
 	"github.com/tenxgraph/tenxgraph/internal/sandbox"
-	"github.com/tenxgraph/tenxgraph/plugins/builtin"
+	"github.com/tenxgraph/tenxgraph/sdk/toolspec"
 )
 
 // Defaults for keys the file leaves out.
@@ -133,7 +134,22 @@ type ProviderSettings struct {
 	// MaxResultBytes bounds a result (0: DefaultMaxResultBytes); a larger
 	// one becomes an error result naming the limit.
 	MaxResultBytes int64
+	// RequireApproval names the tools whose every call waits for a
+	// person's approval before it runs (require_approval). Only an entry
+	// sets it: tool names belong to one provider.
+	RequireApproval Approval
 }
+
+// Approval is require_approval: true (All) or a list of the provider's tool
+// names (Tools). The names are checked against the provider's tools when it
+// starts.
+type Approval struct {
+	All   bool
+	Tools []string
+}
+
+// Set reports whether any tool needs approval.
+func (a Approval) Set() bool { return a.All || len(a.Tools) > 0 }
 
 // providerKeys read the keys of provider_defaults, which every provider
 // entry takes too. A new shared key is one line here and a field above.
@@ -157,7 +173,7 @@ func providerDefaultKeys() []string {
 }
 
 func providerEntryKeys(own ...string) []string {
-	return append(append(own, providerDefaultKeys()...), "tool_timeouts")
+	return append(append(own, providerDefaultKeys()...), "tool_timeouts", "require_approval")
 }
 
 // readProviderKeys sets what o has of the shared keys over s.
@@ -184,6 +200,30 @@ func (c *checker) providerSettings(o field) ProviderSettings {
 				s.ToolTimeouts = map[string]time.Duration{}
 			}
 			s.ToolTimeouts[name] = d
+		}
+	}
+	if ra := o.get("require_approval"); ra.present() {
+		if ra.v.kind == kindBool {
+			s.RequireApproval.All = ra.v.b
+		} else if ra.v.kind != kindArray {
+			c.add(ra.path, "want true, false or a list of the provider's tool names")
+		} else {
+			items, _ := ra.items()
+			if len(items) == 0 {
+				c.add(ra.path, "an empty list asks nothing: use false, or name the tools")
+			}
+			seen := map[string]bool{}
+			for _, it := range items {
+				n, ok := it.required("a tool name")
+				switch {
+				case !ok:
+				case seen[n]:
+					c.add(it.path, "%q is listed twice", n)
+				default:
+					seen[n] = true
+					s.RequireApproval.Tools = append(s.RequireApproval.Tools, n)
+				}
+			}
 		}
 	}
 	return s
@@ -316,6 +356,11 @@ type Plugin struct {
 	SHA256 string
 	// Node is the ToolNode offering the plugin's tools (default "tools").
 	Node string
+	// Prefix is put before each of the plugin's tool names on the node
+	// ("wx_" offers "forecast" as "wx_forecast"), so that two plugins
+	// exporting one name can sit on one node. Per-tool settings such as
+	// tool_timeouts keep the plugin's own names.
+	Prefix string
 	// Env is added to the plugin's environment.
 	Env map[string]string
 	// Start is "startup" (default: a broken plugin fails the start, not the
@@ -397,23 +442,58 @@ type CORS struct {
 
 // Load reads and parses the config file at path.
 func Load(path string) (*Config, error) {
+	data, dir, err := read(path)
+	if err != nil {
+		return nil, err
+	}
+	return Parse(data, dir)
+}
+
+// LoadPartial is Load for the validate command, which reports every
+// problem at once, those it finds with the graph included: it returns the
+// config as far as it could be read along with the file's problems (see
+// Check). err is for a file that cannot be read.
+func LoadPartial(path string) (*Config, toolspec.Problems, error) {
+	data, dir, err := read(path)
+	if err != nil {
+		return nil, nil, err
+	}
+	cfg, ps := Check(data, dir)
+	return cfg, ps, nil
+}
+
+func read(path string) (data []byte, dir string, err error) {
 	abs, err := filepath.Abs(path)
 	if err != nil {
-		return nil, fmt.Errorf("config %s: %w", path, err)
+		return nil, "", fmt.Errorf("config %s: %w", path, err)
 	}
-	data, err := os.ReadFile(abs)
+	data, err = os.ReadFile(abs)
 	if errors.Is(err, fs.ErrNotExist) {
-		return nil, fmt.Errorf("no config file at %s: create one there (a small one is {\"agent\": \"tenxgraph:react\", \"model\": {\"provider\": \"openai\", \"model\": \"gpt-4o-mini\"}}) or pass --config with the path of yours: %w", abs, err)
+		return nil, "", fmt.Errorf("no config file at %s: create one there (a small one is {\"agent\": \"tenxgraph:react\", \"model\": {\"provider\": \"openai\", \"model\": \"gpt-4o-mini\"}}) or pass --config with the path of yours: %w", abs, err)
 	}
 	if err != nil {
-		return nil, fmt.Errorf("read config: %w", err)
+		return nil, "", fmt.Errorf("read config: %w", err)
 	}
-	return Parse(data, filepath.Dir(abs))
+	return data, filepath.Dir(abs), nil
 }
 
 // Parse decodes and validates a config whose file is in dir. On failure the
 // error is a toolspec.Problems listing every problem found.
 func Parse(data []byte, dir string) (*Config, error) {
+	cfg, ps := Check(data, dir)
+	if len(ps) > 0 {
+		return nil, ps
+	}
+	return cfg, nil
+}
+
+// Check decodes and validates a config whose file is in dir, and returns
+// every problem found together with the config as far as it could be read:
+// a value with a problem is left at its default. The config is nil only
+// when the data is not a JSON object. Use it to go on checking what needs
+// more than the file (the graph's nodes) before reporting; start nothing
+// from a config that has problems.
+func Check(data []byte, dir string) (*Config, toolspec.Problems) {
 	abs, err := filepath.Abs(dir)
 	if err != nil {
 		return nil, toolspec.Problems{{Message: fmt.Sprintf("config folder %q: %v", dir, err)}}
@@ -442,10 +522,7 @@ func Parse(data []byte, dir string) (*Config, error) {
 	cfg.Server = c.server(top.get("server"))
 	cfg.Cache.MaxBytes, _ = top.get("cache").object("max_bytes").get("max_bytes").integer(1, math.MaxInt64)
 	c.checkSecrets(cfg)
-	if len(c.ps) > 0 {
-		return nil, c.ps
-	}
-	return cfg, nil
+	return cfg, c.ps
 }
 
 // node reads a provider entry's "node".
@@ -487,7 +564,7 @@ func (c *checker) remoteTools(f field) []graph.RemoteToolConfig {
 	// code-first AttachRemoteTools. Where this file already said what is
 	// wrong (a name that is not a string), its "missing" would only repeat it.
 	var more toolspec.Problems
-	for _, p := range graph.CheckRemoteTools(tools) {
+	for _, p := range remotespec.Check(tools) {
 		if path := toolspec.Join(f.path, p.Path); !c.covered(path) {
 			more.Add(path, "%s", p.Message)
 		}
@@ -717,12 +794,16 @@ var pluginNamePattern = regexp.MustCompile(`^[a-zA-Z0-9_-]{1,64}$`)
 
 var sha256Pattern = regexp.MustCompile(`^[0-9a-fA-F]{64}$`)
 
+// prefixPattern keeps a tool-name prefix within the tool name rule, short
+// enough to leave the name room.
+var prefixPattern = regexp.MustCompile(`^[a-zA-Z0-9_-]{1,32}$`)
+
 func (c *checker) plugins(f field) []Plugin {
 	items, _ := f.items()
 	var out []Plugin
 	first := map[string]int{}
 	for i, it := range items {
-		o := it.object(append(providerEntryKeys("name", "command", "sha256", "node", "env", "start"), "cwd", "pass_env", "limits", "network", "user", "group")...)
+		o := it.object(append(providerEntryKeys("name", "command", "sha256", "node", "env", "start"), "cwd", "pass_env", "limits", "network", "user", "group", "prefix")...)
 		if !o.present() {
 			continue
 		}
@@ -762,6 +843,15 @@ func (c *checker) plugins(f field) []Plugin {
 				p.SHA256 = strings.ToLower(h)
 			} else {
 				c.add(sum.path, "must be 64 hexadecimal characters, the output of `sha256sum` on the executable (got %d characters)", len(h))
+			}
+		}
+		if prefix := o.get("prefix"); prefix.present() {
+			if s, ok := prefix.str(); ok {
+				if prefixPattern.MatchString(s) {
+					p.Prefix = s
+				} else {
+					c.add(prefix.path, "%q must be 1 to 32 letters, digits, '_' or '-', such as \"wx_\": it goes before each tool name", s)
+				}
 			}
 		}
 		p.Env, _ = o.get("env").strMap(checkEnvKey, nil)
@@ -906,7 +996,7 @@ func checkHost(f field) (string, bool) {
 	if !ok {
 		return "", false
 	}
-	if err := builtin.CheckAllowHost(h); err != nil {
+	if err := hostallow.Check(h); err != nil {
 		f.c.add(f.path, "%v", err)
 		return "", false
 	}

@@ -3,7 +3,7 @@ package config
 import (
 	"testing"
 
-	"github.com/tenxgraph/tenxgraph/host/toolspec"
+	"github.com/tenxgraph/tenxgraph/sdk/toolspec"
 )
 
 func FuzzParse(f *testing.F) {

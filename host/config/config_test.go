@@ -16,7 +16,7 @@ import (
 	"time"
 
 	"github.com/tenxgraph/tenxgraph/host/graph"
-	"github.com/tenxgraph/tenxgraph/host/toolspec"
+	"github.com/tenxgraph/tenxgraph/sdk/toolspec"
 )
 
 // weatherSum is a real sha256, so the example is not accepted by accident

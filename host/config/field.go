@@ -8,8 +8,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/tenxgraph/tenxgraph/host/toolspec"
 	"github.com/tenxgraph/tenxgraph/internal/sandbox"
+	"github.com/tenxgraph/tenxgraph/sdk/toolspec"
 )
 
 // checker collects problems while the tree is read into a Config.

@@ -5,8 +5,8 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/tenxgraph/tenxgraph/host/toolspec"
 	"github.com/tenxgraph/tenxgraph/internal/sandbox"
+	"github.com/tenxgraph/tenxgraph/sdk/toolspec"
 )
 
 // profileKeys are the sandbox profile's keys, the same on every provider

@@ -11,8 +11,8 @@ import (
 	"strings"
 	"unicode/utf8"
 
-	"github.com/tenxgraph/tenxgraph/host/toolspec"
 	"github.com/tenxgraph/tenxgraph/sdk/strictjson"
+	"github.com/tenxgraph/tenxgraph/sdk/toolspec"
 )
 
 // kind is a JSON value's type.

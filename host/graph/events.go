@@ -1,13 +1,12 @@
 package graph
 
 import (
-	"time"
-
 	"github.com/tenxgraph/tenxgraph/host/message"
 )
 
 // Event reports progress of a run. Type names the event (it becomes the SSE
 // event name over HTTP) and Data holds the payload documented with each type.
+// Nodes add their own types (the ToolNode's tool events are in toolnode).
 type Event struct {
 	Type string
 	Data any
@@ -24,13 +23,6 @@ const (
 	EventTextDelta = "text_delta"
 	// EventMessage: message.Message, each message added to the thread.
 	EventMessage = "message"
-	// EventToolStarted and EventToolFinished: ToolEvent, server tools.
-	EventToolStarted  = "tool_started"
-	EventToolFinished = "tool_finished"
-	// EventToolProgress: ToolProgress, a running server tool's report.
-	EventToolProgress = "tool_progress"
-	// EventToolIgnored: ToolIgnored, a per-run tool that was not offered.
-	EventToolIgnored = "tool_ignored"
 	// EventInterrupted: Interrupted, the run paused.
 	EventInterrupted = "interrupted"
 	// EventUsage: Usage, tokens a model call used.
@@ -61,41 +53,12 @@ type TextDelta struct {
 	Text      string `json:"text"`
 }
 
-// ToolEvent reports a server tool call.
-type ToolEvent struct {
-	Node     string        `json:"node"`
-	ID       string        `json:"id"`
-	Name     string        `json:"name"`
-	Provider string        `json:"provider"`
-	IsError  bool          `json:"is_error,omitempty"`
-	Duration time.Duration `json:"duration_ns,omitempty"`
-}
-
-// ToolProgress is what a running server tool reported (an MCP server's
-// progress notification, or sdk.ReportProgress in a provider), between its
-// tool_started and tool_finished.
-type ToolProgress struct {
-	Node     string `json:"node"`
-	ID       string `json:"id"`
-	Name     string `json:"name"`
-	Provider string `json:"provider"`
-	// Progress goes up with each report; Total is 0 when unknown.
-	Progress float64 `json:"progress"`
-	Total    float64 `json:"total,omitempty"`
-	Message  string  `json:"message,omitempty"`
-}
-
-// ToolIgnored says a per-run tool was not offered and why; also a server
-// tool that a provider added while running but the node could not take.
-type ToolIgnored struct {
-	Node   string `json:"node"`
-	Name   string `json:"name"`
-	Reason string `json:"reason"`
-}
-
-// Interrupted lists the calls a paused run waits for.
+// Interrupted lists what a paused run waits for.
 type Interrupted struct {
-	RemoteToolCalls []message.RemoteToolCallBlock `json:"remote_tool_calls"`
+	RemoteToolCalls  []message.RemoteToolCallBlock  `json:"remote_tool_calls"`
+	ApprovalRequests []message.ApprovalRequestBlock `json:"approval_requests,omitempty"`
+	// Interrupts are all the pending interrupts, whatever they ask.
+	Interrupts []Interrupt `json:"-"`
 }
 
 // Usage is token accounting for one model call.

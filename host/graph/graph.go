@@ -4,10 +4,13 @@
 // A run starts from the thread's latest checkpoint. Each super-step runs the
 // active nodes concurrently, applies their updates in declaration order,
 // picks the next nodes from the edges and writes a checkpoint. A node may ask
-// to pause (a ToolNode does when the model called a remote tool); the graph
-// then stops after that step with the thread "interrupted", and a later run
-// on the same thread continues with the nodes that were next. Everything
-// about pausing and resuming lives in this package: resume.go.
+// to pause by returning interrupts (Update.Interrupts): the graph stops
+// after that step with the thread "interrupted" and the interrupts saved;
+// once every interrupt is answered, the node runs again with the answers
+// (Input.Resume) and the graph goes on. The engine knows nothing of what
+// is asked: a ToolNode (package toolnode) asks for remote results and
+// approvals this way. When one node of a parallel step fails, the nodes
+// that finished keep their writes, and a retry runs only the failed ones.
 package graph
 
 import (
@@ -17,7 +20,6 @@ import (
 	"slices"
 
 	"github.com/tenxgraph/tenxgraph/host/message"
-	"github.com/tenxgraph/tenxgraph/host/toolspec"
 )
 
 // START and END are the graph's virtual entry and exit.
@@ -42,9 +44,16 @@ type Update struct {
 	Messages []message.Message
 	// Values are set (replacing earlier values of the same key).
 	Values map[string]json.RawMessage
-	// Interrupt pauses the graph after this super-step. The step's updates
-	// are saved first, so nothing that finished in it runs again.
+	// Interrupt pauses the graph after this super-step, with nothing to
+	// answer (LangGraph's interrupt_after, decided by the node): a later
+	// run continues with the next nodes. The step's updates are saved
+	// first, so nothing that finished in it runs again.
 	Interrupt bool
+	// Interrupts pause the graph after this super-step until each is
+	// answered; the node then runs again with the answers in
+	// Input.Resume. Messages and Values of the same update are saved with
+	// the pause. IDs must be unique within the thread.
+	Interrupts []Interrupt
 }
 
 // Node is one step of a graph.
@@ -64,22 +73,17 @@ type Input struct {
 	Run   *Run
 	// Node is the name the node runs under.
 	Node string
+	// Resume holds the answers to the node's interrupts, by interrupt id,
+	// when the node runs again after its pause; nil otherwise.
+	Resume map[string]Answer
+	// Interrupts are the interrupts being answered (the node's, in the
+	// order it raised them), when Resume is set.
+	Interrupts []Interrupt
 }
 
 // Router picks the next node(s) after a node with conditional edges. It
 // returns node names, or END.
 type Router func(s State) []string
-
-// RemoteToolNode is implemented by nodes that can offer remote tools: a
-// ToolNode. AttachRemoteTools refuses nodes that don't implement it.
-type RemoteToolNode interface {
-	Node
-	// CheckRemoteTools reports problems attaching tools (a name the node
-	// already serves, say), with paths relative to the list.
-	CheckRemoteTools(tools []RemoteToolConfig, indexes []int) toolspec.Problems
-	// AttachRemoteTools adds tools already checked.
-	AttachRemoteTools(tools []RemoteToolConfig)
-}
 
 // StateGraph is a graph under construction. Methods record mistakes instead
 // of returning them one at a time; Compile reports them all.
@@ -153,19 +157,28 @@ func (g *StateGraph) ToolNodes() []string {
 // or are not ToolNodes, and names the node already serves. Any problem
 // rejects the whole list, with paths like "[1].node".
 func (g *StateGraph) AttachRemoteTools(tools []RemoteToolConfig) error {
-	ps := CheckRemoteTools(tools)
+	var ps Problems
 	byNode := map[string][]int{}
+	first := map[string]int{}
 	for i, t := range tools {
+		if t.Name != "" {
+			if j, dup := first[t.Name]; dup {
+				ps.add(index(i)+".name", "duplicate tool name %q (first declared at [%d])", t.Name, j)
+			} else {
+				first[t.Name] = i
+			}
+		}
 		if t.Node == "" {
+			ps.add(index(i)+".node", "missing: name the ToolNode that offers the tool")
 			continue
 		}
 		n, ok := g.nodes[t.Node]
 		if !ok {
-			ps.Add(toolspec.Index(i)+".node", "graph has no node %q (ToolNodes: %s)", t.Node, listOrNone(g.ToolNodes()))
+			ps.add(index(i)+".node", "graph has no node %q (ToolNodes: %s)", t.Node, listOrNone(g.ToolNodes()))
 			continue
 		}
 		if _, ok := n.(RemoteToolNode); !ok {
-			ps.Add(toolspec.Index(i)+".node", "node %q is not a ToolNode (ToolNodes: %s)", t.Node, listOrNone(g.ToolNodes()))
+			ps.add(index(i)+".node", "node %q is not a ToolNode (ToolNodes: %s)", t.Node, listOrNone(g.ToolNodes()))
 			continue
 		}
 		byNode[t.Node] = append(byNode[t.Node], i)
@@ -174,7 +187,7 @@ func (g *StateGraph) AttachRemoteTools(tools []RemoteToolConfig) error {
 		ps = append(ps, g.nodes[node].(RemoteToolNode).CheckRemoteTools(pick(tools, idx), idx)...)
 	}
 	if len(ps) > 0 {
-		slices.SortStableFunc(ps, func(a, b toolspec.Problem) int { return comparePaths(a.Path, b.Path) })
+		slices.SortStableFunc(ps, func(a, b Problem) int { return comparePaths(a.Path, b.Path) })
 		return ps
 	}
 	for node, idx := range byNode {

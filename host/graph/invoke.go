@@ -12,12 +12,12 @@ import (
 
 	"github.com/tenxgraph/tenxgraph/host/checkpoint"
 	"github.com/tenxgraph/tenxgraph/host/message"
-	"github.com/tenxgraph/tenxgraph/host/toolspec"
 )
 
 // Invoke runs the graph on cfg.ThreadID with input and returns when the run
 // completes or pauses. To resume a paused thread, send a tool message with
-// tool_result blocks for the pending calls.
+// answer blocks (tool_result, approval) for the pending interrupts, or set
+// RunConfig.Resume.
 func (a *App) Invoke(ctx context.Context, input []message.Message, cfg RunConfig) (Result, error) {
 	return a.run(ctx, input, cfg, nil)
 }
@@ -85,14 +85,15 @@ func (a *App) run(ctx context.Context, input []message.Message, cfg RunConfig, e
 	if err != nil {
 		return Result{}, err
 	}
-	if s.runTools != nil {
-		specs, err := toolspec.ParseRunTools(s.runTools)
-		if err != nil {
-			return Result{}, fmt.Errorf("%w: config.%v", ErrInvalidInput, err)
+	r.RemoteTools = s.runTools
+	for _, name := range a.g.order {
+		if c, ok := a.g.nodes[name].(RunChecker); ok {
+			if err := c.CheckRun(r); err != nil {
+				return Result{}, err
+			}
 		}
-		r.RemoteTools = specs
 	}
-	w := writer{app: a, run: r, meta: cfg.Metadata, runTools: s.runTools}
+	w := writer{app: a, run: r, meta: cfg.Metadata, runTools: s.runTools, pause: s.pause}
 	if latest != nil {
 		w.seq, w.meta = latest.Seq, latest.Metadata
 	}
@@ -101,27 +102,44 @@ func (a *App) run(ctx context.Context, input []message.Message, cfg RunConfig, e
 	state := s.state
 	if len(s.appended) > 0 {
 		state.Messages = a.appendMessages(r, state.Messages, s.appended)
-		// The input is saved with the first super-step's checkpoint (or
-		// with the failure's, if that step fails), not on its own: one
-		// write fewer per run. A crash before then loses only input the
-		// client was never told was accepted, and resending it is safe
-		// (results for pending calls are idempotent). Input that no step
-		// follows is saved now.
-		if s.stillPaused || len(s.next) == 0 {
-			status := checkpoint.StatusInterrupted
-			if !s.stillPaused {
-				status = checkpoint.StatusCompleted
-			}
-			if err := w.put(ctx, state, s.next, status); err != nil {
-				return Result{}, err
-			}
+	}
+	// The input is saved with the first super-step's checkpoint (or with
+	// the failure's, if that step fails), not on its own: one write fewer
+	// per run. A crash before then loses only input the client was never
+	// told was accepted, and resending it is safe (answers are
+	// idempotent). Input that no step follows is saved now.
+	if (len(s.appended) > 0 || s.answered) && (s.stillPaused || len(s.next) == 0 && !s.resume) {
+		status := checkpoint.StatusInterrupted
+		if !s.stillPaused {
+			status = checkpoint.StatusCompleted
+		}
+		if err := w.put(ctx, state, s.next, status); err != nil {
+			return Result{}, err
 		}
 	}
 	if s.stillPaused {
-		return a.result(r, state, StatusInterrupted), nil
+		return a.result(r, state, StatusInterrupted, w.pause), nil
 	}
 
 	next := s.next
+	if s.resume {
+		// Every interrupt is answered: the nodes that asked run again with
+		// their answers, as the rest of their step, and routing starts from
+		// that step.
+		if err := ctx.Err(); err != nil {
+			return Result{}, w.fail(ctx, state, next, fmt.Errorf("thread %q: run cancelled: %w", r.ThreadID, context.Cause(ctx)))
+		}
+		r.Step++
+		ran, updates, err := a.resumeStep(ctx, r, state, w.pause)
+		if err != nil {
+			return Result{}, w.fail(ctx, state, next, err)
+		}
+		done, res, err := a.finishStep(ctx, r, &w, state, ran, updates, w.pause.Step)
+		if done || err != nil {
+			return res.Result, err
+		}
+		state, next = res.state, res.next
+	}
 	for len(next) > 0 {
 		if err := ctx.Err(); err != nil {
 			return Result{}, w.fail(ctx, state, next, fmt.Errorf("thread %q: run cancelled: %w", r.ThreadID, context.Cause(ctx)))
@@ -131,69 +149,175 @@ func (a *App) run(ctx context.Context, input []message.Message, cfg RunConfig, e
 			err := fmt.Errorf("thread %q: %w: %d super-steps without reaching END; the graph is probably looping (raise the limit if it is not)", r.ThreadID, ErrStepLimit, a.stepLimit)
 			return Result{}, w.fail(ctx, state, next, err)
 		}
-		updates, err := a.step(ctx, r, state, next)
+		updates, err := a.step(ctx, r, state, next, &w)
 		if err != nil {
 			return Result{}, w.fail(ctx, state, next, err)
 		}
-		interrupt := false
-		for i, u := range updates {
-			state = a.apply(r, state, u)
-			interrupt = interrupt || u.Interrupt || a.interruptAfter[next[i]]
+		done, res, err := a.finishStep(ctx, r, &w, state, next, updates, next)
+		if done || err != nil {
+			return res.Result, err
 		}
-		next, err = a.route(state, next)
-		if err != nil {
-			return Result{}, w.fail(ctx, state, nil, err)
-		}
-		status := checkpoint.StatusRunning
-		switch {
-		case interrupt:
-			status = checkpoint.StatusInterrupted
-		case len(next) == 0:
-			status = checkpoint.StatusCompleted
-		}
-		// The step finished: it is saved even if the run is being
-		// cancelled, so that its tools never run again.
-		if err := w.put(context.WithoutCancel(ctx), state, next, status); err != nil {
-			return Result{}, err
-		}
-		if interrupt {
-			res := a.result(r, state, StatusInterrupted)
-			r.Emit(Event{Type: EventInterrupted, Data: Interrupted{RemoteToolCalls: res.RemoteToolCalls}})
-			return res, nil
+		state, next = res.state, res.next
+	}
+	return a.result(r, state, StatusCompleted, w.pause), nil
+}
+
+// stepped is the state and next nodes after a step that did not pause.
+type stepped struct {
+	Result
+	state State
+	next  []string
+}
+
+// finishStep applies a step's updates (ran[i] returned updates[i]), routes
+// from the nodes of from, saves the checkpoint and, when the step paused,
+// returns done with the run's result.
+func (a *App) finishStep(ctx context.Context, r *Run, w *writer, state State, ran []string, updates []Update, from []string) (bool, stepped, error) {
+	interrupt := false
+	var its []Interrupt
+	seen := map[string]bool{}
+	for i, u := range updates {
+		state = a.apply(r, state, u)
+		interrupt = interrupt || u.Interrupt || a.interruptAfter[ran[i]]
+		for _, it := range u.Interrupts {
+			if it.ID == "" || seen[it.ID] {
+				err := fmt.Errorf("thread %q: node %q: interrupt id %q is empty or used twice in one step", r.ThreadID, ran[i], it.ID)
+				return true, stepped{}, w.fail(ctx, state, nil, err)
+			}
+			seen[it.ID] = true
+			it.Node = ran[i]
+			its = append(its, it)
 		}
 	}
-	return a.result(r, state, StatusCompleted), nil
+	next, err := a.route(state, from)
+	if err != nil {
+		return true, stepped{}, w.fail(ctx, state, nil, err)
+	}
+	if len(its) > 0 {
+		interrupt = true
+	}
+	if w.pause.Interrupts != nil || w.pause.Answers != nil {
+		// The answered pause is over; its answers stay known for a retry.
+		w.pause.Resolved = w.pause.Answers
+	}
+	w.pause.Interrupts, w.pause.Answers, w.pause.Writes, w.pause.Step = its, nil, nil, nil
+	if interrupt {
+		w.pause.Step = from
+	}
+	status := checkpoint.StatusRunning
+	switch {
+	case interrupt:
+		status = checkpoint.StatusInterrupted
+	case len(next) == 0:
+		status = checkpoint.StatusCompleted
+	}
+	// The step finished: it is saved even if the run is being cancelled,
+	// so that its work is never done again.
+	if err := w.put(context.WithoutCancel(ctx), state, next, status); err != nil {
+		return true, stepped{}, err
+	}
+	if interrupt {
+		res := a.result(r, state, StatusInterrupted, w.pause)
+		r.Emit(Event{Type: EventInterrupted, Data: Interrupted{RemoteToolCalls: res.RemoteToolCalls,
+			ApprovalRequests: res.ApprovalRequests, Interrupts: res.Interrupts}})
+		return true, stepped{Result: res}, nil
+	}
+	return false, stepped{state: state, next: next}, nil
+}
+
+// resumeStep runs each node that raised the answered interrupts again, with
+// its answers, and returns the nodes and their updates in graph order.
+func (a *App) resumeStep(ctx context.Context, r *Run, state State, p pause) ([]string, []Update, error) {
+	byNode := map[string][]Interrupt{}
+	for _, it := range p.Interrupts {
+		byNode[it.Node] = append(byNode[it.Node], it)
+	}
+	var ran []string
+	for _, name := range a.g.order {
+		if len(byNode[name]) > 0 {
+			ran = append(ran, name)
+		}
+	}
+	for name := range byNode {
+		if a.g.nodes[name] == nil {
+			return nil, nil, fmt.Errorf("thread %q: interrupt of node %q, which the graph no longer has", r.ThreadID, name)
+		}
+	}
+	updates := make([]Update, len(ran))
+	errs := a.runAll(ran, func(i int) error {
+		its := byNode[ran[i]]
+		answers := make(map[string]Answer, len(its))
+		for _, it := range its {
+			answers[it.ID] = p.Answers[it.ID]
+		}
+		u, err := a.runNode(ctx, r, &Input{State: state, Run: r, Node: ran[i], Resume: answers, Interrupts: its})
+		updates[i] = u
+		return err
+	})
+	return ran, updates, errors.Join(errs...)
 }
 
 // step runs the active nodes of one super-step, concurrently when there
-// are several, and returns their updates in the order of next.
-func (a *App) step(ctx context.Context, r *Run, state State, next []string) ([]Update, error) {
+// are several, and returns their updates in the order of next. A node whose
+// update the failed try of this step kept (pending writes) does not run
+// again. When a node fails, the updates of those that finished are kept in
+// w, for the failure's checkpoint.
+func (a *App) step(ctx context.Context, r *Run, state State, next []string, w *writer) ([]Update, error) {
 	updates := make([]Update, len(next))
-	one := func(i int) error {
-		name := next[i]
-		r.Emit(Event{Type: EventNodeStarted, Data: NodeEvent{Node: name, Step: r.Step}})
-		u, err := a.g.nodes[name].Run(ctx, &Input{State: state, Run: r, Node: name})
-		if err != nil {
-			return fmt.Errorf("node %q: %w", name, err)
+	kept := w.pause.Writes
+	errs := a.runAll(next, func(i int) error {
+		if wu, ok := kept[next[i]]; ok {
+			updates[i] = wu.update()
+			return nil
 		}
-		r.Emit(Event{Type: EventNodeFinished, Data: NodeEvent{Node: name, Step: r.Step}})
+		u, err := a.runNode(ctx, r, &Input{State: state, Run: r, Node: next[i]})
 		updates[i] = u
-		return nil
+		return err
+	})
+	if err := errors.Join(errs...); err != nil {
+		writes := map[string]wireUpdate{}
+		for i, e := range errs {
+			if e == nil {
+				writes[next[i]] = toWire(updates[i])
+			}
+		}
+		if len(writes) == 0 {
+			writes = nil
+		}
+		w.pause.Writes = writes
+		return nil, err
 	}
-	if len(next) == 1 {
-		return updates, one(0)
+	return updates, nil
+}
+
+func (a *App) runNode(ctx context.Context, r *Run, in *Input) (Update, error) {
+	r.Emit(Event{Type: EventNodeStarted, Data: NodeEvent{Node: in.Node, Step: r.Step}})
+	u, err := a.g.nodes[in.Node].Run(ctx, in)
+	if err != nil {
+		return Update{}, fmt.Errorf("node %q: %w", in.Node, err)
 	}
-	errs := make([]error, len(next))
+	r.Emit(Event{Type: EventNodeFinished, Data: NodeEvent{Node: in.Node, Step: r.Step}})
+	return u, nil
+}
+
+// runAll calls f for each of nodes, concurrently when there are several,
+// and returns each call's error.
+func (a *App) runAll(nodes []string, f func(i int) error) []error {
+	errs := make([]error, len(nodes))
+	if len(nodes) == 1 {
+		errs[0] = f(0)
+		return errs
+	}
 	var wg sync.WaitGroup
-	for i := range next {
+	for i := range nodes {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			errs[i] = one(i)
+			errs[i] = f(i)
 		}()
 	}
 	wg.Wait()
-	return updates, errors.Join(errs...)
+	return errs
 }
 
 // apply adds an update to the state without touching the previous state's
@@ -260,12 +384,14 @@ func (a *App) route(state State, ran []string) ([]string, error) {
 	return next, nil
 }
 
-func (a *App) result(r *Run, s State, status Status) Result {
+func (a *App) result(r *Run, s State, status Status, p pause) Result {
 	res := Result{ThreadID: r.ThreadID, RunID: r.RunID, Status: status, Messages: s.Messages,
 		RemoteToolCalls: []message.RemoteToolCallBlock{}, Values: s.Values}
 	if status == StatusInterrupted {
-		if p := message.Pending(s.Messages); p != nil {
-			res.RemoteToolCalls = p
+		res.Interrupts = p.unanswered()
+		res.RemoteToolCalls, res.ApprovalRequests = blocksOf(res.Interrupts)
+		if len(res.ApprovalRequests) == 0 {
+			res.ApprovalRequests = nil
 		}
 	}
 	return res
@@ -278,10 +404,13 @@ type writer struct {
 	seq      int64
 	meta     map[string]string
 	runTools []json.RawMessage
+	// pause is the interrupt bookkeeping saved with every checkpoint.
+	pause pause
 }
 
 func (w *writer) put(ctx context.Context, s State, next []string, status checkpoint.Status) error {
-	raw, err := encodeState(s, w.runTools)
+	ws := wireState{State: s, RunTools: w.runTools, pause: w.pause}
+	raw, err := encodeState(ws)
 	if err != nil {
 		return fmt.Errorf("thread %q: encode state: %w", w.run.ThreadID, err)
 	}
@@ -295,7 +424,7 @@ func (w *writer) put(ctx context.Context, s State, next []string, status checkpo
 		return fmt.Errorf("thread %q: save checkpoint: %w", w.run.ThreadID, err)
 	}
 	w.seq++
-	w.app.cache.store(w.run.ThreadID, cp, wireState{State: s, RunTools: w.runTools}, len(raw))
+	w.app.cache.store(w.run.ThreadID, cp, ws, len(raw))
 	return nil
 }
 
@@ -371,5 +500,5 @@ func (a *App) snapshot(cp checkpoint.Checkpoint) (Result, error) {
 	}
 	status := Status(cp.Status) // the names are the same by design
 	r := &Run{ThreadID: cp.ThreadID, RunID: cp.RunID}
-	return a.result(r, w.State, status), nil
+	return a.result(r, w.State, status, w.pause), nil
 }

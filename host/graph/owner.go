@@ -106,7 +106,7 @@ func (a *App) ThreadFor(ctx context.Context, threadID string, owner map[string]s
 		return Result{}, notFound(threadID)
 	}
 	r := &Run{ThreadID: cp.ThreadID, RunID: cp.RunID}
-	return a.result(r, w.State, Status(cp.Status)), nil
+	return a.result(r, w.State, Status(cp.Status), w.pause), nil
 }
 
 // DeleteThread forgets the thread, as a caller with metadata owner (nil:

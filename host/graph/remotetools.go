@@ -2,14 +2,13 @@ package graph
 
 import (
 	"encoding/json"
-
-	"github.com/tenxgraph/tenxgraph/host/toolspec"
-	"github.com/tenxgraph/tenxgraph/sdk"
+	"fmt"
 )
 
 // RemoteToolConfig declares a tool whose schema the server owns and whose
 // implementation runs in the client. It is the code-first twin of an entry
-// of remote_tools in 10xgraph.json and is validated by the same rules.
+// of remote_tools in 10xgraph.json and is validated by the same rules
+// (the ToolNode's: see RemoteToolNode).
 type RemoteToolConfig struct {
 	// Node is the ToolNode that offers the tool.
 	Node string
@@ -22,36 +21,18 @@ type RemoteToolConfig struct {
 	Parameters json.RawMessage
 }
 
-// Spec is the tool as the model sees it.
-func (c RemoteToolConfig) Spec() sdk.ToolSpec {
-	params := c.Parameters
-	if len(params) == 0 {
-		params = sdk.EmptyObjectSchema
-	}
-	return sdk.ToolSpec{Name: c.Name, Description: c.Description, Parameters: params}
+// RemoteToolNode is implemented by nodes that can offer remote tools: a
+// ToolNode. AttachRemoteTools refuses nodes that don't implement it.
+type RemoteToolNode interface {
+	Node
+	// CheckRemoteTools reports what is wrong with tools (a bad name or
+	// schema, a name the node already serves), at paths "[i]..." where i
+	// is the entry's index in the whole list, indexes[k] for tools[k].
+	CheckRemoteTools(tools []RemoteToolConfig, indexes []int) Problems
+	// AttachRemoteTools adds tools already checked.
+	AttachRemoteTools(tools []RemoteToolConfig)
 }
 
-// CheckRemoteTools checks what can be known without a graph: names, schemas
-// and duplicates. Paths are relative to the list ("[1].parameters"). The
-// config loader and AttachRemoteTools both call it, so a tool is judged the
-// same way wherever it is declared.
-func CheckRemoteTools(tools []RemoteToolConfig) toolspec.Problems {
-	var ps toolspec.Problems
-	first := map[string]int{}
-	for i, t := range tools {
-		at := toolspec.Index(i)
-		if t.Node == "" {
-			ps.Add(at+".node", "missing: name the ToolNode that offers the tool")
-		}
-		ps.Merge(at, toolspec.Check(t.Spec()))
-		if t.Name == "" {
-			continue
-		}
-		if j, dup := first[t.Name]; dup {
-			ps.Add(at+".name", "duplicate tool name %q (first declared at [%d])", t.Name, j)
-			continue
-		}
-		first[t.Name] = i
-	}
-	return ps
-}
+func index(i int) string { return fmt.Sprintf("[%d]", i) }
+
+func sprintf(format string, args ...any) string { return fmt.Sprintf(format, args...) }

@@ -3,6 +3,7 @@ package graph
 import (
 	"bytes"
 	"encoding/json"
+	"maps"
 	"slices"
 
 	"github.com/tenxgraph/tenxgraph/host/checkpoint"
@@ -10,10 +11,60 @@ import (
 )
 
 // This file is where pausing and resuming are decided. A thread pauses when
-// a super-step's update asks to (a ToolNode returned remote calls) or the node
-// is in WithInterruptAfter; the pending calls are derived from the thread's
-// messages (remote_tool_call blocks without a tool_result), so the checkpoint
-// and the pending set can never disagree.
+// a super-step's updates carry interrupts (or ask to pause with nothing to
+// answer: Update.Interrupt, WithInterruptAfter). The interrupts are saved
+// with the checkpoint, with the answers received so far; a resume adds
+// answers, and once every interrupt has one, the nodes that asked run again
+// with them before the graph goes on. The engine does not know what an
+// interrupt asks: answers are JSON values, sent as answer blocks in a tool
+// message (see message.AnswerID) or in RunConfig.Resume, and a node may
+// judge them (AnswerChecker).
+
+// pause is what a checkpoint records about interrupts and unfinished steps.
+type pause struct {
+	// Interrupts are the interrupts of the paused step, in the order the
+	// step's nodes raised them; empty when nothing waits for an answer.
+	Interrupts []Interrupt `json:"interrupts,omitempty"`
+	// Answers are the answers received so far, by interrupt id.
+	Answers map[string]Answer `json:"answers,omitempty"`
+	// Resolved are the answers of the last pause that was resumed, so that
+	// a client resending them (its response was lost) is told yes, not no.
+	Resolved map[string]Answer `json:"resolved,omitempty"`
+	// Step lists the nodes of the step that paused or failed: routing after
+	// a resume starts from them.
+	Step []string `json:"step,omitempty"`
+	// Writes are the updates of the nodes of a failed step that finished
+	// ("pending writes"): a retry of the step uses them instead of running
+	// those nodes again.
+	Writes map[string]wireUpdate `json:"writes,omitempty"`
+}
+
+// wireUpdate is an Update as a checkpoint stores it.
+type wireUpdate struct {
+	Messages   []message.Message          `json:"messages,omitempty"`
+	Values     map[string]json.RawMessage `json:"values,omitempty"`
+	Interrupt  bool                       `json:"interrupt,omitempty"`
+	Interrupts []Interrupt                `json:"interrupts,omitempty"`
+}
+
+func toWire(u Update) wireUpdate {
+	return wireUpdate(u)
+}
+
+func (w wireUpdate) update() Update {
+	return Update(w)
+}
+
+// unanswered lists the pause's interrupts that have no answer yet.
+func (p *pause) unanswered() []Interrupt {
+	var out []Interrupt
+	for _, it := range p.Interrupts {
+		if _, ok := p.Answers[it.ID]; !ok {
+			out = append(out, it)
+		}
+	}
+	return out
+}
 
 // start is how a run begins: from which state, into which nodes.
 type start struct {
@@ -23,9 +74,17 @@ type start struct {
 	// appended are the input messages to add (already checked).
 	appended []message.Message
 	resumed  bool
-	// stillPaused: the input answered some pending calls but not all; the
+	// pause is the interrupt bookkeeping the run starts from.
+	pause pause
+	// answered: the input added answers, to be saved even if the thread
+	// stays paused.
+	answered bool
+	// stillPaused: the input answered some interrupts but not all; the
 	// run saves them and returns, still interrupted.
 	stillPaused bool
+	// resume: every interrupt is answered; the nodes that asked run again
+	// first, with their answers.
+	resume bool
 }
 
 // begin classifies input against the thread's latest checkpoint. It changes
@@ -34,27 +93,32 @@ func (a *App) begin(latest *checkpoint.Checkpoint, prev wireState, input []messa
 	var s start
 	s.state = prev.State
 	s.runTools = cfg.RemoteTools
-	results, err := checkInput(input)
+	if err := checkInput(input); err != nil {
+		return s, err
+	}
+	answers, err := answersIn(input, cfg.Resume)
 	if err != nil {
 		return s, err
 	}
-	pending := message.Pending(prev.Messages)
 	paused := latest != nil && latest.Status == checkpoint.StatusInterrupted
-
 	if !paused {
-		if results {
-			return s, &StateError{Kind: ErrNotPaused, ThreadID: cfg.ThreadID, CallIDs: resultIDs(input),
+		if len(answers) > 0 {
+			return s, &StateError{Kind: ErrNotPaused, ThreadID: cfg.ThreadID, CallIDs: answerIDs(answers),
 				Detail: "send tool results only while the thread waits for them"}
 		}
 		if err := checkIDs(prev.Messages, input); err != nil {
 			return s, err
 		}
 		s.appended = input
+		s.pause.Resolved = prev.Resolved
 		// A thread that failed or crashed mid-run continues where it
-		// stopped when called without input; new input starts afresh.
+		// stopped when called without input, keeping what the stopped
+		// step finished; new input starts afresh.
 		if latest != nil && len(input) == 0 && len(latest.Next) > 0 && latest.Status != checkpoint.StatusCompleted {
 			s.next = latest.Next
 			s.resumed = true
+			s.pause = prev.pause
+			s.resume = len(prev.Interrupts) > 0 && len(prev.unanswered()) == 0
 			if cfg.RemoteTools == nil {
 				s.runTools = prev.RunTools
 			}
@@ -70,126 +134,212 @@ func (a *App) begin(latest *checkpoint.Checkpoint, prev wireState, input []messa
 	// The thread is paused.
 	s.resumed = true
 	s.next = latest.Next
+	s.pause = prev.pause
 	if cfg.RemoteTools == nil {
 		s.runTools = prev.RunTools
 	}
-	if len(pending) > 0 && !results {
-		return s, &StateError{Kind: ErrPendingCalls, ThreadID: cfg.ThreadID, CallIDs: callIDs(pending),
-			Detail: "answer them with tool_result blocks in a tool message before sending new input"}
-	}
-	if !results {
-		// An interrupt-after pause with nothing pending: continue, with the
-		// input (if any) added first.
+	open := prev.unanswered()
+	if len(answers) == 0 {
+		if len(open) > 0 {
+			return s, &StateError{Kind: ErrPendingCalls, ThreadID: cfg.ThreadID, CallIDs: interruptIDs(open),
+				Detail: "answer them with tool_result (or approval) blocks in a tool message before sending new input"}
+		}
+		// A pause with nothing to answer: continue, with the input (if
+		// any) added first.
 		if err := checkIDs(prev.Messages, input); err != nil {
 			return s, err
 		}
 		s.appended = input
+		s.pause.Interrupts, s.pause.Answers = nil, nil
 		return s, nil
 	}
-	fresh, err := acceptResults(cfg.ThreadID, prev.Messages, pending, input)
+	fresh, err := a.accept(cfg.ThreadID, prev, open, answers)
 	if err != nil {
 		return s, err
 	}
-	s.appended = fresh
-	s.stillPaused = len(pending) > len(fresh)
+	if len(fresh) > 0 {
+		s.answered = true
+		s.pause.Answers = maps.Clone(prev.Answers)
+		if s.pause.Answers == nil {
+			s.pause.Answers = map[string]Answer{}
+		}
+		maps.Copy(s.pause.Answers, fresh)
+	}
+	s.stillPaused = len(s.pause.unanswered()) > 0
+	s.resume = !s.stillPaused && len(s.pause.Interrupts) > 0
 	return s, nil
 }
 
-// checkInput refuses content a client may not write and reports whether the
-// input is a resume (tool results). A client may send user, system and
-// assistant text, or tool results; never tool calls, which only the model
-// makes, and never both kinds at once.
-func checkInput(input []message.Message) (results bool, err error) {
-	var text bool
+// checkInput refuses content a client may not write. A client may send
+// user, system and assistant text, or answers (tool_result and approval
+// blocks) in tool messages; never tool calls, which only the model makes,
+// and never both kinds at once.
+func checkInput(input []message.Message) error {
+	var text, answers bool
 	for i, m := range input {
 		for j, b := range m.Content {
-			switch b.(type) {
-			case message.TextBlock:
-				if m.Role == message.RoleTool {
-					return false, invalid("messages[%d].content[%d]: a tool message holds tool_result blocks only", i, j)
-				}
-				text = true
-			case message.ToolResultBlock:
+			if _, ok := message.AnswerID(b); ok {
 				if m.Role != message.RoleTool {
-					return false, invalid("messages[%d].content[%d]: tool_result blocks belong in a message with role \"tool\"", i, j)
+					return invalid("messages[%d].content[%d]: %s blocks belong in a message with role \"tool\"", i, j, b.BlockType())
 				}
-				results = true
-			default:
-				return false, invalid("messages[%d].content[%d]: clients may not send %s blocks (only the model calls tools)", i, j, b.BlockType())
+				answers = true
+				continue
 			}
+			if _, ok := b.(message.TextBlock); !ok {
+				return invalid("messages[%d].content[%d]: clients may not send %s blocks (only the model calls tools)", i, j, b.BlockType())
+			}
+			if m.Role == message.RoleTool {
+				return invalid("messages[%d].content[%d]: a tool message holds tool_result blocks only, or approval blocks", i, j)
+			}
+			text = true
 		}
 		if len(m.Content) == 0 {
-			return false, invalid("messages[%d].content: empty", i)
+			return invalid("messages[%d].content: empty", i)
 		}
 	}
-	if text && results {
-		return false, invalid("messages: send tool results and new input in separate requests")
+	if text && answers {
+		return invalid("messages: send tool results and new input in separate requests")
 	}
-	return results, nil
+	return nil
 }
 
-// acceptResults matches results to pending calls. A result for a call that
-// is not pending is refused, unless it repeats exactly the result already
-// recorded (a client retrying after a lost response), which is accepted and
-// ignored so that resuming is idempotent.
-//
-// Each accepted result becomes one tool message, in the order the calls were
-// made whatever order the client used. A tool message that carried a single
-// result keeps its id, so a client that names its messages (AG-UI does)
-// finds them under the same id in the thread.
-func acceptResults(thread string, history []message.Message, pending []message.RemoteToolCallBlock, input []message.Message) ([]message.Message, error) {
-	order := make(map[string]int, len(pending))
-	for i, p := range pending {
-		order[p.ID] = i
+// given is one answer as the input carried it.
+type given struct {
+	id string
+	Answer
+}
+
+// answersIn collects the answers of the input, in order: answer blocks,
+// then RunConfig.Resume by id. An id answered twice in one request is
+// refused.
+func answersIn(input []message.Message, resume map[string]json.RawMessage) ([]given, error) {
+	var out []given
+	seen := map[string]bool{}
+	for _, m := range input {
+		for _, b := range m.Content {
+			id, ok := message.AnswerID(b)
+			if !ok {
+				continue
+			}
+			if seen[id] {
+				return nil, invalid("messages: two results for call %q", id)
+			}
+			seen[id] = true
+			raw, err := message.MarshalBlock(b)
+			if err != nil {
+				return nil, invalid("messages: answer for %q: %v", id, err)
+			}
+			g := given{id: id, Answer: Answer{Value: raw}}
+			if len(m.Content) == 1 {
+				g.MessageID = m.ID
+			}
+			out = append(out, g)
+		}
 	}
-	answered := message.Answered(history)
+	for _, id := range slices.Sorted(maps.Keys(resume)) {
+		if seen[id] {
+			return nil, invalid("config.resume: %q is also answered in the messages", id)
+		}
+		seen[id] = true
+		out = append(out, given{id: id, Answer: Answer{Value: resume[id]}})
+	}
+	return out, nil
+}
+
+// accept matches answers to the open interrupts. An answer to an interrupt
+// that is not open is refused, unless it repeats exactly the answer already
+// recorded (a client retrying after a lost response), which is accepted and
+// ignored so that resuming is idempotent. A node may refuse an answer
+// (AnswerChecker). Nothing is changed here; the new answers are returned.
+func (a *App) accept(thread string, prev wireState, open []Interrupt, answers []given) (map[string]Answer, error) {
+	byID := make(map[string]Interrupt, len(open))
+	for _, it := range open {
+		byID[it.ID] = it
+	}
 	used := map[string]bool{}
-	for _, h := range history {
+	for _, h := range prev.Messages {
 		used[h.ID] = true
 	}
-	seen := map[string]bool{}
-	var fresh []message.Message
+	for _, old := range prev.Answers {
+		used[old.MessageID] = true
+	}
+	fresh := map[string]Answer{}
 	var unknown, conflicting []string
-	for _, m := range input {
-		for _, r := range m.ToolResults() {
-			if seen[r.ToolCallID] {
-				return nil, invalid("messages: two results for call %q", r.ToolCallID)
+	var history map[string]message.ToolResultBlock // results in the thread, read when needed
+	for _, g := range answers {
+		it, isOpen := byID[g.id]
+		old, done := prev.Answers[g.id]
+		if !done {
+			old, done = prev.Resolved[g.id]
+		}
+		if !isOpen && !done {
+			// A result of an earlier pause, already in the thread: a retry
+			// is accepted and ignored, a different result is a conflict.
+			if history == nil {
+				history = remoteResults(prev.Messages)
 			}
-			seen[r.ToolCallID] = true
-			_, isPending := order[r.ToolCallID]
-			switch old, done := answered[r.ToolCallID]; {
-			case isPending:
-				id := ""
-				if len(m.Content) == 1 && m.ID != "" && !used[m.ID] {
-					id = m.ID
-					used[id] = true
+			if r, ok := history[g.id]; ok {
+				if sameResult(r, g.Value) {
+					continue
 				}
-				fresh = append(fresh, message.Message{ID: id, Role: message.RoleTool, Content: []message.Block{r}})
-			case done && isRemote(history, r.ToolCallID):
-				if !sameResult(old, r) {
-					conflicting = append(conflicting, r.ToolCallID)
-				} // else a retry of a result already saved: accepted, ignored
-			default:
-				unknown = append(unknown, r.ToolCallID)
+				conflicting = append(conflicting, g.id)
+				continue
 			}
+		}
+		switch {
+		case isOpen:
+			if g.MessageID != "" && used[g.MessageID] {
+				g.MessageID = ""
+			}
+			used[g.MessageID] = true
+			if c, ok := a.g.nodes[it.Node].(AnswerChecker); ok {
+				if err := c.CheckAnswer(thread, it, g.Answer); err != nil {
+					return nil, err
+				}
+			}
+			fresh[g.id] = g.Answer
+		case done:
+			if !jsonEqual(old.Value, g.Value) {
+				conflicting = append(conflicting, g.id)
+			} // else a retry of an answer already saved: accepted, ignored
+		default:
+			unknown = append(unknown, g.id)
 		}
 	}
 	if len(unknown) > 0 {
 		return nil, &StateError{Kind: ErrUnknownCall, ThreadID: thread, CallIDs: unknown,
-			Detail: "pending calls are " + listOrNone(callIDs(pending))}
+			Detail: "pending calls are " + listOrNone(interruptIDs(open))}
 	}
 	if len(conflicting) > 0 {
 		return nil, &StateError{Kind: ErrResultConflict, ThreadID: thread, CallIDs: conflicting,
 			Detail: "a result, once given, is final"}
 	}
-	slices.SortStableFunc(fresh, func(a, b message.Message) int {
-		return order[a.ToolResults()[0].ToolCallID] - order[b.ToolResults()[0].ToolCallID]
-	})
 	return fresh, nil
 }
 
-func sameResult(a, b message.ToolResultBlock) bool {
-	return a.IsError == b.IsError && jsonEqual(a.Content, b.Content)
+// remoteResults maps the remote calls in msgs that have a result to it:
+// the answers of earlier pauses (a server tool's result never was one).
+func remoteResults(msgs []message.Message) map[string]message.ToolResultBlock {
+	answered := message.Answered(msgs)
+	out := map[string]message.ToolResultBlock{}
+	for _, m := range msgs {
+		for _, rc := range m.RemoteToolCalls() {
+			if r, ok := answered[rc.ID]; ok {
+				out[rc.ID] = r
+			}
+		}
+	}
+	return out
+}
+
+// sameResult reports whether v, an answer block, is the tool_result r.
+func sameResult(r message.ToolResultBlock, v json.RawMessage) bool {
+	b, err := message.UnmarshalBlock(v)
+	if err != nil {
+		return false
+	}
+	given, ok := b.(message.ToolResultBlock)
+	return ok && given.IsError == r.IsError && jsonEqual(given.Content, r.Content)
 }
 
 func jsonEqual(a, b json.RawMessage) bool {
@@ -203,17 +353,6 @@ func jsonEqual(a, b json.RawMessage) bool {
 	ca, _ := json.Marshal(va) // map keys are sorted by encoding/json
 	cb, _ := json.Marshal(vb)
 	return bytes.Equal(ca, cb)
-}
-
-func isRemote(history []message.Message, id string) bool {
-	for _, m := range history {
-		for _, rc := range m.RemoteToolCalls() {
-			if rc.ID == id {
-				return true
-			}
-		}
-	}
-	return false
 }
 
 // checkIDs refuses client message ids the thread already uses: an id names
@@ -238,20 +377,18 @@ func checkIDs(history, input []message.Message) error {
 	return nil
 }
 
-func callIDs(calls []message.RemoteToolCallBlock) []string {
-	out := make([]string, len(calls))
-	for i, c := range calls {
-		out[i] = c.ID
+func interruptIDs(its []Interrupt) []string {
+	out := make([]string, len(its))
+	for i, it := range its {
+		out[i] = it.ID
 	}
 	return out
 }
 
-func resultIDs(input []message.Message) []string {
-	var out []string
-	for _, m := range input {
-		for _, r := range m.ToolResults() {
-			out = append(out, r.ToolCallID)
-		}
+func answerIDs(gs []given) []string {
+	out := make([]string, len(gs))
+	for i, g := range gs {
+		out[i] = g.id
 	}
 	return out
 }

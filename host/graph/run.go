@@ -4,11 +4,11 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
+	"slices"
 	"sync"
 
 	"github.com/tenxgraph/tenxgraph/host/checkpoint"
 	"github.com/tenxgraph/tenxgraph/host/message"
-	"github.com/tenxgraph/tenxgraph/sdk"
 )
 
 // RunConfig is the per-run configuration.
@@ -25,6 +25,10 @@ type RunConfig struct {
 	// whose metadata differs in any key it names gets ErrThreadNotFound:
 	// that is how threads are scoped to their owner.
 	Metadata map[string]string `json:"-"`
+	// Resume answers a paused thread's interrupts by id, for code that
+	// raises its own interrupts (the generic twin of answer blocks in a
+	// tool message). Never read from a client's JSON.
+	Resume map[string]json.RawMessage `json:"-"`
 }
 
 // Status is the outcome of a run.
@@ -48,14 +52,19 @@ const (
 )
 
 // Result is what a run returns: the thread after the run and, when it
-// paused, the remote calls the client must answer. Its JSON is the HTTP
-// API's invoke response.
+// paused, what the client must answer. Its JSON is the HTTP API's invoke
+// response.
 type Result struct {
-	ThreadID        string                        `json:"thread_id"`
-	RunID           string                        `json:"run_id"`
-	Status          Status                        `json:"status"`
-	Messages        []message.Message             `json:"messages"`
-	RemoteToolCalls []message.RemoteToolCallBlock `json:"remote_tool_calls"`
+	ThreadID string            `json:"thread_id"`
+	RunID    string            `json:"run_id"`
+	Status   Status            `json:"status"`
+	Messages []message.Message `json:"messages"`
+	// RemoteToolCalls and ApprovalRequests are the pending interrupts whose
+	// values are remote_tool_call and approval_request blocks.
+	RemoteToolCalls  []message.RemoteToolCallBlock  `json:"remote_tool_calls"`
+	ApprovalRequests []message.ApprovalRequestBlock `json:"approval_requests,omitempty"`
+	// Interrupts are all the pending interrupts, whatever they ask.
+	Interrupts []Interrupt `json:"-"`
 	// Values are the thread's named values (State.Values); not part of the
 	// invoke response, but what an AG-UI STATE_SNAPSHOT carries.
 	Values map[string]json.RawMessage `json:"-"`
@@ -65,8 +74,10 @@ type Result struct {
 type Run struct {
 	ThreadID string
 	RunID    string
-	// RemoteTools are this run's client tools, parsed and validated.
-	RemoteTools []sdk.ToolSpec
+	// RemoteTools are this run's client tools as the run's config gave
+	// them (RunConfig.RemoteTools, or the paused run's); the nodes that
+	// offer them parse and judge them (RunChecker).
+	RemoteTools []json.RawMessage
 	// Step is the current super-step (1-based).
 	Step int
 
@@ -111,10 +122,11 @@ type wireState struct {
 	// RunTools are the per-run tools of the run that wrote the checkpoint,
 	// kept so that a resume without them offers the same tools.
 	RunTools []json.RawMessage `json:"run_remote_tools,omitempty"`
+	pause
 }
 
-func encodeState(s State, runTools []json.RawMessage) ([]byte, error) {
-	return json.Marshal(wireState{State: s, RunTools: runTools})
+func encodeState(w wireState) ([]byte, error) {
+	return json.Marshal(w)
 }
 
 func decodeState(cp checkpoint.Checkpoint) (wireState, error) {
@@ -122,6 +134,29 @@ func decodeState(cp checkpoint.Checkpoint) (wireState, error) {
 	if len(cp.State) == 0 {
 		return w, nil
 	}
-	err := json.Unmarshal(cp.State, &w)
-	return w, err
+	if err := json.Unmarshal(cp.State, &w); err != nil {
+		return w, err
+	}
+	if cp.Status == checkpoint.StatusInterrupted && len(w.Interrupts) == 0 && len(w.Step) == 0 {
+		w.pause = legacyPause(w.Messages, w.pause)
+	}
+	return w, nil
+}
+
+// legacyPause reads a pause saved before interrupts were saved with the
+// checkpoint: the thread's remote calls without a result were its pending
+// set, raised by their nodes. A thread paused by an earlier release keeps
+// its pending calls after an upgrade, and resumes as it would have.
+func legacyPause(msgs []message.Message, p pause) pause {
+	for _, rc := range message.Pending(msgs) {
+		v, err := json.Marshal(rc)
+		if err != nil {
+			continue
+		}
+		p.Interrupts = append(p.Interrupts, Interrupt{ID: rc.ID, Node: rc.Node, Value: v})
+		if !slices.Contains(p.Step, rc.Node) {
+			p.Step = append(p.Step, rc.Node)
+		}
+	}
+	return p
 }

@@ -1,7 +1,8 @@
 // Package message defines the messages a thread is made of and their JSON.
 //
 // A message is a role and a list of content blocks. Blocks are a closed set
-// (text, tool_call, tool_result, remote_tool_call): decoding refuses any other
+// (text, tool_call, tool_result, remote_tool_call, approval_request, approval):
+// decoding refuses any other
 // type, so a typo in a client's request is an error the client sees instead of
 // content the model silently never gets.
 package message
@@ -56,10 +57,12 @@ type Block interface {
 
 // Block type names as they appear on the wire.
 const (
-	TypeText           = "text"
-	TypeToolCall       = "tool_call"
-	TypeToolResult     = "tool_result"
-	TypeRemoteToolCall = "remote_tool_call"
+	TypeText            = "text"
+	TypeToolCall        = "tool_call"
+	TypeToolResult      = "tool_result"
+	TypeRemoteToolCall  = "remote_tool_call"
+	TypeApprovalRequest = "approval_request"
+	TypeApproval        = "approval"
 )
 
 // TextBlock is prose from any role.
@@ -116,6 +119,36 @@ type RemoteToolCallBlock struct {
 	Node      string          `json:"node"`
 }
 
+// ApprovalRequestBlock is a call to a tool that needs a person's approval
+// before it runs: the call as the model made it, with the node that holds
+// it. It is what a paused run lists in approval_requests.
+type ApprovalRequestBlock struct {
+	ID        string          `json:"id"`
+	Name      string          `json:"name"`
+	Arguments json.RawMessage `json:"arguments"`
+	Node      string          `json:"node"`
+}
+
+// ApprovalBlock is a client's answer to an approval request: approved or
+// not, with an optional reason the model sees when the call is denied.
+type ApprovalBlock struct {
+	ToolCallID string `json:"tool_call_id"`
+	Approved   bool   `json:"approved"`
+	Reason     string `json:"reason,omitempty"`
+}
+
+// AnswerID returns the id of the call b answers, when b is an answer a
+// client may send to a paused thread (a tool_result or an approval).
+func AnswerID(b Block) (string, bool) {
+	switch b := b.(type) {
+	case ToolResultBlock:
+		return b.ToolCallID, true
+	case ApprovalBlock:
+		return b.ToolCallID, true
+	}
+	return "", false
+}
+
 // BlockType implements Block.
 func (TextBlock) BlockType() string { return TypeText }
 
@@ -127,6 +160,12 @@ func (ToolResultBlock) BlockType() string { return TypeToolResult }
 
 // BlockType implements Block.
 func (RemoteToolCallBlock) BlockType() string { return TypeRemoteToolCall }
+
+// BlockType implements Block.
+func (ApprovalRequestBlock) BlockType() string { return TypeApprovalRequest }
+
+// BlockType implements Block.
+func (ApprovalBlock) BlockType() string { return TypeApproval }
 
 // MarshalJSON writes the block with its "type", wherever it appears (in a
 // message, or alone, as in an invoke response's remote_tool_calls).
@@ -141,10 +180,18 @@ func (b ToolResultBlock) MarshalJSON() ([]byte, error) { return MarshalBlock(b) 
 // MarshalJSON writes the block with its "type".
 func (b RemoteToolCallBlock) MarshalJSON() ([]byte, error) { return MarshalBlock(b) }
 
-func (TextBlock) sealed()           {}
-func (ToolCallBlock) sealed()       {}
-func (ToolResultBlock) sealed()     {}
-func (RemoteToolCallBlock) sealed() {}
+// MarshalJSON writes the block with its "type".
+func (b ApprovalRequestBlock) MarshalJSON() ([]byte, error) { return MarshalBlock(b) }
+
+// MarshalJSON writes the block with its "type".
+func (b ApprovalBlock) MarshalJSON() ([]byte, error) { return MarshalBlock(b) }
+
+func (TextBlock) sealed()            {}
+func (ToolCallBlock) sealed()        {}
+func (ToolResultBlock) sealed()      {}
+func (RemoteToolCallBlock) sealed()  {}
+func (ApprovalRequestBlock) sealed() {}
+func (ApprovalBlock) sealed()        {}
 
 // Text returns a message holding one text block; the usual way to build user
 // input in code.
@@ -248,6 +295,12 @@ func fields(c Block) any {
 	case RemoteToolCallBlock:
 		type plain RemoteToolCallBlock
 		return plain(b)
+	case ApprovalRequestBlock:
+		type plain ApprovalRequestBlock
+		return plain(b)
+	case ApprovalBlock:
+		type plain ApprovalBlock
+		return plain(b)
 	}
 	return c
 }
@@ -262,6 +315,11 @@ func normalised(c Block) Block {
 		}
 		return b
 	case RemoteToolCallBlock:
+		if len(b.Arguments) == 0 {
+			b.Arguments = emptyObject
+		}
+		return b
+	case ApprovalRequestBlock:
 		if len(b.Arguments) == 0 {
 			b.Arguments = emptyObject
 		}
@@ -342,6 +400,8 @@ type blockWire struct {
 	Content    json.RawMessage `json:"content"`
 	IsError    *bool           `json:"is_error"`
 	Node       *string         `json:"node"`
+	Approved   *bool           `json:"approved"`
+	Reason     *string         `json:"reason"`
 	// Unknown catches other keys, so that an unknown type is reported as
 	// such rather than as the keys that type would have.
 	Unknown map[string]json.RawMessage `json:",embed"`
@@ -354,7 +414,8 @@ func (w *blockWire) present() []string {
 		key string
 		set bool
 	}{{"text", w.Text != nil}, {"id", w.ID != nil}, {"name", w.Name != nil}, {"arguments", w.Arguments != nil},
-		{"tool_call_id", w.ToolCallID != nil}, {"content", w.Content != nil}, {"is_error", w.IsError != nil}, {"node", w.Node != nil}} {
+		{"tool_call_id", w.ToolCallID != nil}, {"content", w.Content != nil}, {"is_error", w.IsError != nil}, {"node", w.Node != nil},
+		{"approved", w.Approved != nil}, {"reason", w.Reason != nil}} {
 		if f.set {
 			out = append(out, f.key)
 		}
@@ -364,10 +425,12 @@ func (w *blockWire) present() []string {
 
 // blockKeys are the keys each block type allows besides "type".
 var blockKeys = map[string][]string{
-	TypeText:           {"text"},
-	TypeToolCall:       {"id", "name", "arguments"},
-	TypeToolResult:     {"tool_call_id", "content", "is_error"},
-	TypeRemoteToolCall: {"id", "name", "arguments", "node"},
+	TypeText:            {"text"},
+	TypeToolCall:        {"id", "name", "arguments"},
+	TypeToolResult:      {"tool_call_id", "content", "is_error"},
+	TypeRemoteToolCall:  {"id", "name", "arguments", "node"},
+	TypeApprovalRequest: {"id", "name", "arguments", "node"},
+	TypeApproval:        {"tool_call_id", "approved", "reason"},
 }
 
 // UnmarshalBlock decodes one block by its "type", strictly (see package
@@ -428,6 +491,23 @@ func UnmarshalBlock(raw json.RawMessage) (Block, error) {
 		}
 		b.Arguments = compactObject(b.Arguments)
 		return b, nil
+	case TypeApprovalRequest:
+		b := ApprovalRequestBlock{ID: str(w.ID), Name: str(w.Name), Arguments: w.Arguments, Node: str(w.Node)}
+		if err := checkCall(b.ID, b.Name, b.Arguments); err != nil {
+			return nil, err
+		}
+		b.Arguments = compactObject(b.Arguments)
+		return b, nil
+	case TypeApproval:
+		b := ApprovalBlock{ToolCallID: str(w.ToolCallID), Reason: str(w.Reason)}
+		if b.ToolCallID == "" {
+			return nil, &strictjson.Error{Path: "tool_call_id", Msg: "missing"}
+		}
+		if w.Approved == nil {
+			return nil, &strictjson.Error{Path: "approved", Msg: "missing (want true or false)"}
+		}
+		b.Approved = *w.Approved
+		return b, nil
 	default: // TypeToolResult
 		b := ToolResultBlock{ToolCallID: str(w.ToolCallID), Content: w.Content, IsError: w.IsError != nil && *w.IsError}
 		if b.ToolCallID == "" {
@@ -442,7 +522,7 @@ func UnmarshalBlock(raw json.RawMessage) (Block, error) {
 	}
 }
 
-const typeList = "text, tool_call, tool_result or remote_tool_call"
+const typeList = "text, tool_call, tool_result, remote_tool_call, approval_request or approval"
 
 func checkCall(id, name string, args json.RawMessage) error {
 	if id == "" {

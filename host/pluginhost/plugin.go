@@ -18,6 +18,7 @@ import (
 	"os/exec"
 	"os/user"
 	"reflect"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -29,6 +30,7 @@ import (
 	"google.golang.org/grpc"
 
 	"github.com/tenxgraph/tenxgraph/internal/sandbox"
+	"github.com/tenxgraph/tenxgraph/internal/supervise"
 	"github.com/tenxgraph/tenxgraph/sdk"
 )
 
@@ -58,6 +60,11 @@ type Config struct {
 	Trampoline string
 	// Dir is the plugin's working directory ("" for the host's).
 	Dir string
+	// Prefix goes before each of the plugin's tool names as the host offers
+	// them, and is taken off again in each call, so that two plugins
+	// exporting one name can share a node. Limits keep the plugin's own
+	// names.
+	Prefix string
 	// Options are sent to the plugin with Configure before anything else,
 	// over the plugin protocol rather than the environment its tools can
 	// read. Nil sends nothing.
@@ -70,6 +77,17 @@ type Config struct {
 	Logger hclog.Logger
 	// StartTimeout bounds one start, handshake included (default 30s).
 	StartTimeout time.Duration
+	// StopTimeout bounds the provider's Shutdown when the host stops it,
+	// and again its exit after that, before its process group is killed
+	// (default 1s). A provider that stops processes of its own (the MCP
+	// bridge) needs theirs.
+	StopTimeout time.Duration
+	// Init makes the plugin the init of a PID namespace of its own where
+	// the host may (as root): when it ends, however it ends, the kernel
+	// ends everything it started, even processes that left its group. For
+	// a provider that starts processes of its own (the MCP bridge), which
+	// handles SIGTERM (sdk.Serve does).
+	Init bool
 	// Limits bound each call (none when zero).
 	Limits Limits
 }
@@ -90,13 +108,13 @@ type client interface {
 
 // instance is one process of a plugin.
 type instance struct {
-	pc          *plugin.Client
-	c           client
-	md          sdk.MetadataResponse // read when it started
-	proc        *sandbox.Process     // the process, released on every exit path
-	watching    context.Context      // done when the host stops watching it
-	stopWatch   context.CancelFunc
-	intentional bool // set under Plugin.mu when the host stops it on purpose
+	pc        *plugin.Client
+	c         client
+	md        sdk.MetadataResponse // read when it started
+	proc      *sandbox.Process     // the process, released on every exit path
+	run       *procRunner          // its runner, which knows how it exited
+	watching  context.Context      // done when the host stops watching it
+	stopWatch context.CancelFunc
 }
 
 // Plugin is a provider in a subprocess, supervised. It implements
@@ -107,17 +125,13 @@ type Plugin struct {
 	cfg Config
 	log hclog.Logger
 
+	sup *supervise.Supervisor[*instance]
+
 	mu       sync.Mutex
 	md       sdk.MetadataResponse
 	listed   bool          // md is set
 	changed  chan struct{} // closed when md changes; nil until asked for
-	cur      *instance
-	starting chan struct{} // non-nil while a start is in progress
-	startErr error
-	crashes  int // consecutive unexpected exits, for backoff
-	lastExit time.Time
 	closed   bool
-	stopping chan struct{} // closed by Shutdown: a start waiting out its backoff gives up
 	inflight sync.WaitGroup
 }
 
@@ -134,8 +148,22 @@ func Start(ctx context.Context, cfg Config) (*Plugin, error) {
 	if cfg.StartTimeout == 0 {
 		cfg.StartTimeout = 30 * time.Second
 	}
+	if cfg.StopTimeout == 0 {
+		cfg.StopTimeout = defaultStopTimeout
+	}
 	cfg.Command = append([]string(nil), cfg.Command...)
-	p := &Plugin{cfg: cfg, log: cfg.Logger.Named(cfg.Name), stopping: make(chan struct{})}
+	p := &Plugin{cfg: cfg, log: cfg.Logger.Named(cfg.Name)}
+	p.sup = supervise.New(supervise.Config[*instance]{
+		Start:   p.spawn,
+		Done:    func(inst *instance) <-chan struct{} { return inst.c.Exited() },
+		Stop:    p.stop,
+		Started: func(inst *instance) { p.mu.Lock(); p.setMetadata(inst, inst.md); p.mu.Unlock() }, // a restart may bring other tools
+		Ended:   p.crashed,
+		// A first crash is restarted at once, then from 100ms doubling to
+		// 30s while crashes go on; a plugin that ran a minute is well again.
+		// A call waits out a backoff of up to 2s, like an MCP server's.
+		First: 100 * time.Millisecond, Max: 30 * time.Second, Reset: time.Minute, Hold: 2 * time.Second,
+	})
 	path, err := exec.LookPath(cfg.Command[0])
 	if err != nil {
 		return nil, fmt.Errorf("plugin %q: %w", cfg.Name, err)
@@ -146,7 +174,7 @@ func Start(ctx context.Context, cfg Config) (*Plugin, error) {
 		return nil, err
 	}
 	if cfg.Lazy {
-		p.stop(ctx, inst)
+		p.sup.StopCurrent(ctx, inst)
 	}
 	return p, nil
 }
@@ -159,6 +187,12 @@ func (p *Plugin) Metadata(context.Context, sdk.MetadataRequest) (sdk.MetadataRes
 	md := p.md
 	p.mu.Unlock()
 	md.Name = p.cfg.Name
+	if p.cfg.Prefix != "" {
+		md.Tools = slices.Clone(md.Tools)
+		for i := range md.Tools {
+			md.Tools[i].Name = p.cfg.Prefix + md.Tools[i].Name
+		}
+	}
 	return md, nil
 }
 
@@ -176,7 +210,7 @@ func (p *Plugin) ToolsChanged() <-chan struct{} {
 // setMetadata records the tool list inst reported, and announces it when
 // it differs from the one the host has. Called with p.mu held.
 func (p *Plugin) setMetadata(inst *instance, md sdk.MetadataResponse) {
-	if p.closed || (p.cur != nil && p.cur != inst) {
+	if cur, live := p.sup.Current(); p.closed || (live && cur != inst) {
 		return // a stale instance's news
 	}
 	if p.listed && reflect.DeepEqual(p.md, md) {
@@ -223,6 +257,13 @@ func (p *Plugin) follow(inst *instance, changed <-chan struct{}) {
 // result for that call), and is restarted for the next call. A call outside
 // the plugin's Limits gives an error naming the limit (wrapping ErrLimit).
 func (p *Plugin) CallTool(ctx context.Context, req sdk.CallToolRequest) (sdk.CallToolResponse, error) {
+	if p.cfg.Prefix != "" {
+		name, ok := strings.CutPrefix(req.Name, p.cfg.Prefix)
+		if !ok {
+			return sdk.CallToolResponse{}, fmt.Errorf("plugin %q: %w %q (its tools all start with %q)", p.cfg.Name, sdk.ErrUnknownTool, req.Name, p.cfg.Prefix)
+		}
+		req.Name = name
+	}
 	lim := p.cfg.Limits
 	if err := lim.checkArguments(req); err != nil {
 		return sdk.CallToolResponse{}, fmt.Errorf("plugin %q: %w", p.cfg.Name, err)
@@ -302,103 +343,24 @@ func (p *Plugin) callError(ctx context.Context, inst *instance, what string, err
 }
 
 // drop stops using an instance that failed, so the next call starts a new
-// one instead of finding the broken one; supervise does the accounting.
+// one instead of finding the broken one; the supervisor counts its end.
 func (p *Plugin) drop(inst *instance) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.cur == inst {
-		p.cur = nil
-		go inst.kill() // if it still runs, it is of no use: supervise sees it exit
-	}
+	p.sup.Drop(inst)
+	go inst.kill() // if it still runs, it is of no use
 }
 
-// get returns the live instance, starting one if there is none. Concurrent
-// callers share one start (single-flight); a plugin that keeps dying is
-// restarted with growing delays rather than in a hot loop.
+// get returns the live instance, starting one if there is none (one start
+// however many callers; a plugin that keeps dying is restarted with
+// growing delays rather than in a hot loop).
 func (p *Plugin) get(ctx context.Context) (*instance, error) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	for {
-		if p.closed {
-			return nil, fmt.Errorf("plugin %q: %w", p.cfg.Name, ErrClosed)
-		}
-		if p.cur != nil {
-			select {
-			case <-p.cur.c.Exited(): // dead, and supervise has not run yet
-				p.cur = nil
-			default:
-				return p.cur, nil
-			}
-		}
-		if p.starting == nil {
-			p.starting = make(chan struct{})
-			go p.launch(p.starting, p.backoff())
-		} else if p.startErr != nil && p.crashes > 0 {
-			// A start already failed and the next one waits out its backoff:
-			// do not hold the caller for it.
-			return nil, p.startErr
-		}
-		ch := p.starting
-		p.mu.Unlock()
-		select {
-		case <-ch:
-		case <-ctx.Done():
-			p.mu.Lock()
-			return nil, fmt.Errorf("plugin %q: waiting for it to start: %w", p.cfg.Name, ctx.Err())
-		}
-		p.mu.Lock()
-		if p.cur == nil && p.startErr != nil {
-			return nil, p.startErr
-		}
+	inst, err := p.sup.Get(ctx)
+	switch {
+	case errors.Is(err, supervise.ErrClosed):
+		return nil, fmt.Errorf("plugin %q: %w", p.cfg.Name, ErrClosed)
+	case err != nil && ctx.Err() != nil:
+		return nil, fmt.Errorf("plugin %q: waiting for it to start: %w", p.cfg.Name, err)
 	}
-}
-
-// backoff is the wait before the next start: none after a clean start or a
-// first crash, then doubling from 100ms to 30s while crashes continue.
-// Called with p.mu held.
-func (p *Plugin) backoff() time.Duration {
-	if p.crashes <= 1 {
-		return 0
-	}
-	d := 100 * time.Millisecond << min(p.crashes-2, 9)
-	return min(d, 30*time.Second) - time.Since(p.lastExit)
-}
-
-func (p *Plugin) launch(done chan struct{}, wait time.Duration) {
-	stopped := false
-	if wait > 0 {
-		t := time.NewTimer(wait)
-		select {
-		case <-t.C:
-		case <-p.stopping: // shut down while waiting out the backoff
-			t.Stop()
-			stopped = true
-		}
-	}
-	var inst *instance
-	err := fmt.Errorf("plugin %q: %w", p.cfg.Name, ErrClosed)
-	if !stopped {
-		inst, err = p.spawn()
-	}
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	p.starting = nil
-	p.startErr = err
-	if err != nil {
-		p.crashes++
-		p.lastExit = time.Now()
-	} else if p.closed {
-		// Stopped before done is closed, so Shutdown, which waits for
-		// done, returns only once the process is gone. stop takes p.mu.
-		p.mu.Unlock()
-		p.stop(context.Background(), inst)
-		p.mu.Lock()
-	} else {
-		p.cur = inst
-		p.setMetadata(inst, inst.md) // a restart may bring other tools
-		go p.supervise(inst)
-	}
-	close(done)
+	return inst, err
 }
 
 // spawn starts one process and opens its lifeline. A pinned binary is
@@ -407,6 +369,9 @@ func (p *Plugin) launch(done chan struct{}, wait time.Duration) {
 func (p *Plugin) spawn() (*instance, error) {
 	if p.cfg.SHA256 != "" {
 		if err := verify(p.cfg.Command[0], p.cfg.SHA256); err != nil {
+			// Logged as well as returned: on a restart, the error reaches
+			// only the model whose call waited for the plugin.
+			p.log.Error("refusing to start the plugin: its binary does not match the pinned sha256", "error", err)
 			return nil, fmt.Errorf("plugin %q: %w", p.cfg.Name, err)
 		}
 	}
@@ -438,12 +403,13 @@ func (p *Plugin) spawn() (*instance, error) {
 			}
 			proc, err := sandbox.Command(sandbox.Spec{Name: p.cfg.Name, Key: p.cfg.Key,
 				Path: p.cfg.Command[0], Args: p.cfg.Command[1:], Dir: p.cfg.Dir, Profile: profile,
-				Extra: c.Env, Deny: p.cfg.Deny, Trampoline: p.cfg.Trampoline, HomeIn: socketDir})
+				Extra: c.Env, Deny: p.cfg.Deny, Trampoline: p.cfg.Trampoline, HomeIn: socketDir, Init: p.cfg.Init})
 			if err != nil {
 				return nil, err
 			}
 			inst.proc = proc
-			return newRunner(l, proc)
+			inst.run, err = newRunner(l, proc)
+			return inst.run, err
 		},
 		UnixSocketConfig: &plugin.UnixSocketConfig{TempDir: socketRoot(), Group: unixGroup},
 		Logger:           p.log,
@@ -459,6 +425,13 @@ func (p *Plugin) spawn() (*instance, error) {
 		return nil, err
 	}
 	rpc, err := pc.Client()
+	if err != nil && inst.run != nil {
+		// A plugin that died before its handshake: say how, and what it
+		// wrote, rather than go-plugin's words about the handshake.
+		if exit, ok := inst.run.exitedEarly(2 * time.Second); ok {
+			err = fmt.Errorf("it exited before its handshake (%s).%s", exitStatus(exit), inst.run.tail)
+		}
+	}
 	if err != nil {
 		return fail(fmt.Errorf("plugin %q: start %s: %w (it runs with its sandbox profile: %s; if it needs a variable of the host's environment, name it in %s.pass_env or set it in %s.env)",
 			p.cfg.Name, strings.Join(p.cfg.Command, " "), err, p.cfg.Sandbox.Describe(), keyOr(p.cfg.Key, "plugins[]"), keyOr(p.cfg.Key, "plugins[]")))
@@ -501,55 +474,32 @@ func (p *Plugin) spawn() (*instance, error) {
 	return inst, nil
 }
 
-// supervise waits for the process to exit. An exit the host did not ask for
-// is a crash: the instance is dropped and a new one started at once, so the
-// next call finds it ready.
-func (p *Plugin) supervise(inst *instance) {
-	<-inst.c.Exited()
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if inst.intentional {
-		return
-	}
+// crashed cleans up after a process that exited when the host did not ask
+// it to, and says why calls fail until the restart.
+func (p *Plugin) crashed(inst *instance, restartIn time.Duration) error {
 	inst.stopWatch()
-	inst.kill() // reap, remove the socket folder, kill any children left
-	if p.cur == inst {
-		p.cur = nil
+	go inst.kill() // reap, remove the socket folder, kill any children left
+	if restartIn <= 0 {
+		p.log.Error("plugin exited unexpectedly; restarting")
+		return fmt.Errorf("plugin %q exited unexpectedly; it is being restarted: %w", p.cfg.Name, sdk.ErrProviderUnavailable)
 	}
-	if time.Since(p.lastExit) > time.Minute {
-		p.crashes = 0
-	}
-	p.crashes++
-	p.lastExit = time.Now()
-	p.log.Error("plugin exited unexpectedly; restarting", "crashes", p.crashes)
-	if !p.closed && p.starting == nil {
-		p.starting = make(chan struct{})
-		go p.launch(p.starting, p.backoff())
-	}
+	p.log.Error("plugin exited unexpectedly again; restarting after a pause", "restart_in", restartIn.Round(time.Millisecond))
+	return fmt.Errorf("plugin %q keeps exiting; it is restarted in %s: %w", p.cfg.Name, restartIn.Round(time.Millisecond), sdk.ErrProviderUnavailable)
 }
 
-// Bounds of stopping one process: the provider's Shutdown call, then
-// go-plugin's Kill (which asks the process to exit and waits for it) before
-// the process group is killed outright. A plugin that ignores both costs at
-// most their sum.
-const (
-	stopShutdownTimeout = 1 * time.Second
-	stopKillTimeout     = 1 * time.Second
-)
+// defaultStopTimeout bounds each of the two steps of stopping one process:
+// the provider's Shutdown call, then go-plugin's Kill (which asks the
+// process to exit and waits for it), before the process group is killed
+// outright. A plugin that ignores both costs at most twice it.
+const defaultStopTimeout = 1 * time.Second
 
 // stop ends an instance on purpose: the provider releases its resources,
 // then the process and its group are stopped, within about two seconds
 // whatever the plugin does. Called without p.mu held: it waits on the
 // plugin.
 func (p *Plugin) stop(ctx context.Context, inst *instance) {
-	p.mu.Lock()
-	inst.intentional = true
-	if p.cur == inst {
-		p.cur = nil
-	}
-	p.mu.Unlock()
 	pid, _ := strconv.Atoi(inst.pc.ID())
-	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), stopShutdownTimeout)
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), p.cfg.StopTimeout)
 	_ = inst.c.Shutdown(sctx)
 	cancel()
 	inst.stopWatch()
@@ -560,7 +510,7 @@ func (p *Plugin) stop(ctx context.Context, inst *instance) {
 	}()
 	select {
 	case <-killed:
-	case <-time.After(stopKillTimeout):
+	case <-time.After(p.cfg.StopTimeout):
 		// go-plugin's Kill waits for a plugin that does not answer its close
 		// (frozen, or stuck in a handler) without limit.
 		p.log.Warn("the plugin did not exit when asked; killing its process group", "pid", pid)
@@ -569,7 +519,7 @@ func (p *Plugin) stop(ctx context.Context, inst *instance) {
 		}
 		select {
 		case <-killed:
-		case <-time.After(stopKillTimeout):
+		case <-time.After(p.cfg.StopTimeout):
 			p.log.Error("the plugin's process group was killed, but go-plugin still waits for it", "pid", pid)
 		}
 	}
@@ -597,11 +547,7 @@ func (inst *instance) kill() {
 // returns within about two seconds, whatever the plugin does.
 func (p *Plugin) Shutdown(ctx context.Context) error {
 	p.mu.Lock()
-	if !p.closed {
-		p.closed = true
-		close(p.stopping)
-	}
-	starting := p.starting
+	p.closed = true
 	p.mu.Unlock()
 	drained := make(chan struct{})
 	go func() {
@@ -614,33 +560,21 @@ func (p *Plugin) Shutdown(ctx context.Context) error {
 	case <-ctx.Done():
 		err = fmt.Errorf("plugin %q: calls still running at shutdown were cut off: %w", p.cfg.Name, ctx.Err())
 	}
-	// A start under way is waited for (a backoff gives up at once), so no
-	// process of this plugin comes up after Shutdown returns; one that
-	// started is stopped by launch, which sees the plugin closed.
-	if starting != nil {
-		select {
-		case <-starting:
-		case <-ctx.Done():
-			err = errors.Join(err, fmt.Errorf("plugin %q: still starting at shutdown: %w", p.cfg.Name, ctx.Err()))
-		}
-	}
-	p.mu.Lock()
-	inst := p.cur
-	p.mu.Unlock()
-	if inst != nil {
-		p.stop(ctx, inst)
+	// A restart's backoff is cancelled and a start under way waited for,
+	// so no process of this plugin comes up after Shutdown returns.
+	if serr := p.sup.Shutdown(ctx); serr != nil {
+		err = errors.Join(err, fmt.Errorf("plugin %q: still starting at shutdown: %w", p.cfg.Name, serr))
 	}
 	return err
 }
 
 // PID is the running process's id, or 0; for tests and diagnostics.
 func (p *Plugin) PID() int {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.cur == nil {
+	inst, live := p.sup.Current()
+	if !live {
 		return 0
 	}
-	pid, _ := strconv.Atoi(p.cur.pc.ID())
+	pid, _ := strconv.Atoi(inst.pc.ID())
 	return pid
 }
 

@@ -10,8 +10,7 @@ import (
 	"os/exec"
 	"regexp"
 	"strconv"
-	"strings"
-	"sync"
+	"time"
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/go-plugin/runner"
@@ -31,7 +30,9 @@ type procRunner struct {
 	cmd    *exec.Cmd
 	stdout io.ReadCloser
 	stderr io.ReadCloser
-	tail   *tail
+	tail   *sandbox.Tail
+	exited chan struct{} // closed when Wait returns
+	err    error         // Wait's result, once exited is closed
 }
 
 var _ runner.Runner = (*procRunner)(nil)
@@ -47,13 +48,36 @@ func newRunner(log hclog.Logger, proc *sandbox.Process) (*procRunner, error) {
 	if err != nil {
 		return nil, err
 	}
-	t := &tail{}
-	return &procRunner{log: log, proc: proc, cmd: cmd, stdout: handshakeOnly(out, log), stderr: t.reader(errp), tail: t}, nil
+	t := &sandbox.Tail{}
+	return &procRunner{log: log, proc: proc, cmd: cmd, stdout: handshakeOnly(out, log), stderr: tailReader(t, errp), tail: t, exited: make(chan struct{})}, nil
 }
 
 func (r *procRunner) Start(context.Context) error { return r.proc.Start() }
 
-func (r *procRunner) Wait(context.Context) error { return r.cmd.Wait() }
+func (r *procRunner) Wait(context.Context) error {
+	r.err = r.cmd.Wait()
+	close(r.exited)
+	return r.err
+}
+
+// exitedEarly reports how the plugin exited, if it did within wait.
+// go-plugin gives up on the handshake as soon as stdout ends, a moment
+// before the exit of a plugin that crashed is known.
+func (r *procRunner) exitedEarly(wait time.Duration) (error, bool) {
+	select {
+	case <-r.exited:
+		return r.err, true
+	default:
+	}
+	t := time.NewTimer(wait)
+	defer t.Stop()
+	select {
+	case <-r.exited:
+		return r.err, true
+	case <-t.C:
+		return nil, false
+	}
+}
 
 // Kill ends the plugin and everything it started.
 func (r *procRunner) Kill(context.Context) error {
@@ -73,6 +97,9 @@ func (r *procRunner) Name() string          { return r.cmd.Path }
 func (r *procRunner) ID() string            { return strconv.Itoa(r.proc.PID()) }
 
 func (r *procRunner) Diagnose(context.Context) string {
+	if err, ok := r.exitedEarly(2 * time.Second); ok {
+		return fmt.Sprintf("the plugin %s exited before its handshake (%v).%s", r.cmd.Path, exitStatus(err), r.tail)
+	}
 	return fmt.Sprintf("the plugin %s did not complete the handshake: is it built with sdk.Serve (or go-plugin, toolprovider.v1), for this OS and architecture, and executable?%s", r.cmd.Path, r.tail)
 }
 
@@ -117,30 +144,22 @@ func handshakeOnly(r io.ReadCloser, log hclog.Logger) io.ReadCloser {
 	}{pr, r}
 }
 
-// tail keeps the last lines a plugin wrote on stderr, for an error saying
-// why it did not start.
-type tail struct {
-	mu    sync.Mutex
-	lines []string
+// exitStatus says how a process ended: "exit status 2", "signal: killed".
+func exitStatus(err error) string {
+	if err == nil {
+		return "exit status 0"
+	}
+	return err.Error()
 }
 
-// reader passes r through, keeping its last lines.
-func (t *tail) reader(r io.ReadCloser) io.ReadCloser {
+// tailReader passes r through, keeping its last lines in t.
+func tailReader(t *sandbox.Tail, r io.ReadCloser) io.ReadCloser {
 	pr, pw := io.Pipe()
 	go func() {
 		sc := bufio.NewScanner(r)
 		sc.Buffer(make([]byte, 64<<10), 1<<20)
 		for sc.Scan() {
-			line := sc.Text()
-			t.mu.Lock()
-			if len(line) > 300 {
-				line = line[:300] + "…"
-			}
-			t.lines = append(t.lines, line)
-			if len(t.lines) > 5 {
-				t.lines = t.lines[1:]
-			}
-			t.mu.Unlock()
+			t.Add(sc.Text())
 			if _, err := io.WriteString(pw, sc.Text()+"\n"); err != nil {
 				break
 			}
@@ -151,14 +170,4 @@ func (t *tail) reader(r io.ReadCloser) io.ReadCloser {
 		io.Reader
 		io.Closer
 	}{pr, r}
-}
-
-// String is " Its last output on stderr: ...", or "" when there was none.
-func (t *tail) String() string {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	if len(t.lines) == 0 {
-		return ""
-	}
-	return " Its last output on stderr: " + strings.Join(t.lines, " | ")
 }

@@ -82,6 +82,16 @@ func (s *Server) handleAGUI(w http.ResponseWriter, r *http.Request) {
 		a.fail(err)
 		return
 	}
+	if !a.interrupts {
+		for _, m := range input {
+			for _, r := range m.ToolResults() {
+				if a.own == nil {
+					a.own = map[string]bool{}
+				}
+				a.own[r.ToolCallID] = true
+			}
+		}
+	}
 	for ev, err := range s.svc.App.Stream(ctx, input, cfg) {
 		if err != nil {
 			s.metrics.finished(graph.Result{}, err)
@@ -146,8 +156,8 @@ func (s *Server) aguiInput(ctx context.Context, in types.RunAgentInput, cfg grap
 	for _, m := range th.Messages {
 		known[m.ID] = true
 	}
-	if len(th.RemoteToolCalls) > 0 {
-		return resultsFor(th.RemoteToolCalls, in)
+	if len(th.RemoteToolCalls) > 0 || len(th.ApprovalRequests) > 0 {
+		return resultsFor(th, in)
 	}
 	var out []message.Message
 	for i, m := range in.Messages {
@@ -169,7 +179,19 @@ func (s *Server) aguiInput(ctx context.Context, in types.RunAgentInput, cfg grap
 // client's tool messages (two-run pattern) and resume entries (interrupts).
 // Interrupt ids are the call ids. Resume entries must cover every pending
 // call, as AG-UI requires; tool messages may answer some of them.
-func resultsFor(pending []message.RemoteToolCallBlock, in types.RunAgentInput) ([]message.Message, error) {
+//
+// Approval requests are answered only by resume entries: resolved approves
+// (unless its payload says {"approved": false}), cancelled denies; a payload
+// may carry a "reason".
+func resultsFor(th graph.Result, in types.RunAgentInput) ([]message.Message, error) {
+	pending := th.RemoteToolCalls
+	for _, a := range th.ApprovalRequests {
+		pending = append(pending, message.RemoteToolCallBlock(a))
+	}
+	approval := map[string]bool{}
+	for _, a := range th.ApprovalRequests {
+		approval[a.ID] = true
+	}
 	isPending := map[string]bool{}
 	for _, p := range pending {
 		isPending[p.ID] = true
@@ -177,7 +199,7 @@ func resultsFor(pending []message.RemoteToolCallBlock, in types.RunAgentInput) (
 	var answers []message.Message
 	seen := map[string]bool{}
 	for _, m := range in.Messages {
-		if m.Role != types.RoleTool || !isPending[m.ToolCallID] || seen[m.ToolCallID] {
+		if m.Role != types.RoleTool || !isPending[m.ToolCallID] || approval[m.ToolCallID] || seen[m.ToolCallID] {
 			continue
 		}
 		seen[m.ToolCallID] = true
@@ -196,6 +218,12 @@ func resultsFor(pending []message.RemoteToolCallBlock, in types.RunAgentInput) (
 			case seen[p.ID]:
 			case !ok:
 				missing = append(missing, p.ID)
+			case approval[p.ID]:
+				b, err := approvalOf(p.ID, e)
+				if err != nil {
+					return nil, err
+				}
+				answer.Content = append(answer.Content, b)
 			case e.Status == types.ResumeStatusCancelled:
 				answer.Content = append(answer.Content, message.ToolResultBlock{ToolCallID: p.ID, Content: jsonString("cancelled by the user: the tool did not run"), IsError: true})
 			default:
@@ -226,6 +254,35 @@ func resultsFor(pending []message.RemoteToolCallBlock, in types.RunAgentInput) (
 			Detail: "send tool messages (or resume entries) for them"}
 	}
 	return answers, nil
+}
+
+// approvalOf reads a resume entry that answers an approval request.
+func approvalOf(id string, e types.ResumeEntry) (message.ApprovalBlock, error) {
+	b := message.ApprovalBlock{ToolCallID: id, Approved: e.Status != types.ResumeStatusCancelled}
+	if e.Status == types.ResumeStatusCancelled {
+		b.Reason = "cancelled by the user"
+	}
+	if e.Payload == nil {
+		return b, nil
+	}
+	raw, err := json.Marshal(e.Payload)
+	if err != nil {
+		return b, fmt.Errorf("%w: resume %q: payload: %v", graph.ErrInvalidInput, id, err)
+	}
+	var p struct {
+		Approved *bool  `json:"approved"`
+		Reason   string `json:"reason"`
+	}
+	if err := json.Unmarshal(raw, &p); err != nil {
+		return b, fmt.Errorf("%w: resume %q: payload: want {\"approved\": true|false, \"reason\": \"...\"}", graph.ErrInvalidInput, id)
+	}
+	if p.Approved != nil && b.Approved {
+		b.Approved = *p.Approved
+	}
+	if p.Reason != "" {
+		b.Reason = p.Reason
+	}
+	return b, nil
 }
 
 func pendingIDs(p []message.RemoteToolCallBlock) []string {
@@ -328,6 +385,9 @@ type aguiRun struct {
 	textOpen   string // id of the open text message
 	streamed   map[string]bool
 	inRun      bool // past the run's input: nodes are running
+	// own are the calls the client answered with its own tool messages
+	// in this request (two-run pattern): their results are not echoed.
+	own map[string]bool
 }
 
 func (a *aguiRun) emit(e events.Event) {
@@ -399,7 +459,23 @@ func (a *aguiRun) event(ev graph.Event) {
 				its = append(its, types.Interrupt{ID: c.ID, Reason: "tool_call", ToolCallID: c.ID,
 					Message: fmt.Sprintf("run the client tool %s and resume with its result", c.Name)})
 			}
+			for _, c := range d.ApprovalRequests {
+				var args any
+				_ = json.Unmarshal(c.Arguments, &args) // the thread's own JSON
+				its = append(its, types.Interrupt{ID: c.ID, Reason: "approval", ToolCallID: c.ID,
+					Message:  fmt.Sprintf("approve or deny the call to tool %s: resume resolved to approve, cancelled to deny", c.Name),
+					Metadata: map[string]any{"name": c.Name, "arguments": args}})
+			}
 			a.emit(events.NewRunFinishedEventWithOptions(a.in.ThreadID, a.in.RunID, events.WithInterruptOutcome(its)))
+			return
+		}
+		if d.Status == graph.StatusInterrupted && len(d.ApprovalRequests) > 0 {
+			names := make([]string, len(d.ApprovalRequests))
+			for i, c := range d.ApprovalRequests {
+				names[i] = fmt.Sprintf("%s (call %s)", c.Name, c.ID)
+			}
+			a.emit(events.NewRunErrorEvent(fmt.Sprintf("the run paused for approval of %s; AG-UI clients answer approvals through interrupts: send forwardedProps {\"tenxgraph\": {\"interrupts\": true}} and resume the thread", strings.Join(names, ", ")),
+				events.WithErrorCode("approval_required")))
 			return
 		}
 		a.emit(events.NewRunFinishedEvent(a.in.ThreadID, a.in.RunID))
@@ -426,6 +502,9 @@ func (a *aguiRun) message(m message.Message) {
 		a.closeText()
 		results := m.ToolResults()
 		for _, r := range results {
+			if a.own[r.ToolCallID] {
+				continue
+			}
 			a.emit(events.NewToolCallResultEvent(toolMessageID(m.ID, r.ToolCallID, len(results)), r.ToolCallID, resultText(r)))
 		}
 	}

@@ -215,6 +215,8 @@ type Thread struct {
 	Status          graph.Status                  `json:"status"`
 	Messages        []message.Message             `json:"messages"`
 	RemoteToolCalls []message.RemoteToolCallBlock `json:"remote_tool_calls"`
+	// ApprovalRequests are the calls waiting for a person's approval.
+	ApprovalRequests []message.ApprovalRequestBlock `json:"approval_requests,omitempty"`
 }
 
 // threadID is the route's thread id. One that is not UTF-8 is refused with
@@ -239,7 +241,8 @@ func (s *Server) handleGetThread(w http.ResponseWriter, r *http.Request) {
 		writeErr(w, err)
 		return
 	}
-	writeThread(w, Thread{ThreadID: res.ThreadID, Status: res.Status, Messages: res.Messages, RemoteToolCalls: res.RemoteToolCalls})
+	writeThread(w, Thread{ThreadID: res.ThreadID, Status: res.Status, Messages: res.Messages, RemoteToolCalls: res.RemoteToolCalls,
+		ApprovalRequests: res.ApprovalRequests})
 }
 
 func (s *Server) handleDeleteThread(w http.ResponseWriter, r *http.Request) {

@@ -145,7 +145,15 @@ func writeThread(w http.ResponseWriter, t Thread) {
 	if err != nil {
 		panic(http.ErrAbortHandler)
 	}
-	_, _ = w.Write(append(append([]byte(`,"remote_tool_calls":`), calls...), "}\n"...))
+	tail := append([]byte(`,"remote_tool_calls":`), calls...)
+	if len(t.ApprovalRequests) > 0 {
+		approvals, err := json.Marshal(t.ApprovalRequests)
+		if err != nil {
+			panic(http.ErrAbortHandler)
+		}
+		tail = append(append(tail, `,"approval_requests":`...), approvals...)
+	}
+	_, _ = w.Write(append(tail, "}\n"...))
 }
 
 // sse writes server-sent events: a named event with a JSON data line,

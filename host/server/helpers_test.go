@@ -89,6 +89,8 @@ type setup struct {
 	store checkpoint.Checkpointer
 	// tune adjusts the server before it serves (its timeouts, say).
 	tune func(*server.Server)
+	// approve is builtin_tools' require_approval (nil: none).
+	approve []any
 	// cache is the config's "cache" section (nil: none).
 	cache map[string]any
 }
@@ -139,6 +141,9 @@ func start(t *testing.T, s setup) *env {
 		bt := cfg["builtin_tools"].(map[string]any)
 		bt["enable"] = append(bt["enable"].([]any), "http_fetch")
 		bt["http_fetch"] = map[string]any{"allow_hosts": []any{s.fetchHost}}
+	}
+	if s.approve != nil {
+		cfg["builtin_tools"].(map[string]any)["require_approval"] = s.approve
 	}
 	if s.cache != nil {
 		cfg["cache"] = s.cache

@@ -3,6 +3,8 @@ package server
 import (
 	"net/http"
 
+	"github.com/tenxgraph/tenxgraph/host/toolnode"
+
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
@@ -63,8 +65,8 @@ func (m *metrics) observe(ev graph.Event) {
 		if d.Resumed {
 			m.resumes.Inc()
 		}
-	case graph.ToolEvent:
-		if ev.Type != graph.EventToolFinished {
+	case toolnode.ToolEvent:
+		if ev.Type != toolnode.EventToolFinished {
 			return
 		}
 		outcome := "ok"
@@ -73,7 +75,7 @@ func (m *metrics) observe(ev graph.Event) {
 		}
 		m.toolCalls.WithLabelValues(d.Provider, outcome).Inc()
 		m.toolTime.WithLabelValues(d.Provider).Observe(d.Duration.Seconds())
-	case graph.ToolIgnored:
+	case toolnode.ToolIgnored:
 		m.ignored.Inc()
 	}
 }

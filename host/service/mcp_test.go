@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tenxgraph/tenxgraph/host/toolnode"
+
 	"github.com/tenxgraph/tenxgraph/host/config"
 	"github.com/tenxgraph/tenxgraph/host/graph"
 	"github.com/tenxgraph/tenxgraph/host/message"
@@ -66,7 +68,7 @@ func js(v any) string {
 type streamed struct {
 	res      graph.Result
 	started  []string // provider:name of tool_started
-	progress []graph.ToolProgress
+	progress []toolnode.ToolProgress
 }
 
 func stream(t *testing.T, s *service.Service, thread string, input []message.Message) streamed {
@@ -77,11 +79,11 @@ func stream(t *testing.T, s *service.Service, thread string, input []message.Mes
 			t.Fatal(err)
 		}
 		switch d := ev.Data.(type) {
-		case graph.ToolEvent:
-			if ev.Type == graph.EventToolStarted {
+		case toolnode.ToolEvent:
+			if ev.Type == toolnode.EventToolStarted {
 				out.started = append(out.started, d.Provider+":"+d.Name)
 			}
-		case graph.ToolProgress:
+		case toolnode.ToolProgress:
 			out.progress = append(out.progress, d)
 		case graph.Result:
 			out.res = d
@@ -151,7 +153,7 @@ func TestMCPToolAndRemoteToolInOneStep(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if d, ok := ev.Data.(graph.ToolIgnored); ok {
+		if d, ok := ev.Data.(toolnode.ToolIgnored); ok {
 			ignored = append(ignored, d.Name)
 		}
 	}

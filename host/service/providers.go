@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
@@ -18,12 +19,13 @@ import (
 	"github.com/tenxgraph/tenxgraph/host/config"
 	"github.com/tenxgraph/tenxgraph/host/graph"
 	"github.com/tenxgraph/tenxgraph/host/pluginhost"
-	"github.com/tenxgraph/tenxgraph/host/toolspec"
+	"github.com/tenxgraph/tenxgraph/host/toolnode"
 	"github.com/tenxgraph/tenxgraph/internal/sandbox"
 	"github.com/tenxgraph/tenxgraph/plugins/builtin"
 	"github.com/tenxgraph/tenxgraph/plugins/mcp"
 	"github.com/tenxgraph/tenxgraph/plugins/remote"
 	"github.com/tenxgraph/tenxgraph/sdk"
+	"github.com/tenxgraph/tenxgraph/sdk/toolspec"
 )
 
 // Names of the providers this binary serves itself; plugins may not take
@@ -52,9 +54,10 @@ func (s *Service) startProviders(ctx context.Context, opts Options, env *agent.E
 		log = DefaultLogger()
 	}
 	type job struct {
-		path string // config path for errors
-		node string // "" for the bridge
-		cfg  pluginhost.Config
+		path    string // config path for errors
+		node    string // "" for the bridge
+		cfg     pluginhost.Config
+		approve config.Approval
 	}
 	jobs := []job{{path: "remote_tools", cfg: pluginhost.Config{Name: bridgeName, Command: []string{self, "plugin", "remote"},
 		Sandbox: cfg.SandboxDefaults, Key: "provider_defaults"}}}
@@ -66,7 +69,7 @@ func (s *Service) startProviders(ctx context.Context, opts Options, env *agent.E
 		}
 		jobs = append(jobs, job{path: "builtin_tools", node: bt.Node, cfg: pluginhost.Config{Name: builtinName,
 			Command: []string{self, "plugin", "builtin"}, Options: raw, Sandbox: bt.Sandbox, Key: "builtin_tools",
-			Limits: limits(bt.ProviderSettings, "builtin_tools")}})
+			Limits: limits(bt.ProviderSettings, "builtin_tools")}, approve: bt.RequireApproval})
 	}
 	var ps toolspec.Problems
 	for i, pl := range cfg.Plugins {
@@ -76,8 +79,8 @@ func (s *Service) startProviders(ctx context.Context, opts Options, env *agent.E
 		}
 		key := fmt.Sprintf("plugins[%d]", i)
 		jobs = append(jobs, job{path: key, node: pl.Node, cfg: pluginhost.Config{
-			Name: pl.Name, Command: pl.Command, SHA256: pl.SHA256, Lazy: pl.Start == "lazy",
-			Sandbox: pl.Sandbox, Key: key, Dir: pl.Cwd, Limits: limits(pl.ProviderSettings, key)}})
+			Name: pl.Name, Command: pl.Command, SHA256: pl.SHA256, Lazy: pl.Start == "lazy", Prefix: pl.Prefix,
+			Sandbox: pl.Sandbox, Key: key, Dir: pl.Cwd, Limits: limits(pl.ProviderSettings, key)}, approve: pl.RequireApproval})
 	}
 	if len(ps) > 0 {
 		return ps
@@ -101,11 +104,22 @@ func (s *Service) startProviders(ctx context.Context, opts Options, env *agent.E
 			continue
 		}
 		s.providers = append(s.providers, started[i])
-		checkToolTimeouts(ctx, started[i], j.path, j.cfg.Limits.ToolTimeouts, &ps)
+		checkToolTimeouts(ctx, started[i], j.path, j.cfg.Prefix, j.cfg.Limits.ToolTimeouts, &ps)
+		var p sdk.Provider = started[i]
+		if j.approve.Set() {
+			// Names are the plugin's own, like tool_timeouts'; the node
+			// knows its tools by their prefixed names.
+			checkApprovals(ctx, started[i], j.path, j.cfg.Prefix, j.approve.Tools, &ps)
+			var names []string
+			for _, n := range j.approve.Tools {
+				names = append(names, j.cfg.Prefix+n)
+			}
+			p = toolnode.RequireApproval(p, names)
+		}
 		if j.node == "" {
 			env.Bridge = started[i]
 		} else {
-			env.Providers[j.node] = append(env.Providers[j.node], started[i])
+			env.Providers[j.node] = append(env.Providers[j.node], p)
 		}
 	}
 	if len(ps) > 0 {
@@ -166,6 +180,10 @@ func (s *Service) startMCP(ctx context.Context, self string, log hclog.Logger, e
 		// starts it, and the values it may see travel with Configure.
 		pc := pluginhost.Config{Name: name, Command: []string{self, "plugin", "mcp"}, Options: raw,
 			Key: "mcp_servers", Deny: cfg.Secrets(), Trampoline: self,
+			// It stops its servers (stdin closed, SIGTERM, SIGKILL, a second
+			// each) before it exits, and as an init it takes them along
+			// however it ends.
+			StopTimeout: 2*mcp.StopGrace + time.Second, Init: true,
 			Logger: log, StartTimeout: wait[node] + 30*time.Second, Limits: bound[node]}
 		wg.Add(1)
 		go func() {
@@ -210,6 +228,7 @@ func mcpServer(sc config.MCPServer) mcp.Server {
 	return mcp.Server{Name: sc.Name, Type: sc.Type, Command: sc.Command, Args: sc.Args, Env: env, Cwd: sc.Cwd,
 		URL: sc.URL, Headers: sc.Headers, Timeout: sc.Timeout, AllowTools: sc.AllowTools, DenyTools: sc.DenyTools,
 		MaxOutputBytes: sc.MaxOutputBytes, Sandbox: profile, ToolTimeouts: sc.ToolTimeouts,
+		RequireApprovalAll: sc.RequireApproval.All, RequireApproval: sc.RequireApproval.Tools,
 		MaxArgumentBytes: l.MaxArgumentBytes, MaxResultBytes: l.MaxResultBytes}
 }
 
@@ -250,7 +269,8 @@ func limits(s config.ProviderSettings, key string) pluginhost.Limits {
 // checkToolTimeouts reports each tool_timeouts entry naming a tool the
 // provider does not have: a misspelt name would leave that tool on the
 // default without a word.
-func checkToolTimeouts(ctx context.Context, p sdk.Provider, path string, timeouts map[string]time.Duration, ps *toolspec.Problems) {
+// They name the provider's own tools, before any prefix.
+func checkToolTimeouts(ctx context.Context, p sdk.Provider, path, prefix string, timeouts map[string]time.Duration, ps *toolspec.Problems) {
 	if len(timeouts) == 0 {
 		return
 	}
@@ -260,11 +280,33 @@ func checkToolTimeouts(ctx context.Context, p sdk.Provider, path string, timeout
 	}
 	have := make([]string, len(md.Tools))
 	for i, t := range md.Tools {
-		have[i] = t.Name
+		have[i] = strings.TrimPrefix(t.Name, prefix)
 	}
 	for _, name := range slices.Sorted(maps.Keys(timeouts)) {
 		if !slices.Contains(have, name) {
 			ps.Add(path+".tool_timeouts."+name, "the provider has no tool %q (its tools: %s)", name, strings.Join(have, ", "))
+		}
+	}
+}
+
+// checkApprovals reports each require_approval name the provider does not
+// have: a misspelt name would let that tool run unasked.
+func checkApprovals(ctx context.Context, p sdk.Provider, path, prefix string, names []string, ps *toolspec.Problems) {
+	if len(names) == 0 {
+		return
+	}
+	md, err := p.Metadata(ctx, sdk.MetadataRequest{})
+	if err != nil {
+		ps.Add(path+".require_approval", "could not list the provider's tools to check the names: %v", err)
+		return
+	}
+	have := make([]string, len(md.Tools))
+	for i, t := range md.Tools {
+		have[i] = strings.TrimPrefix(t.Name, prefix)
+	}
+	for i, name := range names {
+		if !slices.Contains(have, name) {
+			ps.Add(fmt.Sprintf("%s.require_approval[%d]", path, i), "the provider has no tool %q (its tools: %s)", name, strings.Join(have, ", "))
 		}
 	}
 }
@@ -334,14 +376,22 @@ func ServePlugin(name string) error {
 			Output:     os.Stderr,
 			JSONFormat: true,
 		})
+		var bridge atomic.Pointer[mcp.Bridge]
 		sdk.Serve(sdk.Configured(func(_ context.Context, raw json.RawMessage) (sdk.Provider, error) {
 			opts, err := mcp.ParseOptions(raw)
 			if err != nil {
 				return nil, fmt.Errorf("MCP bridge options: %w", err)
 			}
-			return mcp.New(opts, log)
+			b, err := mcp.New(opts, log)
+			bridge.Store(b)
+			return b, err
 		}), sdk.WithLogger(log))
-		sandbox.Cleanup() // the servers' private folders
+		// The host closed the connection: no server outlives the bridge.
+		if b := bridge.Load(); b != nil {
+			ctx, cancel := context.WithTimeout(context.Background(), 2*mcp.StopGrace+time.Second)
+			_ = b.Shutdown(ctx)
+			cancel()
+		}
 	default:
 		return fmt.Errorf("no provider named %q (this binary serves %s, %s and %s)", name, builtinName, bridgeName, mcpName)
 	}
@@ -380,4 +430,42 @@ func (s *Service) Profiles() []Profile {
 		}
 	}
 	return out
+}
+
+// providerNodes lists each provider entry's node with its config path.
+func providerNodes(cfg *config.Config) (paths, nodes []string) {
+	if bt := cfg.BuiltinTools; bt != nil && len(bt.Enable) > 0 {
+		paths, nodes = append(paths, "builtin_tools.node"), append(nodes, bt.Node)
+	}
+	for _, name := range cfg.MCPServerOrder {
+		if sc := cfg.MCPServers[name]; !sc.Disabled {
+			paths, nodes = append(paths, toolspec.Join(toolspec.Join("mcp_servers", name), "node")), append(nodes, sc.Node)
+		}
+	}
+	for i, pl := range cfg.Plugins {
+		paths, nodes = append(paths, fmt.Sprintf("plugins[%d].node", i)), append(nodes, pl.Node)
+	}
+	return paths, nodes
+}
+
+// checkProviderNodes reports each provider entry whose node the graph does
+// not have, or that is not a ToolNode, as AttachRemoteTools does for remote
+// tools: the graph's builder takes only the providers of its own ToolNodes,
+// and the tools of any other would vanish without a word.
+func checkProviderNodes(g *graph.StateGraph, cfg *config.Config, ps *toolspec.Problems) {
+	toolNodes := g.ToolNodes()
+	list := "none"
+	if len(toolNodes) > 0 {
+		list = strings.Join(toolNodes, ", ")
+	}
+	paths, nodes := providerNodes(cfg)
+	for i, node := range nodes {
+		switch {
+		case slices.Contains(toolNodes, node):
+		case g.Node(node) != nil:
+			ps.Add(paths[i], "node %q is not a ToolNode (ToolNodes: %s)", node, list)
+		default:
+			ps.Add(paths[i], "graph %q has no node %q (ToolNodes: %s)", cfg.Agent, node, list)
+		}
+	}
 }

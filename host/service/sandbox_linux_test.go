@@ -1,7 +1,10 @@
 package service_test
 
 import (
-	"bytes"
+	"syscall"
+
+	"github.com/tenxgraph/tenxgraph/internal/proctest"
+
 	"context"
 	"encoding/json"
 	"fmt"
@@ -47,26 +50,9 @@ func hostile(t *testing.T) string {
 	return hostileBin
 }
 
-// marked lists the processes whose environment holds HOSTILE_MARK=mark:
-// a hostile plugin, an MCP server and whatever they started.
-func marked(mark string) []int {
-	var out []int
-	entries, _ := os.ReadDir("/proc")
-	for _, e := range entries {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		env, err := os.ReadFile(filepath.Join("/proc", e.Name(), "environ"))
-		if err != nil || !bytes.Contains(env, []byte("\x00HOSTILE_MARK="+mark+"\x00")) && !bytes.HasPrefix(env, []byte("HOSTILE_MARK="+mark+"\x00")) {
-			continue
-		}
-		if alive(pid) {
-			out = append(out, pid)
-		}
-	}
-	return out
-}
+// marked lists the live processes whose environment holds
+// HOSTILE_MARK=mark: a hostile plugin, an MCP server and what they started.
+func marked(mark string) []int { return proctest.Marked("HOSTILE_MARK", mark) }
 
 // eventually polls cond until it holds or the deadline passes.
 func eventually(t *testing.T, d time.Duration, what string, cond func() bool) {
@@ -155,7 +141,7 @@ func TestProvidersGetNoSecrets(t *testing.T) {
 		t.Setenv(k, v)
 	}
 	t.Setenv("GITHUB_TOKEN", "gh-pass-me")
-	mark := "secrets"
+	mark := "secrets" + strconv.Itoa(os.Getpid()) // unique: a failed run may leave processes behind
 	s := startHostile(t, `, "env": {"HOSTILE_MARK": "`+mark+`"}, "pass_env": ["GITHUB_TOKEN"]`,
 		`, "mcp_servers": {"evil": {"command": `+js(hostile(t))+`, "args": ["mcp"], "env": {"HOSTILE_MARK": "`+mark+`"}, "pass_env": ["GITHUB_TOKEN"]}}`)
 	_ = s
@@ -206,7 +192,7 @@ func TestProvidersGetNoSecrets(t *testing.T) {
 // limit: the model gets an error result, the plugin restarts, and the host
 // keeps serving.
 func TestHostilePluginIsBoundedByItsLimits(t *testing.T) {
-	mark := "limits"
+	mark := "limits" + strconv.Itoa(os.Getpid()) // unique: a failed run may leave processes behind
 	s := startHostile(t, `, "env": {"HOSTILE_MARK": "`+mark+`"}, "limits": {"processes": 40, "cpu_seconds": 2, "memory_mb": 256}`, "")
 	pidOf := func() string {
 		r := toolResult(t, s, "ok-"+strconv.FormatInt(time.Now().UnixNano(), 10), "ok")
@@ -239,7 +225,7 @@ func TestHostilePluginIsBoundedByItsLimits(t *testing.T) {
 // plugin crashes, not after the MCP server crashes, not after a graceful
 // stop.
 func TestNothingSurvivesItsProvider(t *testing.T) {
-	mark := "orphans"
+	mark := "orphans" + strconv.Itoa(os.Getpid()) // unique: a failed run may leave processes behind
 	s := startHostile(t, `, "env": {"HOSTILE_MARK": "`+mark+`"}`,
 		`, "mcp_servers": {"evil": {"command": `+js(hostile(t))+`, "args": ["mcp"], "env": {"HOSTILE_MARK": "`+mark+"-mcp"+`"}}}`)
 	eventually(t, 10*time.Second, "the MCP server and its child run", func() bool { return len(marked(mark+"-mcp")) == 2 })
@@ -263,6 +249,31 @@ func TestNothingSurvivesItsProvider(t *testing.T) {
 				if pid == old {
 					return false
 				}
+			}
+		}
+		return true
+	})
+
+	// The bridge killed with SIGKILL runs none of its code: its server and
+	// the server's child go with it all the same.
+	eventually(t, 10*time.Second, "the restarted MCP server and its child run", func() bool { return len(marked(mark+"-mcp")) == 2 })
+	before := marked(mark + "-mcp")
+	bridge := 0
+	for pid, cmd := range children(os.Getpid()) {
+		if strings.HasSuffix(cmd, " plugin mcp ") {
+			bridge = pid
+		}
+	}
+	if bridge == 0 {
+		t.Fatal("no MCP bridge among the test's children")
+	}
+	if err := syscall.Kill(bridge, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 10*time.Second, "the killed bridge's server and its child are gone", func() bool {
+		for _, pid := range before {
+			if proctest.Alive(pid) {
+				return false
 			}
 		}
 		return true
@@ -344,11 +355,12 @@ func TestProviderRunsAsItsUser(t *testing.T) {
 	if err := os.Chmod(filepath.Dir(bin), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	s := startHostile(t, `, "user": "nobody", "env": {"HOSTILE_MARK": "user"}`, "")
+	mark := "user" + strconv.Itoa(os.Getpid()) // unique: a failed run may leave processes behind
+	s := startHostile(t, `, "user": "nobody", "env": {"HOSTILE_MARK": "`+mark+`"}`, "")
 	if r := toolResult(t, s, "u", "ok"); r.IsError {
 		t.Fatalf("ok: %s", r.Content)
 	}
-	pids := marked("user")
+	pids := marked(mark)
 	if len(pids) != 1 {
 		t.Fatalf("marked processes %v, want the plugin", pids)
 	}
@@ -358,5 +370,59 @@ func TestProviderRunsAsItsUser(t *testing.T) {
 	}
 	if !strings.Contains(string(status), "\nUid:\t65534\t65534\t65534\t65534\n") {
 		t.Fatalf("the plugin does not run as nobody:\n%s", status)
+	}
+}
+
+// require_approval on an MCP server gates its tools by the server's own
+// names, whatever name the bridge gives them on the node; a name the server
+// does not have stops the start, at its path.
+func TestMCPRequireApproval(t *testing.T) {
+	mark := "approve" + strconv.Itoa(os.Getpid())
+	s := startConfig(t, `{"agent": "tenxgraph:react", "model": {"provider": "scripted", "script": "script.json"},
+	  "checkpointer": {"type": "memory"},
+	  "mcp_servers": {"evil": {"command": `+js(hostile(t))+`, "args": ["mcp"], "env": {"HOSTILE_MARK": "`+mark+`"},
+	    "require_approval": ["mcp_environ"]}}}`,
+		`{"rules": [{"match": "^env$", "tool_calls": [{"name": "mcp_environ", "arguments": {}}]}]}`)
+	ctx := context.Background()
+	res, err := s.App.Invoke(ctx, []message.Message{message.Text(message.RoleUser, "env")}, graph.RunConfig{ThreadID: "a"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Status != graph.StatusInterrupted || len(res.ApprovalRequests) != 1 || res.ApprovalRequests[0].Name != "mcp_environ" {
+		t.Fatalf("want a pause for approval: %s %+v", res.Status, res.ApprovalRequests)
+	}
+	for _, m := range res.Messages {
+		if len(m.ToolResults()) > 0 {
+			t.Fatalf("the tool ran before it was approved: %+v", m)
+		}
+	}
+	approve := []message.Message{{Role: message.RoleTool, Content: []message.Block{message.ApprovalBlock{ToolCallID: res.ApprovalRequests[0].ID, Approved: true}}}}
+	res, err = s.App.Invoke(ctx, approve, graph.RunConfig{ThreadID: "a"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []message.ToolResultBlock
+	for _, m := range res.Messages {
+		got = append(got, m.ToolResults()...)
+	}
+	if res.Status != graph.StatusCompleted || len(got) != 1 || got[0].IsError || !strings.Contains(string(got[0].Content), "HOSTILE_MARK="+mark) {
+		t.Fatalf("after approval: %s %+v", res.Status, got)
+	}
+
+	dir := t.TempDir()
+	os.WriteFile(filepath.Join(dir, "script.json"), []byte(`{"rules": [{"match": "x", "text": "x"}]}`), 0o600)
+	cfg, err := config.Parse([]byte(`{"agent": "tenxgraph:react", "model": {"provider": "scripted", "script": "script.json"},
+	  "checkpointer": {"type": "memory"},
+	  "mcp_servers": {"evil": {"command": `+js(hostile(t))+`, "args": ["mcp"], "require_approval": ["mcp_environ", "rm_rf"]}}}`), dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bad, err := service.New(ctx, cfg, service.Options{})
+	if err == nil {
+		bad.Shutdown(ctx)
+		t.Fatal("a require_approval name the server does not have was accepted")
+	}
+	if !strings.Contains(err.Error(), `mcp_servers.evil.require_approval[1]: the server has no tool "rm_rf"`) {
+		t.Fatalf("error %v, want one naming mcp_servers.evil.require_approval[1]", err)
 	}
 }

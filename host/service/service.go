@@ -12,6 +12,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"sync"
 
@@ -26,8 +27,8 @@ import (
 	"github.com/tenxgraph/tenxgraph/host/model/scripted"
 	"github.com/tenxgraph/tenxgraph/host/pluginhost"
 	"github.com/tenxgraph/tenxgraph/host/toolnode"
-	"github.com/tenxgraph/tenxgraph/host/toolspec"
 	"github.com/tenxgraph/tenxgraph/sdk"
+	"github.com/tenxgraph/tenxgraph/sdk/toolspec"
 )
 
 // Service is a config made live.
@@ -99,13 +100,11 @@ func New(ctx context.Context, cfg *config.Config, opts Options) (s *Service, err
 	if err != nil {
 		return s, toolspec.Problems{{Path: "agent", Message: fmt.Sprintf("building %q: %v", cfg.Agent, err)}}
 	}
-	if err := g.AttachRemoteTools(cfg.RemoteTools); err != nil {
-		var aps toolspec.Problems
-		if errors.As(err, &aps) {
-			ps.Merge("remote_tools", aps)
-			return s, ps
-		}
+	if err := graphProblems(g, cfg, &ps); err != nil {
 		return s, err
+	}
+	if len(ps) > 0 {
+		return s, ps
 	}
 	s.Graph = g
 	s.Store = opts.Store
@@ -128,6 +127,87 @@ func New(ctx context.Context, cfg *config.Config, opts Options) (s *Service, err
 		return s, err
 	}
 	return s, nil
+}
+
+// graphProblems adds what is wrong with cfg given the graph: remote tools
+// and provider entries on nodes the graph lacks (the remote tools are
+// attached when there is nothing wrong with them). Other errors are
+// returned.
+func graphProblems(g *graph.StateGraph, cfg *config.Config, ps *toolspec.Problems) error {
+	if err := g.AttachRemoteTools(cfg.RemoteTools); err != nil {
+		var aps graph.Problems
+		if !errors.As(err, &aps) {
+			return err
+		}
+		for _, p := range aps {
+			ps.Add(toolspec.Join("remote_tools", p.Path), "%s", p.Message)
+		}
+	}
+	checkProviderNodes(g, cfg, ps)
+	return nil
+}
+
+// Validate checks the config at path as the validate command does, and
+// returns every problem in one pass. A file with problems of its own is
+// still checked against its graph, built without starting a provider, so
+// that remote tools and provider entries on missing nodes are reported
+// beside, say, a bad sha256. A file without any is started as New starts
+// it, which also checks the providers and their tools: the service is
+// returned, for the caller to shut down.
+func Validate(ctx context.Context, path string, opts Options) (*Service, error) {
+	cfg, ps, err := config.LoadPartial(path)
+	if err != nil {
+		return nil, err
+	}
+	if cfg == nil {
+		return nil, ps
+	}
+	if len(ps) == 0 {
+		s, err := New(ctx, cfg, opts)
+		if err != nil {
+			return nil, err
+		}
+		return s, nil
+	}
+	build, ok := agent.Lookup(cfg.Agent)
+	if !ok || cfg.Agent == "" {
+		return nil, ps // the file's own problems name the agent
+	}
+	// The graph's shape, with no provider started and a model that is
+	// never called: only its nodes are looked at.
+	env := agent.Env{Providers: map[string][]sdk.Provider{}}
+	if cfg.Model != nil {
+		env.Model = shapeOnly{}
+	}
+	g, err := build(ctx, env)
+	if err != nil {
+		ps.Add("agent", "building %q: %v", cfg.Agent, err)
+		return nil, dedupe(ps)
+	}
+	if err := graphProblems(g, cfg, &ps); err != nil {
+		return nil, err
+	}
+	return nil, dedupe(ps)
+}
+
+// shapeOnly stands in for the model while Validate builds a graph only to
+// look at its nodes.
+type shapeOnly struct{}
+
+func (shapeOnly) Generate(context.Context, model.Request) (model.Response, error) {
+	return model.Response{}, errors.New("the graph was built only to be checked")
+}
+
+// dedupe drops a problem reported twice (the file's checks and the graph's
+// both check remote tools), keeping the first.
+func dedupe(ps toolspec.Problems) toolspec.Problems {
+	var out toolspec.Problems
+	for _, p := range ps {
+		if !slices.Contains(out, p) {
+			out = append(out, p)
+		}
+	}
+	return out
 }
 
 func newModel(m *config.Model) (model.ChatModel, error) {

@@ -90,10 +90,10 @@ func invoke(t *testing.T, s *service.Service, thread, text string) run {
 			t.Fatal(err)
 		}
 		switch d := ev.Data.(type) {
-		case graph.ToolIgnored:
+		case toolnode.ToolIgnored:
 			r.ignored = append(r.ignored, d.Name)
-		case graph.ToolEvent:
-			if ev.Type == graph.EventToolStarted {
+		case toolnode.ToolEvent:
+			if ev.Type == toolnode.EventToolStarted {
 				r.tools = append(r.tools, d.Provider+":"+d.Name)
 			}
 		case graph.Result:

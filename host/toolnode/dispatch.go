@@ -12,14 +12,23 @@ import (
 	"github.com/tenxgraph/tenxgraph/sdk"
 )
 
+// EventApprovalRequested is the event a ToolNode emits for each call that
+// waits for a person's approval; its data is the message.ApprovalRequestBlock.
+const EventApprovalRequested = "approval_requested"
+
 // Run implements graph.Node. It answers every unanswered call of the last
 // assistant message, in call order: server tools run and remote calls go to
 // the bridge, all concurrently; a deferred call becomes a
-// RemoteToolCallBlock and the node asks the graph to pause. A call that
-// cannot be made (unknown tool, arguments that fail the schema) gets an
-// error result the model can read, so a model mistake never pauses the graph
-// for the client.
+// RemoteToolCallBlock and an interrupt, and a call to a tool that needs
+// approval becomes an approval request (an interrupt) without running. A
+// call that cannot be made (unknown tool, arguments that fail the schema)
+// gets an error result the model can read, so a model mistake never pauses
+// the graph for the client. Resumed with the answers, the node turns remote
+// results into the thread's tool messages and runs the approved calls.
 func (n *Node) Run(ctx context.Context, in *graph.Input) (graph.Update, error) {
+	if in.Resume != nil {
+		return n.resume(ctx, in)
+	}
 	calls := lastCalls(in.State.Messages)
 	if len(calls) == 0 {
 		return graph.Update{}, nil
@@ -30,10 +39,6 @@ func (n *Node) Run(ctx context.Context, in *graph.Input) (graph.Update, error) {
 	}
 	answered := message.Answered(in.State.Messages)
 	blocks := make([]message.Block, len(calls))
-	type job struct {
-		i    int
-		tool *Tool
-	}
 	var jobs []job
 	for i, c := range calls {
 		if _, done := answered[c.ID]; done {
@@ -48,55 +53,181 @@ func (n *Node) Run(ctx context.Context, in *graph.Input) (graph.Update, error) {
 			blocks[i] = errorResult(c.ID, fmt.Sprintf("unknown tool %q; available tools: %s", c.Name, ts.names()))
 		case t.schema != nil && t.schema.Validate(c.Arguments) != nil:
 			blocks[i] = errorResult(c.ID, fmt.Sprintf("tool %q: %v. Fix the arguments and call it again.", c.Name, t.schema.Validate(c.Arguments)))
+		case t.NeedsApproval:
+			req := message.ApprovalRequestBlock{ID: c.ID, Name: c.Name, Arguments: c.Arguments, Node: n.name}
+			blocks[i] = req
+			in.Run.Emit(graph.Event{Type: EventApprovalRequested, Data: req})
 		default:
 			jobs = append(jobs, job{i, t})
 		}
 	}
+	if err := n.runJobs(ctx, in.Run, calls, jobs, blocks); err != nil {
+		return graph.Update{}, err
+	}
+	var content []message.Block
+	var its []graph.Interrupt
+	for _, b := range blocks {
+		switch b := b.(type) {
+		case nil:
+			continue
+		case message.ApprovalRequestBlock:
+			// Not in the thread: the request is the interrupt itself, and
+			// the call's result comes once it is answered.
+			raw, _ := message.MarshalBlock(b)
+			its = append(its, graph.Interrupt{ID: b.ID, Value: raw})
+			continue
+		case message.RemoteToolCallBlock:
+			raw, _ := message.MarshalBlock(b)
+			its = append(its, graph.Interrupt{ID: b.ID, Value: raw})
+		}
+		content = append(content, b)
+	}
+	var u graph.Update
+	if len(content) > 0 {
+		u.Messages = []message.Message{{Role: message.RoleTool, Content: content}}
+	}
+	u.Interrupts = its
+	return u, nil
+}
+
+type job struct {
+	i    int
+	tool *Tool
+}
+
+// runJobs makes the calls of jobs, concurrently when there are several,
+// and puts each result at its index in blocks.
+func (n *Node) runJobs(ctx context.Context, r *graph.Run, calls []message.ToolCallBlock, jobs []job, blocks []message.Block) error {
 	call := func(j job) error {
-		b, err := n.call(ctx, in.Run, j.tool, calls[j.i])
+		b, err := n.call(ctx, r, j.tool, calls[j.i])
 		blocks[j.i] = b
 		return err
 	}
 	switch len(jobs) {
 	case 0:
+		return nil
 	case 1:
-		if err := call(jobs[0]); err != nil {
+		return call(jobs[0])
+	}
+	errs := make([]error, len(jobs))
+	var wg sync.WaitGroup
+	for k, j := range jobs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs[k] = call(j)
+		}()
+	}
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// resume turns the answers to the node's interrupts into the thread's tool
+// messages, one per answer, in call order: a remote result as the client
+// sent it; an approved call's result, the call made now with the arguments
+// the model gave; a denied call's error result carrying the reason.
+func (n *Node) resume(ctx context.Context, in *graph.Input) (graph.Update, error) {
+	calls := lastCalls(in.State.Messages)
+	byID := make(map[string]int, len(calls))
+	for i, c := range calls {
+		byID[c.ID] = i
+	}
+	answered := message.Answered(in.State.Messages)
+	blocks := make([]message.Block, len(in.Interrupts))
+	var approved []message.ToolCallBlock
+	var approvedAt []int
+	for k, it := range in.Interrupts {
+		a := in.Resume[it.ID]
+		b, err := message.UnmarshalBlock(a.Value)
+		if err != nil {
+			return graph.Update{}, fmt.Errorf("tool node %q: answer to %q: %w", n.name, it.ID, err)
+		}
+		if _, done := answered[it.ID]; done {
+			continue // already in the thread: never twice
+		}
+		switch b := b.(type) {
+		case message.ToolResultBlock:
+			blocks[k] = b
+		case message.ApprovalBlock:
+			i, ok := byID[it.ID]
+			switch {
+			case !ok:
+				blocks[k] = errorResult(it.ID, "the call to approve is no longer in the thread")
+			case !b.Approved:
+				msg := fmt.Sprintf("the call to tool %q was denied by the person asked to approve it; it did not run", calls[i].Name)
+				if b.Reason != "" {
+					msg += ". Reason: " + b.Reason
+				}
+				blocks[k] = errorResult(it.ID, msg)
+			default:
+				approved = append(approved, calls[i])
+				approvedAt = append(approvedAt, k)
+			}
+		default:
+			return graph.Update{}, fmt.Errorf("tool node %q: answer to %q is a %s block", n.name, it.ID, b.BlockType())
+		}
+	}
+	if len(approved) > 0 {
+		ts, err := n.ToolSet(ctx, in.Run)
+		if err != nil {
 			return graph.Update{}, err
 		}
-	default:
-		errs := make([]error, len(jobs))
-		var wg sync.WaitGroup
-		for k, j := range jobs {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				errs[k] = call(j)
-			}()
+		var jobs []job
+		for j, c := range approved {
+			t, ok := ts.lookup(c.Name)
+			if !ok {
+				blocks[approvedAt[j]] = errorResult(c.ID, fmt.Sprintf("tool %q was approved but the node no longer has it; available tools: %s", c.Name, ts.names()))
+				continue
+			}
+			jobs = append(jobs, job{j, t})
 		}
-		wg.Wait()
-		for _, err := range errs {
-			if err != nil {
-				return graph.Update{}, err
+		results := make([]message.Block, len(approved))
+		if err := n.runJobs(ctx, in.Run, approved, jobs, results); err != nil {
+			return graph.Update{}, err
+		}
+		for j, b := range results {
+			if b != nil {
+				blocks[approvedAt[j]] = b
 			}
 		}
 	}
-	content := blocks[:0]
-	remote := false
-	for _, b := range blocks {
-		if b != nil {
-			content = append(content, b)
+	var u graph.Update
+	for k, b := range blocks {
+		if b == nil {
+			continue
 		}
-		if _, ok := b.(message.RemoteToolCallBlock); ok {
-			remote = true
-		}
+		u.Messages = append(u.Messages, message.Message{ID: in.Resume[in.Interrupts[k].ID].MessageID, Role: message.RoleTool, Content: []message.Block{b}})
 	}
-	if len(content) == 0 {
-		return graph.Update{}, nil
+	return u, nil
+}
+
+// CheckAnswer implements graph.AnswerChecker: a remote call is answered by
+// a tool_result, an approval request by an approval.
+func (n *Node) CheckAnswer(threadID string, it graph.Interrupt, a graph.Answer) error {
+	asked, err := message.UnmarshalBlock(it.Value)
+	if err != nil {
+		return nil // not the node's kind of interrupt: nothing to judge
 	}
-	return graph.Update{
-		Messages:  []message.Message{{Role: message.RoleTool, Content: content}},
-		Interrupt: remote,
-	}, nil
+	got, err := message.UnmarshalBlock(a.Value)
+	if err != nil {
+		return fmt.Errorf("%w: answer to %q: %v", graph.ErrInvalidInput, it.ID, err)
+	}
+	want := ""
+	switch asked.(type) {
+	case message.RemoteToolCallBlock:
+		want = message.TypeToolResult
+	case message.ApprovalRequestBlock:
+		want = message.TypeApproval
+	}
+	if want != "" && got.BlockType() != want {
+		return fmt.Errorf("%w: call %q waits for a %s block, not %s", graph.ErrInvalidInput, it.ID, want, got.BlockType())
+	}
+	return nil
 }
 
 // call runs one tool through its provider: a server tool runs; a remote
@@ -110,12 +241,12 @@ func (n *Node) call(ctx context.Context, r *graph.Run, t *Tool, c message.ToolCa
 	if t.Kind != KindServer {
 		req.RunTool = &t.Spec
 	}
-	ev := graph.ToolEvent{Node: n.name, ID: c.ID, Name: c.Name, Provider: t.Provider}
+	ev := ToolEvent{Node: n.name, ID: c.ID, Name: c.Name, Provider: t.Provider}
 	if t.Kind == KindServer {
-		r.Emit(graph.Event{Type: graph.EventToolStarted, Data: ev})
+		r.Emit(graph.Event{Type: EventToolStarted, Data: ev})
 		if r.Listening() {
 			ctx = sdk.WithProgress(ctx, func(p sdk.Progress) {
-				r.Emit(graph.Event{Type: graph.EventToolProgress, Data: graph.ToolProgress{Node: n.name, ID: c.ID, Name: c.Name,
+				r.Emit(graph.Event{Type: EventToolProgress, Data: ToolProgress{Node: n.name, ID: c.ID, Name: c.Name,
 					Provider: t.Provider, Progress: p.Progress, Total: p.Total, Message: p.Message}})
 			})
 		}
@@ -140,7 +271,7 @@ func (n *Node) call(ctx context.Context, r *graph.Run, t *Tool, c message.ToolCa
 	}
 	if t.Kind == KindServer {
 		ev.IsError, ev.Duration = b.(message.ToolResultBlock).IsError, time.Since(start)
-		r.Emit(graph.Event{Type: graph.EventToolFinished, Data: ev})
+		r.Emit(graph.Event{Type: EventToolFinished, Data: ev})
 	}
 	return b, nil
 }

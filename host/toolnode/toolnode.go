@@ -21,9 +21,9 @@ import (
 
 	"github.com/tenxgraph/tenxgraph/host/graph"
 	"github.com/tenxgraph/tenxgraph/host/message"
-	"github.com/tenxgraph/tenxgraph/host/toolspec"
 	"github.com/tenxgraph/tenxgraph/plugins/remote"
 	"github.com/tenxgraph/tenxgraph/sdk"
+	"github.com/tenxgraph/tenxgraph/sdk/toolspec"
 )
 
 // Kind says where a tool runs.
@@ -46,6 +46,10 @@ type Tool struct {
 	// Provider names the provider that answers calls: the one that runs a
 	// server tool, or the remote bridge that hands a remote call over.
 	Provider string
+
+	// NeedsApproval: a person approves each call before it runs (the
+	// config requires it of the tool, or its provider asks for it).
+	NeedsApproval bool
 
 	provider sdk.Provider
 	schema   *toolspec.Schema // server tools: the host validates their arguments
@@ -85,6 +89,25 @@ type source struct {
 	// changed is closed when the provider's list changed since md was
 	// read; nil for a provider whose list never changes.
 	changed <-chan struct{}
+	gate    *gated
+}
+
+// gated is a provider whose calls need approval (RequireApproval).
+type gated struct {
+	sdk.Provider
+	names []string // nil: every tool
+}
+
+func (g *gated) covers(tool string) bool {
+	return g != nil && (g.names == nil || slices.Contains(g.names, tool))
+}
+
+// RequireApproval marks p's tools as needing a person's approval before
+// each call, when p is given to New: every tool when names is nil, else the
+// tools named. A call to such a tool pauses the run (an approval_request)
+// and runs only once approved, with the arguments the model gave.
+func RequireApproval(p sdk.Provider, names []string) sdk.Provider {
+	return &gated{Provider: p, names: names}
 }
 
 // New builds a ToolNode serving the providers' tools. It lists every
@@ -100,6 +123,10 @@ func New(ctx context.Context, name string, providers ...sdk.Provider) (*Node, er
 	var errs []string
 	seen := map[string]string{} // tool name -> provider name
 	for i, p := range providers {
+		gate, _ := p.(*gated)
+		if gate != nil {
+			p = gate.Provider
+		}
 		var changed <-chan struct{}
 		if w, ok := p.(sdk.ToolsWatcher); ok {
 			changed = w.ToolsChanged() // before reading, so no change is missed
@@ -125,7 +152,7 @@ func New(ctx context.Context, name string, providers ...sdk.Provider) (*Node, er
 			}
 			n.bridge, n.bridgeName, kind = b, pname, KindRemote
 		} else {
-			n.sources = append(n.sources, &source{p: p, name: pname, md: md, changed: changed})
+			n.sources = append(n.sources, &source{p: p, name: pname, md: md, changed: changed, gate: gate})
 		}
 		for _, spec := range md.Tools {
 			if ps := toolspec.Check(spec); len(ps) > 0 {
@@ -133,11 +160,11 @@ func New(ctx context.Context, name string, providers ...sdk.Provider) (*Node, er
 				continue
 			}
 			if prev, dup := seen[spec.Name]; dup {
-				errs = append(errs, fmt.Sprintf("tool %q is served by both %q and %q; tool names must be unique on a node", spec.Name, prev, pname))
+				errs = append(errs, fmt.Sprintf("tool %q is served by both %q and %q; tool names must be unique on a node: give one of the plugins a \"prefix\" for its tool names", spec.Name, prev, pname))
 				continue
 			}
 			seen[spec.Name] = pname
-			t := Tool{Spec: spec, Kind: kind, Provider: pname, provider: p}
+			t := Tool{Spec: spec, Kind: kind, Provider: pname, provider: p, NeedsApproval: kind == KindServer && (spec.RequiresApproval || gate.covers(spec.Name))}
 			if kind == KindServer {
 				t.schema, _ = toolspec.Compile(spec.Parameters) // checked above
 				n.server = append(n.server, t)
@@ -250,12 +277,12 @@ func (n *Node) refresh(ctx context.Context, r *graph.Run) {
 				reason = "a configured remote tool has that name"
 			}
 			if reason != "" {
-				r.Emit(graph.Event{Type: graph.EventToolIgnored, Data: graph.ToolIgnored{Node: n.name, Name: spec.Name,
+				r.Emit(graph.Event{Type: EventToolIgnored, Data: ToolIgnored{Node: n.name, Name: spec.Name,
 					Reason: fmt.Sprintf("provider %q added the tool, but the node cannot offer it: %s", s.name, reason)}})
 				continue
 			}
 			seen[spec.Name] = s.name
-			t := Tool{Spec: spec, Kind: KindServer, Provider: s.name, provider: s.p}
+			t := Tool{Spec: spec, Kind: KindServer, Provider: s.name, provider: s.p, NeedsApproval: spec.RequiresApproval || s.gate.covers(spec.Name)}
 			t.schema, _ = toolspec.Compile(spec.Parameters) // checked above
 			server = append(server, t)
 		}
@@ -268,30 +295,6 @@ func (n *Node) refresh(ctx context.Context, r *graph.Run) {
 
 // Name is the node's name in the graph.
 func (n *Node) Name() string { return n.name }
-
-// CheckRemoteTools implements graph.RemoteToolNode: a remote tool may not
-// take a name the node already serves.
-func (n *Node) CheckRemoteTools(tools []graph.RemoteToolConfig, indexes []int) toolspec.Problems {
-	n.mu.RLock()
-	defer n.mu.RUnlock()
-	var ps toolspec.Problems
-	for i, t := range tools {
-		if prev, ok := n.byName[t.Name]; ok {
-			ps.Add(toolspec.Index(indexes[i])+".name", "node %q already has a %s tool %q (from %s); a remote tool cannot shadow it", n.name, prev.Kind, t.Name, prev.Provider)
-		}
-	}
-	return ps
-}
-
-// AttachRemoteTools implements graph.RemoteToolNode.
-func (n *Node) AttachRemoteTools(tools []graph.RemoteToolConfig) {
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	for _, t := range tools {
-		n.remote = append(n.remote, Tool{Spec: t.Spec(), Kind: KindRemote, Provider: n.bridgeName, provider: n.bridge})
-	}
-	n.reindex()
-}
 
 // Tools lists the node's tools without a run: server tools, then configured
 // remote tools.
@@ -344,11 +347,15 @@ func (n *Node) buildToolSet(ctx context.Context, r *graph.Run) (*ToolSet, error)
 	n.mu.RLock()
 	base, byName, server, remoteTools := n.base, n.byName, n.server, n.remote
 	n.mu.RUnlock()
-	if len(r.RemoteTools) == 0 {
+	specs, err := runTools(r)
+	if err != nil {
+		return nil, err
+	}
+	if len(specs) == 0 {
 		return base, nil
 	}
-	req := sdk.PrepareRunRequest{RunTools: make([]json.RawMessage, len(r.RemoteTools)), Taken: make([]string, 0, len(byName))}
-	for i, spec := range r.RemoteTools {
+	req := sdk.PrepareRunRequest{RunTools: make([]json.RawMessage, len(specs)), Taken: make([]string, 0, len(byName))}
+	for i, spec := range specs {
 		req.RunTools[i] = remote.FlatJSON(spec)
 	}
 	for name := range byName {
@@ -363,7 +370,7 @@ func (n *Node) buildToolSet(ctx context.Context, r *graph.Run) (*ToolSet, error)
 		return nil, fmt.Errorf("tool node %q: %w: the run's client tools are invalid: %s: %s", n.name, graph.ErrInvalidInput, resp.Problems[0].Path, resp.Problems[0].Message)
 	}
 	for _, ig := range resp.Ignored {
-		r.Emit(graph.Event{Type: graph.EventToolIgnored, Data: graph.ToolIgnored{Node: n.name, Name: ig.Name,
+		r.Emit(graph.Event{Type: EventToolIgnored, Data: ToolIgnored{Node: n.name, Name: ig.Name,
 			Reason: fmt.Sprintf("%s (node %q)", ig.Reason, n.name)}})
 	}
 	ts := &ToolSet{

@@ -99,21 +99,21 @@ func TestToolsChangedReachTheNextStepAndProgressIsStreamed(t *testing.T) {
 		t.Fatal(err)
 	}
 	var events []string
-	var ignored []graph.ToolIgnored
+	var ignored []toolnode.ToolIgnored
 	var res graph.Result
 	for ev, err := range app.Stream(context.Background(), []message.Message{message.Text(message.RoleUser, "go")}, graph.RunConfig{ThreadID: "t"}) {
 		if err != nil {
 			t.Fatal(err)
 		}
 		switch d := ev.Data.(type) {
-		case graph.ToolEvent:
+		case toolnode.ToolEvent:
 			events = append(events, ev.Type+" "+d.Name)
-		case graph.ToolProgress:
+		case toolnode.ToolProgress:
 			if d.Provider != "growing" || d.Total != 2 || d.Node != "tools" {
 				t.Errorf("progress event %+v", d)
 			}
 			events = append(events, ev.Type+" "+d.Message)
-		case graph.ToolIgnored:
+		case toolnode.ToolIgnored:
 			ignored = append(ignored, d)
 		case graph.Result:
 			res = d

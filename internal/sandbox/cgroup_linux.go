@@ -2,6 +2,7 @@ package sandbox
 
 import (
 	"bufio"
+	"crypto/rand"
 	"errors"
 	"fmt"
 	"os"
@@ -32,7 +33,11 @@ func newCgroup(name string, pids int64) (*cgroup, error) {
 	if err != nil {
 		return nil, err
 	}
-	dir := filepath.Join(parent, fmt.Sprintf("tenxgraph-%d-%s-%d", os.Getpid(), safeName(name), cgroupSeq.Add(1)))
+	var salt [4]byte
+	_, _ = rand.Read(salt[:])
+	// The pid alone is not unique: a process that is the init of a PID
+	// namespace of its own (the MCP bridge) is pid 1.
+	dir := filepath.Join(parent, fmt.Sprintf("tenxgraph-%d-%x-%s-%d", os.Getpid(), salt, safeName(name), cgroupSeq.Add(1)))
 	if err := os.Mkdir(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("make cgroup %s: %w", dir, err)
 	}

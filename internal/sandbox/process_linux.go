@@ -51,6 +51,9 @@ func credential(s *Spec) (*credentials, error) {
 // namespace and the account the profile asks for.
 func sysProcAttr(cmd *exec.Cmd, s *Spec, cred *credentials) error {
 	attr := &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGTERM, Credential: cred}
+	if s.Init && os.Geteuid() == 0 {
+		attr.Cloneflags |= syscall.CLONE_NEWPID
+	}
 	switch s.Profile.Network {
 	case "", NetworkHost:
 	case NetworkNone:

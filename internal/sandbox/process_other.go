@@ -10,21 +10,6 @@ import (
 	"syscall"
 )
 
-// ExecArg is the first argument that makes a tenxgraph binary act as the
-// trampoline; limits need Linux, so elsewhere it is never used.
-const ExecArg = "__tenxgraph-sandbox-exec"
-
-const envTrampoline = "TENXGRAPH_SANDBOX_EXEC"
-
-type trampoline struct {
-	Path   string   `json:"path"`
-	Args   []string `json:"args"`
-	Env    []string `json:"env"`
-	Limits Limits   `json:"limits"`
-	Cgroup string   `json:"cgroup,omitempty"`
-	NProc  int64    `json:"nproc,omitempty"`
-}
-
 // Exec exits: the trampoline is never started off Linux.
 func Exec() {
 	fmt.Fprintln(os.Stderr, "tenxgraph sandbox: limits need Linux")

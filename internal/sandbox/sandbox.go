@@ -115,6 +115,13 @@ type Spec struct {
 	// for HostDir). A plugin's goes in its socket folder, which the plugin
 	// removes itself when its host dies.
 	HomeIn string
+	// Init makes the process the init of a new PID namespace where the
+	// host may (as root; elsewhere it is left out): when it ends, however
+	// it ends, the kernel ends everything it started, even what left its
+	// process group. Only for a process that handles SIGTERM (an init
+	// ignores signals it has no handler for) and starts processes of its
+	// own: the MCP bridge.
+	Init bool
 	// Trampoline is the executable that applies limits before running
 	// Path: a program whose main calls Exec when its first argument is
 	// ExecArg (every tenxgraph binary does). Required when limits are set.

@@ -9,8 +9,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tenxgraph/tenxgraph/host/toolspec"
 	"github.com/tenxgraph/tenxgraph/sdk"
+	"github.com/tenxgraph/tenxgraph/sdk/toolspec"
 )
 
 func TestNewDefaultsAndSchemas(t *testing.T) {

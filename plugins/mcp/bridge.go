@@ -29,6 +29,7 @@ import (
 	"io"
 	"os"
 	"reflect"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -36,8 +37,8 @@ import (
 	"github.com/hashicorp/go-hclog"
 	mcpsdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/tenxgraph/tenxgraph/host/toolspec"
 	"github.com/tenxgraph/tenxgraph/sdk"
+	"github.com/tenxgraph/tenxgraph/sdk/toolspec"
 )
 
 // Name is the provider's name.
@@ -134,6 +135,30 @@ func New(opts Options, log hclog.Logger) (*Bridge, error) {
 	return b, nil
 }
 
+// unknownApprovals reports each require_approval name that a connected
+// server does not have: a misspelt name would leave that tool ungated
+// without a word.
+func (b *Bridge) unknownApprovals() []error {
+	var errs []error
+	for _, s := range b.servers {
+		if _, live := s.sup.Current(); !live || len(s.cfg.RequireApproval) == 0 {
+			continue
+		}
+		s.mu.Lock()
+		var have []string
+		for _, t := range s.tools {
+			have = append(have, t.Name)
+		}
+		s.mu.Unlock()
+		for i, name := range s.cfg.RequireApproval {
+			if !slices.Contains(have, name) {
+				errs = append(errs, fmt.Errorf("mcp_servers.%s.require_approval[%d]: the server has no tool %q (its tools: %s)", s.cfg.Name, i, name, strings.Join(have, ", ")))
+			}
+		}
+	}
+	return errs
+}
+
 // connectAll makes every server's first connection, concurrently, so the
 // bridge is ready when the slowest server is.
 func (b *Bridge) connectAll() {
@@ -151,10 +176,11 @@ func (b *Bridge) connectAll() {
 		}()
 	}
 	wg.Wait()
+	b.retitle()
+	errs = append(errs, b.unknownApprovals()...)
 	b.mu.Lock()
 	b.startErr = errors.Join(errs...)
 	b.mu.Unlock()
-	b.retitle()
 	close(b.ready)
 }
 
@@ -214,6 +240,7 @@ func (b *Bridge) retitle() {
 	specs := make([]sdk.ToolSpec, len(entries))
 	for i, e := range entries {
 		e.spec.Name = names[i]
+		e.spec.RequiresApproval = e.srv.cfg.approves(e.tool.Name)
 		specs[i] = e.spec
 		routes[names[i]] = route{srv: e.srv, tool: e.tool}
 	}
@@ -310,7 +337,7 @@ func (b *Bridge) Shutdown(ctx context.Context) error {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			s.shutdown()
+			s.shutdown(ctx)
 		}()
 	}
 	finished := make(chan struct{})

@@ -252,12 +252,11 @@ func TestServerKilledAndRecovered(t *testing.T) {
 	b, logs := start(t, Options{Servers: []Server{everything(t, "everything"), goServer(t, "go")}})
 	ev, gs := b.servers[0], b.servers[1]
 	pid := func(s *server) int {
-		s.mu.Lock()
-		defer s.mu.Unlock()
-		if s.conn == nil {
+		c, live := s.sup.Current()
+		if !live {
 			return 0
 		}
-		return s.conn.proc.cmd.Process.Pid
+		return c.proc.cmd.Process.Pid
 	}
 	first := pid(ev)
 	if err := syscall.Kill(first, syscall.SIGKILL); err != nil {

@@ -3,6 +3,7 @@ package mcp
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/tenxgraph/tenxgraph/internal/sandbox"
@@ -84,10 +85,20 @@ type Server struct {
 	MaxResultBytes int64 `json:"max_result_bytes,omitempty"`
 	// Disabled entries are skipped.
 	Disabled bool `json:"disabled,omitempty"`
+	// RequireApprovalAll has a person approve every call of the server's
+	// tools before it runs; RequireApproval names the server's own tools
+	// (its names, not the node's) whose calls need it.
+	RequireApprovalAll bool     `json:"require_approval_all,omitempty"`
+	RequireApproval    []string `json:"require_approval,omitempty"`
 	// Sandbox is what a stdio server's process may have besides Env:
 	// limits, network, account. Its Env and PassEnv are left empty (the
 	// host resolves pass_env into Env and Vars).
 	Sandbox sandbox.Profile `json:"sandbox,omitzero"`
+}
+
+// approves reports whether calls of the server's tool need approval.
+func (s Server) approves(tool string) bool {
+	return s.RequireApprovalAll || slices.Contains(s.RequireApproval, tool)
 }
 
 func (s Server) timeout() time.Duration {

@@ -17,6 +17,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	mcpsdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/tenxgraph/tenxgraph/internal/supervise"
 	"github.com/tenxgraph/tenxgraph/sdk"
 )
 
@@ -25,9 +26,9 @@ import (
 // (go-sdk#1177) and which costs an extra round trip over HTTP.
 const protocolVersion = "2025-11-25"
 
-// stopGrace is how long a stdio server gets to exit after its stdin closes,
-// and again after SIGTERM.
-const stopGrace = time.Second
+// StopGrace is how long a stdio server gets to exit after its stdin
+// closes, and again after SIGTERM, before it is killed.
+const StopGrace = time.Second
 
 // maxHold is the longest backoff a call waits out; past it, the call fails
 // at once with the reason the server is down.
@@ -48,14 +49,12 @@ type server struct {
 	http   *http.Client
 	frame  int // the largest JSON-RPC message read, in bytes
 
-	mu      sync.Mutex
-	conn    *conn         // the live connection, or nil
-	dialing chan struct{} // closed when the dial in progress ends
-	lastErr error         // why the last dial failed or the connection broke
-	strikes int           // dial failures and short-lived connections in a row
-	retryAt time.Time     // no new dial before this, after strikes
-	tools   []*mcpsdk.Tool
-	closed  bool
+	// sup keeps the connection: one dial at a time, reconnects with
+	// backoff, a shutdown that waits for a dial under way.
+	sup *supervise.Supervisor[*conn]
+
+	mu    sync.Mutex
+	tools []*mcpsdk.Tool
 
 	calls  sync.Map // progress token -> *call
 	seq    atomic.Uint64
@@ -64,16 +63,40 @@ type server struct {
 
 // conn is one connection: a session, and for stdio the process behind it.
 type conn struct {
-	cs      *mcpsdk.ClientSession
-	proc    *process
-	cancel  context.CancelFunc // ends the connection's context
-	dead    chan struct{}      // closed when the session has ended
-	since   time.Time
-	closing atomic.Bool // the bridge ends it on purpose
+	cs     *mcpsdk.ClientSession
+	proc   *process
+	cancel context.CancelFunc // ends the connection's context
+	dead   chan struct{}      // closed when the session has ended
+	ended  chan struct{}      // closed once its process is gone too and reason set
+	reason error              // why it ended, once ended is closed
+	tools  []*mcpsdk.Tool     // listed when it connected
+	since  time.Time
 }
 
 func newServer(b *Bridge, cfg Server) *server {
 	s := &server{b: b, cfg: cfg, log: b.log.Named(cfg.Name), relist: make(chan struct{}, 1)}
+	s.sup = supervise.New(supervise.Config[*conn]{
+		Start: s.dial,
+		Done:  func(c *conn) <-chan struct{} { return c.ended },
+		Stop:  func(_ context.Context, c *conn) { c.close() },
+		Started: func(c *conn) {
+			s.mu.Lock()
+			s.tools = c.tools
+			s.mu.Unlock()
+			s.b.retitle()
+		},
+		Ended: func(c *conn, restartIn time.Duration) error {
+			s.log.Warn(s.describe()+" is gone; connecting again", "reason", c.reason, "in", restartIn.Round(time.Millisecond))
+			if restartIn > 0 {
+				return fmt.Errorf("%v (next attempt in %s)", c.reason, restartIn.Round(time.Millisecond))
+			}
+			return c.reason
+		},
+		// A first failure is retried at once, then from 250ms doubling to
+		// 30s; a connection that lasted longLife clears the failures. A
+		// call waits out a backoff of up to maxHold.
+		First: 250 * time.Millisecond, Max: 30 * time.Second, Reset: longLife, Hold: maxHold,
+	})
 	// A frame holds the whole result, often twice (text and structured
 	// content); truncation happens after it is read, so the frame limit is
 	// well above max_output_bytes. A larger frame ends the session (the
@@ -134,7 +157,7 @@ func (s *server) describe() string {
 
 // dial connects: starts the process or opens the session, completes the
 // handshake and lists the tools, all within the server's timeout.
-func (s *server) dial() (*conn, []*mcpsdk.Tool, error) {
+func (s *server) dial() (*conn, error) {
 	// The connection's context lives as long as the connection: the legacy
 	// SSE transport reads its event stream on the context Connect is given,
 	// so a context cancelled once connected would end the session. The
@@ -147,7 +170,7 @@ func (s *server) dial() (*conn, []*mcpsdk.Tool, error) {
 		p, err := startStdio(s.cfg, s.log)
 		if err != nil {
 			cancel()
-			return nil, nil, err
+			return nil, err
 		}
 		proc = p
 		t = &mcpsdk.IOTransport{Reader: p.stdout, Writer: p.stdin, MaxLineLength: s.frame}
@@ -183,15 +206,15 @@ func (s *server) dial() (*conn, []*mcpsdk.Tool, error) {
 				err = fmt.Errorf("%w; the server exited (%v). It runs with only PATH, LANG, LC_ALL, TZ and a private HOME and TMPDIR of the host's environment: if it needs more, name the variables in mcp_servers.%s.pass_env or set them in its env (a server run with npx needs \"pass_env\": [\"HOME\"] to use your npm cache, a Python one its virtualenv's PATH)", err, proc.err, s.cfg.Name)
 			case <-time.After(100 * time.Millisecond):
 			}
-			proc.stop(stopGrace)
+			proc.stop(StopGrace)
 			proc.release()
 			err = fmt.Errorf("%w%s", err, proc.tail)
 		}
-		return nil, nil, err
+		return nil, err
 	}
-	c := &conn{cs: cs, proc: proc, cancel: cancel, dead: make(chan struct{}), since: time.Now()}
+	c := &conn{cs: cs, proc: proc, cancel: cancel, dead: make(chan struct{}), ended: make(chan struct{}), tools: tools, since: time.Now()}
 	go s.watch(c)
-	return c, tools, nil
+	return c, nil
 }
 
 // list reads the server's tools, every page, and keeps the ones allowed.
@@ -209,146 +232,48 @@ func (s *server) list(ctx context.Context, cs *mcpsdk.ClientSession) ([]*mcpsdk.
 	return tools, nil
 }
 
-// watch waits for the session to end. An end the bridge did not ask for is
-// a crash or a lost connection: it is logged, and the server connected
-// again at once (subject to backoff), so the next call finds it ready.
+// watch waits for the session to end, ends its process, and says why it
+// ended. An end the bridge did not ask for is a crash or a lost
+// connection: the supervisor logs it and connects again at once (subject
+// to backoff), so the next call finds it ready.
 func (s *server) watch(c *conn) {
 	err := c.cs.Wait()
 	close(c.dead)
 	c.cancel()
 	if c.proc != nil {
-		c.proc.stop(stopGrace) // a session that broke on a bad frame leaves the process running
+		c.proc.stop(StopGrace) // a session that broke on a bad frame leaves the process running
 		c.proc.release()
 		if err == nil || errors.Is(err, io.EOF) {
 			err = c.proc.err
 		}
 	}
-	if c.closing.Load() {
-		return
-	}
-	reason := fmt.Errorf("the connection broke: %v", err)
+	c.reason = fmt.Errorf("the connection broke: %v", err)
 	if c.proc != nil {
-		reason = fmt.Errorf("the server exited (%v)%s", c.proc.err, c.proc.tail)
+		c.reason = fmt.Errorf("the server exited (%v)%s", c.proc.err, c.proc.tail)
 	}
-	s.mu.Lock()
-	if s.conn == c {
-		s.conn = nil
-	}
-	s.lastErr = reason
-	if time.Since(c.since) >= longLife {
-		s.strikes = 0
-	}
-	s.strike()
-	closed := s.closed
-	s.mu.Unlock()
-	if closed {
-		return
-	}
-	s.log.Warn(s.describe()+" is gone; connecting again", "reason", reason)
-	s.mu.Lock()
-	wait := time.Until(s.retryAt)
-	s.mu.Unlock()
-	select {
-	case <-time.After(wait):
-	case <-s.b.done:
-		return
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), s.cfg.connectTimeout())
-	defer cancel()
-	if _, err := s.session(ctx); err != nil {
-		s.log.Warn("could not connect again to "+s.describe(), "error", err)
-	}
-}
-
-// strike counts a failure and sets the wait before the next dial: none
-// after the first, then from 250ms doubling to 30s. Called with s.mu held.
-func (s *server) strike() {
-	s.strikes++
-	wait := time.Duration(0)
-	if s.strikes > 1 {
-		wait = min(250*time.Millisecond<<min(s.strikes-2, 10), 30*time.Second)
-	}
-	s.retryAt = time.Now().Add(wait)
+	close(c.ended)
 }
 
 // session returns the live connection, connecting when there is none.
 // Concurrent callers share one dial.
 func (s *server) session(ctx context.Context) (*conn, error) {
-	for {
-		s.mu.Lock()
-		if s.closed {
-			s.mu.Unlock()
-			return nil, fmt.Errorf("%s: the bridge is shutting down", s.describe())
-		}
-		if c := s.conn; c != nil {
-			select {
-			case <-c.dead:
-				s.conn = nil
-			default:
-				s.mu.Unlock()
-				return c, nil
-			}
-		}
-		if s.dialing == nil {
-			if wait := time.Until(s.retryAt); wait > 0 && s.lastErr != nil {
-				err := s.lastErr
-				s.mu.Unlock()
-				if wait > maxHold {
-					return nil, fmt.Errorf("%s is unavailable: %v (next attempt in %s)", s.describe(), err, wait.Round(time.Millisecond))
-				}
-				select { // a short backoff is waited out rather than failing the call
-				case <-time.After(wait):
-				case <-ctx.Done():
-					return nil, fmt.Errorf("%s is unavailable: %v: %w", s.describe(), err, context.Cause(ctx))
-				}
-				continue
-			}
-			s.dialing = make(chan struct{})
-			go s.runDial(s.dialing)
-		}
-		ch := s.dialing
-		s.mu.Unlock()
-		select {
-		case <-ch:
-		case <-ctx.Done():
-			return nil, fmt.Errorf("%s: waiting for it to connect: %w", s.describe(), context.Cause(ctx))
-		}
-		s.mu.Lock()
-		c, err := s.conn, s.lastErr
-		s.mu.Unlock()
-		if c == nil && err != nil {
-			return nil, fmt.Errorf("%s is unavailable: %w", s.describe(), err)
-		}
-	}
-}
-
-func (s *server) runDial(done chan struct{}) {
-	c, tools, err := s.dial()
-	s.mu.Lock()
-	s.dialing = nil
+	c, err := s.sup.Get(ctx)
 	switch {
+	case errors.Is(err, supervise.ErrClosed):
+		return nil, fmt.Errorf("%s: the bridge is shutting down", s.describe())
+	case err != nil && ctx.Err() != nil:
+		return nil, fmt.Errorf("%s: waiting for it to connect: %w", s.describe(), err)
 	case err != nil:
-		s.lastErr = err
-		s.strike()
-	case s.closed:
-		c.closing.Store(true)
-		go c.close()
-	default:
-		s.conn, s.lastErr, s.tools = c, nil, tools
+		return nil, fmt.Errorf("%s is unavailable: %w", s.describe(), err)
 	}
-	s.mu.Unlock()
-	close(done)
-	if err == nil {
-		s.b.retitle()
-	}
+	return c, nil
 }
 
 // close ends a connection on purpose.
 func (c *conn) close() {
-	c.closing.Store(true)
 	_ = c.cs.Close()
 	if c.proc != nil {
-		c.proc.stop(stopGrace)
+		c.proc.stop(StopGrace)
 		c.proc.release()
 	}
 	c.cancel()
@@ -368,45 +293,32 @@ func (s *server) relister() {
 		case <-s.relist:
 		default:
 		}
-		s.mu.Lock()
-		c, dialing := s.conn, s.dialing
-		s.mu.Unlock()
-		if c == nil && dialing != nil { // the notification raced the handshake
-			<-dialing
-			s.mu.Lock()
-			c = s.conn
-			s.mu.Unlock()
-		}
-		if c == nil {
+		// A notification that raced the handshake waits for it.
+		ctx, cancel := context.WithTimeout(context.Background(), s.cfg.connectTimeout())
+		c, err := s.sup.Get(ctx)
+		if err != nil {
+			cancel()
 			continue // the next connection lists them anyway
 		}
-		ctx, cancel := context.WithTimeout(context.Background(), s.cfg.timeout())
 		tools, err := s.list(ctx, c.cs)
 		cancel()
 		if err != nil {
 			s.log.Warn("could not list the tools of "+s.describe()+" after it said they changed", "error", err)
 			continue
 		}
-		s.mu.Lock()
-		if s.conn == c {
-			s.tools = tools
+		if cur, live := s.sup.Current(); !live || cur != c {
+			continue // a newer connection listed its own
 		}
+		s.mu.Lock()
+		s.tools = tools
 		s.mu.Unlock()
 		s.b.retitle()
 	}
 }
 
-// shutdown ends the server's connection; the bridge is stopping.
-func (s *server) shutdown() {
-	s.mu.Lock()
-	s.closed = true
-	c := s.conn
-	s.conn = nil
-	s.mu.Unlock()
-	if c != nil {
-		c.close()
-	}
-}
+// shutdown ends the server's connection, once a dial under way is done;
+// the bridge is stopping.
+func (s *server) shutdown(ctx context.Context) { _ = s.sup.Shutdown(ctx) }
 
 // failure is a tool call that went wrong in a way the model should read
 // about (a timeout, a server that answered with an error, a lost
@@ -516,20 +428,18 @@ func (s *server) lost(c *conn, err error) bool {
 	}
 	select {
 	case <-c.dead: // a restarted HTTP server answers an unknown session with 400, and the SDK closes it
+		s.drop(c)
 		return true
 	case <-time.After(100 * time.Millisecond):
 		return false
 	}
 }
 
-// drop stops using a connection that failed a call.
+// drop stops using a connection that failed a call; its end counts as a
+// failure, and the server is connected again.
 func (s *server) drop(c *conn) {
-	s.mu.Lock()
-	if s.conn == c {
-		s.conn = nil
-	}
-	s.mu.Unlock()
-	go func() { _ = c.cs.Close() }() // watch sees it end
+	s.sup.Drop(c)
+	go func() { _ = c.cs.Close() }()
 }
 
 func retryable(t *mcpsdk.Tool) bool {

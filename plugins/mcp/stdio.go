@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
-	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -29,7 +28,7 @@ type process struct {
 	stdout *os.File  // the bridge's read end of the server's stdout
 	exited chan struct{}
 	err    error // Wait's, once exited is closed
-	tail   *tail
+	tail   *sandbox.Tail
 }
 
 // trampoline is the executable that applies a server's limits: this one,
@@ -42,8 +41,14 @@ var trampoline = sync.OnceValue(func() string {
 func startStdio(cfg Server, log hclog.Logger) (*process, error) {
 	profile := cfg.Sandbox
 	profile.Env, profile.PassEnv = cfg.Env, nil
+	// A bridge served as a plugin keeps its servers' private folders in
+	// its own socket folder, which its host removes with it.
+	homes := os.Getenv("PLUGIN_UNIX_SOCKET_DIR")
+	if homes != "" && profile.User != "" {
+		_ = os.Chmod(homes, 0o711) // the server's account passes through to its own folder
+	}
 	proc, err := sandbox.Command(sandbox.Spec{Name: "mcp." + cfg.Name, Key: "mcp_servers." + cfg.Name,
-		Path: cfg.Command, Args: cfg.Args, Dir: cfg.Cwd, Profile: profile, Trampoline: trampoline()})
+		Path: cfg.Command, Args: cfg.Args, Dir: cfg.Cwd, Profile: profile, Trampoline: trampoline(), HomeIn: homes})
 	if err != nil {
 		return nil, err
 	}
@@ -82,7 +87,7 @@ func startStdio(cfg Server, log hclog.Logger) (*process, error) {
 		proc.Release()
 		return nil, err
 	}
-	p := &process{proc: proc, cmd: cmd, stdin: inW, stdout: outR, exited: make(chan struct{}), tail: &tail{}}
+	p := &process{proc: proc, cmd: cmd, stdin: inW, stdout: outR, exited: make(chan struct{}), tail: &sandbox.Tail{}}
 	go p.logStderr(errR, log)
 	go func() {
 		p.err = cmd.Wait()
@@ -100,7 +105,7 @@ func (p *process) logStderr(r *os.File, log hclog.Logger) {
 	sc.Buffer(make([]byte, 0, 4096), 1<<20)
 	for sc.Scan() {
 		line := sc.Text()
-		p.tail.add(line)
+		p.tail.Add(line)
 		log.Info("server stderr", "line", line)
 	}
 }
@@ -128,34 +133,4 @@ func (p *process) stop(grace time.Duration) {
 func (p *process) release() {
 	_ = p.stdin.Close()
 	_ = p.stdout.Close()
-}
-
-// tail keeps the last lines a server wrote on stderr.
-type tail struct {
-	mu    sync.Mutex
-	lines []string
-}
-
-const tailLines = 10
-
-func (t *tail) add(line string) {
-	if len(line) > 500 {
-		line = line[:500] + "…"
-	}
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	t.lines = append(t.lines, line)
-	if len(t.lines) > tailLines {
-		t.lines = t.lines[len(t.lines)-tailLines:]
-	}
-}
-
-// String is the last lines, for an error message ("" when there are none).
-func (t *tail) String() string {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	if len(t.lines) == 0 {
-		return ""
-	}
-	return "; its last output on stderr: " + strings.Join(t.lines, " | ")
 }

@@ -13,8 +13,8 @@ import (
 	"encoding/json"
 	"fmt"
 
-	"github.com/tenxgraph/tenxgraph/host/toolspec"
 	"github.com/tenxgraph/tenxgraph/sdk"
+	"github.com/tenxgraph/tenxgraph/sdk/toolspec"
 )
 
 // Name is the bridge's provider name.
@@ -64,9 +64,7 @@ func (*Bridge) PrepareRun(_ context.Context, req sdk.PrepareRunRequest) (sdk.Pre
 	specs, err := toolspec.ParseRunTools(req.RunTools)
 	if err != nil {
 		if ps, ok := err.(toolspec.Problems); ok {
-			for _, p := range ps {
-				resp.Problems = append(resp.Problems, sdk.Problem{Path: p.Path, Message: p.Message})
-			}
+			resp.Problems = ps // one Problem type on both sides
 			return resp, nil
 		}
 		return resp, err

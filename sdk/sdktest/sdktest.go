@@ -10,8 +10,9 @@
 //		...
 //	}
 //
-// As a real plugin subprocess, started and supervised by the host's own
-// plugin runner:
+// As a real plugin subprocess, started over go-plugin as the host starts
+// one (the handshake, gRPC, Configure, the Watch lifeline), without the
+// host's supervisor:
 //
 //	func TestPlugin(t *testing.T) {
 //		t.Setenv("WEATHER_API_URL", srv.URL) // the plugin inherits the environment
@@ -23,6 +24,8 @@
 // Both also check every tool's spec as the host does when it loads a
 // provider, and Call checks the arguments against the tool's schema as the
 // host does before each call, so a test sees what a model would see.
+// CallContext takes the call's context: wrap it with sdk.WithProgress to
+// see a tool's progress, or cancel it to test that the tool stops.
 // Everything started is stopped when the test ends.
 package sdktest
 
@@ -31,7 +34,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"os"
 	"os/exec"
 	"path"
 	"path/filepath"
@@ -44,11 +46,11 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/go-plugin"
+	"github.com/hashicorp/go-plugin/runner"
+	"google.golang.org/grpc"
 
-	"github.com/tenxgraph/tenxgraph/host/pluginhost"
-	"github.com/tenxgraph/tenxgraph/host/toolspec"
-	"github.com/tenxgraph/tenxgraph/internal/sandbox"
 	"github.com/tenxgraph/tenxgraph/sdk"
+	"github.com/tenxgraph/tenxgraph/sdk/toolspec"
 )
 
 // shutdownTimeout bounds the provider's Shutdown at the end of a test: the
@@ -127,22 +129,24 @@ func binaryName(pkg string) string {
 }
 
 // Start runs command (a plugin binary and its arguments, such as Build's
-// result) as a plugin subprocess under the host's own plugin runner
-// (host/pluginhost): the handshake, the stdout filter, restarts after a
-// crash, and on cleanup a drained shutdown that also ends any process the
-// plugin started. The plugin is named after the binary. Its logs, and
-// anything it prints, go to the test's log.
+// result) as a plugin subprocess, as the host runs one: the go-plugin
+// handshake, gRPC with the host's message limits, the Watch lifeline, and on
+// cleanup the provider's Shutdown, then the end of the process and of any
+// process it started. It does not restart a plugin that dies: a test wants to
+// see that. The plugin is named after the binary. Its logs, and anything it
+// prints, go to the test's log.
 //
 // The plugin inherits the test's environment: set what it reads with
-// t.Setenv before calling Start.
+// t.Setenv before calling Start. (The host gives a plugin only what its
+// sandbox profile allows; test that with the host.)
 func Start(t testing.TB, command ...string) sdk.Provider {
 	t.Helper()
 	return start(t, nil, command)
 }
 
 // StartConfigured is Start for a plugin that takes options (sdk.Configured):
-// options, marshalled to JSON, are sent with Configure each time the
-// process starts, as the host sends a provider's options from its config.
+// options, marshalled to JSON, are sent with Configure before any other
+// call, as the host sends a provider's options from its config.
 func StartConfigured(t testing.TB, options any, command ...string) sdk.Provider {
 	t.Helper()
 	raw, err := json.Marshal(options)
@@ -160,31 +164,81 @@ func start(t testing.TB, options json.RawMessage, command []string) sdk.Provider
 	logs := &testLog{t: t}
 	t.Cleanup(logs.stop) // runs last: after the plugin is shut down
 	name := strings.TrimSuffix(filepath.Base(command[0]), ".exe")
-	// The plugin gets the test's whole environment, so a test can point it
-	// at a local server; the host's default-deny profile is for deployment.
-	var names []string
-	for _, kv := range os.Environ() {
-		if k, _, ok := strings.Cut(kv, "="); ok && k != "" {
-			names = append(names, k)
-		}
-	}
-	p, err := pluginhost.Start(context.Background(), pluginhost.Config{
-		Name:    name,
-		Command: command,
-		Logger:  hclog.New(&hclog.LoggerOptions{Output: logs, Level: hclog.Debug}),
-		Sandbox: sandbox.Profile{PassEnv: names},
-		Options: options,
+	log := hclog.New(&hclog.LoggerOptions{Name: name, Output: logs, Level: hclog.Debug})
+	var run *procRunner
+	client := plugin.NewClient(&plugin.ClientConfig{
+		HandshakeConfig:  sdk.Handshake,
+		VersionedPlugins: sdk.HostPlugins(),
+		AllowedProtocols: []plugin.Protocol{plugin.ProtocolGRPC},
+		RunnerFunc: func(l hclog.Logger, spec *exec.Cmd, _ string) (runner.Runner, error) {
+			// spec carries go-plugin's variables after the test's
+			// environment.
+			cmd := exec.Command(command[0], command[1:]...)
+			cmd.Env = spec.Env
+			var err error
+			run, err = newRunner(l, cmd)
+			return run, err
+		},
+		Logger:     log,
+		SyncStdout: logs,
+		SyncStderr: logs,
+		GRPCDialOptions: []grpc.DialOption{grpc.WithDefaultCallOptions(
+			grpc.MaxCallRecvMsgSize(sdk.MaxMessageBytes), grpc.MaxCallSendMsgSize(sdk.MaxMessageBytes))},
 	})
-	if err != nil {
-		t.Fatalf("sdktest.Start: %v", err)
+	var once sync.Once
+	stop := func() {
+		once.Do(func() {
+			client.Kill()
+			if run != nil {
+				_ = run.Kill(context.Background())
+			}
+		})
 	}
+	rpc, err := client.Client()
+	if err != nil {
+		stop()
+		t.Fatalf("sdktest.Start %s: %v", name, startError(err, run))
+	}
+	raw, err := rpc.Dispense(sdk.PluginName)
+	if err != nil {
+		stop()
+		t.Fatalf("sdktest.Start %s: %v", name, err)
+	}
+	p := raw.(sdk.Provider)
+	// The lifeline, as the host holds it: a plugin built with sdk.Serve
+	// ends itself when it breaks.
+	watchCtx, cancelWatch := context.WithCancel(context.Background())
+	watchDone := make(chan struct{})
+	go func() {
+		defer close(watchDone)
+		if w, ok := raw.(interface{ Watch(context.Context) error }); ok {
+			_ = w.Watch(watchCtx)
+		}
+	}()
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), shutdownTimeout)
 		defer cancel()
-		if err := p.Shutdown(ctx); err != nil {
-			t.Errorf("sdktest.Start: shutting plugin %q down: %v", name, err)
+		if sd, ok := p.(sdk.Shutdowner); ok {
+			if err := sd.Shutdown(ctx); err != nil {
+				t.Errorf("sdktest.Start: shutting plugin %q down: %v", name, err)
+			}
 		}
+		cancelWatch()
+		stop()
+		<-watchDone
 	})
+	if options != nil {
+		c, ok := p.(sdk.Configurer)
+		if !ok {
+			t.Fatalf("sdktest.StartConfigured %s: the provider cannot take options", name)
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), shutdownTimeout)
+		err := c.Configure(ctx, sdk.ConfigureRequest{Options: options})
+		cancel()
+		if err != nil {
+			t.Fatalf("sdktest.StartConfigured %s: the plugin refused its options: %v", name, err)
+		}
+	}
 	checkTools(t, "sdktest.Start", p)
 	return p
 }
@@ -241,8 +295,21 @@ var callIDs atomic.Int64
 // call itself fails (the provider is gone, say); a tool that fails is not a
 // failed call but a result with IsError set (see ErrorText).
 //
-// Like t.Fatal, call it from the test's goroutine.
+// Like t.Fatal, call it from the test's goroutine. The call's context is
+// the test's (t.Context()); see CallContext to pass another.
 func Call(t testing.TB, p sdk.Provider, tool string, args any) sdk.CallToolResponse {
+	t.Helper()
+	return CallContext(t.Context(), t, p, tool, args)
+}
+
+// CallContext is Call with the call's context, which the tool receives as
+// the host's call would give it: wrap it with sdk.WithProgress to receive
+// the tool's progress reports (through the plugin protocol when p is a
+// plugin), give it a deadline, or cancel it to test that the tool stops.
+// A call cut short by ctx fails the test unless ctx is done: then the error
+// is returned as an error result whose text is the context's error, so a
+// test can check that the tool gave up.
+func CallContext(ctx context.Context, t testing.TB, p sdk.Provider, tool string, args any) sdk.CallToolResponse {
 	t.Helper()
 	raw := json.RawMessage(`{}`)
 	if args != nil {
@@ -251,7 +318,7 @@ func Call(t testing.TB, p sdk.Provider, tool string, args any) sdk.CallToolRespo
 			t.Fatalf("sdktest.Call %s: encoding the arguments: %v", tool, err)
 		}
 	}
-	md, err := p.Metadata(context.Background(), sdk.MetadataRequest{})
+	md, err := p.Metadata(context.WithoutCancel(ctx), sdk.MetadataRequest{})
 	if err != nil {
 		t.Fatalf("sdktest.Call %s: reading the provider's tools: %v", tool, err)
 	}
@@ -275,12 +342,16 @@ func Call(t testing.TB, p sdk.Provider, tool string, args any) sdk.CallToolRespo
 		msg, _ := json.Marshal(fmt.Sprintf("tool %q: %v. Fix the arguments and call it again.", tool, err))
 		return sdk.CallToolResponse{Content: msg, IsError: true}
 	}
-	resp, err := p.CallTool(context.Background(), sdk.CallToolRequest{
+	resp, err := p.CallTool(ctx, sdk.CallToolRequest{
 		Name:      tool,
 		Arguments: raw,
 		CallID:    fmt.Sprintf("sdktest-%d", callIDs.Add(1)),
 		ThreadID:  "sdktest",
 	})
+	if err != nil && ctx.Err() != nil {
+		msg, _ := json.Marshal(fmt.Sprintf("tool %q: %v", tool, ctx.Err()))
+		return sdk.CallToolResponse{Content: msg, IsError: true}
+	}
 	if err != nil {
 		t.Fatalf("sdktest.Call %s: %v", tool, err)
 	}

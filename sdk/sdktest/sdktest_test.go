@@ -188,13 +188,13 @@ func TestFailures(t *testing.T) {
 	}
 }
 
-// TestStart runs the host's test plugin, which prints to stdout before its
+// TestStart runs the test plugin, which prints to stdout before its
 // handshake, as a real subprocess.
 func TestStart(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and runs a plugin")
 	}
-	bin := sdktest.Build(t, "../../host/pluginhost/testdata/testplugin")
+	bin := sdktest.Build(t, "./testdata/testplugin")
 	p := sdktest.Start(t, bin)
 	md, err := p.Metadata(context.Background(), sdk.MetadataRequest{})
 	if err != nil || md.Name != "testplugin" || len(md.Tools) == 0 {
@@ -216,5 +216,66 @@ func TestStart(t *testing.T) {
 	var left int
 	if err := json.Unmarshal(resp.Content, &left); err != nil || left <= 0 || left > 300 {
 		t.Errorf("deadline left in the plugin: %s (%v)", resp.Content, err)
+	}
+}
+
+// TestCallContext sees a plugin's progress and cancels a call through
+// CallContext, against the plugin subprocess.
+func TestCallContext(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs a plugin")
+	}
+	p := sdktest.Start(t, sdktest.Build(t, "./testdata/testplugin"))
+
+	t.Run("progress", func(t *testing.T) {
+		var mu sync.Mutex
+		var got []sdk.Progress
+		ctx := sdk.WithProgress(t.Context(), func(pr sdk.Progress) {
+			mu.Lock()
+			got = append(got, pr)
+			mu.Unlock()
+		})
+		resp := sdktest.CallContext(ctx, t, p, "sleep", map[string]any{"ms": 2000, "every_ms": 20, "tag": "p"})
+		if s := sdktest.Decode[string](t, resp); s != "slept p" {
+			t.Errorf("result %q", s)
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		if len(got) == 0 || got[0].Progress != 1 || got[0].Message != "still sleeping" {
+			t.Errorf("progress %+v, want reports starting at 1 with the tool's message", got)
+		}
+	})
+
+	t.Run("cancellation", func(t *testing.T) {
+		ctx, cancel := context.WithCancel(t.Context())
+		// Cancel once the tool has reported that it runs.
+		ctx = sdk.WithProgress(ctx, func(sdk.Progress) { cancel() })
+		resp := sdktest.CallContext(ctx, t, p, "sleep", map[string]any{"ms": 60000, "every_ms": 10, "tag": "c"})
+		if got := sdktest.ErrorText(t, resp); !strings.Contains(got, "context canceled") {
+			t.Errorf("a cancelled call reads %q, want the context's error", got)
+		}
+		// The plugin stopped the tool and serves the next call.
+		if s := sdktest.Decode[string](t, sdktest.Call(t, p, "sleep", map[string]any{"ms": 1, "tag": "after"})); s != "slept after" {
+			t.Errorf("next call: %q", s)
+		}
+	})
+}
+
+// A plugin that panics before its handshake is reported with its exit
+// status and what it wrote on stderr, not go-plugin's "Unrecognized remote
+// plugin message".
+func TestStartReportsACrashAtStart(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs a plugin")
+	}
+	bin := sdktest.Build(t, "./testdata/crashplugin")
+	got := run(t, func(tb testing.TB) { sdktest.Start(tb, bin) })
+	for _, want := range []string{"exited before its handshake", "exit status 2", "panic: the configuration file is missing", "crashplugin/main.go"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("reported %q, want %q in it", got, want)
+		}
+	}
+	if strings.Contains(got, "Unrecognized remote plugin message") || strings.Contains(got, "architecture") {
+		t.Errorf("reported go-plugin's message, which points the wrong way: %q", got)
 	}
 }

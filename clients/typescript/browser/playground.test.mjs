@@ -116,3 +116,39 @@ test("the playground runs remote tools in the browser: background, clipboard, fi
   assert.deepEqual(outside, [], "the page makes no request outside its server");
   assert.deepEqual(problems, [], "no errors in the page");
 });
+
+test("the playground asks before a tool that needs approval: Approve runs it once", async () => {
+  const gated = await startServer({ edit: (cfg) => (cfg.builtin_tools.require_approval = ["calculator"]) });
+  try {
+    const page = await context.newPage();
+    const problems = [];
+    page.on("pageerror", (e) => problems.push(`page error: ${e.message}`));
+    page.on("console", (m) => {
+      if (m.type() === "error") problems.push(`console error: ${m.text()}`);
+    });
+    await page.goto(gated.base + "/");
+    const box = page.getByLabel("Message", { exact: true });
+    await box.waitFor();
+    await box.fill("what is 2+3*4");
+    await page.getByRole("button", { name: "Send", exact: true }).click();
+    await page.locator("#notice-text", { hasText: "The model wants to run calculator" }).waitFor();
+    const threadId = await page.locator("#thread-id").textContent();
+    const paused = await (await fetch(`${gated.base}/v1/threads/${threadId}`)).json();
+    assert.equal(paused.status, "interrupted");
+    assert.deepEqual(paused.approval_requests.map((r) => r.name), ["calculator"]);
+    await page.getByRole("button", { name: "Approve", exact: true }).click();
+    await page.locator(".msg.assistant .bubble", { hasText: "14" }).waitFor();
+    await page.getByRole("button", { name: "Send", exact: true }).and(page.locator(":enabled")).waitFor();
+    const thread = await (await fetch(`${gated.base}/v1/threads/${threadId}`)).json();
+    assert.equal(thread.status, "completed");
+    const results = thread.messages.flatMap((m) => m.content.filter((b) => b.type === "tool_result"));
+    assert.equal(results.length, 1, "the approved calculator ran once");
+    assert.equal(results[0].is_error, false);
+    const types = await page.locator("#events li").evaluateAll((lis) => lis.map((li) => li.dataset.type));
+    assert.ok(types.includes("approval_requested"), `events: ${types}`);
+    assert.deepEqual(problems, [], "no errors in the page");
+    await page.close();
+  } finally {
+    await gated.stop();
+  }
+});

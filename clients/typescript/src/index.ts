@@ -60,8 +60,26 @@ export interface RemoteToolCallBlock {
   node: string;
 }
 
+/** A call that waits for a person's approval before it runs (`require_approval`). */
+export interface ApprovalRequestBlock {
+  type: "approval_request";
+  id: string;
+  name: string;
+  arguments: JsonValue;
+  node: string;
+}
+
+/** The answer to an approval request: sent in a `tool` message, like a tool result. */
+export interface ApprovalBlock {
+  type: "approval";
+  tool_call_id: string;
+  approved: boolean;
+  /** Optional; the model reads it when the call is denied. */
+  reason?: string;
+}
+
 /** One part of a message's content. */
-export type Block = TextBlock | ToolCallBlock | ToolResultBlock | RemoteToolCallBlock;
+export type Block = TextBlock | ToolCallBlock | ToolResultBlock | RemoteToolCallBlock | ApprovalBlock;
 
 /** A message as the server stores and returns it. */
 export interface Message {
@@ -89,6 +107,8 @@ export interface RunResponse {
   messages: Message[];
   /** The calls the run waits for; empty when completed. */
   remote_tool_calls: RemoteToolCallBlock[];
+  /** The calls waiting for approval; absent when there are none. */
+  approval_requests?: ApprovalRequestBlock[];
 }
 
 /** A thread as `GET /v1/threads/{id}` returns it. */
@@ -97,6 +117,7 @@ export interface Thread {
   status: Status;
   messages: Message[];
   remote_tool_calls: RemoteToolCallBlock[];
+  approval_requests?: ApprovalRequestBlock[];
 }
 
 // ---------------------------------------------------------------------------
@@ -163,6 +184,7 @@ export interface ConfigIgnoredData {
 /** Data of `interrupted`: the calls the paused run waits for. */
 export interface InterruptedData {
   remote_tool_calls: RemoteToolCallBlock[];
+  approval_requests?: ApprovalRequestBlock[];
 }
 
 /** Data of `usage`: tokens one model call used. */
@@ -308,6 +330,20 @@ export interface ToolContext {
  */
 export type ToolHandler<A = Record<string, any>> = (args: A, ctx: ToolContext) => unknown;
 
+/** What an approval handler decides: `true` approves, `false` denies, or say why. */
+export type ApprovalDecision = boolean | { approved: boolean; reason?: string };
+
+/**
+ * Decides whether a call that needs approval may run (ask the person, apply a
+ * policy). The call runs on the server, once, with the arguments shown, only
+ * when approved. A handler that throws denies the call, with the error as the
+ * reason.
+ */
+export type ApprovalHandler = (
+  request: ApprovalRequestBlock,
+  ctx: { threadId: string; signal: AbortSignal },
+) => ApprovalDecision | Promise<ApprovalDecision>;
+
 /** Options of {@link Client}. */
 export interface ClientOptions {
   /** The server's origin, e.g. `http://127.0.0.1:8123` (a trailing slash is fine). */
@@ -324,6 +360,11 @@ export interface ClientOptions {
    * {@link MissingHandlerError} (`"throw"`).
    */
   onMissingHandler?: "error-result" | "throw";
+  /**
+   * Answers approval requests. Without one, every call that needs approval is
+   * denied, with a reason saying the client has no approval handler.
+   */
+  onApproval?: ApprovalHandler;
 }
 
 /** Options of one run. */
@@ -349,6 +390,7 @@ export class Client {
   readonly #maxRounds: number;
   readonly #onMissing: "error-result" | "throw";
   readonly #handlers = new Map<string, ToolHandler<any>>();
+  readonly #onApproval: ApprovalHandler | undefined;
 
   constructor(options: ClientOptions) {
     if (typeof options?.baseUrl !== "string") {
@@ -368,6 +410,10 @@ export class Client {
       throw new TypeError(`new Client: onMissingHandler must be "error-result" or "throw", got ${String(missing)}`);
     }
     this.#onMissing = missing;
+    if (options.onApproval !== undefined && typeof options.onApproval !== "function") {
+      throw new TypeError("new Client: onApproval must be a function");
+    }
+    this.#onApproval = options.onApproval;
   }
 
   /**
@@ -464,12 +510,14 @@ export class Client {
       }
       for (let round = 1; res.status === "interrupted"; round++) {
         const calls = res.remote_tool_calls ?? [];
-        if (calls.length === 0) {
+        const approvals = res.approval_requests ?? [];
+        if (calls.length === 0 && approvals.length === 0) {
           throw new TenxgraphError(0, "bad_response", `thread "${threadId}": the run paused without naming a remote call`);
         }
         if (round > this.#maxRounds) throw new MaxRoundsError(threadId, this.#maxRounds, calls);
+        const decided = await abortable(Promise.all(approvals.map((a) => this.#approve(a, threadId, ctl.signal))), ctl.signal);
         const results = yield* this.#answer(calls, threadId, ctl.signal);
-        res = yield* this.#round([{ role: "tool", content: results }], threadId, ctl.signal, streaming);
+        res = yield* this.#round([{ role: "tool", content: [...decided, ...results] }], threadId, ctl.signal, streaming);
       }
       done = true;
       return res;
@@ -532,6 +580,28 @@ export class Client {
       yield { type: "tool_handler_finished", data: { thread_id: threadId, id: call.id, name: call.name, result, duration_ms: ms } };
     }
     return results;
+  }
+
+  // Asks the approval handler about one call; never rejects: no handler, or
+  // one that fails, denies the call with the reason.
+  async #approve(req: ApprovalRequestBlock, threadId: string, signal: AbortSignal): Promise<ApprovalBlock> {
+    const deny = (reason: string): ApprovalBlock => ({ type: "approval", tool_call_id: req.id, approved: false, reason });
+    if (!this.#onApproval) {
+      return deny(`this client has no approval handler (new Client({ onApproval })), so the call to "${req.name}" was denied`);
+    }
+    let d: ApprovalDecision;
+    try {
+      d = await this.#onApproval(req, { threadId, signal });
+    } catch (err) {
+      return deny(`the approval handler failed: ${describe(err)}`);
+    }
+    if (typeof d === "boolean") return { type: "approval", tool_call_id: req.id, approved: d };
+    if (d === null || typeof d !== "object" || typeof d.approved !== "boolean") {
+      return deny(`the approval handler returned ${JSON.stringify(d) ?? String(d)}, not true, false or { approved, reason }`);
+    }
+    const out: ApprovalBlock = { type: "approval", tool_call_id: req.id, approved: d.approved };
+    if (typeof d.reason === "string" && d.reason !== "") out.reason = d.reason;
+    return out;
   }
 
   // Runs one handler; never rejects: every failure becomes an is_error result.

@@ -11,7 +11,7 @@ import (
 	"text/template"
 	"text/template/parse"
 
-	"github.com/tenxgraph/tenxgraph/host/toolspec"
+	"github.com/tenxgraph/tenxgraph/sdk/toolspec"
 )
 
 // maxScriptSize bounds what Load and Parse read: a script is a page of rules,

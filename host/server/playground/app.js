@@ -89,7 +89,7 @@ const drafts = new Map(); // message id → streamed text not yet a message
 let t0 = performance.now();
 
 function makeClient() {
-  const c = new Client({ baseUrl: location.origin, apiKey: els.apiKey.value.trim() || undefined });
+  const c = new Client({ baseUrl: location.origin, apiKey: els.apiKey.value.trim() || undefined, onApproval: askApproval });
   for (const [name, tool] of Object.entries(tools)) {
     c.registerToolHandler(name, async (args, ctx) => {
       setToolState(name, "running", "running…");
@@ -219,7 +219,9 @@ function summary(ev) {
     case "tool_progress":
       return `${d.name} ${d.progress}${d.total ? "/" + d.total : ""}${d.message ? ": " + d.message : ""}`;
     case "interrupted":
-      return `waiting for the browser: ${d.remote_tool_calls.map((c) => c.name).join(", ")}`;
+      return `waiting for ${[...d.remote_tool_calls.map((c) => c.name), ...(d.approval_requests ?? []).map((c) => `approval of ${c.name}`)].join(", ")}`;
+    case "approval_requested":
+      return `${d.name} ${short(d.arguments, 60)} needs approval`;
     case "usage":
       return `${d.input_tokens} in, ${d.output_tokens} out`;
     case "end":
@@ -292,6 +294,26 @@ function showNotice(text, actions = []) {
 
 function hideNotice() {
   els.notice.hidden = true;
+}
+
+// askApproval shows a call that needs approval with Approve and Deny
+// buttons and resolves with the person's choice; aborting the run denies.
+function askApproval(req, { signal }) {
+  return new Promise((resolve) => {
+    const args = JSON.stringify(req.arguments);
+    const done = (decision) => {
+      signal.removeEventListener("abort", onAbort);
+      hideNotice();
+      logEvent("approval", `${req.name}: ${decision.approved ? "approved" : "denied"}`, "client");
+      resolve(decision);
+    };
+    const onAbort = () => done({ approved: false, reason: "the run was stopped before the person answered" });
+    signal.addEventListener("abort", onAbort, { once: true });
+    showNotice(`The model wants to run ${req.name} with ${args}. Allow it?`, [
+      ["Approve", () => done({ approved: true })],
+      ["Deny", () => done({ approved: false, reason: "the person at the playground denied it" })],
+    ]);
+  });
 }
 
 function pausedNotice(calls, why) {

@@ -96,6 +96,7 @@ export class Client {
     #maxRounds;
     #onMissing;
     #handlers = new Map();
+    #onApproval;
     constructor(options) {
         if (typeof options?.baseUrl !== "string") {
             throw new TypeError("new Client({ baseUrl }): baseUrl must be the server's URL, such as http://127.0.0.1:8123");
@@ -114,6 +115,10 @@ export class Client {
             throw new TypeError(`new Client: onMissingHandler must be "error-result" or "throw", got ${String(missing)}`);
         }
         this.#onMissing = missing;
+        if (options.onApproval !== undefined && typeof options.onApproval !== "function") {
+            throw new TypeError("new Client: onApproval must be a function");
+        }
+        this.#onApproval = options.onApproval;
     }
     /**
      * Registers the handler that runs remote tool `name` (the name the server
@@ -206,13 +211,15 @@ export class Client {
             }
             for (let round = 1; res.status === "interrupted"; round++) {
                 const calls = res.remote_tool_calls ?? [];
-                if (calls.length === 0) {
+                const approvals = res.approval_requests ?? [];
+                if (calls.length === 0 && approvals.length === 0) {
                     throw new TenxgraphError(0, "bad_response", `thread "${threadId}": the run paused without naming a remote call`);
                 }
                 if (round > this.#maxRounds)
                     throw new MaxRoundsError(threadId, this.#maxRounds, calls);
+                const decided = await abortable(Promise.all(approvals.map((a) => this.#approve(a, threadId, ctl.signal))), ctl.signal);
                 const results = yield* this.#answer(calls, threadId, ctl.signal);
-                res = yield* this.#round([{ role: "tool", content: results }], threadId, ctl.signal, streaming);
+                res = yield* this.#round([{ role: "tool", content: [...decided, ...results] }], threadId, ctl.signal, streaming);
             }
             done = true;
             return res;
@@ -283,6 +290,30 @@ export class Client {
             yield { type: "tool_handler_finished", data: { thread_id: threadId, id: call.id, name: call.name, result, duration_ms: ms } };
         }
         return results;
+    }
+    // Asks the approval handler about one call; never rejects: no handler, or
+    // one that fails, denies the call with the reason.
+    async #approve(req, threadId, signal) {
+        const deny = (reason) => ({ type: "approval", tool_call_id: req.id, approved: false, reason });
+        if (!this.#onApproval) {
+            return deny(`this client has no approval handler (new Client({ onApproval })), so the call to "${req.name}" was denied`);
+        }
+        let d;
+        try {
+            d = await this.#onApproval(req, { threadId, signal });
+        }
+        catch (err) {
+            return deny(`the approval handler failed: ${describe(err)}`);
+        }
+        if (typeof d === "boolean")
+            return { type: "approval", tool_call_id: req.id, approved: d };
+        if (d === null || typeof d !== "object" || typeof d.approved !== "boolean") {
+            return deny(`the approval handler returned ${JSON.stringify(d) ?? String(d)}, not true, false or { approved, reason }`);
+        }
+        const out = { type: "approval", tool_call_id: req.id, approved: d.approved };
+        if (typeof d.reason === "string" && d.reason !== "")
+            out.reason = d.reason;
+        return out;
     }
     // Runs one handler; never rejects: every failure becomes an is_error result.
     async #runHandler(call, threadId, signal) {

@@ -22,7 +22,7 @@ import (
 	"github.com/tenxgraph/tenxgraph/plugins/builtin"
 	"github.com/tenxgraph/tenxgraph/plugins/remote"
 	"github.com/tenxgraph/tenxgraph/sdk"
-	pb "github.com/tenxgraph/tenxgraph/sdk/internal/toolproviderv1"
+	pb "github.com/tenxgraph/tenxgraph/sdk/proto/toolprovider/v1"
 )
 
 // echoArgs is the trivial tool call's arguments: a small JSON object.

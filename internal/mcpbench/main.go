@@ -13,8 +13,8 @@
 // Run it from the repository root, after `npm ci` in
 // plugins/mcp/testdata/npm:
 //
-//	go run ./plugins/mcp/internal/bench
-//	go run ./plugins/mcp/internal/bench -server go   # the Go SDK test server instead of server-everything
+//	go run ./internal/mcpbench
+//	go run ./internal/mcpbench -server go   # the Go SDK test server instead of server-everything
 //
 // The program is also the bridge plugin: it re-executes itself as `bench
 // plugin mcp` (service.ServePlugin, what `tenxgraph plugin mcp` runs).
@@ -50,7 +50,7 @@ func main() {
 		}
 		return
 	}
-	which := flag.String("server", "everything", `the stdio server: "everything" (node server-everything) or "go" (internal/testserver, built with the Go SDK)`)
+	which := flag.String("server", "everything", `the stdio server: "everything" (node server-everything) or "go" (plugins/mcp/internal/testserver, built with the Go SDK)`)
 	connects := flag.Int("connects", 10, "timed connects per path")
 	warmup := flag.Int("warmup", 500, "untimed calls per path")
 	calls := flag.Int("calls", 5000, "timed calls per path")

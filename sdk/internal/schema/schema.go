@@ -1,8 +1,9 @@
-// Package toolspec holds the rules a tool specification must follow, shared
-// by every place a tool enters the host: the config file, code-first
-// AttachRemoteTools, per-run client tools and provider tool lists. One set of
-// rules means a tool valid in one place is valid in all of them.
-package toolspec
+// Package schema compiles and applies tool parameter schemas with the one
+// JSON Schema validator of both sides (santhosh-tekuri/jsonschema): the
+// host checks a plugin's tools and each call's arguments with it, and
+// sdk.NewTool checks the schema it derives with it, so an author's checks
+// are the host's.
+package schema
 
 import (
 	"bytes"
@@ -14,83 +15,11 @@ import (
 
 	"github.com/santhosh-tekuri/jsonschema/v5"
 
-	"github.com/tenxgraph/tenxgraph/sdk"
 	"github.com/tenxgraph/tenxgraph/sdk/strictjson"
 )
 
-// Problem is one thing wrong with an input, at a JSON path such as
-// "remote_tools[1].parameters".
-type Problem struct {
-	Path    string
-	Message string
-}
-
-func (p Problem) String() string {
-	if p.Path == "" {
-		return p.Message
-	}
-	return p.Path + ": " + p.Message
-}
-
-// Problems collects every error found in one pass, so a person fixes a
-// config file in one edit instead of one error per run.
-type Problems []Problem
-
-// Add records a problem at path.
-func (ps *Problems) Add(path, format string, args ...any) {
-	*ps = append(*ps, Problem{Path: path, Message: fmt.Sprintf(format, args...)})
-}
-
-// Merge appends others, each path prefixed with prefix.
-func (ps *Problems) Merge(prefix string, others Problems) {
-	for _, p := range others {
-		*ps = append(*ps, Problem{Path: Join(prefix, p.Path), Message: p.Message})
-	}
-}
-
-// Err returns ps as an error, or nil when there are none.
-func (ps Problems) Err() error {
-	if len(ps) == 0 {
-		return nil
-	}
-	return ps
-}
-
-// Error lists one problem per line.
-func (ps Problems) Error() string {
-	lines := make([]string, len(ps))
-	for i, p := range ps {
-		lines[i] = p.String()
-	}
-	return strings.Join(lines, "\n")
-}
-
-// Join appends a path element: a key ("node"), or an index ("[2]").
-func Join(prefix, elem string) string {
-	switch {
-	case prefix == "":
-		return elem
-	case elem == "":
-		return prefix
-	case elem[0] == '[':
-		return prefix + elem
-	}
-	return prefix + "." + elem
-}
-
-// Index is the path element of a list entry.
-func Index(i int) string { return fmt.Sprintf("[%d]", i) }
-
-// CheckName reports why name cannot be a tool name, or nil.
-func CheckName(name string) error {
-	if name == "" {
-		return fmt.Errorf("missing")
-	}
-	if !sdk.ToolNamePattern.MatchString(name) {
-		return fmt.Errorf("%q is not a valid tool name: use 1 to 64 letters, digits, '_' or '-'", name)
-	}
-	return nil
-}
+// EmptyObject is the schema of a tool without arguments.
+var EmptyObject = json.RawMessage(`{"type":"object","properties":{}}`)
 
 // Schema is a compiled parameters schema.
 type Schema struct {
@@ -115,7 +44,7 @@ var (
 func Compile(params json.RawMessage) (*Schema, error) {
 	params = bytes.TrimSpace(params)
 	if len(params) == 0 {
-		params = sdk.EmptyObjectSchema
+		params = EmptyObject
 	}
 	key := string(params)
 	cacheMu.Lock()

@@ -39,8 +39,11 @@ type ToolSpec struct {
 	Description string                 `protobuf:"bytes,2,opt,name=description,proto3" json:"description,omitempty"`
 	// parameters_json is a JSON Schema (an object schema), as JSON text.
 	ParametersJson []byte `protobuf:"bytes,3,opt,name=parameters_json,json=parametersJson,proto3" json:"parameters_json,omitempty"`
-	unknownFields  protoimpl.UnknownFields
-	sizeCache      protoimpl.SizeCache
+	// requires_approval: the provider asks that a person approve each call
+	// of this tool before it runs (the host may require it of more tools).
+	RequiresApproval bool `protobuf:"varint,4,opt,name=requires_approval,json=requiresApproval,proto3" json:"requires_approval,omitempty"`
+	unknownFields    protoimpl.UnknownFields
+	sizeCache        protoimpl.SizeCache
 }
 
 func (x *ToolSpec) Reset() {
@@ -92,6 +95,13 @@ func (x *ToolSpec) GetParametersJson() []byte {
 		return x.ParametersJson
 	}
 	return nil
+}
+
+func (x *ToolSpec) GetRequiresApproval() bool {
+	if x != nil {
+		return x.RequiresApproval
+	}
+	return false
 }
 
 type GetMetadata struct {
@@ -1192,11 +1202,12 @@ var File_toolprovider_v1_toolprovider_proto protoreflect.FileDescriptor
 
 const file_toolprovider_v1_toolprovider_proto_rawDesc = "" +
 	"\n" +
-	"\"toolprovider/v1/toolprovider.proto\x12\x0ftoolprovider.v1\"i\n" +
+	"\"toolprovider/v1/toolprovider.proto\x12\x0ftoolprovider.v1\"\x96\x01\n" +
 	"\bToolSpec\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12 \n" +
 	"\vdescription\x18\x02 \x01(\tR\vdescription\x12'\n" +
-	"\x0fparameters_json\x18\x03 \x01(\fR\x0eparametersJson\"\xa8\x01\n" +
+	"\x0fparameters_json\x18\x03 \x01(\fR\x0eparametersJson\x12+\n" +
+	"\x11requires_approval\x18\x04 \x01(\bR\x10requiresApproval\"\xa8\x01\n" +
 	"\vGetMetadata\x1a\t\n" +
 	"\aRequest\x1a\x8d\x01\n" +
 	"\bResponse\x12\x12\n" +
@@ -1262,7 +1273,7 @@ const file_toolprovider_v1_toolprovider_proto_rawDesc = "" +
 	"PrepareRun\x12#.toolprovider.v1.PrepareRun.Request\x1a$.toolprovider.v1.PrepareRun.Response\x12G\n" +
 	"\x05Watch\x12\x1e.toolprovider.v1.Watch.Request\x1a\x1c.toolprovider.v1.Watch.Event0\x01\x12Q\n" +
 	"\bShutdown\x12!.toolprovider.v1.Shutdown.Request\x1a\".toolprovider.v1.Shutdown.Response\x12T\n" +
-	"\tConfigure\x12\".toolprovider.v1.Configure.Request\x1a#.toolprovider.v1.Configure.ResponseB<Z:github.com/tenxgraph/tenxgraph/sdk/internal/toolproviderv1b\x06proto3"
+	"\tConfigure\x12\".toolprovider.v1.Configure.Request\x1a#.toolprovider.v1.Configure.ResponseBIZGgithub.com/tenxgraph/tenxgraph/sdk/proto/toolprovider/v1;toolproviderv1b\x06proto3"
 
 var (
 	file_toolprovider_v1_toolprovider_proto_rawDescOnce sync.Once

@@ -1,10 +1,10 @@
 package sandbox
 
 import (
+	"github.com/tenxgraph/tenxgraph/internal/proctest"
+
 	"os"
-	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -76,9 +76,9 @@ func TestReleaseEndsTheGroup(t *testing.T) {
 		t.Fatalf("no private folder: %v", err)
 	}
 	deadline := time.Now().Add(5 * time.Second)
-	for len(group(p.PID())) < 2 { // sh (or the sleep it became) and the other sleep
+	for len(proctest.Group(p.PID())) < 2 { // sh (or the sleep it became) and the other sleep
 		if time.Now().After(deadline) {
-			t.Fatalf("the group holds %v, want two processes", group(p.PID()))
+			t.Fatalf("the group holds %v, want two processes", proctest.Group(p.PID()))
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
@@ -89,32 +89,10 @@ func TestReleaseEndsTheGroup(t *testing.T) {
 		t.Errorf("the private folder is still there: %v", err)
 	}
 	deadline = time.Now().Add(5 * time.Second)
-	for len(group(p.PID())) > 0 {
+	for len(proctest.Group(p.PID())) > 0 {
 		if time.Now().After(deadline) {
-			t.Fatalf("the group still has processes: %v", group(p.PID()))
+			t.Fatalf("the group still has processes: %v", proctest.Group(p.PID()))
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
-}
-
-// group lists the live processes of process group pgid.
-func group(pgid int) []int {
-	var out []int
-	entries, _ := os.ReadDir("/proc")
-	for _, e := range entries {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		stat, err := os.ReadFile(filepath.Join("/proc", e.Name(), "stat"))
-		if err != nil {
-			continue
-		}
-		// pid (comm) state ppid pgrp ...
-		f := strings.Fields(string(stat[strings.LastIndexByte(string(stat), ')')+1:]))
-		if len(f) > 2 && f[2] == strconv.Itoa(pgid) && f[0] != "Z" {
-			out = append(out, pid)
-		}
-	}
-	return out
 }

@@ -1,0 +1,155 @@
+// Package python_test tests the Python plugin of this folder: through the
+// SDK's test kit, and through `tenxgraph serve` as a user runs it.
+package python_test
+
+import (
+	"bufio"
+	"encoding/json"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/tenxgraph/tenxgraph/sdk"
+	"github.com/tenxgraph/tenxgraph/sdk/sdktest"
+)
+
+// python is Debian's interpreter, whose python3-grpcio and python3-protobuf
+// the plugin uses; the test skips, saying why, when they are not there.
+func python(t *testing.T) string {
+	t.Helper()
+	const py = "/usr/bin/python3"
+	if out, err := exec.Command(py, "-c", "import grpc, google.protobuf").CombinedOutput(); err != nil {
+		t.Skipf("the Python plugin needs %s with Debian's python3-grpcio and python3-protobuf (scripts/test.sh installs them: apt-get install python3-grpcio python3-protobuf): %v %s", py, err, out)
+	}
+	return py
+}
+
+func script(t *testing.T) string {
+	t.Helper()
+	abs, err := filepath.Abs("plugin.py")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return abs
+}
+
+// The plugin speaks toolprovider.v1: metadata, a call with its progress on
+// CallToolStream, and the schema the host checks arguments against.
+func TestPythonPluginWithTheTestKit(t *testing.T) {
+	p := sdktest.Start(t, python(t), script(t))
+	md, err := p.Metadata(t.Context(), sdk.MetadataRequest{})
+	if err != nil || md.Name != "wordcount" || len(md.Tools) != 1 || md.Tools[0].Name != "word_count" {
+		t.Fatalf("metadata %+v, %v", md, err)
+	}
+	var mu sync.Mutex
+	var progress []sdk.Progress
+	ctx := sdk.WithProgress(t.Context(), func(pr sdk.Progress) {
+		mu.Lock()
+		progress = append(progress, pr)
+		mu.Unlock()
+	})
+	got := sdktest.Decode[struct{ Words int }](t, sdktest.CallContext(ctx, t, p, "word_count", map[string]string{"text": "one two\nthree"}))
+	if got.Words != 3 {
+		t.Errorf("words = %d, want 3", got.Words)
+	}
+	mu.Lock()
+	if len(progress) != 2 || progress[1].Progress != 2 || progress[1].Total != 2 {
+		t.Errorf("progress %+v, want a report per line", progress)
+	}
+	mu.Unlock()
+	if msg := sdktest.ErrorText(t, sdktest.Call(t, p, "word_count", map[string]any{"txt": "x"})); !strings.Contains(msg, "text") {
+		t.Errorf("arguments without text: %q", msg)
+	}
+}
+
+// A user's path: the plugin listed in 10xgraph.json, `tenxgraph serve`, and
+// a run whose model calls the tool.
+func TestPythonPluginThroughServe(t *testing.T) {
+	py, plugin := python(t), script(t)
+	dir := t.TempDir()
+	bin := filepath.Join(dir, "tenxgraph")
+	if out, err := exec.Command("go", "build", "-o", bin, "../../../cmd/tenxgraph").CombinedOutput(); err != nil {
+		t.Fatalf("build tenxgraph: %v\n%s", err, out)
+	}
+	write := func(name, text string) {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(text), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write("script.json", `{"rules": [{"match": "count", "tool_calls": [{"name": "word_count", "arguments": {"text": "the quick brown fox"}}],
+	  "then": "{{field 0 \"words\"}} words"}]}`)
+	cfg, _ := json.Marshal(map[string]any{
+		"agent":        "tenxgraph:react",
+		"model":        map[string]any{"provider": "scripted", "script": "script.json"},
+		"checkpointer": map[string]any{"type": "memory"},
+		"plugins":      []any{map[string]any{"name": "wordcount", "command": []string{py, plugin}}},
+	})
+	write("10xgraph.json", string(cfg))
+
+	cmd := exec.Command(bin, "serve", "--addr", "127.0.0.1:0", "--config", filepath.Join(dir, "10xgraph.json"))
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	base := ""
+	sc := bufio.NewScanner(out)
+	re := regexp.MustCompile(`on (http://\S+) `)
+	for sc.Scan() {
+		if m := re.FindStringSubmatch(sc.Text()); m != nil {
+			base = m[1]
+			go io.Copy(io.Discard, out) //nolint:errcheck
+			break
+		}
+	}
+	if base == "" {
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+		t.Fatalf("serve never said where it listens:\n%s", stderr.String())
+	}
+	body := `{"input": {"messages": [{"role": "user", "content": "count the words"}]}, "config": {"thread_id": "py"}}`
+	resp, err := http.Post(base+"/v1/graph/invoke", "application/json", strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var res struct {
+		Status   string
+		Messages []struct {
+			Role    string
+			Content []struct {
+				Type    string
+				Content json.RawMessage
+				IsError bool `json:"is_error"`
+			}
+		}
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&res); err != nil || resp.StatusCode != http.StatusOK {
+		t.Fatalf("status %d, %v", resp.StatusCode, err)
+	}
+	var results []string
+	for _, m := range res.Messages {
+		for _, b := range m.Content {
+			if b.Type == "tool_result" {
+				if b.IsError {
+					t.Errorf("error result: %s", b.Content)
+				}
+				results = append(results, string(b.Content))
+			}
+		}
+	}
+	if res.Status != "completed" || len(results) != 1 || results[0] != `{"words":4}` {
+		t.Fatalf("status %q, tool results %v; want one {\"words\":4}\nserve's log:\n%s", res.Status, results, stderr.String())
+	}
+}

@@ -1,0 +1,144 @@
+package agent_test
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+
+	"github.com/tenxgraph/tenxgraph/host/agent"
+	"github.com/tenxgraph/tenxgraph/host/checkpoint"
+	"github.com/tenxgraph/tenxgraph/host/graph"
+	"github.com/tenxgraph/tenxgraph/host/message"
+	"github.com/tenxgraph/tenxgraph/host/model"
+	"github.com/tenxgraph/tenxgraph/host/toolnode"
+	"github.com/tenxgraph/tenxgraph/sdk"
+)
+
+// approvalCrashApp is crashApp with the journal's "record" tool gated: each
+// run of either tool appends its name to the count file, so runs are
+// counted across processes.
+func approvalCrashApp(t testing.TB, dbPath, countPath string) (*graph.App, func()) {
+	appendLine := func(line string) error {
+		f, err := os.OpenFile(countPath, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o600)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		_, err = f.WriteString(line + "\n")
+		return err
+	}
+	tools := sdk.MustTools("journal", "1",
+		sdk.Func("record", "Record a line.", json.RawMessage(`{"type":"object","properties":{"line":{"type":"string"}},"required":["line"]}`),
+			func(ctx context.Context, args json.RawMessage) (any, error) {
+				return "recorded", appendLine("record " + string(args))
+			}),
+		sdk.Func("note", "Note something.", json.RawMessage(`{"type":"object"}`),
+			func(ctx context.Context, args json.RawMessage) (any, error) {
+				return "noted", appendLine("note")
+			}))
+	stepAware := model.Func(func(ctx context.Context, req model.Request) (model.Response, error) {
+		if last := req.Messages[len(req.Messages)-1]; last.Role == message.RoleTool {
+			return model.Response{Message: quoting(req)}, nil
+		}
+		return model.Response{Message: calls(call("n1", "note", `{}`), call("g1", "record", `{"line":"x"}`))(req)}, nil
+	})
+	g, err := agent.React(context.Background(), agent.Env{Model: stepAware,
+		Providers: map[string][]sdk.Provider{"tools": {toolnode.RequireApproval(tools, []string{"record"})}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cp, err := checkpoint.OpenSQLite(context.Background(), dbPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	app, err := g.Compile(cp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return app, func() { cp.Close() }
+}
+
+// TestApprovalCrashChild is the process that gets killed; it only runs
+// when the parent test starts it.
+func TestApprovalCrashChild(t *testing.T) {
+	db, count := os.Getenv("TENXGRAPH_APPROVAL_CRASH_DB"), os.Getenv("TENXGRAPH_APPROVAL_CRASH_COUNT")
+	if db == "" {
+		t.Skip("run by TestKillBetweenApprovalRequestAndApproval")
+	}
+	app, _ := approvalCrashApp(t, db, count)
+	res, err := app.Invoke(ctx, user("note and record"), graph.RunConfig{ThreadID: "crash"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw, _ := json.Marshal(res.ApprovalRequests)
+	os.Stdout.WriteString("PAUSED " + string(raw) + "\n")
+	select {} // wait to be killed
+}
+
+// The host is killed with SIGKILL while a call waits for approval; a new
+// process finds the request, takes the approval and runs the tool once,
+// and the plain tool of the same step is not run again.
+func TestKillBetweenApprovalRequestAndApproval(t *testing.T) {
+	dir := t.TempDir()
+	db, count := filepath.Join(dir, "state.db"), filepath.Join(dir, "runs.txt")
+	cmd := exec.Command(os.Args[0], "-test.run=^TestApprovalCrashChild$", "-test.v")
+	cmd.Env = append(os.Environ(), "TENXGRAPH_APPROVAL_CRASH_DB="+db, "TENXGRAPH_APPROVAL_CRASH_COUNT="+count)
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd.Stderr = os.Stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	var pending []message.ApprovalRequestBlock
+	sc := bufio.NewScanner(out)
+	for sc.Scan() {
+		if rest, ok := strings.CutPrefix(sc.Text(), "PAUSED "); ok {
+			if err := json.Unmarshal([]byte(rest), &pending); err != nil {
+				t.Fatal(err)
+			}
+			break
+		}
+	}
+	if len(pending) != 1 || pending[0].ID != "g1" {
+		cmd.Process.Kill()
+		t.Fatalf("child did not pause on g1: %+v", pending)
+	}
+	if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Wait(); err == nil || !strings.Contains(err.Error(), "killed") {
+		t.Fatalf("child exit: %v, want killed", err)
+	}
+
+	app, closeStore := approvalCrashApp(t, db, count)
+	defer closeStore()
+	th, err := app.Thread(ctx, "crash")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if th.Status != graph.StatusInterrupted || len(th.ApprovalRequests) != 1 || th.ApprovalRequests[0].ID != "g1" {
+		t.Fatalf("after the crash the thread is %s with %+v", th.Status, th.ApprovalRequests)
+	}
+	res, err := app.Invoke(ctx, approval("g1", true, ""), graph.RunConfig{ThreadID: "crash"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := res.Messages[len(res.Messages)-1].Text(); res.Status != graph.StatusCompleted || got != `n1="noted" g1="recorded"` {
+		t.Fatalf("status %s, final answer %q", res.Status, got)
+	}
+	runs, err := os.ReadFile(count)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := string(runs); got != "note\nrecord {\"line\":\"x\"}\n" {
+		t.Fatalf("tool runs across both processes:\n%s\nwant note once, then record once", got)
+	}
+}
