@@ -35,18 +35,7 @@ func TestLegacyPausedThreadResumes(t *testing.T) {
 	if err := json.Unmarshal(raw, &fix); err != nil {
 		t.Fatal(err)
 	}
-	dir := t.TempDir()
-	for _, f := range []string{"10xgraph.json", "script.json"} {
-		data, err := os.ReadFile(filepath.Join("..", "..", "examples", "quickstart", f))
-		if err != nil {
-			t.Fatal(err)
-		}
-		os.WriteFile(filepath.Join(dir, f), data, 0o600)
-	}
-	cfg, err := config.Load(filepath.Join(dir, "10xgraph.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	cfg := quickstartConfig(t)
 	store := checkpoint.NewMemory()
 	ctx := context.Background()
 	if err := store.Put(ctx, checkpoint.Checkpoint{ThreadID: "legacy", Seq: 1, RunID: fix.RunID, Step: fix.Step,
@@ -90,11 +79,10 @@ func TestLegacyPausedThreadResumes(t *testing.T) {
 	}
 }
 
-// A client resending the result of an earlier pause's call (its response
-// was lost) while the thread waits on a later pause gets it accepted and
-// ignored, as docs/remote-tools.md promises; a different result for that
-// call is a conflict. Neither changes the thread.
-func TestResendingAnEarlierPausesResult(t *testing.T) {
+// quickstartConfig is the quickstart's config, from a copy in a folder of
+// the test's.
+func quickstartConfig(t *testing.T) *config.Config {
+	t.Helper()
 	dir := t.TempDir()
 	for _, f := range []string{"10xgraph.json", "script.json"} {
 		data, err := os.ReadFile(filepath.Join("..", "..", "examples", "quickstart", f))
@@ -107,6 +95,15 @@ func TestResendingAnEarlierPausesResult(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return cfg
+}
+
+// A client resending the result of an earlier pause's call (its response
+// was lost) while the thread waits on a later pause gets it accepted and
+// ignored, as docs/remote-tools.md promises; a different result for that
+// call is a conflict. Neither changes the thread.
+func TestResendingAnEarlierPausesResult(t *testing.T) {
+	cfg := quickstartConfig(t)
 	ctx := context.Background()
 	s, err := service.New(ctx, cfg, service.Options{Store: checkpoint.NewMemory()})
 	if err != nil {
