@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -217,7 +218,12 @@ func TestPluginKilledMidCallGivesAnErrorResult(t *testing.T) {
 			}
 			time.Sleep(20 * time.Millisecond)
 		}
-		exec.Command("pkill", "-KILL", "-f", "^"+bin+"$").Run()
+		// By pid, found among this test's children: never by name.
+		for pid, cmd := range children(os.Getpid()) {
+			if strings.TrimSpace(cmd) == bin {
+				syscall.Kill(pid, syscall.SIGKILL)
+			}
+		}
 	}()
 	res, err := s.App.Invoke(context.Background(), []message.Message{message.Text(message.RoleUser, "slow")}, graph.RunConfig{ThreadID: "k"})
 	if err != nil {
