@@ -16,7 +16,12 @@ require (
 	modernc.org/sqlite v1.62.0
 )
 
-require github.com/go-json-experiment/json v1.27.2 // indirect
+require github.com/landlock-lsm/go-landlock v0.11.2
+
+require (
+	github.com/go-json-experiment/json v1.27.2 // indirect
+	kernel.org/pub/linux/libs/security/libcap/psx v1.2.78 // indirect
+)
 
 require (
 	github.com/beorn7/perks v1.0.1 // indirect

@@ -699,7 +699,7 @@ func (c *checker) mcpServers(f field) (map[string]MCPServer, []string) {
 
 func (c *checker) mcpServer(f field) MCPServer {
 	o := f.object(append(providerEntryKeys("type", "command", "args", "env", "cwd", "url", "headers", "max_output_bytes", "node", "allow_tools", "deny_tools", "disabled"),
-		"pass_env", "limits", "network", "user", "group")...)
+		"pass_env", "limits", "network", "user", "group", "filesystem")...)
 	s := MCPServer{Node: nodeName(o.get("node"))}
 	if !o.present() {
 		return s
@@ -779,7 +779,7 @@ func (c *checker) mcpServer(f field) MCPServer {
 			s.Cwd = c.dir
 		}
 	case "http", "sse":
-		for _, k := range []string{"args", "env", "cwd", "pass_env", "limits", "network", "user", "group"} {
+		for _, k := range []string{"args", "env", "cwd", "pass_env", "limits", "network", "user", "group", "filesystem"} {
 			if g := o.get(k); g.present() {
 				c.add(g.path, "only used by \"stdio\" servers (started with command)")
 			}
@@ -803,7 +803,7 @@ func (c *checker) plugins(f field) []Plugin {
 	var out []Plugin
 	first := map[string]int{}
 	for i, it := range items {
-		o := it.object(append(providerEntryKeys("name", "command", "sha256", "node", "env", "start"), "cwd", "pass_env", "limits", "network", "user", "group", "prefix")...)
+		o := it.object(append(providerEntryKeys("name", "command", "sha256", "node", "env", "start"), "cwd", "pass_env", "limits", "network", "user", "group", "prefix", "filesystem")...)
 		if !o.present() {
 			continue
 		}

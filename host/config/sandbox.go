@@ -12,7 +12,7 @@ import (
 // profileKeys are the sandbox profile's keys, the same on every provider
 // entry (builtin_tools, plugins[], mcp_servers.<name>) and in
 // provider_defaults.
-var profileKeys = []string{"env", "pass_env", "limits", "network", "user", "group"}
+var profileKeys = []string{"env", "pass_env", "limits", "network", "user", "group", "filesystem"}
 
 // limitKeys are the keys of a profile's "limits".
 var limitKeys = []string{"memory_mb", "cpu_seconds", "open_files", "processes"}
@@ -35,6 +35,11 @@ func (c *checker) profile(o field, env map[string]string) sandbox.Profile {
 		c.add(lim.path, "is empty: set at least one of %s, or leave limits out", strings.Join(limitKeys, ", "))
 	}
 	p.Network, _ = o.get("network").oneOf(sandbox.NetworkHost, sandbox.NetworkNone)
+	if fs := o.get("filesystem").object("read", "write"); fs.present() {
+		p.Filesystem = &sandbox.Filesystem{}
+		p.Filesystem.Read, _ = fs.get("read").list(field.filePath)
+		p.Filesystem.Write, _ = fs.get("write").list(field.filePath)
+	}
 	p.User, _ = o.get("user").text()
 	p.Group, _ = o.get("group").text()
 	if p.Group != "" && p.User == "" && !o.get("user").present() {
@@ -78,6 +83,17 @@ func withDefaults(def, p sandbox.Profile) sandbox.Profile {
 	}
 	if p.User != "" {
 		out.User, out.Group = p.User, p.Group
+	}
+	if p.Filesystem != nil {
+		// The entry's paths join the default's.
+		fs := &sandbox.Filesystem{}
+		if def.Filesystem != nil {
+			fs.Read = slices.Clone(def.Filesystem.Read)
+			fs.Write = slices.Clone(def.Filesystem.Write)
+		}
+		fs.Read = append(fs.Read, p.Filesystem.Read...)
+		fs.Write = append(fs.Write, p.Filesystem.Write...)
+		out.Filesystem = fs
 	}
 	return out
 }

@@ -67,8 +67,14 @@ func (s *Service) startProviders(ctx context.Context, opts Options, env *agent.E
 		if err != nil {
 			return fmt.Errorf("builtin_tools: %w", err)
 		}
+		profile := bt.Sandbox
+		if fs := profile.Filesystem; fs != nil && bt.Workspace.Root != "" {
+			// The file tools' folder is theirs to write, whatever else the
+			// profile lists.
+			profile.Filesystem = &sandbox.Filesystem{Read: fs.Read, Write: append(slices.Clone(fs.Write), bt.Workspace.Root)}
+		}
 		jobs = append(jobs, job{path: "builtin_tools", node: bt.Node, cfg: pluginhost.Config{Name: builtinName,
-			Command: []string{self, "plugin", "builtin"}, Options: raw, Sandbox: bt.Sandbox, Key: "builtin_tools",
+			Command: []string{self, "plugin", "builtin"}, Options: raw, Sandbox: profile, Key: "builtin_tools",
 			Limits: limits(bt.ProviderSettings, "builtin_tools")}, approve: bt.RequireApproval})
 	}
 	var ps toolspec.Problems

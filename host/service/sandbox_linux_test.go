@@ -104,7 +104,9 @@ const hostileScript = `{"rules": [
   {"match": "^fork50$", "tool_calls": [{"name": "fork", "arguments": {"n": 50, "crash": true}}]},
   {"match": "^fork5$", "tool_calls": [{"name": "fork", "arguments": {"n": 5}}]},
   {"match": "^mcpcrash$", "tool_calls": [{"name": "mcp_crash", "arguments": {}}]},
-  {"match": "^dial (.*)$", "tool_calls": [{"name": "dial", "arguments": {"addr": "$1"}}]}
+  {"match": "^dial (.*)$", "tool_calls": [{"name": "dial", "arguments": {"addr": "$1"}}]},
+  {"match": "^read (.*)$", "tool_calls": [{"name": "readfile", "arguments": {"path": "$1"}}]},
+  {"match": "^write (.*)$", "tool_calls": [{"name": "writefile", "arguments": {"path": "$1"}}]}
 ]}`
 
 // toolResult runs one turn and returns its one tool result.
@@ -424,5 +426,52 @@ func TestMCPRequireApproval(t *testing.T) {
 	}
 	if !strings.Contains(err.Error(), `mcp_servers.evil.require_approval[1]: the server has no tool "rm_rf"`) {
 		t.Fatalf("error %v, want one naming mcp_servers.evil.require_approval[1]", err)
+	}
+}
+
+// A provider confined with filesystem reads and writes only what its
+// profile lists; a secret beside it stays unread, and a file outside its
+// write list unwritten.
+func TestFilesystemConfinement(t *testing.T) {
+	allowed, outside := t.TempDir(), t.TempDir()
+	os.WriteFile(filepath.Join(allowed, "ok.txt"), []byte("fine"), 0o644)
+	secret := filepath.Join(outside, "secret.txt")
+	os.WriteFile(secret, []byte("s3cret"), 0o600)
+	out := filepath.Join(t.TempDir(), "out")
+	os.Mkdir(out, 0o755)
+	s := startHostile(t, `, "filesystem": {"read": [`+js(allowed)+`], "write": [`+js(out)+`]}`, "")
+	if r := toolResult(t, s, "f1", "read "+filepath.Join(allowed, "ok.txt")); r.IsError || !strings.Contains(string(r.Content), "fine") {
+		t.Fatalf("reading a listed file: %s", r.Content)
+	}
+	if r := toolResult(t, s, "f2", "read "+secret); !r.IsError || !strings.Contains(string(r.Content), "permission denied") {
+		t.Fatalf("reading a file outside the list: %s", r.Content)
+	}
+	if r := toolResult(t, s, "f3", "write "+filepath.Join(out, "new.txt")); r.IsError {
+		t.Fatalf("writing into the write list: %s", r.Content)
+	}
+	if r := toolResult(t, s, "f4", "write "+filepath.Join(allowed, "ok.txt")); !r.IsError {
+		t.Fatalf("writing a file that is only readable: %s", r.Content)
+	}
+	if b, _ := os.ReadFile(filepath.Join(allowed, "ok.txt")); string(b) != "fine" {
+		t.Fatalf("the read-only file now holds %q", b)
+	}
+}
+
+// The builtin file tools keep their workspace under a filesystem profile
+// that does not list it.
+func TestFilesystemKeepsTheWorkspace(t *testing.T) {
+	ws := t.TempDir()
+	s := startConfig(t, `{"agent": "tenxgraph:react", "model": {"provider": "scripted", "script": "script.json"},
+	  "checkpointer": {"type": "memory"},
+	  "builtin_tools": {"enable": ["write_file"], "workspace": {"root": `+js(ws)+`}, "filesystem": {"read": []}}}`,
+		`{"rules": [{"match": "^w$", "tool_calls": [{"name": "write_file", "arguments": {"path": "a.txt", "content": "kept"}}]}]}`)
+	if r := toolResult(t, s, "w", "w"); r.IsError {
+		t.Fatalf("write_file in the workspace: %s", r.Content)
+	}
+	if b, err := os.ReadFile(filepath.Join(ws, "a.txt")); err != nil || string(b) != "kept" {
+		t.Fatalf("the workspace file: %q %v", b, err)
+	}
+	if p := s.Profiles(); !strings.Contains(fmt.Sprint(p), "filesystem: read nothing listed") {
+		t.Fatalf("tools shows %v", p)
 	}
 }

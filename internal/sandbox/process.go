@@ -65,11 +65,25 @@ func Command(spec Spec) (_ *Process, err error) {
 		}
 	}
 	cmd := &exec.Cmd{Path: path, Args: append([]string{path}, spec.Args...), Env: env, Dir: spec.Dir}
-	if lim.any() {
+	if fs := spec.Profile.Filesystem; fs != nil && spec.Trampoline == "" {
+		return nil, fmt.Errorf("%s: confining the filesystem needs the host's executable to apply it, and none was given", spec.key("filesystem"))
+	}
+	if lim.any() || spec.Profile.Filesystem != nil {
 		if spec.Trampoline == "" {
 			return nil, fmt.Errorf("%s: limits need the host's executable to apply them, and none was given", spec.key("limits"))
 		}
 		t := trampoline{Path: path, Args: cmd.Args, Env: env, Limits: lim}
+		if fs := spec.Profile.Filesystem; fs != nil {
+			t.FS = true
+			t.Read = append(append([]string{path}, systemPaths...), fs.Read...)
+			t.Write = append(append([]string{}, devicePaths...), fs.Write...)
+			if p.home != "" {
+				t.Write = append(t.Write, p.home)
+			}
+			if spec.HomeIn != "" {
+				t.Write = append(t.Write, spec.HomeIn) // a plugin's socket goes there
+			}
+		}
 		if p.cg != nil {
 			t.Cgroup = p.cg.dir
 		} else if lim.Processes > 0 {
@@ -208,6 +222,12 @@ func safeName(s string) string {
 		return '_'
 	}, s)
 }
+
+// systemPaths are read by every dynamically linked program as it starts.
+var systemPaths = []string{"/lib", "/lib64", "/usr/lib", "/usr/lib64", "/etc/ld.so.cache"}
+
+// devicePaths are the harmless devices programs expect to open.
+var devicePaths = []string{"/dev/null", "/dev/zero", "/dev/urandom"}
 
 // Cleanup removes this host's folder; call it when the host stops, after
 // every process is released.

@@ -60,6 +60,23 @@ type Profile struct {
 	// running as root can. Group defaults to the user's primary group.
 	User  string `json:"user,omitempty"`
 	Group string `json:"group,omitempty"`
+	// Filesystem, when set, confines the process and what it starts to
+	// the paths it lists (Landlock): nothing else can be read, written or
+	// executed.
+	Filesystem *Filesystem `json:"filesystem,omitempty"`
+}
+
+// Filesystem lists the paths a confined process may use (absolute). Its
+// executable, its private HOME and TMPDIR, the system's shared libraries
+// (/lib, /lib64, /usr/lib, /usr/lib64, /etc/ld.so.cache) and /dev/null,
+// /dev/zero and /dev/urandom are added, so that a program can start;
+// everything else must be listed.
+type Filesystem struct {
+	// Read are files and folders that may be read and executed.
+	Read []string `json:"read,omitempty"`
+	// Write are files and folders that may be read, written, created and
+	// removed too.
+	Write []string `json:"write,omitempty"`
 }
 
 // Limits bound one process's resources. Each is per process, like the
@@ -217,6 +234,11 @@ func (p Profile) Describe() string {
 		lim = append(lim, "none")
 	}
 	parts = append(parts, "limits: "+strings.Join(lim, ", "))
+	if fs := p.Filesystem; fs != nil {
+		parts = append(parts, fmt.Sprintf("filesystem: read %s; write %s", listOrNone(fs.Read), listOrNone(fs.Write)))
+	} else {
+		parts = append(parts, "filesystem: the account's")
+	}
 	if p.User != "" {
 		u := p.User
 		if p.Group != "" {
@@ -225,4 +247,11 @@ func (p Profile) Describe() string {
 		parts = append(parts, "user: "+u)
 	}
 	return strings.Join(parts, "; ")
+}
+
+func listOrNone(paths []string) string {
+	if len(paths) == 0 {
+		return "nothing listed"
+	}
+	return strings.Join(paths, " ")
 }

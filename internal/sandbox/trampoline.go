@@ -20,4 +20,9 @@ type trampoline struct {
 	Cgroup string `json:"cgroup,omitempty"`
 	// NProc is RLIMIT_NPROC, where the process limit is not a cgroup's.
 	NProc int64 `json:"nproc,omitempty"`
+	// Read and Write are the paths of a Filesystem confinement, with what
+	// every process needs added; nil for none.
+	Read  []string `json:"read,omitempty"`
+	Write []string `json:"write,omitempty"`
+	FS    bool     `json:"fs,omitempty"`
 }

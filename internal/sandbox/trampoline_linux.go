@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"syscall"
 
+	"github.com/landlock-lsm/go-landlock/landlock"
 	"golang.org/x/sys/unix"
 )
 
@@ -50,6 +51,11 @@ func Exec() {
 	if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
 		fail(fmt.Errorf("set no_new_privs: %w", err))
 	}
+	if t.FS {
+		if err := confine(t.Read, t.Write); err != nil {
+			fail(fmt.Errorf("filesystem: %w", err))
+		}
+	}
 	err := syscall.Exec(t.Path, t.Args, t.Env)
 	fail(fmt.Errorf("exec %s: %w", t.Path, err))
 }
@@ -57,4 +63,32 @@ func Exec() {
 func fail(err error) {
 	fmt.Fprintf(os.Stderr, "tenxgraph sandbox: %v\n", err)
 	os.Exit(126)
+}
+
+// confine restricts this process, and what it executes, to read (and
+// execute) the paths of read and to use those of write fully, with
+// Landlock (ABI 3, Linux 6.2, at least: truncation is restricted too). A
+// kernel without it is an error, never a process left unconfined. Paths
+// that do not exist are skipped.
+func confine(read, write []string) error {
+	var rules []landlock.Rule
+	add := func(paths []string, dirs, files func(...string) landlock.FSRule) {
+		for _, p := range paths {
+			fi, err := os.Stat(p)
+			if err != nil {
+				continue
+			}
+			if fi.IsDir() {
+				rules = append(rules, dirs(p))
+			} else {
+				rules = append(rules, files(p))
+			}
+		}
+	}
+	add(read, landlock.RODirs, landlock.ROFiles)
+	add(write, landlock.RWDirs, landlock.RWFiles)
+	if err := landlock.V3.RestrictPaths(rules...); err != nil {
+		return fmt.Errorf("the kernel refused Landlock (it needs Linux 6.2 or later with Landlock enabled): %w", err)
+	}
+	return nil
 }

@@ -30,6 +30,10 @@ type dialArgs struct {
 	Addr string `json:"addr"`
 }
 
+type pathArgs struct {
+	Path string `json:"path"`
+}
+
 // child starts a long sleep marked with the test's marker, so the test can
 // find every process this plugin started.
 func child() (*exec.Cmd, error) {
@@ -90,6 +94,13 @@ func main() {
 					return len(keep), nil
 				}
 			}
+		}),
+		sdk.MustTool("readfile", "Reads a file.", func(_ context.Context, in pathArgs) (string, error) {
+			b, err := os.ReadFile(in.Path)
+			return string(b), err
+		}),
+		sdk.MustTool("writefile", "Writes a file.", func(_ context.Context, in pathArgs) (string, error) {
+			return "written", os.WriteFile(in.Path, []byte("pwned"), 0o644)
 		}),
 		sdk.MustTool("dial", "Connects to a TCP address.", func(_ context.Context, in dialArgs) (string, error) {
 			c, err := net.DialTimeout("tcp", in.Addr, 2*time.Second)
