@@ -86,6 +86,7 @@ func (a *App) run(ctx context.Context, input []message.Message, cfg RunConfig, e
 		return Result{}, err
 	}
 	r.RemoteTools = s.runTools
+	r.prior = len(s.state.Messages)
 	for _, name := range a.g.order {
 		if c, ok := a.g.nodes[name].(RunChecker); ok {
 			if err := c.CheckRun(r); err != nil {
@@ -386,7 +387,7 @@ func (a *App) route(state State, ran []string) ([]string, error) {
 
 func (a *App) result(r *Run, s State, status Status, p pause) Result {
 	res := Result{ThreadID: r.ThreadID, RunID: r.RunID, Status: status, Messages: s.Messages,
-		RemoteToolCalls: []message.RemoteToolCallBlock{}, Values: s.Values}
+		RemoteToolCalls: []message.RemoteToolCallBlock{}, Values: s.Values, Prior: min(r.prior, len(s.Messages))}
 	if status == StatusInterrupted {
 		res.Interrupts = p.unanswered()
 		res.RemoteToolCalls, res.ApprovalRequests = blocksOf(res.Interrupts)

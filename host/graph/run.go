@@ -68,6 +68,10 @@ type Result struct {
 	// Values are the thread's named values (State.Values); not part of the
 	// invoke response, but what an AG-UI STATE_SNAPSHOT carries.
 	Values map[string]json.RawMessage `json:"-"`
+	// Prior is how many messages the thread held before this run:
+	// Messages[Prior:] are the ones it added (messages are only appended),
+	// what a client that keeps its transcript needs back.
+	Prior int `json:"-"`
 }
 
 // Run is one execution of the graph on a thread, as nodes see it.
@@ -78,6 +82,8 @@ type Run struct {
 	// them (RunConfig.RemoteTools, or the paused run's); the nodes that
 	// offer them parse and judge them (RunChecker).
 	RemoteTools []json.RawMessage
+	// prior is the thread's message count when the run began (Result.Prior).
+	prior int
 	// Step is the current super-step (1-based).
 	Step int
 

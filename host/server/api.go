@@ -9,6 +9,9 @@ import (
 	"io"
 	"iter"
 	"net/http"
+	"net/url"
+	"slices"
+	"strconv"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -34,10 +37,23 @@ type RunInput struct {
 // RunConfig is the client's part of a run's configuration.
 type RunConfig struct {
 	ThreadID string `json:"thread_id"`
+	// Response is what the response carries: ResponseFull (the default,
+	// the whole thread) or ResponseDelta (only the messages the run added,
+	// so a long conversation costs the same to answer at every turn).
+	Response string `json:"response,omitempty"`
 	// Dropped lists server-owned keys the client sent and the server
 	// ignored (remote_tools).
 	Dropped []string `json:"-"`
 }
+
+// The values of config.response.
+const (
+	// ResponseFull answers with the thread's every message.
+	ResponseFull = "full"
+	// ResponseDelta answers with the messages the run added, and their
+	// offset in the thread: a client that keeps the transcript appends them.
+	ResponseDelta = "delta"
+)
 
 // errMalformed marks a request whose body cannot be read as a RunRequest.
 var errMalformed = errors.New("malformed request")
@@ -86,14 +102,23 @@ func DecodeRunRequest(body io.Reader) (RunRequest, error) {
 			if err := strictjson.Unmarshal(v, &req.Config.ThreadID); err != nil {
 				return RunRequest{}, malformed("config.thread_id", err)
 			}
+		case "response":
+			if err := strictjson.Unmarshal(v, &req.Config.Response); err != nil {
+				return RunRequest{}, malformed("config.response", err)
+			}
+			if r := req.Config.Response; r != ResponseFull && r != ResponseDelta {
+				return RunRequest{}, fmt.Errorf("%w: config.response: must be %q or %q, got %q", errMalformed, ResponseFull, ResponseDelta, r)
+			}
 		case "remote_tools":
 			req.Config.Dropped = append(req.Config.Dropped, k)
 		default:
 			hint := ""
-			if strings.EqualFold(k, "thread_id") {
-				hint = ` (keys are case-sensitive: did you mean "thread_id"?)`
+			for _, known := range []string{"thread_id", "response"} {
+				if strings.EqualFold(k, known) {
+					hint = fmt.Sprintf(` (keys are case-sensitive: did you mean %q?)`, known)
+				}
 			}
-			return RunRequest{}, fmt.Errorf("%w: config.%s: unknown key%s (allowed: thread_id; remote_tools is accepted and ignored)", errMalformed, strictjson.Key(k), hint)
+			return RunRequest{}, fmt.Errorf("%w: config.%s: unknown key%s (allowed: thread_id, response; remote_tools is accepted and ignored)", errMalformed, strictjson.Key(k), hint)
 		}
 	}
 	return req, nil
@@ -171,7 +196,27 @@ func (s *Server) handleInvoke(w http.ResponseWriter, r *http.Request) {
 		writeErr(w, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, res)
+	writeJSON(w, http.StatusOK, shape(res, req.Config.Response))
+}
+
+// DeltaResult is a run's result with config.response "delta": Messages
+// holds only what the run added, and Offset is where they go in the
+// thread (the count of messages it held before the run). A client whose
+// transcript holds Offset messages appends them; one that holds another
+// count has missed a turn and reads the thread (GET with ?after=).
+type DeltaResult struct {
+	graph.Result
+	Offset int `json:"offset"`
+}
+
+// shape is res as the client asked for it in config.response.
+func shape(res graph.Result, response string) any {
+	if response != ResponseDelta {
+		return res
+	}
+	prior := min(res.Prior, len(res.Messages))
+	res.Messages = res.Messages[prior:]
+	return DeltaResult{Result: res, Offset: prior}
 }
 
 func (s *Server) handleStream(w http.ResponseWriter, r *http.Request) {
@@ -203,7 +248,9 @@ func (s *Server) handleStream(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		if ev.Type == graph.EventEnd {
-			s.metrics.finished(ev.Data.(graph.Result), nil)
+			res := ev.Data.(graph.Result)
+			s.metrics.finished(res, nil)
+			ev.Data = shape(res, req.Config.Response)
 		}
 		sse.event(ev.Type, ev.Data)
 	}
@@ -217,6 +264,90 @@ type Thread struct {
 	RemoteToolCalls []message.RemoteToolCallBlock `json:"remote_tool_calls"`
 	// ApprovalRequests are the calls waiting for a person's approval.
 	ApprovalRequests []message.ApprovalRequestBlock `json:"approval_requests,omitempty"`
+	// Page is set when the request asked for a page (?after=, ?limit=).
+	Page *Page `json:"-"`
+}
+
+// Page says where a page of a thread's messages sits: Messages are the
+// thread's messages from index Offset, of Total; HasMore says more follow
+// (ask again with after set to the id of the page's last message).
+type Page struct {
+	Offset  int  `json:"offset"`
+	Total   int  `json:"total"`
+	HasMore bool `json:"has_more"`
+}
+
+// MaxPageLimit is the largest ?limit= of GET /v1/threads/{thread_id}.
+const MaxPageLimit = 1000
+
+// pageQuery is the paging of GET /v1/threads/{thread_id}: after is a
+// message id ("" for the start), limit the most messages to return (0: all
+// that follow). Unknown or repeated parameters are errors, as unknown keys
+// are in a body: a misspelt one would otherwise silently return everything.
+type pageQuery struct {
+	after string
+	limit int
+	paged bool
+}
+
+func parsePageQuery(r *http.Request) (pageQuery, error) {
+	var q pageQuery
+	if r.URL.RawQuery == "" {
+		return q, nil
+	}
+	vals, err := url.ParseQuery(r.URL.RawQuery)
+	if err != nil {
+		return q, fmt.Errorf("%w: query: %v (percent-encode the values)", errMalformed, err)
+	}
+	for k, v := range vals {
+		if k != "after" && k != "limit" {
+			return q, fmt.Errorf("%w: query parameter %q: unknown (allowed: after, limit)", errMalformed, k)
+		}
+		if len(v) > 1 {
+			return q, fmt.Errorf("%w: query parameter %s: given %d times, give it once", errMalformed, k, len(v))
+		}
+		if !utf8.ValidString(v[0]) {
+			return q, fmt.Errorf("%w: query parameter %s: must be valid UTF-8 (percent-encode its UTF-8 bytes)", errMalformed, k)
+		}
+	}
+	q.paged = true
+	if v, ok := vals["after"]; ok {
+		if v[0] == "" {
+			return q, fmt.Errorf("%w: query parameter after: empty: give the id of the last message you have, or leave it out to start at the first", errMalformed)
+		}
+		q.after = v[0]
+	}
+	if v, ok := vals["limit"]; ok {
+		n, err := strconv.Atoi(v[0])
+		if err != nil || v[0] != strconv.Itoa(n) {
+			return q, fmt.Errorf("%w: query parameter limit: must be a whole number from 1 to %d, got %q", errMalformed, MaxPageLimit, v[0])
+		}
+		if n < 1 || n > MaxPageLimit {
+			return q, fmt.Errorf("%w: query parameter limit: must be from 1 to %d, got %d", graph.ErrInvalidInput, MaxPageLimit, n)
+		}
+		q.limit = n
+	}
+	return q, nil
+}
+
+// page cuts msgs of thread id to q.
+func (q pageQuery) page(id string, msgs []message.Message) ([]message.Message, *Page, error) {
+	if !q.paged {
+		return msgs, nil, nil
+	}
+	from := 0
+	if q.after != "" {
+		from = slices.IndexFunc(msgs, func(m message.Message) bool { return m.ID == q.after })
+		if from < 0 {
+			return nil, nil, fmt.Errorf("%w: query parameter after: thread %q has no message with id %q", graph.ErrInvalidInput, id, q.after)
+		}
+		from++
+	}
+	to := len(msgs)
+	if q.limit > 0 {
+		to = min(to, from+q.limit)
+	}
+	return msgs[from:to:to], &Page{Offset: from, Total: len(msgs), HasMore: to < len(msgs)}, nil
 }
 
 // threadID is the route's thread id. One that is not UTF-8 is refused with
@@ -236,13 +367,23 @@ func (s *Server) handleGetThread(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
+	q, err := parsePageQuery(r)
+	if err != nil {
+		writeErr(w, err)
+		return
+	}
 	res, err := s.svc.App.ThreadFor(r.Context(), id, owner(r))
 	if err != nil {
 		writeErr(w, err)
 		return
 	}
-	writeThread(w, Thread{ThreadID: res.ThreadID, Status: res.Status, Messages: res.Messages, RemoteToolCalls: res.RemoteToolCalls,
-		ApprovalRequests: res.ApprovalRequests})
+	msgs, page, err := q.page(res.ThreadID, res.Messages)
+	if err != nil {
+		writeErr(w, err)
+		return
+	}
+	writeThread(w, Thread{ThreadID: res.ThreadID, Status: res.Status, Messages: msgs, RemoteToolCalls: res.RemoteToolCalls,
+		ApprovalRequests: res.ApprovalRequests, Page: page})
 }
 
 func (s *Server) handleDeleteThread(w http.ResponseWriter, r *http.Request) {

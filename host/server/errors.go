@@ -153,6 +153,13 @@ func writeThread(w http.ResponseWriter, t Thread) {
 		}
 		tail = append(append(tail, `,"approval_requests":`...), approvals...)
 	}
+	if t.Page != nil {
+		page, err := json.Marshal(t.Page)
+		if err != nil {
+			panic(http.ErrAbortHandler)
+		}
+		tail = append(append(tail, ','), page[1:len(page)-1]...)
+	}
 	_, _ = w.Write(append(tail, "}\n"...))
 }
 
