@@ -12,6 +12,8 @@ import (
 // get.
 type malformed struct {
 	name string
+	// method defaults to POST; a GET sends no body.
+	method string
 	// path defaults to /v1/graph/invoke.
 	path string
 	// body, or file under testdata/malformed. {P} and {Q} stand for the
@@ -199,6 +201,38 @@ var corpus = []malformed{
 	{name: "agui: threadId with an escaped lone surrogate", path: "/v1/agui", body: `{"threadId": "p\udfff", "messages": []}`, status: badRequest, code: "malformed_request", want: []string{"threadId", "invalid surrogate"}},
 	{name: "stream: thread_id not UTF-8", path: "/v1/graph/stream", body: "{\"input\": {\"messages\": [{\"role\": \"user\", \"content\": \"hi\"}]}, \"config\": {\"thread_id\": \"q\xff\"}}", status: badRequest, code: "malformed_request", want: []string{"invalid UTF-8"}},
 	{name: "agui: missing auth", path: "/v1/agui", body: `{"threadId": "p", "messages": []}`, token: "none", status: 401, code: "unauthorized"},
+
+	// The response option.
+	{name: "response is a number", body: `{"input": {"messages": [{"role": "user", "content": "hi"}]}, "config": {"thread_id": "c", "response": 1}}`, status: badRequest, code: "malformed_request", want: []string{"config.response: must be a string, got number"}},
+	{name: "response of an unknown kind", body: `{"input": {"messages": [{"role": "user", "content": "hi"}]}, "config": {"thread_id": "c", "response": "updates"}}`, status: badRequest, code: "malformed_request", want: []string{`config.response: must be "full" or "delta", got "updates"`}},
+	{name: "response in another case", body: `{"input": {"messages": [{"role": "user", "content": "hi"}]}, "config": {"thread_id": "c", "response": "Delta"}}`, status: badRequest, code: "malformed_request", want: []string{`config.response: must be "full" or "delta", got "Delta"`}},
+	{name: "response is null", body: `{"input": {"messages": [{"role": "user", "content": "hi"}]}, "config": {"thread_id": "c", "response": null}}`, status: badRequest, code: "malformed_request", want: []string{"config.response"}},
+	{name: "upper-case Response key", body: `{"input": {"messages": [{"role": "user", "content": "hi"}]}, "config": {"thread_id": "c", "Response": "delta"}}`, status: badRequest, code: "malformed_request", want: []string{"config.Response: unknown key", `did you mean "response"`}},
+	{name: "response at the top level", body: `{"input": {"messages": [{"role": "user", "content": "hi"}]}, "config": {"thread_id": "c"}, "response": "delta"}`, status: badRequest, code: "malformed_request", want: []string{"response: unknown key"}},
+	{name: "stream: bad response", path: "/v1/graph/stream", body: `{"input": {"messages": [{"role": "user", "content": "hi"}]}, "config": {"thread_id": "c", "response": "partial"}}`, status: badRequest, code: "malformed_request", want: []string{"config.response"}},
+
+	// Paging a thread.
+	{name: "page: limit zero", method: "GET", path: "/v1/threads/c?limit=0", status: invalid, code: "invalid_input", want: []string{"query parameter limit: must be from 1 to 1000, got 0"}},
+	{name: "page: limit negative", method: "GET", path: "/v1/threads/c?limit=-3", status: invalid, code: "invalid_input", want: []string{"query parameter limit", "got -3"}},
+	{name: "page: limit too large", method: "GET", path: "/v1/threads/c?limit=1001", status: invalid, code: "invalid_input", want: []string{"query parameter limit", "got 1001"}},
+	{name: "page: limit not a number", method: "GET", path: "/v1/threads/c?limit=ten", status: badRequest, code: "malformed_request", want: []string{`query parameter limit: must be a whole number from 1 to 1000, got "ten"`}},
+	{name: "page: limit a fraction", method: "GET", path: "/v1/threads/c?limit=1.5", status: badRequest, code: "malformed_request", want: []string{"query parameter limit", `"1.5"`}},
+	{name: "page: limit with a plus sign", method: "GET", path: "/v1/threads/c?limit=%2B2", status: badRequest, code: "malformed_request", want: []string{"query parameter limit", `"+2"`}},
+	{name: "page: limit empty", method: "GET", path: "/v1/threads/c?limit=", status: badRequest, code: "malformed_request", want: []string{"query parameter limit"}},
+	{name: "page: limit overflowing", method: "GET", path: "/v1/threads/c?limit=99999999999999999999999", status: badRequest, code: "malformed_request", want: []string{"query parameter limit"}},
+	{name: "page: limit twice", method: "GET", path: "/v1/threads/c?limit=1&limit=2", status: badRequest, code: "malformed_request", want: []string{"query parameter limit: given 2 times"}},
+	{name: "page: after empty", method: "GET", path: "/v1/threads/c?after=", status: badRequest, code: "malformed_request", want: []string{"query parameter after: empty"}},
+	{name: "page: after an unknown id", method: "GET", path: "/v1/threads/c?after=msg_nope", status: invalid, code: "invalid_input", want: []string{`query parameter after: thread "c" has no message with id "msg_nope"`}},
+	{name: "page: after another thread's message", method: "GET", path: "/v1/threads/q?after={CID}", status: invalid, code: "invalid_input", want: []string{`thread "q" has no message with id "{CID}"`}},
+	{name: "page: after twice", method: "GET", path: "/v1/threads/c?after={CID}&after={CID}", status: badRequest, code: "malformed_request", want: []string{"query parameter after: given 2 times"}},
+	{name: "page: after not UTF-8", method: "GET", path: "/v1/threads/c?after=%FF", status: badRequest, code: "malformed_request", want: []string{"query parameter after: must be valid UTF-8"}},
+	{name: "page: unknown parameter", method: "GET", path: "/v1/threads/c?offset=2", status: badRequest, code: "malformed_request", want: []string{`query parameter "offset": unknown (allowed: after, limit)`}},
+	{name: "page: camelCase parameter", method: "GET", path: "/v1/threads/c?Limit=2", status: badRequest, code: "malformed_request", want: []string{`query parameter "Limit": unknown`}},
+	{name: "page: bad escape", method: "GET", path: "/v1/threads/c?after=%zz", status: badRequest, code: "malformed_request", want: []string{"query:"}},
+	{name: "page: semicolon separator", method: "GET", path: "/v1/threads/c?after=x;limit=2", status: badRequest, code: "malformed_request", want: []string{"query:"}},
+	{name: "page: another token's thread", method: "GET", path: "/v1/threads/c?limit=1", token: tokenB, status: 404, code: "thread_not_found", want: []string{`thread "c"`}},
+	{name: "page: a thread that does not exist", method: "GET", path: "/v1/threads/new?limit=1", status: 404, code: "thread_not_found", want: []string{`thread "new"`}},
+	{name: "page: missing auth", method: "GET", path: "/v1/threads/c?limit=1", token: "none", status: 401, code: "unauthorized"},
 }
 
 // Every malformed request gets its exact status, code and a message naming
@@ -269,7 +303,15 @@ func TestMalformedCorpus(t *testing.T) {
 			for _, w := range m.want {
 				want = append(want, fill.Replace(w))
 			}
-			b := errorOf(t, e.do("POST", path, body, opts...), m.status, m.code, want...)
+			method := m.method
+			if method == "" {
+				method = "POST"
+			}
+			var send any = body
+			if method == "GET" {
+				send = nil
+			}
+			b := errorOf(t, e.do(method, fill.Replace(path), send, opts...), m.status, m.code, want...)
 			var ids []string
 			for _, id := range m.ids {
 				ids = append(ids, fill.Replace(id))
