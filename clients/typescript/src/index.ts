@@ -103,12 +103,36 @@ export interface RunResponse {
   thread_id: string;
   run_id: string;
   status: Status;
-  /** The thread's messages, oldest first. */
+  /**
+   * The thread's messages, oldest first; with `response: "delta"`, only the
+   * messages the run added, which go at index {@link RunResponse.offset}.
+   */
   messages: Message[];
   /** The calls the run waits for; empty when completed. */
   remote_tool_calls: RemoteToolCallBlock[];
   /** The calls waiting for approval; absent when there are none. */
   approval_requests?: ApprovalRequestBlock[];
+  /**
+   * With `response: "delta"`: how many messages the thread held before the
+   * run, the index of `messages[0]`. A transcript of `offset` messages
+   * appends `messages`; one of another length has missed a turn (read the
+   * thread with {@link Client.getThread} and `after`).
+   */
+  offset?: number;
+}
+
+/**
+ * Appends a delta response to the transcript the caller keeps and returns
+ * it (a new array). Throws when the transcript does not end where the run
+ * started (another client ran on the thread in between): read the thread
+ * again then.
+ */
+export function appendDelta(transcript: readonly Message[], res: RunResponse): Message[] {
+  if (res.offset === undefined) throw new TypeError("appendDelta: the response has no offset: run with response: \"delta\"");
+  if (res.offset !== transcript.length) {
+    throw new RangeError(`appendDelta: the run added messages at ${res.offset}, but the transcript holds ${transcript.length}: read the thread again`);
+  }
+  return [...transcript, ...res.messages];
 }
 
 /** A thread as `GET /v1/threads/{id}` returns it. */
@@ -118,6 +142,21 @@ export interface Thread {
   messages: Message[];
   remote_tool_calls: RemoteToolCallBlock[];
   approval_requests?: ApprovalRequestBlock[];
+  /** When paged (`after` or `limit`): the index of `messages[0]` in the thread. */
+  offset?: number;
+  /** When paged: how many messages the thread holds. */
+  total?: number;
+  /** When paged: more messages follow the page (ask with `after` the page's last id). */
+  has_more?: boolean;
+}
+
+/** Options of {@link Client.getThread}. */
+export interface GetThreadOptions {
+  signal?: AbortSignal;
+  /** Only the messages after the one with this id. */
+  after?: string;
+  /** At most this many messages (1 to 1000). */
+  limit?: number;
 }
 
 // ---------------------------------------------------------------------------
@@ -373,6 +412,14 @@ export interface RunOptions {
   threadId?: string;
   /** Aborts the run: fetches are cancelled, handlers' signals fire, and the call rejects with the signal's reason (an `AbortError`). */
   signal?: AbortSignal;
+  /**
+   * `"full"` (the default): each response carries the whole thread.
+   * `"delta"`: each carries only what its round added, with its `offset`,
+   * and the call resolves to every message added over all its rounds, at
+   * the first round's offset; append them with {@link appendDelta}. A long
+   * conversation then costs the same to answer at every turn.
+   */
+  response?: "full" | "delta";
 }
 
 /** The default of {@link ClientOptions.maxRounds}. */
@@ -476,9 +523,17 @@ export class Client {
     return drain(this.#loop(null, { ...options, threadId }, false));
   }
 
-  /** Reads a thread: its status, messages and pending remote calls. */
-  async getThread(threadId: string, options: { signal?: AbortSignal } = {}): Promise<Thread> {
-    const res = await this.#request("GET", threadPath(threadId), undefined, options.signal, "application/json");
+  /**
+   * Reads a thread: its status, messages and pending remote calls. With
+   * `after` or `limit`, one page of its messages, with `offset`, `total`
+   * and `has_more`.
+   */
+  async getThread(threadId: string, options: GetThreadOptions = {}): Promise<Thread> {
+    const q = new URLSearchParams();
+    if (options.after !== undefined) q.set("after", options.after);
+    if (options.limit !== undefined) q.set("limit", String(options.limit));
+    const query = q.size > 0 ? "?" + q.toString() : "";
+    const res = await this.#request("GET", threadPath(threadId) + query, undefined, options.signal, "application/json");
     return (await readJSON(res)) as Thread;
   }
 
@@ -494,6 +549,10 @@ export class Client {
     const user = options.signal;
     user?.throwIfAborted();
     const threadId = options.threadId ?? newThreadId();
+    const response = options.response ?? "full";
+    if (response !== "full" && response !== "delta") {
+      throw new TypeError(`response must be "full" or "delta", got ${String(options.response)}`);
+    }
     // One controller per run, so ending the run early (an abort, an error,
     // a consumer that stops iterating) cancels everything it started.
     const ctl = new AbortController();
@@ -502,11 +561,38 @@ export class Client {
     let done = false;
     try {
       let res: RunResponse;
+      // added collects a delta call's messages over its rounds.
+      let added: { offset: number; messages: Message[] } | undefined;
+      const collect = (r: RunResponse): RunResponse => {
+        if (response !== "delta") return r;
+        if (typeof r.offset !== "number") throw new TenxgraphError(0, "bad_response", `thread "${threadId}": a delta response without offset`);
+        added ??= { offset: r.offset, messages: [] };
+        if (r.offset !== added.offset + added.messages.length) {
+          throw new TenxgraphError(0, "thread_changed", `thread "${threadId}": another client added messages between this call's rounds; read the thread again`);
+        }
+        added.messages.push(...r.messages);
+        return r;
+      };
       if (input === null) {
-        const t = await this.getThread(threadId, { signal: ctl.signal });
-        res = { ...t, run_id: "" };
+        // A delta resume needs the pending calls and the thread's length,
+        // not its messages: one message's page carries both.
+        if (response === "delta") {
+          const t = await this.getThread(threadId, { signal: ctl.signal, limit: 1 });
+          res = collect({
+            thread_id: t.thread_id,
+            run_id: "",
+            status: t.status,
+            messages: [],
+            remote_tool_calls: t.remote_tool_calls,
+            ...(t.approval_requests ? { approval_requests: t.approval_requests } : {}),
+            offset: t.total ?? 0,
+          });
+        } else {
+          const t = await this.getThread(threadId, { signal: ctl.signal });
+          res = { ...t, run_id: "" };
+        }
       } else {
-        res = yield* this.#round(input, threadId, ctl.signal, streaming);
+        res = collect(yield* this.#round(input, threadId, ctl.signal, streaming, response));
       }
       for (let round = 1; res.status === "interrupted"; round++) {
         const calls = res.remote_tool_calls ?? [];
@@ -517,10 +603,10 @@ export class Client {
         if (round > this.#maxRounds) throw new MaxRoundsError(threadId, this.#maxRounds, calls);
         const decided = await abortable(Promise.all(approvals.map((a) => this.#approve(a, threadId, ctl.signal))), ctl.signal);
         const results = yield* this.#answer(calls, threadId, ctl.signal);
-        res = yield* this.#round([{ role: "tool", content: [...decided, ...results] }], threadId, ctl.signal, streaming);
+        res = collect(yield* this.#round([{ role: "tool", content: [...decided, ...results] }], threadId, ctl.signal, streaming, response));
       }
       done = true;
-      return res;
+      return added ? { ...res, offset: added.offset, messages: added.messages } : res;
     } catch (err) {
       if (user?.aborted) throw user.reason;
       throw err;
@@ -532,8 +618,10 @@ export class Client {
 
   // One request: invoke returns the response; stream yields its events and
   // returns the data of its end event.
-  async *#round(messages: MessageInput[], threadId: string, signal: AbortSignal, streaming: boolean): AsyncGenerator<StreamEvent, RunResponse, undefined> {
-    const body = { input: { messages }, config: { thread_id: threadId } };
+  async *#round(messages: MessageInput[], threadId: string, signal: AbortSignal, streaming: boolean, response: "full" | "delta"): AsyncGenerator<StreamEvent, RunResponse, undefined> {
+    const config: { thread_id: string; response?: "delta" } = { thread_id: threadId };
+    if (response === "delta") config.response = "delta";
+    const body = { input: { messages }, config };
     if (!streaming) {
       const res = await this.#request("POST", "/v1/graph/invoke", body, signal, "application/json");
       return (await readJSON(res)) as RunResponse;

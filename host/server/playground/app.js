@@ -84,7 +84,7 @@ let client; // made below, once the API key field is filled in
 const storedThread = sessionStorage.getItem("tenxgraph.thread");
 let threadId = storedThread || newThreadId();
 let running = null; // the AbortController of the run in flight
-let messages = []; // the thread's messages as the server last sent them
+let messages = []; // the thread's messages: read once, then each run's delta appended
 const drafts = new Map(); // message id → streamed text not yet a message
 let t0 = performance.now();
 
@@ -270,7 +270,15 @@ function onEvent(ev) {
       addMessage(ev.data);
       break;
     case "end":
-      messages = ev.data.messages;
+      // A delta: what the run added, at its offset. The message events
+      // already showed them; this puts them in the server's order. A
+      // transcript that missed a turn (another tab ran on the thread) is
+      // read again from the server.
+      if (ev.data.offset <= messages.length) {
+        messages = messages.slice(0, ev.data.offset).concat(ev.data.messages);
+      } else {
+        reloadThread();
+      }
       drafts.clear();
       renderTranscript();
       break;
@@ -319,7 +327,7 @@ function askApproval(req, { signal }) {
 function pausedNotice(calls, why) {
   const names = calls.map((c) => c.name).join(", ");
   showNotice(`${why} The thread waits for: ${names}.`, [
-    ["Run them now", () => run(() => client.resume(threadId, { signal: running.signal }).then((res) => onEvent({ type: "end", data: res })))],
+    ["Run them now", () => run(() => client.resume(threadId, { signal: running.signal, response: "delta" }).then((res) => onEvent({ type: "end", data: res })))],
     ["New thread", startNewThread],
   ]);
 }
@@ -382,7 +390,7 @@ function send(text) {
   els.message.value = "";
   sessionStorage.setItem("tenxgraph.thread", threadId);
   return run(async () => {
-    for await (const ev of client.stream([{ role: "user", content: text }], { threadId, signal: running.signal })) {
+    for await (const ev of client.stream([{ role: "user", content: text }], { threadId, signal: running.signal, response: "delta" })) {
       onEvent(ev);
     }
   }).then(() => els.message.focus());
@@ -438,15 +446,23 @@ renderTools();
 setThread(threadId);
 renderTranscript();
 
-if (storedThread) {
-  sessionStorage.setItem("tenxgraph.thread", storedThread);
-  client.getThread(threadId).then(
+// reloadThread reads the whole thread: on a reload, and when a run's delta
+// does not follow the transcript.
+function reloadThread() {
+  const id = threadId;
+  return client.getThread(id).then(
     (t) => {
+      if (id !== threadId) return; // a new thread was started meanwhile
       messages = t.messages;
       renderTranscript();
-      if (t.status === "interrupted") pausedNotice(t.remote_tool_calls, "This thread was left paused.");
+      if (t.status === "interrupted" && !running) pausedNotice(t.remote_tool_calls, "This thread was left paused.");
     },
     () => {}, // gone (the server's store was reset) or the server wants a key: nothing to show
   );
+}
+
+if (storedThread) {
+  sessionStorage.setItem("tenxgraph.thread", storedThread);
+  reloadThread();
 }
 els.message.focus();

@@ -20,6 +20,20 @@
  *
  * @module
  */
+/**
+ * Appends a delta response to the transcript the caller keeps and returns
+ * it (a new array). Throws when the transcript does not end where the run
+ * started (another client ran on the thread in between): read the thread
+ * again then.
+ */
+export function appendDelta(transcript, res) {
+    if (res.offset === undefined)
+        throw new TypeError("appendDelta: the response has no offset: run with response: \"delta\"");
+    if (res.offset !== transcript.length) {
+        throw new RangeError(`appendDelta: the run added messages at ${res.offset}, but the transcript holds ${transcript.length}: read the thread again`);
+    }
+    return [...transcript, ...res.messages];
+}
 // ---------------------------------------------------------------------------
 // Errors
 /**
@@ -178,9 +192,19 @@ export class Client {
     resume(threadId, options = {}) {
         return drain(this.#loop(null, { ...options, threadId }, false));
     }
-    /** Reads a thread: its status, messages and pending remote calls. */
+    /**
+     * Reads a thread: its status, messages and pending remote calls. With
+     * `after` or `limit`, one page of its messages, with `offset`, `total`
+     * and `has_more`.
+     */
     async getThread(threadId, options = {}) {
-        const res = await this.#request("GET", threadPath(threadId), undefined, options.signal, "application/json");
+        const q = new URLSearchParams();
+        if (options.after !== undefined)
+            q.set("after", options.after);
+        if (options.limit !== undefined)
+            q.set("limit", String(options.limit));
+        const query = q.size > 0 ? "?" + q.toString() : "";
+        const res = await this.#request("GET", threadPath(threadId) + query, undefined, options.signal, "application/json");
         return (await readJSON(res));
     }
     /** Deletes a thread and its checkpoints. */
@@ -194,6 +218,10 @@ export class Client {
         const user = options.signal;
         user?.throwIfAborted();
         const threadId = options.threadId ?? newThreadId();
+        const response = options.response ?? "full";
+        if (response !== "full" && response !== "delta") {
+            throw new TypeError(`response must be "full" or "delta", got ${String(options.response)}`);
+        }
         // One controller per run, so ending the run early (an abort, an error,
         // a consumer that stops iterating) cancels everything it started.
         const ctl = new AbortController();
@@ -202,12 +230,42 @@ export class Client {
         let done = false;
         try {
             let res;
+            // added collects a delta call's messages over its rounds.
+            let added;
+            const collect = (r) => {
+                if (response !== "delta")
+                    return r;
+                if (typeof r.offset !== "number")
+                    throw new TenxgraphError(0, "bad_response", `thread "${threadId}": a delta response without offset`);
+                added ??= { offset: r.offset, messages: [] };
+                if (r.offset !== added.offset + added.messages.length) {
+                    throw new TenxgraphError(0, "thread_changed", `thread "${threadId}": another client added messages between this call's rounds; read the thread again`);
+                }
+                added.messages.push(...r.messages);
+                return r;
+            };
             if (input === null) {
-                const t = await this.getThread(threadId, { signal: ctl.signal });
-                res = { ...t, run_id: "" };
+                // A delta resume needs the pending calls and the thread's length,
+                // not its messages: one message's page carries both.
+                if (response === "delta") {
+                    const t = await this.getThread(threadId, { signal: ctl.signal, limit: 1 });
+                    res = collect({
+                        thread_id: t.thread_id,
+                        run_id: "",
+                        status: t.status,
+                        messages: [],
+                        remote_tool_calls: t.remote_tool_calls,
+                        ...(t.approval_requests ? { approval_requests: t.approval_requests } : {}),
+                        offset: t.total ?? 0,
+                    });
+                }
+                else {
+                    const t = await this.getThread(threadId, { signal: ctl.signal });
+                    res = { ...t, run_id: "" };
+                }
             }
             else {
-                res = yield* this.#round(input, threadId, ctl.signal, streaming);
+                res = collect(yield* this.#round(input, threadId, ctl.signal, streaming, response));
             }
             for (let round = 1; res.status === "interrupted"; round++) {
                 const calls = res.remote_tool_calls ?? [];
@@ -219,10 +277,10 @@ export class Client {
                     throw new MaxRoundsError(threadId, this.#maxRounds, calls);
                 const decided = await abortable(Promise.all(approvals.map((a) => this.#approve(a, threadId, ctl.signal))), ctl.signal);
                 const results = yield* this.#answer(calls, threadId, ctl.signal);
-                res = yield* this.#round([{ role: "tool", content: [...decided, ...results] }], threadId, ctl.signal, streaming);
+                res = collect(yield* this.#round([{ role: "tool", content: [...decided, ...results] }], threadId, ctl.signal, streaming, response));
             }
             done = true;
-            return res;
+            return added ? { ...res, offset: added.offset, messages: added.messages } : res;
         }
         catch (err) {
             if (user?.aborted)
@@ -237,8 +295,11 @@ export class Client {
     }
     // One request: invoke returns the response; stream yields its events and
     // returns the data of its end event.
-    async *#round(messages, threadId, signal, streaming) {
-        const body = { input: { messages }, config: { thread_id: threadId } };
+    async *#round(messages, threadId, signal, streaming, response) {
+        const config = { thread_id: threadId };
+        if (response === "delta")
+            config.response = "delta";
+        const body = { input: { messages }, config };
         if (!streaming) {
             const res = await this.#request("POST", "/v1/graph/invoke", body, signal, "application/json");
             return (await readJSON(res));
