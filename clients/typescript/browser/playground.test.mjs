@@ -52,9 +52,11 @@ test("the playground runs remote tools in the browser: background, clipboard, fi
   const page = context.pages()[0] ?? (await context.newPage());
   const outside = [];
   const problems = [];
+  const runs = []; // the bodies of the page's run requests
   page.on("request", (r) => {
     const url = r.url();
     if (!url.startsWith(base + "/") && !url.startsWith("data:")) outside.push(url);
+    if (url === base + "/v1/graph/stream") runs.push(JSON.parse(r.postData()));
   });
   page.on("pageerror", (e) => problems.push(`page error: ${e.message}`));
   page.on("console", (m) => {
@@ -104,6 +106,11 @@ test("the playground runs remote tools in the browser: background, clipboard, fi
   assert.deepEqual(results.map((r) => r.is_error), [false, false]);
   assert.deepEqual(results[1].content, { text: copied });
 
+  // The page asked each run for what it added only, and built the
+  // transcript above from those deltas; a reload reads the whole thread.
+  assert.ok(runs.length >= 4, `${runs.length} run requests`);
+  for (const body of runs) assert.equal(body.config.response, "delta", JSON.stringify(body));
+
   // The event log shows the pause → handler → resume loop in order.
   const types = await page.locator("#events li").evaluateAll((lis) => lis.map((li) => li.dataset.type));
   const i = types.lastIndexOf("interrupted");
@@ -112,6 +119,10 @@ test("the playground runs remote tools in the browser: background, clipboard, fi
 
   mkdirSync(artifacts, { recursive: true });
   await page.screenshot({ path: join(artifacts, "playground.png"), fullPage: true });
+
+  await page.reload();
+  await page.locator(".msg.assistant .bubble", { hasText: `Your clipboard holds: ${copied}` }).waitFor();
+  assert.deepEqual(await page.locator(".msg .bubble").allTextContents(), bubbles, "the reloaded transcript is the one built from deltas");
 
   assert.deepEqual(outside, [], "the page makes no request outside its server");
   assert.deepEqual(problems, [], "no errors in the page");
