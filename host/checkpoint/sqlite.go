@@ -96,8 +96,8 @@ const (
 		(SELECT incarnation FROM checkpoints WHERE thread_id = ?1 ORDER BY seq DESC LIMIT 1), ''),
 		(SELECT COALESCE(MAX(seq), 0) FROM checkpoints WHERE thread_id = ?1)`
 	sqlDeleteLease = `DELETE FROM threads WHERE thread_id = ?`
-	sqlLatestSeq = `SELECT COALESCE(MAX(seq), 0) FROM checkpoints WHERE thread_id = ?`
-	sqlHistory   = `SELECT seq, run_id, step, status, next, state, metadata, created_at, incarnation
+	sqlLatestSeq   = `SELECT COALESCE(MAX(seq), 0) FROM checkpoints WHERE thread_id = ?`
+	sqlHistory     = `SELECT seq, run_id, step, status, next, state, metadata, created_at, incarnation
 	FROM checkpoints WHERE thread_id = ? ORDER BY seq DESC LIMIT ?`
 	sqlDelete = `DELETE FROM checkpoints WHERE thread_id = ?`
 )
