@@ -351,6 +351,7 @@ func TestReplicasConcurrentResumes(t *testing.T) {
 
 			type outcome struct{ ok, busy, other int }
 			outcomes := make([]outcome, threads)
+			recorded := make([]string, threads) // the messages of a 200 reply
 			parallel(threads*4, 64, func(j int) {
 				i := j / 4
 				res := answer(t, rs[j%2], "", fmt.Sprintf("%s-%d", prefix, i), calls[i])
@@ -359,6 +360,11 @@ func TestReplicasConcurrentResumes(t *testing.T) {
 				switch {
 				case res.code == 200 && res.status() == "completed" && strings.Count(res.messages(), "Your clipboard holds: hi") == 1:
 					outcomes[i].ok++
+					if recorded[i] != "" && recorded[i] != res.messages() {
+						outcomes[i].other++
+						problems = append(problems, fmt.Sprintf("thread %d: two 200 replies differ:\n%s\n%s", i, recorded[i], res.messages()))
+					}
+					recorded[i] = res.messages()
 				case res.code == 409:
 					outcomes[i].busy++
 				default:
@@ -390,6 +396,30 @@ func TestReplicasConcurrentResumes(t *testing.T) {
 					strings.Count(got.messages(), `"tool_call_id":"`+calls[i]+`"`) != 1 {
 					t.Fatalf("thread %d after the resumes: %d %s", i, got.code, got.raw)
 				}
+				if recorded[i] != "" && recorded[i] != got.messages() {
+					t.Fatalf("thread %d: a 200 reply differs from the thread:\n%s\n%s", i, recorded[i], got.messages())
+				}
+			}
+
+			// Later, the same result again gets the recorded outcome on
+			// either replica, without new work; a different one is 409.
+			before = m.Served()
+			for i := range 10 {
+				thread := fmt.Sprintf("%s-%d", prefix, i)
+				for _, r := range rs {
+					again := answer(t, r, "", thread, calls[i])
+					if again.code != 200 || again.status() != "completed" || again.messages() != recorded[i] {
+						t.Fatalf("thread %d: the same result again: %d %s", i, again.code, again.raw)
+					}
+					other := do(t, "POST", r.base+"/v1/graph/invoke", "",
+						`{"input": {"messages": [{"role": "tool", "content": [{"type": "tool_result", "tool_call_id": `+quote(calls[i])+`, "content": {"text": "not hi"}}]}]}, "config": {"thread_id": `+quote(thread)+`}}`)
+					if other.code != 409 {
+						t.Fatalf("thread %d: a different result: %d %s, want 409", i, other.code, other.raw)
+					}
+				}
+			}
+			if n := m.Served() - before; n != 0 {
+				t.Fatalf("replayed results called the model %d times", n)
 			}
 		})
 	}

@@ -69,17 +69,15 @@ func (a *App) run(ctx context.Context, input []message.Message, cfg RunConfig, e
 			r.emit = func(e Event) { obs(e); emit(e) }
 		}
 	}
-	if err := a.acquire(ctx, cfg.ThreadID, cfg.Metadata); err != nil {
-		return Result{}, err
-	}
-	defer a.release(cfg.ThreadID)
 	// The claim comes before anything is read or run: a second run of the
 	// thread, in this process or another, is refused here, having done
-	// nothing.
-	ctx, h, err := a.claim(ctx, cfg.ThreadID, cfg.Metadata)
+	// nothing. A resume waits for the run in progress instead, as it may
+	// be a retry of that run's answers (see take).
+	ctx, h, err := a.take(ctx, cfg.ThreadID, cfg.Metadata, answersOnly(input, cfg))
 	if err != nil {
 		return Result{}, err
 	}
+	defer a.release(cfg.ThreadID)
 	defer a.unclaim(ctx, h)
 
 	latest, prev, err := a.load(ctx, cfg.ThreadID, h)
@@ -106,6 +104,11 @@ func (a *App) run(ctx context.Context, input []message.Message, cfg RunConfig, e
 		w.seq, w.meta = latest.Seq, latest.Metadata
 	}
 	r.Emit(Event{Type: EventRunStarted, Data: RunStarted{ThreadID: r.ThreadID, RunID: r.RunID, Resumed: s.resumed}})
+	if s.replay {
+		res := a.result(r, s.state, StatusCompleted, prev.pause)
+		res.RunID = latest.RunID // the run that recorded the outcome
+		return res, nil
+	}
 
 	state := s.state
 	if len(s.appended) > 0 {

@@ -43,6 +43,38 @@ type hold struct {
 // superseded (its heartbeat was too late, say) or its thread deleted.
 var errLeaseLost = errors.New("the run lost its claim on the thread (another run took it, or it was deleted)")
 
+// take holds the thread for one run (or delete) by a caller with metadata
+// want: in this process (acquire), then in the store (claim). With wait, a
+// thread busy with another run is tried again, with backoff, until it is
+// free, ctx ends or a lease's duration has passed; then the busy error is
+// returned. The caller releases (release, then unclaim) when done.
+func (a *App) take(ctx context.Context, thread string, want map[string]string, wait bool) (context.Context, *hold, error) {
+	deadline := time.Now().Add(a.leaseTTL)
+	delay := 5 * time.Millisecond
+	for {
+		err := a.acquire(ctx, thread, want)
+		if err == nil {
+			rctx, h, cerr := a.claim(ctx, thread, want)
+			if cerr == nil {
+				return rctx, h, nil
+			}
+			a.release(thread)
+			err = cerr
+		}
+		if !wait || !errors.Is(err, ErrThreadBusy) || time.Now().Add(delay).After(deadline) {
+			return ctx, nil, err
+		}
+		t := time.NewTimer(delay)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return ctx, nil, err
+		case <-t.C:
+		}
+		delay = min(2*delay, 100*time.Millisecond)
+	}
+}
+
 // claim takes the store's lease on thread for a caller with metadata want
 // (the in-process entry is already held). A thread leased elsewhere is
 // ErrThreadBusy for its owner and ErrThreadNotFound for anyone else. The

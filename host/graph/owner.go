@@ -117,14 +117,11 @@ func (a *App) DeleteThread(ctx context.Context, threadID string, owner map[strin
 	if err := CheckThreadID("thread_id", threadID); err != nil {
 		return err
 	}
-	if err := a.acquire(ctx, threadID, owner); err != nil {
-		return err
-	}
-	defer a.release(threadID)
-	ctx, h, err := a.claim(ctx, threadID, owner)
+	ctx, h, err := a.take(ctx, threadID, owner, false)
 	if err != nil {
 		return err
 	}
+	defer a.release(threadID)
 	defer a.unclaim(ctx, h)
 	cp, err := a.cp.Latest(ctx, threadID)
 	switch {
