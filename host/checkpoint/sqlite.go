@@ -422,12 +422,13 @@ func (s *SQLite) Put(ctx context.Context, cp Checkpoint) error {
 		// The latest seq is read after the fact, so it is advice for the
 		// message, not the decision.
 		err = ErrConflict
-		if cp.Token != 0 {
-			err = fmt.Errorf("%w: %w", ErrLeaseLost, ErrConflict)
-		}
 		var latest int64
 		if s.latestSeq.QueryRowContext(ctx, cp.ThreadID).Scan(&latest) == nil {
-			err = fmt.Errorf("latest is %d: %w", latest, err)
+			if cp.Token != 0 && latest == cp.Seq-1 {
+				err = fmt.Errorf("%w: %w", ErrLeaseLost, ErrConflict)
+			} else {
+				err = fmt.Errorf("latest is %d: %w", latest, err)
+			}
 		}
 	}
 	if err != nil {
