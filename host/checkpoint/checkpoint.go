@@ -55,6 +55,13 @@ type Checkpoint struct {
 	Metadata map[string]string
 	// CreatedAt is when the checkpoint was written (set by Put when zero).
 	CreatedAt time.Time
+	// Incarnation names the life of the thread the checkpoint belongs to
+	// (see Lease); stored and returned as written.
+	Incarnation string
+	// Token is the fencing token of the Lease the write is made under, 0
+	// for an unleased write (see Leaser). It is checked by Put, never
+	// stored: Latest and History return 0.
+	Token int64
 }
 
 // Checkpointer stores checkpoints. Implementations must be safe for

@@ -23,18 +23,27 @@ var errMemoryClosed = errors.New("checkpoint: memory store is closed")
 type Memory struct {
 	mu      sync.RWMutex
 	threads map[string][]Checkpoint // checkpoint i has Seq i+1
+	leases  map[string]*memLease    // threads ever claimed
 	closed  bool
+}
+
+// memLease is a claimed thread's incarnation and lease.
+type memLease struct {
+	inc   string
+	token int64
+	until int64 // unix ms; 0: released
 }
 
 var (
 	_ Checkpointer = (*Memory)(nil)
 	_ SeqReader    = (*Memory)(nil)
+	_ Leaser       = (*Memory)(nil)
 )
 
 // NewMemory returns an empty in-memory store, ready to use; there is nothing
 // to open or configure.
 func NewMemory() *Memory {
-	return &Memory{threads: make(map[string][]Checkpoint)}
+	return &Memory{threads: make(map[string][]Checkpoint), leases: make(map[string]*memLease)}
 }
 
 // Put appends cp to its thread. It stores a deep copy, so the caller may reuse
@@ -57,6 +66,12 @@ func (m *Memory) Put(ctx context.Context, cp Checkpoint) error {
 	if latest := int64(len(cps)); cp.Seq != latest+1 {
 		return fmt.Errorf("checkpoint: put thread %q seq %d: latest is %d: %w", cp.ThreadID, cp.Seq, latest, ErrConflict)
 	}
+	if l := m.leases[cp.ThreadID]; l != nil && (l.token != cp.Token || l.inc != cp.Incarnation) || l == nil && cp.Token != 0 {
+		// A claimed thread takes only writes under its current lease; an
+		// unclaimed one only unleased writes.
+		return fmt.Errorf("checkpoint: put thread %q seq %d: %w: %w", cp.ThreadID, cp.Seq, ErrLeaseLost, ErrConflict)
+	}
+	cp.Token = 0
 	m.threads[cp.ThreadID] = append(cps, cp)
 	return nil
 }
@@ -130,7 +145,88 @@ func (m *Memory) DeleteThread(ctx context.Context, threadID string) error {
 		return fmt.Errorf("checkpoint: delete thread %q: %w", threadID, errMemoryClosed)
 	}
 	delete(m.threads, threadID)
+	delete(m.leases, threadID)
 	return nil
+}
+
+// Claim implements Leaser.
+func (m *Memory) Claim(ctx context.Context, threadID string, ttl time.Duration) (Lease, error) {
+	if err := ctx.Err(); err != nil {
+		return Lease{}, fmt.Errorf("checkpoint: claim thread %q: %w", threadID, err)
+	}
+	now := time.Now()
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.closed {
+		return Lease{}, fmt.Errorf("checkpoint: claim thread %q: %w", threadID, errMemoryClosed)
+	}
+	cps := m.threads[threadID]
+	l := m.leases[threadID]
+	switch {
+	case l == nil:
+		l = &memLease{inc: newIncarnation()}
+		m.leases[threadID] = l
+	case l.until > leaseMillis(now):
+		return Lease{}, fmt.Errorf("checkpoint: claim thread %q: %w", threadID, ErrLeased)
+	}
+	l.token++
+	exp := now.Add(ttl)
+	l.until = leaseMillis(exp)
+	return Lease{ThreadID: threadID, Incarnation: l.inc, Token: l.token, Seq: int64(len(cps)), Expires: exp}, nil
+}
+
+// Extend implements Leaser.
+func (m *Memory) Extend(ctx context.Context, le Lease, ttl time.Duration) (Lease, error) {
+	if err := ctx.Err(); err != nil {
+		return le, fmt.Errorf("checkpoint: extend lease of thread %q: %w", le.ThreadID, err)
+	}
+	exp := time.Now().Add(ttl)
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.closed {
+		return le, fmt.Errorf("checkpoint: extend lease of thread %q: %w", le.ThreadID, errMemoryClosed)
+	}
+	l := m.leases[le.ThreadID]
+	if l == nil || l.token != le.Token || l.until == 0 {
+		return le, fmt.Errorf("checkpoint: extend lease of thread %q: %w", le.ThreadID, ErrLeaseLost)
+	}
+	l.until = leaseMillis(exp)
+	le.Expires = exp
+	return le, nil
+}
+
+// Release implements Leaser.
+func (m *Memory) Release(ctx context.Context, le Lease) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.closed {
+		return fmt.Errorf("checkpoint: release lease of thread %q: %w", le.ThreadID, errMemoryClosed)
+	}
+	if l := m.leases[le.ThreadID]; l != nil && l.token == le.Token {
+		l.until = 0
+	}
+	return nil
+}
+
+// Head implements Leaser.
+func (m *Memory) Head(ctx context.Context, threadID string) (Head, error) {
+	if err := ctx.Err(); err != nil {
+		return Head{}, fmt.Errorf("checkpoint: head of thread %q: %w", threadID, err)
+	}
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	if m.closed {
+		return Head{}, fmt.Errorf("checkpoint: head of thread %q: %w", threadID, errMemoryClosed)
+	}
+	cps := m.threads[threadID]
+	if len(cps) == 0 {
+		return Head{}, nil
+	}
+	h := Head{Incarnation: cps[len(cps)-1].Incarnation, Seq: int64(len(cps))}
+	if l := m.leases[threadID]; l != nil {
+		h.Incarnation = l.inc
+	}
+	return h, nil
 }
 
 // Close drops every checkpoint; later calls return an error, which catches
@@ -139,7 +235,7 @@ func (m *Memory) Close() error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.closed = true
-	m.threads = nil
+	m.threads, m.leases = nil, nil
 	return nil
 }
 

@@ -10,13 +10,14 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 )
 
 // postgresSchemaVersion is the schema this build writes, kept in the one row
 // of tenxgraph_checkpoint_schema. It is len(postgresMigrations).
-const postgresSchemaVersion = 1
+const postgresSchemaVersion = 3
 
 // postgresMigrations[i] moves a database from schema version i to i+1.
 // Append to it (never edit an entry that has shipped) and the version
@@ -41,6 +42,20 @@ var postgresMigrations = [...]string{
 		created_at timestamptz NOT NULL,
 		PRIMARY KEY (thread_id, seq)
 	)`,
+	// 1 -> 2: every checkpoint names its thread's incarnation (see Lease);
+	// those written before leases belong to incarnation ''.
+	`ALTER TABLE tenxgraph_checkpoints ADD COLUMN incarnation text NOT NULL DEFAULT ''`,
+	// 2 -> 3: the incarnation and lease of every thread (lease_until in
+	// unix milliseconds, 0 once released); the threads written before
+	// leases are incarnation '', never claimed.
+	`CREATE TABLE tenxgraph_threads (
+		thread_id   text   NOT NULL PRIMARY KEY,
+		incarnation text   NOT NULL,
+		token       bigint NOT NULL,
+		lease_until bigint NOT NULL
+	);
+	INSERT INTO tenxgraph_threads (thread_id, incarnation, token, lease_until)
+	SELECT DISTINCT thread_id, '', 0, 0 FROM tenxgraph_checkpoints`,
 }
 
 // pgMigrationLock is the transaction-level advisory lock key that serialises
@@ -64,24 +79,54 @@ const (
 	// old history. The outer SELECT returns whether the row went in and the
 	// seq it was checked against, so a conflict's message needs no second
 	// query.
-	pgPut = `WITH latest AS (
+	//
+	// The lease CTE checks the lease (see Leaser) and takes FOR SHARE on
+	// the thread's row, so a claim (which updates the row) waits for a Put
+	// in flight, and a Put after a claim sees the new token and is refused.
+	// An unleased write (token 0) is accepted only on a thread never
+	// claimed; the incarnation must be the thread's.
+	pgPut = `WITH lease AS (
+		SELECT token, incarnation FROM tenxgraph_threads
+		WHERE thread_id = $1::text
+		FOR SHARE
+	), latest AS (
 		SELECT seq FROM tenxgraph_checkpoints
 		WHERE thread_id = $1::text
 		ORDER BY seq DESC LIMIT 1
 		FOR KEY SHARE
 	), ins AS (
 		INSERT INTO tenxgraph_checkpoints
-			(thread_id, seq, run_id, step, status, next, state, metadata, created_at)
-		SELECT $1::text, $2::bigint, $3::text, $4::bigint, $5::text, $6::text[], $7::bytea, $8::jsonb, $9::timestamptz
+			(thread_id, seq, run_id, step, status, next, state, metadata, created_at, incarnation)
+		SELECT $1::text, $2::bigint, $3::text, $4::bigint, $5::text, $6::text[], $7::bytea, $8::jsonb, $9::timestamptz, $10::text
 		WHERE COALESCE((SELECT seq FROM latest), 0) = $2::bigint - 1
+		AND CASE WHEN $11::bigint = 0
+			THEN NOT EXISTS (SELECT 1 FROM lease WHERE token <> 0 OR incarnation <> $10::text)
+			ELSE EXISTS (SELECT 1 FROM lease WHERE token = $11::bigint AND incarnation = $10::text) END
 		RETURNING seq
 	)
 	SELECT EXISTS (SELECT 1 FROM ins), COALESCE((SELECT seq FROM latest), 0)`
 	pgLatestSeq = `SELECT COALESCE(MAX(seq), 0) FROM tenxgraph_checkpoints WHERE thread_id = $1::text`
 	// pgHistory takes LIMIT NULL as no limit.
-	pgHistory = `SELECT seq, run_id, step, status, next, state, metadata, created_at
+	pgHistory = `SELECT seq, run_id, step, status, next, state, metadata, created_at, incarnation
 	FROM tenxgraph_checkpoints WHERE thread_id = $1::text ORDER BY seq DESC LIMIT $2::bigint`
-	pgDelete = `DELETE FROM tenxgraph_checkpoints WHERE thread_id = $1::text`
+	pgDelete      = `DELETE FROM tenxgraph_checkpoints WHERE thread_id = $1::text`
+	pgDeleteLease = `DELETE FROM tenxgraph_threads WHERE thread_id = $1::text`
+	// pgClaim takes a free or expired lease ($3: now, $4: expiry), or
+	// returns no row. A thread without a row is new (or deleted): its
+	// first claim starts a new incarnation ($2).
+	pgClaim = `INSERT INTO tenxgraph_threads AS t (thread_id, incarnation, token, lease_until)
+	VALUES ($1::text, $2::text, 1, $4::bigint)
+	ON CONFLICT (thread_id) DO UPDATE SET token = t.token + 1, lease_until = $4::bigint
+	WHERE t.lease_until <= $3::bigint
+	RETURNING incarnation, token,
+		(SELECT COALESCE(MAX(seq), 0) FROM tenxgraph_checkpoints WHERE thread_id = $1::text)`
+	pgExtend  = `UPDATE tenxgraph_threads SET lease_until = $3::bigint WHERE thread_id = $1::text AND token = $2::bigint AND lease_until <> 0`
+	pgRelease = `UPDATE tenxgraph_threads SET lease_until = 0 WHERE thread_id = $1::text AND token = $2::bigint`
+	// pgHead: the incarnation is the thread's (its row), else that of its
+	// latest checkpoint.
+	pgHead = `SELECT COALESCE((SELECT incarnation FROM tenxgraph_threads WHERE thread_id = $1::text),
+		(SELECT incarnation FROM tenxgraph_checkpoints WHERE thread_id = $1::text ORDER BY seq DESC LIMIT 1), ''),
+		(SELECT COALESCE(MAX(seq), 0) FROM tenxgraph_checkpoints WHERE thread_id = $1::text)`
 )
 
 // pgUniqueViolation is SQLSTATE unique_violation.
@@ -106,6 +151,7 @@ type Postgres struct {
 var (
 	_ Checkpointer = (*Postgres)(nil)
 	_ SeqReader    = (*Postgres)(nil)
+	_ Leaser       = (*Postgres)(nil)
 )
 
 // OpenPostgres connects to the database dsn names (a libpq keyword/value
@@ -287,6 +333,9 @@ func (p *Postgres) put(ctx context.Context, cp Checkpoint) error {
 		return err
 	}
 	if !inserted {
+		if cp.Token != 0 && latest == cp.Seq-1 {
+			return fmt.Errorf("%w: %w", ErrLeaseLost, ErrConflict)
+		}
 		return fmt.Errorf("latest is %d: %w", latest, ErrConflict)
 	}
 	return nil
@@ -310,6 +359,9 @@ func pgPutArgs(cp Checkpoint) ([]any, error) {
 		return nil, err
 	}
 	if err := pgText("status", string(cp.Status)); err != nil {
+		return nil, err
+	}
+	if err := pgText("incarnation", cp.Incarnation); err != nil {
 		return nil, err
 	}
 	created := cp.CreatedAt
@@ -343,7 +395,7 @@ func pgPutArgs(cp Checkpoint) ([]any, error) {
 	if state == nil {
 		state = []byte{} // NOT NULL column; an empty bytea reads back as nil
 	}
-	return []any{cp.ThreadID, cp.Seq, cp.RunID, int64(cp.Step), string(cp.Status), next, state, json.RawMessage(meta), created}, nil
+	return []any{cp.ThreadID, cp.Seq, cp.RunID, int64(cp.Step), string(cp.Status), next, state, json.RawMessage(meta), created, cp.Incarnation, cp.Token}, nil
 }
 
 // pgText refuses a string a text column (or a jsonb string, where \u0000 is
@@ -403,7 +455,7 @@ func (p *Postgres) query(ctx context.Context, threadID string, limit int) ([]Che
 			meta    []byte
 			created time.Time
 		)
-		if err := rows.Scan(&cp.Seq, &cp.RunID, &step, &status, &cp.Next, &cp.State, &meta, &created); err != nil {
+		if err := rows.Scan(&cp.Seq, &cp.RunID, &step, &status, &cp.Next, &cp.State, &meta, &created, &cp.Incarnation); err != nil {
 			return nil, err
 		}
 		cp.Step = int(step)
@@ -432,17 +484,86 @@ func (p *Postgres) query(ctx context.Context, threadID string, limit int) ([]Che
 // because a Put that held its lock on the thread's latest row when the
 // DELETE began commits a row the DELETE's snapshot cannot see. Without a
 // race that is two statements.
+//
+// The thread's lease row goes first, in the same transaction: a Put under
+// a lease in flight holds it, so the delete waits for that Put, and a claim
+// racing with the delete waits for it to commit and then starts a new
+// incarnation.
 func (p *Postgres) DeleteThread(ctx context.Context, threadID string) error {
+	if err := p.deleteThread(ctx, threadID); err != nil {
+		return fmt.Errorf("checkpoint: delete thread %q: %w", threadID, err)
+	}
+	return nil
+}
+
+func (p *Postgres) deleteThread(ctx context.Context, threadID string) error {
+	tx, err := p.pool.Begin(ctx)
+	if err != nil {
+		return err
+	}
+	defer tx.Rollback(context.WithoutCancel(ctx)) //nolint:errcheck // a no-op after Commit
+	if _, err := tx.Exec(ctx, pgDeleteLease, threadID); err != nil {
+		return err
+	}
 	for range pgDeleteRounds {
-		tag, err := p.pool.Exec(ctx, pgDelete, threadID)
+		tag, err := tx.Exec(ctx, pgDelete, threadID)
 		if err != nil {
-			return fmt.Errorf("checkpoint: delete thread %q: %w", threadID, err)
+			return err
 		}
 		if tag.RowsAffected() == 0 {
-			return nil
+			return tx.Commit(ctx)
 		}
 	}
-	return fmt.Errorf("checkpoint: delete thread %q: it was still being written after %d deletes", threadID, pgDeleteRounds)
+	return fmt.Errorf("it was still being written after %d deletes", pgDeleteRounds)
+}
+
+// Claim implements Leaser in one statement.
+func (p *Postgres) Claim(ctx context.Context, threadID string, ttl time.Duration) (Lease, error) {
+	now := time.Now()
+	l := Lease{ThreadID: threadID, Expires: now.Add(ttl)}
+	err := p.pool.QueryRow(ctx, pgClaim, threadID, newIncarnation(), leaseMillis(now), leaseMillis(l.Expires)).
+		Scan(&l.Incarnation, &l.Token, &l.Seq)
+	if errors.Is(err, pgx.ErrNoRows) {
+		err = ErrLeased
+	}
+	if err != nil {
+		return Lease{}, fmt.Errorf("checkpoint: claim thread %q: %w", threadID, err)
+	}
+	return l, nil
+}
+
+// Extend implements Leaser.
+func (p *Postgres) Extend(ctx context.Context, l Lease, ttl time.Duration) (Lease, error) {
+	exp := time.Now().Add(ttl)
+	tag, err := p.pool.Exec(ctx, pgExtend, l.ThreadID, l.Token, leaseMillis(exp))
+	if err == nil && tag.RowsAffected() == 0 {
+		err = ErrLeaseLost
+	}
+	if err != nil {
+		return l, fmt.Errorf("checkpoint: extend lease of thread %q: %w", l.ThreadID, err)
+	}
+	l.Expires = exp
+	return l, nil
+}
+
+// Release implements Leaser.
+func (p *Postgres) Release(ctx context.Context, l Lease) error {
+	if _, err := p.pool.Exec(ctx, pgRelease, l.ThreadID, l.Token); err != nil {
+		return fmt.Errorf("checkpoint: release lease of thread %q: %w", l.ThreadID, err)
+	}
+	return nil
+}
+
+// Head implements Leaser.
+func (p *Postgres) Head(ctx context.Context, threadID string) (Head, error) {
+	var h Head
+	if err := p.pool.QueryRow(ctx, pgHead, threadID).Scan(&h.Incarnation, &h.Seq); err != nil {
+		return Head{}, fmt.Errorf("checkpoint: head of thread %q: %w", threadID, err)
+	}
+	if h.Seq == 0 {
+		return Head{}, nil
+	}
+	return h, nil
 }
 
 // pgDeleteRounds bounds DeleteThread's DELETEs; each round past the second

@@ -22,7 +22,7 @@ import (
 
 // sqliteSchemaVersion is the schema this build writes, kept in the
 // database's PRAGMA user_version. It is len(sqliteMigrations).
-const sqliteSchemaVersion = 1
+const sqliteSchemaVersion = 4
 
 // sqliteMigrations[i] moves a database from schema version i to i+1. Append
 // to it (never edit an entry that has shipped) and the version follows.
@@ -42,6 +42,21 @@ var sqliteMigrations = [...]string{
 		created_at INTEGER NOT NULL, -- unix nanoseconds, UTC
 		PRIMARY KEY (thread_id, seq)
 	)`,
+	// 1 -> 2: every checkpoint names its thread's incarnation (see Lease);
+	// those written before leases belong to incarnation "".
+	`ALTER TABLE checkpoints ADD COLUMN incarnation TEXT NOT NULL DEFAULT ''`,
+	// 2 -> 3: the incarnation and lease of every thread ever claimed.
+	// lease_until is unix milliseconds, 0 once released.
+	`CREATE TABLE threads (
+		thread_id   TEXT    NOT NULL PRIMARY KEY,
+		incarnation TEXT    NOT NULL,
+		token       INTEGER NOT NULL,
+		lease_until INTEGER NOT NULL
+	) WITHOUT ROWID`,
+	// 3 -> 4: the threads written before leases are incarnation "", never
+	// claimed.
+	`INSERT INTO threads (thread_id, incarnation, token, lease_until)
+	SELECT DISTINCT thread_id, '', 0, 0 FROM checkpoints`,
 }
 
 // sqliteBusyTimeout is how long a connection waits for another writer (in
@@ -55,12 +70,34 @@ const (
 	// the write lock before it reads, so the check and the insert are one
 	// atomic transaction with BEGIN IMMEDIATE semantics, and it waits under
 	// busy_timeout rather than failing when another connection is writing.
+	//
+	// It also checks the lease (see Leaser): an unleased write (token 0)
+	// only on a thread never claimed (token 0 in its row, or no row), a
+	// leased one only with the thread's current token; the incarnation
+	// must be the thread's.
 	sqlPut = `INSERT INTO checkpoints
-		(thread_id, seq, run_id, step, status, next, state, metadata, created_at)
-	SELECT ?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9
-	WHERE (SELECT COALESCE(MAX(seq), 0) FROM checkpoints WHERE thread_id = ?1) = ?2 - 1`
-	sqlLatestSeq = `SELECT COALESCE(MAX(seq), 0) FROM checkpoints WHERE thread_id = ?`
-	sqlHistory   = `SELECT seq, run_id, step, status, next, state, metadata, created_at
+		(thread_id, seq, run_id, step, status, next, state, metadata, created_at, incarnation)
+	SELECT ?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10
+	WHERE (SELECT COALESCE(MAX(seq), 0) FROM checkpoints WHERE thread_id = ?1) = ?2 - 1
+	AND CASE WHEN ?11 = 0 THEN NOT EXISTS (SELECT 1 FROM threads WHERE thread_id = ?1 AND (token <> 0 OR incarnation <> ?10))
+		ELSE EXISTS (SELECT 1 FROM threads WHERE thread_id = ?1 AND token = ?11 AND incarnation = ?10) END`
+	// sqlClaim takes a free or expired lease (?3: now, ?4: expiry), or
+	// returns no row. A thread without a row is new (or deleted): its
+	// first claim starts a new incarnation (?2).
+	sqlClaim = `INSERT INTO threads (thread_id, incarnation, token, lease_until)
+	VALUES (?1, ?2, 1, ?4)
+	ON CONFLICT (thread_id) DO UPDATE SET token = token + 1, lease_until = ?4 WHERE lease_until <= ?3
+	RETURNING incarnation, token, (SELECT COALESCE(MAX(seq), 0) FROM checkpoints WHERE thread_id = ?1)`
+	sqlExtend  = `UPDATE threads SET lease_until = ?3 WHERE thread_id = ?1 AND token = ?2 AND lease_until <> 0`
+	sqlRelease = `UPDATE threads SET lease_until = 0 WHERE thread_id = ?1 AND token = ?2`
+	// sqlHead: the incarnation is the thread's (its row, when claimed),
+	// else that of its latest checkpoint.
+	sqlHead = `SELECT COALESCE((SELECT incarnation FROM threads WHERE thread_id = ?1),
+		(SELECT incarnation FROM checkpoints WHERE thread_id = ?1 ORDER BY seq DESC LIMIT 1), ''),
+		(SELECT COALESCE(MAX(seq), 0) FROM checkpoints WHERE thread_id = ?1)`
+	sqlDeleteLease = `DELETE FROM threads WHERE thread_id = ?`
+	sqlLatestSeq   = `SELECT COALESCE(MAX(seq), 0) FROM checkpoints WHERE thread_id = ?`
+	sqlHistory     = `SELECT seq, run_id, step, status, next, state, metadata, created_at, incarnation
 	FROM checkpoints WHERE thread_id = ? ORDER BY seq DESC LIMIT ?`
 	sqlDelete = `DELETE FROM checkpoints WHERE thread_id = ?`
 )
@@ -84,13 +121,18 @@ type SQLite struct {
 
 	put       *sql.Stmt // on w
 	del       *sql.Stmt // on w
+	delLease  *sql.Stmt // on w
+	claim     *sql.Stmt // on w
+	extend    *sql.Stmt // on w
+	release   *sql.Stmt // on w
+	head      *sql.Stmt // on r
 	latestSeq *sql.Stmt // on r
 	history   *sql.Stmt // on r
 
 	// Puts go through one writer goroutine that commits whatever has queued
 	// up as one transaction (group commit): under load, many runs' steps
 	// share one commit, which is most of a write's cost.
-	puts    chan putReq
+	puts    chan writeReq
 	stop    chan struct{}
 	stopped chan struct{}
 
@@ -102,17 +144,25 @@ type SQLite struct {
 // for long.
 const maxBatch = 64
 
-// putReq is a Put waiting for the writer.
-type putReq struct {
-	ctx    context.Context
-	thread string
-	args   []any
-	done   chan error
+// writeReq is a write (a Put, a lease change) waiting for the writer.
+type writeReq struct {
+	ctx  context.Context
+	stmt *sql.Stmt // on w
+	args []any
+	// dest receives the statement's one row (RETURNING); nil: the
+	// statement must change a row. Either way, nothing is errNoRow.
+	dest []any
+	done chan error
 }
+
+// errNoRow: a write's condition did not hold (a Put's seq or lease, a
+// claim of a leased thread); the caller says which.
+var errNoRow = errors.New("no row written")
 
 var (
 	_ Checkpointer = (*SQLite)(nil)
 	_ SeqReader    = (*SQLite)(nil)
+	_ Leaser       = (*SQLite)(nil)
 )
 
 // OpenSQLite opens the store at path, creating the file, its parent
@@ -124,7 +174,7 @@ func OpenSQLite(ctx context.Context, path string) (*SQLite, error) {
 	if err != nil {
 		return nil, fmt.Errorf("checkpoint: open sqlite %q: %w", path, err)
 	}
-	s.puts, s.stop, s.stopped = make(chan putReq, maxBatch), make(chan struct{}), make(chan struct{})
+	s.puts, s.stop, s.stopped = make(chan writeReq, maxBatch), make(chan struct{}), make(chan struct{})
 	go s.writer()
 	return s, nil
 }
@@ -203,6 +253,11 @@ func openSQLite(ctx context.Context, path string) (_ *SQLite, err error) {
 	}{
 		{s.w, sqlPut, &s.put},
 		{s.w, sqlDelete, &s.del},
+		{s.w, sqlDeleteLease, &s.delLease},
+		{s.w, sqlClaim, &s.claim},
+		{s.w, sqlExtend, &s.extend},
+		{s.w, sqlRelease, &s.release},
+		{s.r, sqlHead, &s.head},
 		{s.r, sqlLatestSeq, &s.latestSeq},
 		{s.r, sqlHistory, &s.history},
 	} {
@@ -360,20 +415,39 @@ func (s *SQLite) migrate(ctx context.Context) error {
 func (s *SQLite) Put(ctx context.Context, cp Checkpoint) error {
 	args, err := putArgs(cp)
 	if err == nil {
-		req := putReq{ctx: ctx, thread: cp.ThreadID, args: args, done: make(chan error, 1)}
-		select {
-		case s.puts <- req:
-			err = <-req.done
-		case <-ctx.Done():
-			err = ctx.Err()
-		case <-s.stop:
-			err = errSQLiteClosed
+		err = s.write(ctx, s.put, args, nil)
+	}
+	if errors.Is(err, errNoRow) {
+		// Nothing written: Seq was not latest+1, or the lease was lost.
+		// The latest seq is read after the fact, so it is advice for the
+		// message, not the decision.
+		err = ErrConflict
+		var latest int64
+		if s.latestSeq.QueryRowContext(ctx, cp.ThreadID).Scan(&latest) == nil {
+			if cp.Token != 0 && latest == cp.Seq-1 {
+				err = fmt.Errorf("%w: %w", ErrLeaseLost, ErrConflict)
+			} else {
+				err = fmt.Errorf("latest is %d: %w", latest, err)
+			}
 		}
 	}
 	if err != nil {
 		return fmt.Errorf("checkpoint: put thread %q seq %d: %w", cp.ThreadID, cp.Seq, err)
 	}
 	return nil
+}
+
+// write hands one statement to the writer and waits for it.
+func (s *SQLite) write(ctx context.Context, stmt *sql.Stmt, args, dest []any) error {
+	req := writeReq{ctx: ctx, stmt: stmt, args: args, dest: dest, done: make(chan error, 1)}
+	select {
+	case s.puts <- req:
+		return <-req.done
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-s.stop:
+		return errSQLiteClosed
+	}
 }
 
 var errSQLiteClosed = errors.New("the store is closed")
@@ -405,7 +479,7 @@ func putArgs(cp Checkpoint) ([]any, error) {
 	if state == nil {
 		state = []byte{} // NOT NULL column; an empty blob reads back as empty
 	}
-	return []any{cp.ThreadID, cp.Seq, cp.RunID, cp.Step, string(cp.Status), next, state, meta, created.UnixNano()}, nil
+	return []any{cp.ThreadID, cp.Seq, cp.RunID, cp.Step, string(cp.Status), next, state, meta, created.UnixNano(), cp.Incarnation, cp.Token}, nil
 }
 
 // writer commits queued Puts: each batch is whatever queued while the
@@ -413,7 +487,7 @@ func putArgs(cp Checkpoint) ([]any, error) {
 // and a busy one commits many per transaction.
 func (s *SQLite) writer() {
 	defer close(s.stopped)
-	batch := make([]putReq, 0, maxBatch)
+	batch := make([]writeReq, 0, maxBatch)
 	for {
 		select {
 		case <-s.stop:
@@ -444,7 +518,7 @@ func (s *SQLite) writer() {
 // commit writes a batch in one transaction. Each conditional INSERT decides
 // its own conflict (later ones in the batch see earlier ones); a failure of
 // the transaction itself fails every Put of the batch.
-func (s *SQLite) commit(batch []putReq) {
+func (s *SQLite) commit(batch []writeReq) {
 	live := batch[:0]
 	for _, r := range batch {
 		if err := r.ctx.Err(); err != nil {
@@ -457,7 +531,7 @@ func (s *SQLite) commit(batch []putReq) {
 		return
 	}
 	if len(live) == 1 { // nothing to share: one autocommit statement
-		live[0].done <- s.exec(context.Background(), s.put, live[0])
+		live[0].done <- s.exec(context.Background(), live[0].stmt, live[0])
 		return
 	}
 	ctx := context.Background()
@@ -468,10 +542,15 @@ func (s *SQLite) commit(batch []putReq) {
 		}
 		return
 	}
-	stmt := tx.StmtContext(ctx, s.put)
+	stmts := map[*sql.Stmt]*sql.Stmt{}
 	results := make([]error, len(live))
 	for i, r := range live {
-		results[i] = s.exec(ctx, stmt, r)
+		st := stmts[r.stmt]
+		if st == nil {
+			st = tx.StmtContext(ctx, r.stmt)
+			stmts[r.stmt] = st
+		}
+		results[i] = s.exec(ctx, st, r)
 	}
 	if err := tx.Commit(); err != nil {
 		for i := range results {
@@ -483,9 +562,16 @@ func (s *SQLite) commit(batch []putReq) {
 	}
 }
 
-// exec runs one conditional INSERT and reports a conflict when it wrote
+// exec runs one conditional write and reports errNoRow when it wrote
 // nothing.
-func (s *SQLite) exec(ctx context.Context, stmt *sql.Stmt, r putReq) error {
+func (s *SQLite) exec(ctx context.Context, stmt *sql.Stmt, r writeReq) error {
+	if r.dest != nil {
+		err := stmt.QueryRowContext(ctx, r.args...).Scan(r.dest...)
+		if errors.Is(err, sql.ErrNoRows) {
+			return errNoRow
+		}
+		return err
+	}
 	res, err := stmt.ExecContext(ctx, r.args...)
 	if err != nil {
 		var se *sqlite.Error
@@ -500,16 +586,60 @@ func (s *SQLite) exec(ctx context.Context, stmt *sql.Stmt, r putReq) error {
 	if err != nil {
 		return err
 	}
-	if n == 1 {
-		return nil
+	if n == 0 {
+		return errNoRow
 	}
-	// Nothing written: Seq was not latest+1. The latest seq is read after
-	// the fact, so it is advice for the message, not the decision.
-	var latest int64
-	if err := s.latestSeq.QueryRowContext(ctx, r.thread).Scan(&latest); err == nil {
-		return fmt.Errorf("latest is %d: %w", latest, ErrConflict)
+	return nil
+}
+
+// Claim implements Leaser; the claim is one statement through the writer.
+func (s *SQLite) Claim(ctx context.Context, threadID string, ttl time.Duration) (Lease, error) {
+	now := time.Now()
+	l := Lease{ThreadID: threadID, Expires: now.Add(ttl)}
+	err := s.write(ctx, s.claim, []any{threadID, newIncarnation(), leaseMillis(now), leaseMillis(l.Expires)},
+		[]any{&l.Incarnation, &l.Token, &l.Seq})
+	if errors.Is(err, errNoRow) {
+		err = ErrLeased
 	}
-	return ErrConflict
+	if err != nil {
+		return Lease{}, fmt.Errorf("checkpoint: claim thread %q: %w", threadID, err)
+	}
+	return l, nil
+}
+
+// Extend implements Leaser.
+func (s *SQLite) Extend(ctx context.Context, l Lease, ttl time.Duration) (Lease, error) {
+	exp := time.Now().Add(ttl)
+	err := s.write(ctx, s.extend, []any{l.ThreadID, l.Token, leaseMillis(exp)}, nil)
+	if errors.Is(err, errNoRow) {
+		err = ErrLeaseLost
+	}
+	if err != nil {
+		return l, fmt.Errorf("checkpoint: extend lease of thread %q: %w", l.ThreadID, err)
+	}
+	l.Expires = exp
+	return l, nil
+}
+
+// Release implements Leaser.
+func (s *SQLite) Release(ctx context.Context, l Lease) error {
+	err := s.write(ctx, s.release, []any{l.ThreadID, l.Token}, nil)
+	if err != nil && !errors.Is(err, errNoRow) {
+		return fmt.Errorf("checkpoint: release lease of thread %q: %w", l.ThreadID, err)
+	}
+	return nil
+}
+
+// Head implements Leaser.
+func (s *SQLite) Head(ctx context.Context, threadID string) (Head, error) {
+	var h Head
+	if err := s.head.QueryRowContext(ctx, threadID).Scan(&h.Incarnation, &h.Seq); err != nil {
+		return Head{}, fmt.Errorf("checkpoint: head of thread %q: %w", threadID, err)
+	}
+	if h.Seq == 0 {
+		return Head{}, nil
+	}
+	return h, nil
 }
 
 // LatestSeq implements SeqReader with an index-only read.
@@ -555,7 +685,7 @@ func (s *SQLite) query(ctx context.Context, threadID string, limit int) ([]Check
 			next, meta  []byte
 			createdNano int64
 		)
-		if err := rows.Scan(&cp.Seq, &cp.RunID, &cp.Step, &status, &next, &cp.State, &meta, &createdNano); err != nil {
+		if err := rows.Scan(&cp.Seq, &cp.RunID, &cp.Step, &status, &next, &cp.State, &meta, &createdNano, &cp.Incarnation); err != nil {
 			return nil, err
 		}
 		cp.Status = Status(status)
@@ -577,13 +707,27 @@ func (s *SQLite) query(ctx context.Context, threadID string, limit int) ([]Check
 	return out, nil
 }
 
-// DeleteThread removes the thread's checkpoints in one statement; its next
-// Put must use Seq 1 again.
+// DeleteThread removes the thread's checkpoints and its lease in one
+// transaction; its next Put must use Seq 1 again, in a new incarnation.
 func (s *SQLite) DeleteThread(ctx context.Context, threadID string) error {
-	if _, err := s.del.ExecContext(ctx, threadID); err != nil {
+	if err := s.deleteThread(ctx, threadID); err != nil {
 		return fmt.Errorf("checkpoint: delete thread %q: %w", threadID, err)
 	}
 	return nil
+}
+
+func (s *SQLite) deleteThread(ctx context.Context, threadID string) error {
+	tx, err := s.w.BeginTx(ctx, nil)
+	if err != nil {
+		return err
+	}
+	defer tx.Rollback() //nolint:errcheck // a no-op after Commit
+	for _, st := range []*sql.Stmt{s.del, s.delLease} {
+		if _, err := tx.StmtContext(ctx, st).ExecContext(ctx, threadID); err != nil {
+			return err
+		}
+	}
+	return tx.Commit()
 }
 
 // Close closes the statements and both connection pools. When the last
@@ -604,7 +748,7 @@ func (s *SQLite) Close() error {
 
 func (s *SQLite) closeAll() error {
 	var errs []error
-	for _, st := range []*sql.Stmt{s.put, s.del, s.latestSeq, s.history} {
+	for _, st := range []*sql.Stmt{s.put, s.del, s.delLease, s.claim, s.extend, s.release, s.head, s.latestSeq, s.history} {
 		if st != nil {
 			errs = append(errs, st.Close())
 		}

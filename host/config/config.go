@@ -382,6 +382,10 @@ type Checkpointer struct {
 	// DSNEnv names the environment variable holding the postgres DSN, which
 	// carries a password and so never sits in the file.
 	DSNEnv string
+	// Lease is how long a run's claim on its thread lasts unless its
+	// heartbeat renews it (0: graph.DefaultLease, 30s): how long a thread
+	// stays busy after the replica running it dies.
+	Lease time.Duration
 }
 
 // Cache bounds the cache of decoded threads, which saves a run on a thread
@@ -877,8 +881,9 @@ func (c *checker) providerDefaults(o field) sandbox.Profile {
 }
 
 func (c *checker) checkpointer(f field) Checkpointer {
-	o := f.object("type", "path", "dsn_env")
+	o := f.object("type", "path", "dsn_env", "lease")
 	cp := Checkpointer{Type: "sqlite"}
+	cp.Lease, _ = o.get("lease").duration()
 	typ := o.get("type")
 	if typ.present() {
 		t, ok := typ.oneOf("sqlite", "memory", "postgres")

@@ -46,18 +46,23 @@ func (a *App) CacheStats() CacheStats {
 
 // threadCache keeps the latest checkpoint of the threads this app works on,
 // decoded, so a run on a thread the app just wrote (a resume, the next turn)
-// does not read and decode the state again. An entry is used only while the
-// store confirms it is still the latest (checkpoint.SeqReader, a cheap
-// index-only read): another process writing the thread makes it stale, and
-// it is then read afresh. Stores without SeqReader get no cache.
+// does not read and decode the state again. An entry is keyed by the
+// thread's incarnation and seq, and used only while the store confirms both
+// are still the latest: a run's claim (checkpoint.Lease) reports them, a
+// reader asks (checkpoint.Leaser's Head, a cheap read). Another process
+// writing the thread, or deleting and re-creating it, makes the entry
+// stale, and it is then read afresh. A store without leases is asked its
+// latest seq (checkpoint.SeqReader), which cannot see a re-created thread:
+// such a store is for one process. Stores with neither get no cache.
 //
 // The cache is bounded in bytes: each entry costs its state's encoded size
 // plus an estimate of the decoded structure's overhead, and the least
 // recently used threads are dropped to stay within max (a miss only costs a
 // read). A thread larger than the whole budget is not kept.
 type threadCache struct {
-	seqs checkpoint.SeqReader
-	max  int64
+	heads checkpoint.Leaser // nil: seqs
+	seqs  checkpoint.SeqReader
+	max   int64
 
 	mu        sync.Mutex
 	m         map[string]*list.Element // of *cached
@@ -68,7 +73,7 @@ type threadCache struct {
 
 type cached struct {
 	thread string
-	cp     checkpoint.Checkpoint // State left nil: state holds it decoded
+	cp     checkpoint.Checkpoint // State left nil: state holds it decoded; Incarnation is the thread's
 	state  wireState
 	size   int64
 }
@@ -82,11 +87,12 @@ const (
 )
 
 func newThreadCache(cp checkpoint.Checkpointer, maxBytes int64) *threadCache {
-	seqs, ok := cp.(checkpoint.SeqReader)
-	if !ok || maxBytes <= 0 {
+	heads, _ := cp.(checkpoint.Leaser)
+	seqs, _ := cp.(checkpoint.SeqReader)
+	if heads == nil && seqs == nil || maxBytes <= 0 {
 		return nil
 	}
-	return &threadCache{seqs: seqs, max: maxBytes, m: map[string]*list.Element{}}
+	return &threadCache{heads: heads, seqs: seqs, max: maxBytes, m: map[string]*list.Element{}}
 }
 
 // store keeps state as the thread's latest; encoded is the size of its
@@ -141,12 +147,29 @@ func (c *threadCache) get(thread string) (cached, bool) {
 	return *e.Value.(*cached), true
 }
 
+// current reports whether hit is still the thread's latest checkpoint: as
+// h's claim saw it, or as the store says now.
+func (c *threadCache) current(ctx context.Context, hit cached, h *hold) bool {
+	switch {
+	case h != nil && h.leased:
+		return h.lease.Incarnation == hit.cp.Incarnation && h.lease.Seq == hit.cp.Seq
+	case c.heads != nil:
+		head, err := c.heads.Head(ctx, hit.thread)
+		return err == nil && head == checkpoint.Head{Incarnation: hit.cp.Incarnation, Seq: hit.cp.Seq}
+	default:
+		seq, err := c.seqs.LatestSeq(ctx, hit.thread)
+		return err == nil && seq == hit.cp.Seq
+	}
+}
+
 // load returns the thread's latest checkpoint and its decoded state, or a
-// nil checkpoint for a thread that has none.
-func (a *App) load(ctx context.Context, thread string) (*checkpoint.Checkpoint, wireState, error) {
+// nil checkpoint for a thread that has none. h is the caller's hold on the
+// thread (nil for a reader); what is read under a lease is cached, since
+// the lease names its incarnation.
+func (a *App) load(ctx context.Context, thread string, h *hold) (*checkpoint.Checkpoint, wireState, error) {
 	if c := a.cache; c != nil {
 		if hit, ok := c.get(thread); ok {
-			if seq, err := c.seqs.LatestSeq(ctx, thread); err == nil && seq == hit.cp.Seq {
+			if c.current(ctx, hit, h) {
 				return &hit.cp, hit.state, nil
 			}
 			c.drop(thread)
@@ -163,6 +186,12 @@ func (a *App) load(ctx context.Context, thread string) (*checkpoint.Checkpoint, 
 	if err != nil {
 		return nil, wireState{}, fmt.Errorf("thread %q: read checkpoint %d: %w", thread, cp.Seq, err)
 	}
-	a.cache.store(thread, cp, state, len(cp.State))
+	switch {
+	case h != nil && h.leased:
+		cp.Incarnation = h.lease.Incarnation
+		a.cache.store(thread, cp, state, len(cp.State))
+	case a.leaser == nil:
+		a.cache.store(thread, cp, state, len(cp.State))
+	} // else a reader, which cannot tell which incarnation it read
 	return &cp, state, nil
 }

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"time"
 
 	"github.com/tenxgraph/tenxgraph/host/checkpoint"
 )
@@ -34,7 +35,9 @@ const DefaultStepLimit = 100
 
 // App is a compiled graph bound to a checkpointer. It is safe for concurrent
 // use; runs on one thread are serialised (a second concurrent run on a thread
-// fails with ErrThreadBusy rather than racing).
+// fails with ErrThreadBusy rather than racing). With a store that implements
+// checkpoint.Leaser they are serialised across every process sharing the
+// store: a run claims its thread there before it does any work.
 type App struct {
 	g              *StateGraph
 	cp             checkpoint.Checkpointer
@@ -50,6 +53,9 @@ type App struct {
 	observer func(Event)
 
 	cacheBytes int64 // the cache's budget (WithCacheBytes); <= 0: no cache
+
+	leaser   checkpoint.Leaser // the store's leases; nil: runs are serialised in this process only
+	leaseTTL time.Duration
 }
 
 // Observe has fn receive every event of every run, Invoke's included, on the
@@ -118,7 +124,9 @@ func (g *StateGraph) Compile(cp checkpoint.Checkpointer, opts ...Option) (*App, 
 		busy:           map[string]map[string]string{},
 		idGen:          newID,
 		cacheBytes:     DefaultCacheBytes,
+		leaseTTL:       DefaultLease,
 	}
+	a.leaser, _ = cp.(checkpoint.Leaser)
 	for i, n := range g.order {
 		a.index[n] = i
 	}

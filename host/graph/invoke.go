@@ -69,12 +69,18 @@ func (a *App) run(ctx context.Context, input []message.Message, cfg RunConfig, e
 			r.emit = func(e Event) { obs(e); emit(e) }
 		}
 	}
-	if err := a.acquire(ctx, cfg.ThreadID, cfg.Metadata); err != nil {
+	// The claim comes before anything is read or run: a second run of the
+	// thread, in this process or another, is refused here, having done
+	// nothing. A resume waits for the run in progress instead, as it may
+	// be a retry of that run's answers (see take).
+	ctx, h, err := a.take(ctx, cfg.ThreadID, cfg.Metadata, answersOnly(input, cfg))
+	if err != nil {
 		return Result{}, err
 	}
 	defer a.release(cfg.ThreadID)
+	defer a.unclaim(ctx, h)
 
-	latest, prev, err := a.load(ctx, cfg.ThreadID)
+	latest, prev, err := a.load(ctx, cfg.ThreadID, h)
 	if err != nil {
 		return Result{}, err
 	}
@@ -94,11 +100,16 @@ func (a *App) run(ctx context.Context, input []message.Message, cfg RunConfig, e
 			}
 		}
 	}
-	w := writer{app: a, run: r, meta: cfg.Metadata, runTools: s.runTools, pause: s.pause}
+	w := writer{app: a, run: r, lease: h.lease, meta: cfg.Metadata, runTools: s.runTools, pause: s.pause}
 	if latest != nil {
 		w.seq, w.meta = latest.Seq, latest.Metadata
 	}
 	r.Emit(Event{Type: EventRunStarted, Data: RunStarted{ThreadID: r.ThreadID, RunID: r.RunID, Resumed: s.resumed}})
+	if s.replay {
+		res := a.result(r, s.state, StatusCompleted, prev.pause)
+		res.RunID = latest.RunID // the run that recorded the outcome
+		return res, nil
+	}
 
 	state := s.state
 	if len(s.appended) > 0 {
@@ -402,6 +413,7 @@ func (a *App) result(r *Run, s State, status Status, p pause) Result {
 type writer struct {
 	app      *App
 	run      *Run
+	lease    checkpoint.Lease // zero without a Leaser store
 	seq      int64
 	meta     map[string]string
 	runTools []json.RawMessage
@@ -416,15 +428,19 @@ func (w *writer) put(ctx context.Context, s State, next []string, status checkpo
 		return fmt.Errorf("thread %q: encode state: %w", w.run.ThreadID, err)
 	}
 	cp := checkpoint.Checkpoint{ThreadID: w.run.ThreadID, Seq: w.seq + 1, RunID: w.run.RunID, Step: w.run.Step,
-		Status: status, Next: next, State: raw, Metadata: w.meta}
+		Status: status, Next: next, State: raw, Metadata: w.meta, Incarnation: w.lease.Incarnation, Token: w.lease.Token}
 	if err := w.app.cp.Put(ctx, cp); err != nil {
 		w.app.cache.drop(w.run.ThreadID)
+		if errors.Is(err, checkpoint.ErrLeaseLost) {
+			return &StateError{Kind: ErrThreadBusy, ThreadID: w.run.ThreadID, Detail: "the run lost its claim on the thread (its lease expired and another run took it, or the thread was deleted); reload it and retry"}
+		}
 		if errors.Is(err, checkpoint.ErrConflict) {
 			return &StateError{Kind: ErrThreadBusy, ThreadID: w.run.ThreadID, Detail: "another process changed the thread during this run; reload it and retry"}
 		}
 		return fmt.Errorf("thread %q: save checkpoint: %w", w.run.ThreadID, err)
 	}
 	w.seq++
+	cp.Token = 0 // as the store returns it
 	w.app.cache.store(w.run.ThreadID, cp, ws, len(raw))
 	return nil
 }

@@ -98,7 +98,7 @@ func (a *App) ThreadFor(ctx context.Context, threadID string, owner map[string]s
 	if err := CheckThreadID("thread_id", threadID); err != nil {
 		return Result{}, err
 	}
-	cp, w, err := a.load(ctx, threadID)
+	cp, w, err := a.load(ctx, threadID, nil)
 	if err != nil {
 		return Result{}, err
 	}
@@ -117,10 +117,12 @@ func (a *App) DeleteThread(ctx context.Context, threadID string, owner map[strin
 	if err := CheckThreadID("thread_id", threadID); err != nil {
 		return err
 	}
-	if err := a.acquire(ctx, threadID, owner); err != nil {
+	ctx, h, err := a.take(ctx, threadID, owner, false)
+	if err != nil {
 		return err
 	}
 	defer a.release(threadID)
+	defer a.unclaim(ctx, h)
 	cp, err := a.cp.Latest(ctx, threadID)
 	switch {
 	case errors.Is(err, checkpoint.ErrNotFound):

@@ -68,6 +68,9 @@ func (p *pause) unanswered() []Interrupt {
 
 // start is how a run begins: from which state, into which nodes.
 type start struct {
+	// replay: the input only repeats results the thread already holds,
+	// and it waits for none; the answer is the thread as it stands.
+	replay   bool
 	state    State
 	runTools []json.RawMessage
 	next     []string
@@ -102,6 +105,16 @@ func (a *App) begin(latest *checkpoint.Checkpoint, prev wireState, input []messa
 	}
 	paused := latest != nil && latest.Status == checkpoint.StatusInterrupted
 	if !paused {
+		if len(answers) > 0 && latest != nil && latest.Status == checkpoint.StatusCompleted {
+			// A retry of tool results already accepted (a lost response,
+			// or a duplicate that waited for the run it duplicated) gets
+			// the recorded outcome. Anything else, a different result
+			// included, is refused below as before.
+			if replays(prev.Messages, answers) {
+				s.replay = true
+				return s, nil
+			}
+		}
 		if len(answers) > 0 {
 			return s, &StateError{Kind: ErrNotPaused, ThreadID: cfg.ThreadID, CallIDs: answerIDs(answers),
 				Detail: "send tool results only while the thread waits for them"}
@@ -315,6 +328,31 @@ func (a *App) accept(thread string, prev wireState, open []Interrupt, answers []
 			Detail: "a result, once given, is final"}
 	}
 	return fresh, nil
+}
+
+// replays reports whether every answer is a tool_result the thread holds,
+// unchanged, for a remote call of an earlier pause. (An approval is a
+// decision, not a result: on a thread no longer paused it is refused.)
+func replays(msgs []message.Message, answers []given) bool {
+	history := remoteResults(msgs)
+	for _, g := range answers {
+		r, ok := history[g.id]
+		if !ok || !sameResult(r, g.Value) {
+			return false
+		}
+	}
+	return true
+}
+
+// answersOnly reports whether the input only answers interrupts (a
+// resume), which may wait for a run in progress on the thread to see
+// whether it repeats that run's answers.
+func answersOnly(input []message.Message, cfg RunConfig) bool {
+	if checkInput(input) != nil {
+		return false
+	}
+	answers, err := answersIn(input, cfg.Resume)
+	return err == nil && len(answers) > 0 && len(input) <= len(answers)
 }
 
 // remoteResults maps the remote calls in msgs that have a result to it:

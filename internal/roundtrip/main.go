@@ -21,6 +21,12 @@
 // OpenAI-compatible server in its own process (-model openai), whose
 // connections and CPU are reported too.
 //
+// -store postgres keeps the threads in the PostgreSQL database whose DSN is
+// in the environment variable ROUNDTRIP_POSTGRES_DSN instead of SQLite, and
+// -replicas N starts N servers on the one store and sends each request to
+// the next server in turn (no stickiness: a resume rarely goes to the
+// server that paused the thread), as a load balancer may.
+//
 //	go run ./internal/roundtrip -bin "$(go env GOPATH)/bin/tenxgraph" -model openai
 package main
 
@@ -51,6 +57,8 @@ import (
 
 type options struct {
 	bin, model, modelBin, cpuProfile string
+	store                            string
+	replicas                         int
 	seq, dur                         time.Duration
 	conc, turns, threads             int
 	threadBytes, cacheBytes          int64
@@ -69,6 +77,8 @@ func main() {
 	flag.IntVar(&o.threads, "threads", 0, "write this many threads to the store, then read each through the server, and report its memory")
 	flag.Int64Var(&o.threadBytes, "thread-bytes", 2<<20, "the size of each thread's messages with -threads")
 	flag.Int64Var(&o.cacheBytes, "cache-bytes", 0, "the server's cache.max_bytes (0: its default)")
+	flag.StringVar(&o.store, "store", "sqlite", `the checkpointer: "sqlite" (a file in the temporary folder) or "postgres" (the DSN in $ROUNDTRIP_POSTGRES_DSN)`)
+	flag.IntVar(&o.replicas, "replicas", 1, "servers on the one store, taking requests in turn (load mode only)")
 	flag.Parse()
 	if err := run(o); err != nil {
 		fmt.Fprintln(os.Stderr, "roundtrip:", err)
@@ -85,6 +95,11 @@ type bench struct {
 	model    *exec.Cmd // the openaitest process, or nil
 	modelURL string
 	next     atomic.Int64
+	prefix   string // of thread ids, new for every run (a database may outlive it)
+
+	others     []*exec.Cmd // -replicas beyond the first
+	otherBases []string
+	turn       atomic.Int64 // picks the server of the next request
 }
 
 func run(o options) error {
@@ -126,6 +141,17 @@ func run(o options) error {
 	default:
 		return fmt.Errorf("-model %q: want scripted or openai", o.model)
 	}
+	store := `{"type": "sqlite", "path": "state.db"}`
+	switch {
+	case o.store == "postgres":
+		store = `{"type": "postgres", "dsn_env": "ROUNDTRIP_POSTGRES_DSN"}`
+	case o.store != "sqlite":
+		return fmt.Errorf("-store %q: want sqlite or postgres", o.store)
+	}
+	if o.replicas < 1 || o.replicas > 1 && (o.turns > 0 || o.threads > 0) {
+		return fmt.Errorf("-replicas %d: want 1, or more in load mode", o.replicas)
+	}
+	b.prefix = fmt.Sprintf("rt-%d-", time.Now().UnixNano())
 	cache := ""
 	if o.cacheBytes > 0 {
 		cache = fmt.Sprintf(`, "cache": {"max_bytes": %d}`, o.cacheBytes)
@@ -133,7 +159,7 @@ func run(o options) error {
 	cfg := `{"agent": "tenxgraph:react", "model": ` + modelCfg + `,
 	  "builtin_tools": {"enable": ["calculator"]},
 	  "remote_tools": [{"name": "read_clipboard", "description": "Read the clipboard.", "parameters": {"type": "object", "properties": {}}}],
-	  "checkpointer": {"type": "sqlite", "path": "state.db"}` + cache + `}`
+	  "checkpointer": ` + store + cache + `}`
 	if err := os.WriteFile(filepath.Join(dir, "10xgraph.json"), []byte(cfg), 0o600); err != nil {
 		return err
 	}
@@ -154,6 +180,16 @@ func run(o options) error {
 	b.srv.Env = append(os.Environ(), "TENXGRAPH_LOG_LEVEL=error")
 	if b.base, err = startAndRead(b.srv, `serving .* on (http://\S+)`); err != nil {
 		return fmt.Errorf("serve: %w", err)
+	}
+	for range o.replicas - 1 {
+		other := exec.Command(o.bin, args...)
+		other.Env = b.srv.Env
+		b.others = append(b.others, other)
+		base, err := startAndRead(other, `serving .* on (http://\S+)`)
+		if err != nil {
+			return fmt.Errorf("serve (replica %d): %w", len(b.others)+1, err)
+		}
+		b.otherBases = append(b.otherBases, base)
 	}
 	switch {
 	case o.threads > 0:
@@ -195,7 +231,7 @@ func startAndRead(cmd *exec.Cmd, pattern string) (string, error) {
 }
 
 func (b *bench) stop() {
-	for _, c := range []*exec.Cmd{b.srv, b.model} {
+	for _, c := range append([]*exec.Cmd{b.srv, b.model}, b.others...) {
 		if c != nil && c.Process != nil {
 			c.Process.Signal(syscall.SIGTERM)
 			c.Wait()
@@ -228,7 +264,7 @@ func (b *bench) trip(thread string) (time.Duration, error) {
 }
 
 func (b *bench) newTrip() (time.Duration, error) {
-	return b.trip(fmt.Sprintf("rt-%d", b.next.Add(1)))
+	return b.trip(fmt.Sprintf("%s%d", b.prefix, b.next.Add(1)))
 }
 
 func (b *bench) load(o options) error {
@@ -280,6 +316,13 @@ type modelStats struct {
 func (b *bench) counters() (server, model int64, stats modelStats, err error) {
 	if server, err = treeCPU(b.srv.Process.Pid); err != nil {
 		return
+	}
+	for _, o := range b.others {
+		var cpu int64
+		if cpu, err = treeCPU(o.Process.Pid); err != nil {
+			return
+		}
+		server += cpu
 	}
 	if b.model == nil {
 		return
@@ -517,7 +560,13 @@ func load(trip func() (time.Duration, error), n int, d time.Duration) ([]time.Du
 }
 
 func (b *bench) post(body string, v any) error {
-	resp, err := b.client.Post(b.base+"/v1/graph/invoke", "application/json", bytes.NewBufferString(body))
+	base := b.base
+	if n := int64(len(b.otherBases)); n > 0 {
+		if k := b.turn.Add(1) % (n + 1); k > 0 {
+			base = b.otherBases[k-1]
+		}
+	}
+	resp, err := b.client.Post(base+"/v1/graph/invoke", "application/json", bytes.NewBufferString(body))
 	if err != nil {
 		return err
 	}

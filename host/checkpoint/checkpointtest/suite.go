@@ -46,6 +46,11 @@ func Run(t *testing.T, open func(t *testing.T) checkpoint.Checkpointer) {
 		{"LargeState", testLargeState},
 		{"EmptyFields", testEmptyFields},
 		{"CancelledContext", testCancelledContext},
+		{"LeaseClaimIsExclusive", testLeaseExclusive},
+		{"LeaseFencesWrites", testLeaseFences},
+		{"LeaseExpires", testLeaseExpires},
+		{"LeaseDeleteStartsIncarnation", testLeaseDeleteIncarnation},
+		{"LeaseRacingClaimsOneWins", testLeaseRacingClaims},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -159,6 +164,12 @@ func diff(got, want checkpoint.Checkpoint) string {
 	}
 	if !maps.Equal(got.Metadata, want.Metadata) {
 		d = append(d, fmt.Sprintf("Metadata %q, want %q", got.Metadata, want.Metadata))
+	}
+	if got.Incarnation != want.Incarnation {
+		d = append(d, fmt.Sprintf("Incarnation %q, want %q", got.Incarnation, want.Incarnation))
+	}
+	if got.Token != 0 {
+		d = append(d, fmt.Sprintf("Token %d, want 0 (never stored)", got.Token))
 	}
 	if dt := got.CreatedAt.Sub(want.CreatedAt).Abs(); dt >= time.Microsecond {
 		d = append(d, fmt.Sprintf("CreatedAt %v, want %v (off by %v)", got.CreatedAt, want.CreatedAt, dt))
@@ -589,4 +600,200 @@ func testCancelledContext(t *testing.T, s checkpoint.Checkpointer) {
 	wantEqual(t, "Latest after a cancelled Put", latest(t, s, th), first)
 	wantSeqs(t, history(t, s, th, 0), 1)
 	put(t, s, sample(th, 2))
+}
+
+// leaser returns s as a Leaser, or skips the test for a store without
+// leases.
+func leaser(t *testing.T, s checkpoint.Checkpointer) checkpoint.Leaser {
+	t.Helper()
+	l, ok := s.(checkpoint.Leaser)
+	if !ok {
+		t.Skip("the store does not implement checkpoint.Leaser")
+	}
+	return l
+}
+
+func claim(t *testing.T, l checkpoint.Leaser, thread string, ttl time.Duration) checkpoint.Lease {
+	t.Helper()
+	le, err := l.Claim(context.Background(), thread, ttl)
+	if err != nil {
+		t.Fatalf("Claim(%q): %v", thread, err)
+	}
+	if le.Token < 1 || le.Incarnation == "" || le.ThreadID != thread {
+		t.Fatalf("Claim(%q) = %+v: want a token >= 1, an incarnation and the thread id", thread, le)
+	}
+	return le
+}
+
+func leased(le checkpoint.Lease, seq int64) checkpoint.Checkpoint {
+	cp := sample(le.ThreadID, seq)
+	cp.Incarnation, cp.Token = le.Incarnation, le.Token
+	return cp
+}
+
+func testLeaseExclusive(t *testing.T, s checkpoint.Checkpointer) {
+	l := leaser(t, s)
+	ctx := context.Background()
+	thread := threadID(t, "t")
+	le := claim(t, l, thread, time.Minute)
+	if le.Seq != 0 {
+		t.Fatalf("Claim of a new thread: Seq %d, want 0", le.Seq)
+	}
+	if _, err := l.Claim(ctx, thread, time.Minute); !errors.Is(err, checkpoint.ErrLeased) {
+		t.Fatalf("second Claim = %v, want ErrLeased", err)
+	}
+	put(t, s, leased(le, 1))
+	put(t, s, leased(le, 2))
+	if h, err := l.Head(ctx, thread); err != nil || h != (checkpoint.Head{Incarnation: le.Incarnation, Seq: 2}) {
+		t.Fatalf("Head = %+v, %v; want incarnation %q seq 2", h, err, le.Incarnation)
+	}
+	wantEqual(t, "Latest", latest(t, s, thread), leased(le, 2))
+	ext, err := l.Extend(ctx, le, time.Minute)
+	if err != nil || ext.Token != le.Token {
+		t.Fatalf("Extend = %+v, %v", ext, err)
+	}
+	if err := l.Release(ctx, le); err != nil {
+		t.Fatalf("Release: %v", err)
+	}
+	if _, err := l.Extend(ctx, le, time.Minute); !errors.Is(err, checkpoint.ErrLeaseLost) {
+		t.Fatalf("Extend after Release = %v, want ErrLeaseLost", err)
+	}
+	le2 := claim(t, l, thread, time.Minute)
+	if le2.Token <= le.Token || le2.Incarnation != le.Incarnation || le2.Seq != 2 {
+		t.Fatalf("Claim after Release = %+v; want a larger token than %d, incarnation %q, seq 2", le2, le.Token, le.Incarnation)
+	}
+	// A released lease's holder cannot release the next one.
+	if err := l.Release(ctx, le); err != nil {
+		t.Fatalf("stale Release: %v", err)
+	}
+	if _, err := l.Claim(ctx, thread, time.Minute); !errors.Is(err, checkpoint.ErrLeased) {
+		t.Fatalf("Claim after a stale Release = %v, want ErrLeased", err)
+	}
+}
+
+func testLeaseFences(t *testing.T, s checkpoint.Checkpointer) {
+	l := leaser(t, s)
+	ctx := context.Background()
+	thread := threadID(t, "t")
+	old := claim(t, l, thread, time.Minute)
+	put(t, s, leased(old, 1))
+	if err := l.Release(ctx, old); err != nil {
+		t.Fatal(err)
+	}
+	cur := claim(t, l, thread, time.Minute)
+	// The superseded token, an unleased write and a wrong incarnation are
+	// all refused, and change nothing.
+	bad := []checkpoint.Checkpoint{leased(old, 2), sample(thread, 2), leased(cur, 2)}
+	bad[2].Incarnation = "another"
+	for i, cp := range bad {
+		if err := s.Put(ctx, cp); !errors.Is(err, checkpoint.ErrConflict) {
+			t.Fatalf("Put %d (token %d, incarnation %q) = %v, want ErrConflict", i, cp.Token, cp.Incarnation, err)
+		}
+	}
+	wantSeqs(t, history(t, s, thread, 0), 1)
+	put(t, s, leased(cur, 2))
+	wantEqual(t, "Latest", latest(t, s, thread), leased(cur, 2))
+	// A thread never claimed takes no leased write.
+	other := threadID(t, "other")
+	cp := sample(other, 1)
+	cp.Token = 1
+	if err := s.Put(ctx, cp); !errors.Is(err, checkpoint.ErrConflict) {
+		t.Fatalf("leased Put on an unclaimed thread = %v, want ErrConflict", err)
+	}
+	wantNotFound(t, s, other)
+}
+
+func testLeaseExpires(t *testing.T, s checkpoint.Checkpointer) {
+	l := leaser(t, s)
+	ctx := context.Background()
+	thread := threadID(t, "t")
+	first := claim(t, l, thread, 50*time.Millisecond)
+	deadline := time.Now().Add(10 * time.Second)
+	var next checkpoint.Lease
+	for {
+		var err error
+		next, err = l.Claim(ctx, thread, time.Minute)
+		if err == nil {
+			break
+		}
+		if !errors.Is(err, checkpoint.ErrLeased) || time.Now().After(deadline) {
+			t.Fatalf("Claim after the first lease's expiry: %v", err)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if time.Now().Before(first.Expires) {
+		t.Fatalf("the thread was claimed again before the first lease expired at %v", first.Expires)
+	}
+	if next.Token <= first.Token {
+		t.Fatalf("token %d after expiry, want more than %d", next.Token, first.Token)
+	}
+	if _, err := l.Extend(ctx, first, time.Minute); !errors.Is(err, checkpoint.ErrLeaseLost) {
+		t.Fatalf("Extend of the expired, superseded lease = %v, want ErrLeaseLost", err)
+	}
+	if err := s.Put(ctx, leased(first, 1)); !errors.Is(err, checkpoint.ErrConflict) {
+		t.Fatalf("Put under the superseded lease = %v, want ErrConflict", err)
+	}
+}
+
+func testLeaseDeleteIncarnation(t *testing.T, s checkpoint.Checkpointer) {
+	l := leaser(t, s)
+	ctx := context.Background()
+	thread := threadID(t, "t")
+	old := claim(t, l, thread, time.Minute)
+	for seq := int64(1); seq <= 3; seq++ {
+		put(t, s, leased(old, seq))
+	}
+	if err := s.DeleteThread(ctx, thread); err != nil {
+		t.Fatal(err)
+	}
+	if h, err := l.Head(ctx, thread); err != nil || h != (checkpoint.Head{}) {
+		t.Fatalf("Head after delete = %+v, %v; want zero", h, err)
+	}
+	if _, err := l.Extend(ctx, old, time.Minute); !errors.Is(err, checkpoint.ErrLeaseLost) {
+		t.Fatalf("Extend after delete = %v, want ErrLeaseLost", err)
+	}
+	cur := claim(t, l, thread, time.Minute) // the delete ended the lease
+	if cur.Incarnation == old.Incarnation {
+		t.Fatalf("re-created thread has the deleted one's incarnation %q", old.Incarnation)
+	}
+	for seq := int64(1); seq <= 3; seq++ {
+		put(t, s, leased(cur, seq))
+	}
+	// The old incarnation's writer, with the very seq the new one expects
+	// next, is refused.
+	if err := s.Put(ctx, leased(old, 4)); !errors.Is(err, checkpoint.ErrConflict) {
+		t.Fatalf("Put of the deleted incarnation = %v, want ErrConflict", err)
+	}
+	if h, err := l.Head(ctx, thread); err != nil || h != (checkpoint.Head{Incarnation: cur.Incarnation, Seq: 3}) {
+		t.Fatalf("Head = %+v, %v; want the new incarnation at seq 3", h, err)
+	}
+	wantEqual(t, "Latest", latest(t, s, thread), leased(cur, 3))
+}
+
+func testLeaseRacingClaims(t *testing.T, s checkpoint.Checkpointer) {
+	l := leaser(t, s)
+	thread := threadID(t, "t")
+	const n = 16
+	var wg sync.WaitGroup
+	errs := make([]error, n)
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			_, errs[i] = l.Claim(context.Background(), thread, time.Minute)
+		}()
+	}
+	wg.Wait()
+	won := 0
+	for _, err := range errs {
+		switch {
+		case err == nil:
+			won++
+		case !errors.Is(err, checkpoint.ErrLeased):
+			t.Errorf("Claim: %v", err)
+		}
+	}
+	if won != 1 {
+		t.Fatalf("%d of %d racing claims won, want 1", won, n)
+	}
 }

@@ -1,0 +1,123 @@
+package checkpoint_test
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/tenxgraph/tenxgraph/host/checkpoint"
+)
+
+// The schemas of version 1, before threads had incarnations and leases,
+// exactly as that release created them, with one thread of two checkpoints.
+const (
+	sqliteV1 = `CREATE TABLE checkpoints (
+		thread_id  TEXT    NOT NULL,
+		seq        INTEGER NOT NULL CHECK (seq >= 1),
+		run_id     TEXT    NOT NULL,
+		step       INTEGER NOT NULL,
+		status     TEXT    NOT NULL,
+		next       TEXT    NOT NULL,
+		state      BLOB    NOT NULL,
+		metadata   TEXT    NOT NULL,
+		created_at INTEGER NOT NULL,
+		PRIMARY KEY (thread_id, seq)
+	);
+	INSERT INTO checkpoints VALUES ('old', 1, 'r1', 0, 'running', '["a"]', x'7b7d', '{"owner":"alice"}', 1);
+	INSERT INTO checkpoints VALUES ('old', 2, 'r1', 1, 'interrupted', '["a"]', x'7b7d', '{"owner":"alice"}', 2);
+	PRAGMA user_version = 1;`
+	postgresV1 = `CREATE TABLE tenxgraph_checkpoints (
+		thread_id  text        NOT NULL,
+		seq        bigint      NOT NULL CHECK (seq >= 1),
+		run_id     text        NOT NULL,
+		step       bigint      NOT NULL,
+		status     text        NOT NULL,
+		next       text[]      NOT NULL,
+		state      bytea       NOT NULL,
+		metadata   jsonb       NOT NULL,
+		created_at timestamptz NOT NULL,
+		PRIMARY KEY (thread_id, seq)
+	);
+	CREATE TABLE tenxgraph_checkpoint_schema (
+		singleton boolean PRIMARY KEY DEFAULT true CHECK (singleton),
+		version   integer NOT NULL
+	);
+	INSERT INTO tenxgraph_checkpoint_schema VALUES (true, 1);
+	INSERT INTO tenxgraph_checkpoints VALUES ('old', 1, 'r1', 0, 'running', '{a}', '\x7b7d', '{"owner":"alice"}', now());
+	INSERT INTO tenxgraph_checkpoints VALUES ('old', 2, 'r1', 1, 'interrupted', '{a}', '\x7b7d', '{"owner":"alice"}', now());`
+)
+
+func TestSQLiteMigratesVersion1(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "db")
+	db, err := sql.Open("sqlite", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.Exec(sqliteV1); err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+	s, err := checkpoint.OpenSQLite(context.Background(), path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	testMigratedThread(t, s, s)
+}
+
+func TestPostgresMigratesVersion1(t *testing.T) {
+	ctx := context.Background()
+	dsn := postgresDSN(t)
+	conn, err := pgx.Connect(ctx, dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := conn.Exec(ctx, postgresV1); err != nil {
+		t.Fatal(err)
+	}
+	conn.Close(ctx)
+	p := openPostgres(t, dsn)
+	defer p.Close()
+	testMigratedThread(t, p, p)
+}
+
+// testMigratedThread checks that the thread written before leases reads
+// back as it was, in incarnation "", and keeps working both unleased (an
+// engine of that release) and under a lease.
+func testMigratedThread(t *testing.T, s checkpoint.Checkpointer, l checkpoint.Leaser) {
+	ctx := context.Background()
+	cp, err := s.Latest(ctx, "old")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cp.Seq != 2 || cp.Status != checkpoint.StatusInterrupted || cp.Metadata["owner"] != "alice" || cp.Incarnation != "" {
+		t.Fatalf("migrated latest = %+v", cp)
+	}
+	if h, err := l.Head(ctx, "old"); err != nil || h != (checkpoint.Head{Seq: 2}) {
+		t.Fatalf("Head = %+v, %v; want incarnation \"\" at seq 2", h, err)
+	}
+	cp.Seq, cp.CreatedAt = 3, time.Time{}
+	if err := s.Put(ctx, cp); err != nil {
+		t.Fatalf("unleased Put on a migrated thread: %v", err)
+	}
+	le, err := l.Claim(ctx, "old", time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if le.Incarnation != "" || le.Seq != 3 {
+		t.Fatalf("Claim of a migrated thread = %+v; want incarnation \"\" at seq 3", le)
+	}
+	cp.Seq, cp.Token = 4, le.Token
+	if err := s.Put(ctx, cp); err != nil {
+		t.Fatalf("leased Put on a migrated thread: %v", err)
+	}
+	cp.Seq, cp.Token = 5, 0
+	if err := s.Put(ctx, cp); !errors.Is(err, checkpoint.ErrConflict) {
+		t.Fatalf("unleased Put on a claimed thread = %v, want ErrConflict", err)
+	}
+}

@@ -1,0 +1,149 @@
+package graph
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/tenxgraph/tenxgraph/host/checkpoint"
+)
+
+// DefaultLease is how long a run's claim on its thread lasts in the store
+// without being renewed, when WithLease does not say. A running run renews
+// it every third of that (a heartbeat), so only a process that died or
+// stalled that long loses it; that is also how long a thread stays busy
+// after its process dies mid-run.
+const DefaultLease = 30 * time.Second
+
+// WithLease sets the lease a run takes on its thread in a store that
+// implements checkpoint.Leaser (see DefaultLease); d <= 0 keeps the
+// default. Shorter leases free a dead replica's threads sooner and cost
+// more heartbeats.
+func WithLease(d time.Duration) Option {
+	return func(a *App) {
+		if d > 0 {
+			a.leaseTTL = d
+		}
+	}
+}
+
+// hold is a run's (or a delete's) hold on a thread: the in-process entry
+// in App.busy and, with a Leaser store, the store's lease, renewed by a
+// heartbeat until released.
+type hold struct {
+	thread string
+	lease  checkpoint.Lease
+	leased bool
+	stop   context.CancelFunc // stops the heartbeat
+	done   chan struct{}      // closed when the heartbeat has stopped
+}
+
+// errLeaseLost is the cause a run is cancelled with when its lease is
+// superseded (its heartbeat was too late, say) or its thread deleted.
+var errLeaseLost = errors.New("the run lost its claim on the thread (another run took it, or it was deleted)")
+
+// take holds the thread for one run (or delete) by a caller with metadata
+// want: in this process (acquire), then in the store (claim). With wait, a
+// thread busy with another run is tried again, with backoff, until it is
+// free, ctx ends or a lease's duration has passed; then the busy error is
+// returned. The caller releases (release, then unclaim) when done.
+func (a *App) take(ctx context.Context, thread string, want map[string]string, wait bool) (context.Context, *hold, error) {
+	deadline := time.Now().Add(a.leaseTTL)
+	delay := 5 * time.Millisecond
+	for {
+		err := a.acquire(ctx, thread, want)
+		if err == nil {
+			rctx, h, cerr := a.claim(ctx, thread, want)
+			if cerr == nil {
+				return rctx, h, nil
+			}
+			a.release(thread)
+			err = cerr
+		}
+		if !wait || !errors.Is(err, ErrThreadBusy) || time.Now().Add(delay).After(deadline) {
+			return ctx, nil, err
+		}
+		t := time.NewTimer(delay)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return ctx, nil, err
+		case <-t.C:
+		}
+		delay = min(2*delay, 100*time.Millisecond)
+	}
+}
+
+// claim takes the store's lease on thread for a caller with metadata want
+// (the in-process entry is already held). A thread leased elsewhere is
+// ErrThreadBusy for its owner and ErrThreadNotFound for anyone else. The
+// returned context is ctx, cancelled with errLeaseLost if the heartbeat
+// finds the lease lost.
+func (a *App) claim(ctx context.Context, thread string, want map[string]string) (context.Context, *hold, error) {
+	h := &hold{thread: thread}
+	if a.leaser == nil {
+		return ctx, h, nil
+	}
+	le, err := a.leaser.Claim(ctx, thread, a.leaseTTL)
+	if errors.Is(err, checkpoint.ErrLeased) {
+		cp, lerr := a.cp.Latest(ctx, thread)
+		switch {
+		case lerr == nil && !owns(cp.Metadata, want):
+			return ctx, nil, notFound(thread)
+		case lerr != nil && !errors.Is(lerr, checkpoint.ErrNotFound):
+			return ctx, nil, fmt.Errorf("thread %q: load: %w", thread, lerr)
+		}
+		return ctx, nil, &StateError{Kind: ErrThreadBusy, ThreadID: thread, Detail: "another run holds the thread; wait for it to finish"}
+	}
+	if err != nil {
+		return ctx, nil, fmt.Errorf("thread %q: claim: %w", thread, err)
+	}
+	h.lease, h.leased = le, true
+	runCtx, cancel := context.WithCancelCause(ctx)
+	hbCtx, stop := context.WithCancel(context.WithoutCancel(ctx))
+	h.stop, h.done = func() { stop(); cancel(nil) }, make(chan struct{})
+	go a.heartbeat(hbCtx, h, cancel)
+	return runCtx, h, nil
+}
+
+// heartbeat renews h's lease every third of its duration until stopped;
+// when the lease is lost, or cannot be renewed before it expires, it
+// cancels the run.
+func (a *App) heartbeat(ctx context.Context, h *hold, cancel context.CancelCauseFunc) {
+	defer close(h.done)
+	t := time.NewTicker(a.leaseTTL / 3)
+	defer t.Stop()
+	le := h.lease
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		next, err := a.leaser.Extend(ctx, le, a.leaseTTL)
+		switch {
+		case err == nil:
+			le = next
+		case ctx.Err() != nil:
+			return
+		case errors.Is(err, checkpoint.ErrLeaseLost) || time.Now().After(le.Expires):
+			cancel(fmt.Errorf("%w: %w", errLeaseLost, err))
+			return
+		}
+	}
+}
+
+// unclaim stops the heartbeat and releases the store's lease, bounded even
+// when ctx is done, so the thread is free at once rather than when the lease
+// expires.
+func (a *App) unclaim(ctx context.Context, h *hold) {
+	if h == nil || !h.leased {
+		return
+	}
+	h.stop()
+	<-h.done
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), recordTimeout)
+	defer cancel()
+	_ = a.leaser.Release(rctx, h.lease) // a failed release only keeps the thread busy until the lease expires
+}
