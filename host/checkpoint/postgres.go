@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"runtime"
 	"strings"
 	"sync"
 	"time"
@@ -132,6 +133,13 @@ const (
 // pgUniqueViolation is SQLSTATE unique_violation.
 const pgUniqueViolation = "23505"
 
+// DefaultPostgresConns is the smallest pool a Postgres store opens when the
+// DSN sets no pool_max_conns: measured with 100 runs in flight, 4
+// connections (pgx's default on 2 CPUs) gave 585–614 round trips/s and 16
+// gave 808–828 (docs/benchmarks.md). Each replica opens its own pool, so
+// several replicas need max_connections to match.
+const DefaultPostgresConns = 16
+
 // Postgres is a durable Checkpointer in a PostgreSQL database, for when
 // several hosts (API server replicas, say) share threads, or the threads
 // belong with the rest of an application's data. It is safe for concurrent
@@ -141,7 +149,8 @@ const pgUniqueViolation = "23505"
 //
 // Every operation is one statement in autocommit mode (DeleteThread is two)
 // over a pgxpool pool (size it with pool_max_conns in the DSN; the default
-// is the larger of 4 and the number of CPUs). The database must be UTF8.
+// is the larger of DefaultPostgresConns and 4 per CPU). The database must
+// be UTF8.
 type Postgres struct {
 	pool *pgxpool.Pool
 
@@ -175,6 +184,12 @@ func openPostgres(ctx context.Context, dsn string) (*Postgres, error) {
 	if err != nil {
 		// pgconn redacts the password from the string it quotes.
 		return nil, fmt.Errorf("parse DSN: %w", err)
+	}
+	if !strings.Contains(dsn, "pool_max_conns") {
+		// Every run claims, writes and releases its thread: with pgx's
+		// default (the larger of 4 and the CPUs) a hundred runs in flight
+		// queue for connections, not for the database.
+		cfg.MaxConns = int32(max(DefaultPostgresConns, 4*runtime.NumCPU()))
 	}
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
