@@ -15,14 +15,15 @@ import (
 	"time"
 )
 
-// built builds the tenxgraph binary and the pluginhost test plugin.
+// built builds the tenxgraph binary and the test plugin.
 func built(t *testing.T) (bin, plugin string) {
 	t.Helper()
 	dir := t.TempDir()
 	bin, plugin = filepath.Join(dir, "tenxgraph"), filepath.Join(dir, "testplugin")
-	for out, pkg := range map[string]string{bin: "../../cmd/tenxgraph", plugin: "../pluginhost/testdata/testplugin"} {
-		if b, err := exec.Command("go", "build", "-o", out, pkg).CombinedOutput(); err != nil {
-			t.Fatalf("build %s: %v\n%s", pkg, err, b)
+	// The test plugin is the SDK test kit's, built in the SDK's module.
+	for out, pkg := range map[string][]string{bin: {".", "../../cmd/tenxgraph"}, plugin: {"../../sdk", "./sdktest/testdata/testplugin"}} {
+		if b, err := exec.Command("go", "-C", pkg[0], "build", "-o", out, pkg[1]).CombinedOutput(); err != nil {
+			t.Fatalf("build %s: %v\n%s", pkg[1], err, b)
 		}
 	}
 	return bin, plugin

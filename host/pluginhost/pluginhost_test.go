@@ -36,7 +36,7 @@ func TestMain(m *testing.M) {
 		panic(err)
 	}
 	testplugin = filepath.Join(dir, "testplugin")
-	if out, err := exec.Command("go", "build", "-o", testplugin, "./testdata/testplugin").CombinedOutput(); err != nil {
+	if out, err := exec.Command("go", "-C", "../../sdk", "build", "-o", testplugin, "./sdktest/testdata/testplugin").CombinedOutput(); err != nil {
 		panic(fmt.Sprintf("build test plugin: %v\n%s", err, out))
 	}
 	code := m.Run()

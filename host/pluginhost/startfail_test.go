@@ -20,7 +20,7 @@ import (
 // message" and a hint about architectures.
 func TestStartFailureSaysHowThePluginDied(t *testing.T) {
 	bin := filepath.Join(t.TempDir(), "crashplugin")
-	if out, err := exec.Command("go", "build", "-o", bin, "./testdata/crashplugin").CombinedOutput(); err != nil {
+	if out, err := exec.Command("go", "-C", "../../sdk", "build", "-o", bin, "./sdktest/testdata/crashplugin").CombinedOutput(); err != nil {
 		t.Fatalf("build: %v\n%s", err, out)
 	}
 	_, err := pluginhost.Start(context.Background(), pluginhost.Config{Name: "crash", Command: []string{bin}})

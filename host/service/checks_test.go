@@ -118,7 +118,7 @@ func TestValidateStartsAValidConfig(t *testing.T) {
 // prefix on one of them both are offered and each call reaches its plugin.
 func TestPluginPrefixResolvesACollision(t *testing.T) {
 	bin := filepath.Join(t.TempDir(), "testplugin")
-	if out, err := exec.Command("go", "build", "-o", bin, "../pluginhost/testdata/testplugin").CombinedOutput(); err != nil {
+	if out, err := exec.Command("go", "-C", "../../sdk", "build", "-o", bin, "./sdktest/testdata/testplugin").CombinedOutput(); err != nil {
 		t.Fatalf("build test plugin: %v\n%s", err, out)
 	}
 	plugins := func(prefix string) string {

@@ -193,7 +193,7 @@ func TestPluginProblemsHaveConfigPaths(t *testing.T) {
 func TestPluginKilledMidCallGivesAnErrorResult(t *testing.T) {
 	dir := t.TempDir()
 	bin := filepath.Join(dir, "testplugin")
-	if out, err := exec.Command("go", "build", "-o", bin, "../pluginhost/testdata/testplugin").CombinedOutput(); err != nil {
+	if out, err := exec.Command("go", "-C", "../../sdk", "build", "-o", bin, "./sdktest/testdata/testplugin").CombinedOutput(); err != nil {
 		t.Fatalf("build test plugin: %v\n%s", err, out)
 	}
 	marks := filepath.Join(dir, "marks")
