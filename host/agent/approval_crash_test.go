@@ -1,14 +1,10 @@
 package agent_test
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"strings"
-	"syscall"
 	"testing"
 
 	"github.com/tenxgraph/tenxgraph/host/agent"
@@ -87,36 +83,13 @@ func TestApprovalCrashChild(t *testing.T) {
 func TestKillBetweenApprovalRequestAndApproval(t *testing.T) {
 	dir := t.TempDir()
 	db, count := filepath.Join(dir, "state.db"), filepath.Join(dir, "runs.txt")
-	cmd := exec.Command(os.Args[0], "-test.run=^TestApprovalCrashChild$", "-test.v")
-	cmd.Env = append(os.Environ(), "TENXGRAPH_APPROVAL_CRASH_DB="+db, "TENXGRAPH_APPROVAL_CRASH_COUNT="+count)
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd.Stderr = os.Stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
 	var pending []message.ApprovalRequestBlock
-	sc := bufio.NewScanner(out)
-	for sc.Scan() {
-		if rest, ok := strings.CutPrefix(sc.Text(), "PAUSED "); ok {
-			if err := json.Unmarshal([]byte(rest), &pending); err != nil {
-				t.Fatal(err)
-			}
-			break
-		}
-	}
+	cmd := pausedChild(t, "TestApprovalCrashChild", []string{"TENXGRAPH_APPROVAL_CRASH_DB=" + db, "TENXGRAPH_APPROVAL_CRASH_COUNT=" + count}, &pending)
 	if len(pending) != 1 || pending[0].ID != "g1" {
 		cmd.Process.Kill()
 		t.Fatalf("child did not pause on g1: %+v", pending)
 	}
-	if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Wait(); err == nil || !strings.Contains(err.Error(), "killed") {
-		t.Fatalf("child exit: %v, want killed", err)
-	}
+	killChild(t, cmd)
 
 	app, closeStore := approvalCrashApp(t, db, count)
 	defer closeStore()

@@ -83,36 +83,13 @@ func TestCrashChild(t *testing.T) {
 func TestKillBetweenPauseAndResume(t *testing.T) {
 	dir := t.TempDir()
 	db, count := filepath.Join(dir, "state.db"), filepath.Join(dir, "runs.txt")
-	cmd := exec.Command(os.Args[0], "-test.run=^TestCrashChild$", "-test.v")
-	cmd.Env = append(os.Environ(), "TENXGRAPH_CRASH_DB="+db, "TENXGRAPH_CRASH_COUNT="+count)
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd.Stderr = os.Stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
 	var pending []message.RemoteToolCallBlock
-	sc := bufio.NewScanner(out)
-	for sc.Scan() {
-		if rest, ok := strings.CutPrefix(sc.Text(), "PAUSED "); ok {
-			if err := json.Unmarshal([]byte(rest), &pending); err != nil {
-				t.Fatal(err)
-			}
-			break
-		}
-	}
+	cmd := pausedChild(t, "TestCrashChild", []string{"TENXGRAPH_CRASH_DB=" + db, "TENXGRAPH_CRASH_COUNT=" + count}, &pending)
 	if len(pending) != 1 || pending[0].ID != "w2" {
 		cmd.Process.Kill()
 		t.Fatalf("child did not pause on w2: %+v", pending)
 	}
-	if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Wait(); err == nil || !strings.Contains(err.Error(), "killed") {
-		t.Fatalf("child exit: %v, want killed", err)
-	}
+	killChild(t, cmd)
 
 	app, closeStore := crashApp(t, db, count)
 	defer closeStore()
@@ -139,5 +116,45 @@ func TestKillBetweenPauseAndResume(t *testing.T) {
 	}
 	if n := strings.Count(string(runs), "\n"); n != 1 {
 		t.Fatalf("the server tool ran %d times across the crash, want exactly 1", n)
+	}
+}
+
+// pausedChild runs the test named child in a subprocess of this test
+// binary with env added, reads what it prints after "PAUSED " (JSON) into
+// pending, and returns the subprocess, still running.
+func pausedChild(t *testing.T, child string, env []string, pending any) *exec.Cmd {
+	t.Helper()
+	cmd := exec.Command(os.Args[0], "-test.run=^"+child+"$", "-test.v")
+	cmd.Env = append(os.Environ(), env...)
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd.Stderr = os.Stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	sc := bufio.NewScanner(out)
+	for sc.Scan() {
+		if rest, ok := strings.CutPrefix(sc.Text(), "PAUSED "); ok {
+			if err := json.Unmarshal([]byte(rest), pending); err != nil {
+				cmd.Process.Kill()
+				t.Fatal(err)
+			}
+			break
+		}
+	}
+	return cmd
+}
+
+// killChild kills a paused child with SIGKILL, which runs none of its code,
+// and checks that is how it ended.
+func killChild(t *testing.T, cmd *exec.Cmd) {
+	t.Helper()
+	if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Wait(); err == nil || !strings.Contains(err.Error(), "killed") {
+		t.Fatalf("child exit: %v, want killed", err)
 	}
 }
