@@ -62,6 +62,11 @@ type Checkpoint struct {
 	// for an unleased write (see Leaser). It is checked by Put, never
 	// stored: Latest and History return 0.
 	Token int64
+	// WakeAt, when not zero, asks for the thread to be woken then (the
+	// deadline of a call it waits for, say): while this is the thread's
+	// latest checkpoint, Scheduler.Due lists the thread from that time
+	// on. Stored to the millisecond.
+	WakeAt time.Time
 }
 
 // Checkpointer stores checkpoints. Implementations must be safe for
@@ -93,6 +98,17 @@ type SeqReader interface {
 	// LatestSeq returns the thread's newest sequence number, 0 when the
 	// thread has no checkpoint.
 	LatestSeq(ctx context.Context, threadID string) (int64, error)
+}
+
+// Scheduler is implemented by stores that can find the threads whose latest
+// checkpoint asked to be woken (Checkpoint.WakeAt), so that whichever
+// process shares the store, after a restart too, wakes them on time.
+// Memory, SQLite and Postgres implement it.
+type Scheduler interface {
+	// Due returns up to limit ids of threads whose latest checkpoint's
+	// WakeAt is not after now, earliest first. A thread stays due until a
+	// later checkpoint (or DeleteThread) replaces it.
+	Due(ctx context.Context, now time.Time, limit int) ([]string, error)
 }
 
 // latestFrom and historyFrom give Latest and History their meaning over a

@@ -38,6 +38,7 @@ var (
 	_ Checkpointer = (*Memory)(nil)
 	_ SeqReader    = (*Memory)(nil)
 	_ Leaser       = (*Memory)(nil)
+	_ Scheduler    = (*Memory)(nil)
 )
 
 // NewMemory returns an empty in-memory store, ready to use; there is nothing
@@ -229,6 +230,34 @@ func (m *Memory) Head(ctx context.Context, threadID string) (Head, error) {
 	return h, nil
 }
 
+// Due implements Scheduler by looking at every thread's latest checkpoint.
+func (m *Memory) Due(ctx context.Context, now time.Time, limit int) ([]string, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("checkpoint: due threads: %w", err)
+	}
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	if m.closed {
+		return nil, fmt.Errorf("checkpoint: due threads: %w", errMemoryClosed)
+	}
+	type due struct {
+		thread string
+		at     time.Time
+	}
+	var ds []due
+	for id, cps := range m.threads {
+		if at := cps[len(cps)-1].WakeAt; !at.IsZero() && !at.After(now) {
+			ds = append(ds, due{id, at})
+		}
+	}
+	slices.SortFunc(ds, func(a, b due) int { return a.at.Compare(b.at) })
+	out := make([]string, 0, min(len(ds), max(limit, 0)))
+	for _, d := range ds[:min(len(ds), max(limit, 0))] {
+		out = append(out, d.thread)
+	}
+	return out, nil
+}
+
 // Close drops every checkpoint; later calls return an error, which catches
 // code that keeps using a store it has already closed.
 func (m *Memory) Close() error {
@@ -260,6 +289,9 @@ func cloneCheckpoint(cp Checkpoint) Checkpoint {
 	}
 	if !cp.CreatedAt.IsZero() {
 		cp.CreatedAt = cp.CreatedAt.Round(0).UTC()
+	}
+	if !cp.WakeAt.IsZero() {
+		cp.WakeAt = time.UnixMilli(cp.WakeAt.UnixMilli()).UTC()
 	}
 	return cp
 }

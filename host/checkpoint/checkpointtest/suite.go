@@ -51,6 +51,7 @@ func Run(t *testing.T, open func(t *testing.T) checkpoint.Checkpointer) {
 		{"LeaseExpires", testLeaseExpires},
 		{"LeaseDeleteStartsIncarnation", testLeaseDeleteIncarnation},
 		{"LeaseRacingClaimsOneWins", testLeaseRacingClaims},
+		{"SchedulerDue", testSchedulerDue},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -795,5 +796,67 @@ func testLeaseRacingClaims(t *testing.T, s checkpoint.Checkpointer) {
 	}
 	if won != 1 {
 		t.Fatalf("%d of %d racing claims won, want 1", won, n)
+	}
+}
+
+// testSchedulerDue: a thread is due from its latest checkpoint's WakeAt on,
+// earliest first, until a later checkpoint or a delete replaces it. The
+// times are in a random minute of 2001, so other subtests sharing the
+// database do not disturb it.
+func testSchedulerDue(t *testing.T, s checkpoint.Checkpointer) {
+	sc, ok := s.(checkpoint.Scheduler)
+	if !ok {
+		t.Skip("the store does not implement checkpoint.Scheduler")
+	}
+	ctx := context.Background()
+	var b [2]byte
+	_, _ = rand.Read(b[:])
+	base := time.Date(2001, 1, 1, 0, 0, 0, 0, time.UTC).Add(time.Duration(int(b[0])<<8|int(b[1])) * time.Minute).Add(123 * time.Millisecond)
+	a, later, never := threadID(t, "a"), threadID(t, "later"), threadID(t, "never")
+	for _, p := range []struct {
+		thread string
+		at     time.Time
+	}{{a, base}, {later, base.Add(time.Hour)}, {never, time.Time{}}} {
+		cp := sample(p.thread, 1)
+		cp.WakeAt = p.at
+		if err := s.Put(ctx, cp); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if cp, err := s.Latest(ctx, a); err != nil || !cp.WakeAt.Equal(base) {
+		t.Fatalf("Latest WakeAt = %v, %v; want %v", cp.WakeAt, err, base)
+	}
+	due := func(now time.Time) []string {
+		t.Helper()
+		ids, err := sc.Due(ctx, now, 10000)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var mine []string
+		for _, id := range ids {
+			if id == a || id == later || id == never {
+				mine = append(mine, id)
+			}
+		}
+		return mine
+	}
+	if got := due(base.Add(-time.Millisecond)); len(got) != 0 {
+		t.Fatalf("Due before any deadline = %q, want none", got)
+	}
+	if got := due(base); !slices.Equal(got, []string{a}) {
+		t.Fatalf("Due at the first deadline = %q, want [a]", got)
+	}
+	if got := due(base.Add(time.Hour)); !slices.Equal(got, []string{a, later}) {
+		t.Fatalf("Due at the second deadline = %q, want [a later], earliest first", got)
+	}
+	next := sample(a, 2)
+	if err := s.Put(ctx, next); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.DeleteThread(ctx, later); err != nil {
+		t.Fatal(err)
+	}
+	if got := due(base.Add(time.Hour)); len(got) != 0 {
+		t.Fatalf("Due after a checkpoint without WakeAt and a delete = %q, want none", got)
 	}
 }
