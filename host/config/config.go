@@ -372,6 +372,12 @@ type Plugin struct {
 	Sandbox sandbox.Profile
 }
 
+// DefaultKeepHistory is checkpointer.keep_history when unset: the last
+// hundred checkpoints of a thread (a few dozen turns) show how it got where
+// it is, and a long thread's store stays about the size of its messages
+// rather than growing with every step.
+const DefaultKeepHistory = 100
+
 // Checkpointer selects where thread state is stored.
 type Checkpointer struct {
 	// Type is "sqlite" (default: embedded, survives restarts), "memory"
@@ -388,8 +394,9 @@ type Checkpointer struct {
 	Lease time.Duration
 	// KeepHistory is how many checkpoints each thread keeps beyond its
 	// latest (what a resume needs): older ones are deleted as new ones are
-	// written, and History lists fewer snapshots. nil (the default) keeps
-	// them all. The messages are kept whole either way.
+	// written, and History lists fewer snapshots. nil means
+	// DefaultKeepHistory, -1 keeps them all. The messages are kept whole
+	// either way.
 	KeepHistory *int
 	// IdleTTL, when set, deletes the threads nobody has written for that
 	// long (and that no run holds), and gives their space back.
@@ -892,7 +899,7 @@ func (c *checker) checkpointer(f field) Checkpointer {
 	o := f.object("type", "path", "dsn_env", "lease", "keep_history", "idle_ttl")
 	cp := Checkpointer{Type: "sqlite"}
 	cp.Lease, _ = o.get("lease").duration()
-	if n, ok := o.get("keep_history").integer(0, math.MaxInt32); ok {
+	if n, ok := o.get("keep_history").integer(-1, math.MaxInt32); ok {
 		keep := int(n)
 		cp.KeepHistory = &keep
 	}

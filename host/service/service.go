@@ -248,10 +248,11 @@ func warnNewStore(log hclog.Logger, c config.Checkpointer) {
 
 // storeOptions are the checkpointer options c sets.
 func storeOptions(c config.Checkpointer) []checkpoint.Option {
-	if c.KeepHistory == nil {
-		return nil
+	keep := config.DefaultKeepHistory
+	if c.KeepHistory != nil {
+		keep = *c.KeepHistory
 	}
-	return []checkpoint.Option{checkpoint.KeepHistory(*c.KeepHistory)}
+	return []checkpoint.Option{checkpoint.KeepHistory(keep)}
 }
 
 // OpenStore opens the checkpointer c describes, as the service does, for
