@@ -8,7 +8,7 @@
 //   - load (default): latency percentiles and round trips per second,
 //     sequentially, then with -c threads in flight, each round trip on a new
 //     thread; with the CPU time the server and its children (the plugins)
-//     spent per round trip, read from /proc;
+//     spent per round trip, and the plugins' part of it, read from /proc;
 //   - -turns N: one thread, N round trips on it; every 100 turns, the p50
 //     turn latency, the bytes the server wrote (/proc/PID/io), the
 //     database's growth and the server's RSS;
