@@ -185,35 +185,30 @@ func (s *grpcServer) callTool(ctx context.Context, req *pb.CallTool_Request) (*p
 // returned CancelGrace after ctx ended ignores cancellation, and the plugin
 // is ended (onStuck) rather than left holding what the handler holds. The
 // host cannot see this itself: its end of the call is gone once cancelled.
+// The tool runs on the call's own goroutine (on a new one, its stack was
+// grown, which is copied, on every call); the watch costs nothing until ctx
+// ends.
 func (s *grpcServer) run(ctx context.Context, in CallToolRequest) (CallToolResponse, error) {
 	if s.onStuck == nil {
 		return s.call(ctx, in)
 	}
-	type result struct {
-		resp CallToolResponse
-		err  error
-	}
-	done := make(chan result, 1)
-	go func() {
-		resp, err := s.call(ctx, in)
-		done <- result{resp, err}
-	}()
-	select {
-	case r := <-done:
-		return r.resp, r.err
-	case <-ctx.Done():
-	}
-	t := time.NewTimer(CancelGrace)
-	defer t.Stop()
-	select {
-	case r := <-done:
-		return r.resp, r.err
-	case <-t.C:
-		if !s.stopping.Load() {
-			go s.onStuck(in.Name)
+	returned := make(chan struct{})
+	stop := context.AfterFunc(ctx, func() {
+		t := time.NewTimer(CancelGrace)
+		defer t.Stop()
+		select {
+		case <-returned:
+		case <-t.C:
+			if !s.stopping.Load() {
+				s.onStuck(in.Name)
+			}
 		}
-		return CallToolResponse{}, ctx.Err()
-	}
+	})
+	defer func() {
+		close(returned)
+		stop()
+	}()
+	return s.call(ctx, in)
 }
 
 // call calls the provider's tool; a panic, which would end the plugin and

@@ -59,12 +59,21 @@ func Serve(p Provider, opts ...ServeOption) {
 		HandshakeConfig:  Handshake,
 		VersionedPlugins: map[int]plugin.PluginSet{1: {PluginName: &grpcPlugin{impl: p, onLost: lost, onStuck: stuck, log: cfg.logger}}},
 		GRPCServer: func(opts []grpc.ServerOption) *grpc.Server {
-			opts = append(opts, grpc.MaxRecvMsgSize(MaxMessageBytes), grpc.MaxSendMsgSize(MaxMessageBytes))
+			opts = append(opts, grpc.MaxRecvMsgSize(MaxMessageBytes), grpc.MaxSendMsgSize(MaxMessageBytes),
+				grpc.NumStreamWorkers(streamWorkers))
 			return grpc.NewServer(opts...)
 		},
 		Logger: cfg.logger,
 	})
 }
+
+// streamWorkers is how many long-lived goroutines serve the plugin's calls.
+// gRPC otherwise starts a goroutine per call, whose stack grows (is copied)
+// on the way down to the tool on every call: a sixth of a plugin's CPU per
+// call. A call that finds every worker busy gets a goroutine of its own, as
+// before. (grpc.NumStreamWorkers is marked experimental; were it removed,
+// the build would say so.)
+const streamWorkers = 16
 
 // CancelGrace is how long a tool's handler may run on after its call was
 // cancelled (the host's timeout ran out, the run was cancelled, the host

@@ -13,7 +13,9 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/tenxgraph/tenxgraph/sdk/strictjson"
 )
@@ -230,107 +232,189 @@ func blocksOf[T Block](m Message) []T {
 }
 
 // MarshalJSON writes the message as DESIGN's wire shape, with content always
-// an array of typed blocks.
+// an array of typed blocks. The bytes are what encoding/json would write for
+// the same fields (HTML-safe strings, compact JSON values), written by hand:
+// messages are encoded for every checkpoint and every response, and the
+// reflective encoder cost several times as much.
 func (m Message) MarshalJSON() ([]byte, error) {
-	var b bytes.Buffer
-	b.WriteString(`{"id":`)
-	writeString(&b, m.ID)
-	b.WriteString(`,"role":`)
-	writeString(&b, string(m.Role))
-	b.WriteString(`,"content":[`)
-	for i, c := range m.Content {
-		if i > 0 {
-			b.WriteByte(',')
-		}
-		raw, err := MarshalBlock(c)
-		if err != nil {
-			return nil, fmt.Errorf("content[%d]: %w", i, err)
-		}
-		b.Write(raw)
-	}
-	b.WriteString(`]}`)
-	return b.Bytes(), nil
+	return m.appendJSON(make([]byte, 0, 128))
 }
 
-func writeString(b *bytes.Buffer, s string) {
-	raw, _ := json.Marshal(s) // strings always marshal
-	b.Write(raw)
+func (m Message) appendJSON(b []byte) ([]byte, error) {
+	b = append(b, `{"id":`...)
+	b = appendString(b, m.ID)
+	b = append(b, `,"role":`...)
+	b = appendString(b, string(m.Role))
+	b = append(b, `,"content":[`...)
+	for i, c := range m.Content {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		var err error
+		if b, err = appendBlock(b, c); err != nil {
+			return nil, fmt.Errorf("content[%d]: %w", i, err)
+		}
+	}
+	return append(b, "]}"...), nil
 }
 
 // MarshalBlock writes one block with its "type" first.
 func MarshalBlock(c Block) ([]byte, error) {
-	if c == nil {
+	return appendBlock(nil, c)
+}
+
+// appendBlock appends c's JSON to b: its "type" first, then its fields in
+// the order of their declaration, as encoding/json writes a struct. Empty
+// arguments are written as {} and empty content as null, so the wire never
+// carries an empty JSON value.
+func appendBlock(b []byte, c Block) ([]byte, error) {
+	var err error
+	switch c := c.(type) {
+	case TextBlock:
+		b = append(b, `{"type":"text","text":`...)
+		b = appendString(b, c.Text)
+	case ToolCallBlock:
+		b = append(b, `{"type":"tool_call","id":`...)
+		b = appendString(b, c.ID)
+		b = append(b, `,"name":`...)
+		b = appendString(b, c.Name)
+		b = append(b, `,"arguments":`...)
+		b, err = appendRaw(b, c.Arguments, emptyObject)
+	case ToolResultBlock:
+		b = append(b, `{"type":"tool_result","tool_call_id":`...)
+		b = appendString(b, c.ToolCallID)
+		b = append(b, `,"content":`...)
+		if b, err = appendRaw(b, c.Content, null); err == nil {
+			b = append(b, `,"is_error":`...)
+			b = strconv.AppendBool(b, c.IsError)
+		}
+	case RemoteToolCallBlock:
+		b, err = appendHeldCall(b, `{"type":"remote_tool_call","id":`, c.ID, c.Name, c.Arguments, c.Node)
+	case ApprovalRequestBlock:
+		b, err = appendHeldCall(b, `{"type":"approval_request","id":`, c.ID, c.Name, c.Arguments, c.Node)
+	case ApprovalBlock:
+		b = append(b, `{"type":"approval","tool_call_id":`...)
+		b = appendString(b, c.ToolCallID)
+		b = append(b, `,"approved":`...)
+		b = strconv.AppendBool(b, c.Approved)
+		if c.Reason != "" {
+			b = append(b, `,"reason":`...)
+			b = appendString(b, c.Reason)
+		}
+	case nil:
 		return nil, fmt.Errorf("nil block")
+	default:
+		return nil, fmt.Errorf("unknown block type %T", c)
 	}
-	body, err := json.Marshal(fields(normalised(c)))
 	if err != nil {
 		return nil, err
 	}
-	out := make([]byte, 0, len(body)+len(c.BlockType())+12)
-	out = append(out, `{"type":"`...)
-	out = append(out, c.BlockType()...)
-	out = append(out, '"')
-	if len(body) > 2 {
-		out = append(out, ',')
-		out = append(out, body[1:]...)
-	} else {
-		out = append(out, '}')
+	return append(b, '}'), nil
+}
+
+// appendHeldCall appends the fields of a remote_tool_call or an
+// approval_request after head, which opens the object up to "id":.
+func appendHeldCall(b []byte, head, id, name string, args json.RawMessage, node string) ([]byte, error) {
+	b = append(b, head...)
+	b = appendString(b, id)
+	b = append(b, `,"name":`...)
+	b = appendString(b, name)
+	b = append(b, `,"arguments":`...)
+	b, err := appendRaw(b, args, emptyObject)
+	if err != nil {
+		return nil, err
+	}
+	b = append(b, `,"node":`...)
+	return appendString(b, node), nil
+}
+
+// appendRaw appends raw compacted and HTML-escaped, as encoding/json writes
+// a json.RawMessage, or empty when raw is empty; raw that is not valid JSON
+// is an error.
+func appendRaw(b []byte, raw, empty json.RawMessage) ([]byte, error) {
+	if len(raw) == 0 {
+		raw = empty
+	}
+	buf := bytes.NewBuffer(b)
+	if err := json.Compact(buf, raw); err != nil {
+		return nil, fmt.Errorf("json: invalid value %s: %w", excerpt(raw), err)
+	}
+	out := buf.Bytes()
+	if added := out[len(b):]; needsHTMLEscape(added) {
+		var esc bytes.Buffer
+		json.HTMLEscape(&esc, added)
+		out = append(out[:len(b)], esc.Bytes()...)
 	}
 	return out, nil
 }
 
-// fields is a block as a plain struct of its fields, without the
-// MarshalJSON that adds "type" (which calls MarshalBlock).
-func fields(c Block) any {
-	switch b := c.(type) {
-	case TextBlock:
-		type plain TextBlock
-		return plain(b)
-	case ToolCallBlock:
-		type plain ToolCallBlock
-		return plain(b)
-	case ToolResultBlock:
-		type plain ToolResultBlock
-		return plain(b)
-	case RemoteToolCallBlock:
-		type plain RemoteToolCallBlock
-		return plain(b)
-	case ApprovalRequestBlock:
-		type plain ApprovalRequestBlock
-		return plain(b)
-	case ApprovalBlock:
-		type plain ApprovalBlock
-		return plain(b)
-	}
-	return c
+// needsHTMLEscape reports whether raw holds a byte encoding/json escapes in
+// HTML-safe output: <, >, & or the start of U+2028 or U+2029.
+func needsHTMLEscape(raw []byte) bool {
+	return bytes.ContainsAny(raw, "<>&") || bytes.Contains(raw, []byte("\xe2\x80\xa8")) || bytes.Contains(raw, []byte("\xe2\x80\xa9"))
 }
 
-// normalised fills nil JSON fields so the wire never carries an empty
-// RawMessage (which encoding/json refuses) and arguments are always objects.
-func normalised(c Block) Block {
-	switch b := c.(type) {
-	case ToolCallBlock:
-		if len(b.Arguments) == 0 {
-			b.Arguments = emptyObject
-		}
-		return b
-	case RemoteToolCallBlock:
-		if len(b.Arguments) == 0 {
-			b.Arguments = emptyObject
-		}
-		return b
-	case ApprovalRequestBlock:
-		if len(b.Arguments) == 0 {
-			b.Arguments = emptyObject
-		}
-		return b
-	case ToolResultBlock:
-		if len(b.Content) == 0 {
-			b.Content = null
-		}
-		return b
+func excerpt(raw []byte) string {
+	const limit = 40
+	if len(raw) > limit {
+		return fmt.Sprintf("%q…", raw[:limit])
 	}
-	return c
+	return fmt.Sprintf("%q", raw)
+}
+
+const hexDigits = "0123456789abcdef"
+
+// appendString appends s as a JSON string exactly as encoding/json does
+// with its default HTML escaping: <, > and & as \u003c, \u003e and
+// \u0026; U+2028 and U+2029 escaped; invalid UTF-8 as U+FFFD.
+func appendString(b []byte, s string) []byte {
+	b = append(b, '"')
+	start := 0
+	for i := 0; i < len(s); {
+		c := s[i]
+		if c < utf8.RuneSelf {
+			if c >= 0x20 && c != '"' && c != '\\' && c != '<' && c != '>' && c != '&' {
+				i++
+				continue
+			}
+			b = append(b, s[start:i]...)
+			switch c {
+			case '"', '\\':
+				b = append(b, '\\', c)
+			case '\b':
+				b = append(b, '\\', 'b')
+			case '\f':
+				b = append(b, '\\', 'f')
+			case '\n':
+				b = append(b, '\\', 'n')
+			case '\r':
+				b = append(b, '\\', 'r')
+			case '\t':
+				b = append(b, '\\', 't')
+			default:
+				b = append(b, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xF])
+			}
+			i++
+			start = i
+			continue
+		}
+		r, size := utf8.DecodeRuneInString(s[i:])
+		switch {
+		case r == utf8.RuneError && size == 1:
+			b = append(b, s[start:i]...)
+			b = append(b, `\ufffd`...)
+		case r == '\u2028' || r == '\u2029':
+			b = append(b, s[start:i]...)
+			b = append(b, '\\', 'u', '2', '0', '2', hexDigits[r&0xF])
+		default:
+			i += size
+			continue
+		}
+		i += size
+		start = i
+	}
+	b = append(b, s[start:]...)
+	return append(b, '"')
 }
 
 var (

@@ -109,15 +109,18 @@ func (n *Node) runJobs(ctx context.Context, r *graph.Run, calls []message.ToolCa
 	case 1:
 		return call(jobs[0])
 	}
+	// The first call runs on this goroutine, whose stack has grown already:
+	// a new goroutine's grows (is copied) on the way down to the plugin.
 	errs := make([]error, len(jobs))
 	var wg sync.WaitGroup
-	for k, j := range jobs {
+	for k, j := range jobs[1:] {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			errs[k] = call(j)
+			errs[k+1] = call(j)
 		}()
 	}
+	errs[0] = call(jobs[0])
 	wg.Wait()
 	for _, err := range errs {
 		if err != nil {

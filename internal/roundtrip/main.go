@@ -8,7 +8,7 @@
 //   - load (default): latency percentiles and round trips per second,
 //     sequentially, then with -c threads in flight, each round trip on a new
 //     thread; with the CPU time the server and its children (the plugins)
-//     spent per round trip, read from /proc;
+//     spent per round trip, and the plugins' part of it, read from /proc;
 //   - -turns N: one thread, N round trips on it; every 100 turns, the p50
 //     turn latency, the bytes the server wrote (/proc/PID/io), the
 //     database's growth and the server's RSS;
@@ -33,6 +33,7 @@ package main
 import (
 	"bufio"
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"flag"
@@ -278,8 +279,8 @@ func (b *bench) load(o options) error {
 			return err
 		}
 	}
-	fmt.Println("| load | round trips | round trips/s | p50 ms | p90 ms | p99 ms | max ms | server CPU µs/round trip | model CPU µs/round trip | model connections opened |")
-	fmt.Println("|---|---|---|---|---|---|---|---|---|---|")
+	fmt.Println("| load | round trips | round trips/s | p50 ms | p90 ms | p99 ms | max ms | server CPU µs/round trip | of which plugins | model CPU µs/round trip | model connections opened |")
+	fmt.Println("|---|---|---|---|---|---|---|---|---|---|---|")
 	for _, c := range []struct {
 		n int
 		d time.Duration
@@ -288,7 +289,15 @@ func (b *bench) load(o options) error {
 		if err != nil {
 			return err
 		}
+		own0, err := b.serverCPU()
+		if err != nil {
+			return err
+		}
 		lat, elapsed, err := load(b.newTrip, c.n, c.d)
+		if err != nil {
+			return err
+		}
+		own1, err := b.serverCPU()
 		if err != nil {
 			return err
 		}
@@ -304,8 +313,8 @@ func (b *bench) load(o options) error {
 			modelCPU = fmt.Sprintf("%.0f", float64(model1-model0)/n)
 			conns = fmt.Sprintf("%d (%d model calls)", conns1.connections-conns0.connections, conns1.requests-conns0.requests)
 		}
-		fmt.Printf("| %d in flight | %d | %.0f | %.2f | %.2f | %.2f | %.2f | %.0f | %s | %s |\n", c.n, len(lat),
-			n/elapsed.Seconds(), pct(0.5), pct(0.9), pct(0.99), pct(1), float64(cpu1-cpu0)/n, modelCPU, conns)
+		fmt.Printf("| %d in flight | %d | %.0f | %.2f | %.2f | %.2f | %.2f | %.0f | %.0f | %s | %s |\n", c.n, len(lat),
+			n/elapsed.Seconds(), pct(0.5), pct(0.9), pct(0.99), pct(1), float64(cpu1-cpu0)/n, float64(cpu1-cpu0-(own1-own0))/n, modelCPU, conns)
 	}
 	return nil
 }
@@ -602,6 +611,37 @@ func (b *bench) post(body string, v any) error {
 // every Linux this runs on.
 const clockTick = 10 * time.Millisecond
 
+// serverCPU is the CPU time, in µs, of the server processes alone (without
+// their plugins).
+func (b *bench) serverCPU() (int64, error) {
+	total, err := procCPU(b.srv.Process.Pid)
+	for _, o := range b.others {
+		cpu, e := procCPU(o.Process.Pid)
+		total += cpu
+		err = cmp.Or(err, e)
+	}
+	return total, err
+}
+
+// procCPU is the user and system CPU time, in µs, of pid alone.
+func procCPU(pid int) (int64, error) {
+	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0, err
+	}
+	return statCPU(stat), nil
+}
+
+// statCPU reads the user and system CPU time, in µs, from a /proc/PID/stat.
+func statCPU(stat []byte) int64 {
+	// Fields after the command's closing parenthesis: state is 3, utime 14
+	// and stime 15 (man 5 proc).
+	f := strings.Fields(string(stat[bytes.LastIndexByte(stat, ')')+1:]))
+	ut, _ := strconv.ParseInt(f[11], 10, 64)
+	st, _ := strconv.ParseInt(f[12], 10, 64)
+	return (ut + st) * clockTick.Microseconds()
+}
+
 // treeCPU is the user and system CPU time, in µs, of pid and every process
 // descended from it (the plugins, and their sandbox's processes).
 func treeCPU(pid int) (int64, error) {
@@ -617,12 +657,7 @@ func treeCPU(pid int) (int64, error) {
 			}
 			continue // exited meanwhile
 		}
-		// Fields after the command's closing parenthesis: state is 3,
-		// utime 14 and stime 15 (man 5 proc).
-		f := strings.Fields(string(stat[bytes.LastIndexByte(stat, ')')+1:]))
-		ut, _ := strconv.ParseInt(f[11], 10, 64)
-		st, _ := strconv.ParseInt(f[12], 10, 64)
-		total += (ut + st) * clockTick.Microseconds()
+		total += statCPU(stat)
 		tasks, _ := os.ReadDir(fmt.Sprintf("/proc/%d/task", p))
 		for _, t := range tasks {
 			kids, _ := os.ReadFile(fmt.Sprintf("/proc/%d/task/%s/children", p, t.Name()))

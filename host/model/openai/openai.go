@@ -332,6 +332,16 @@ func (m *Model) attempt(req *http.Request, next option.MiddlewareNext) (*http.Re
 	if n, ok := req.Context().Value(attemptsKey{}).(*atomic.Int32); ok {
 		n.Add(1)
 	}
+	// The SDK wraps each attempt's body in a reader net/http cannot tell is
+	// in memory, and net/http then writes the headers and the body apart:
+	// two writes, two packets, and a second read for the server. The body
+	// GetBody gives (the same bytes) is one it knows.
+	if req.GetBody != nil && req.Body != nil && req.Body != http.NoBody {
+		if body, err := req.GetBody(); err == nil {
+			_ = req.Body.Close()
+			req.Body = body
+		}
+	}
 	cancel := context.CancelFunc(func() {})
 	if m.timeout > 0 {
 		var ctx context.Context

@@ -704,3 +704,50 @@ func TestErrorBodies(t *testing.T) {
 		}
 	}
 }
+
+// TestWholeAnswerShapes covers what a server may put in a non-streamed
+// answer: arguments as a string of JSON or as an object, a refusal in place
+// of content, no usage; and shapes that are errors rather than an empty
+// answer.
+func TestWholeAnswerShapes(t *testing.T) {
+	answer := func(message string) string {
+		return `{"id":"c","object":"chat.completion","choices":[{"index":0,"message":` + message + `,"finish_reason":"stop"}]}`
+	}
+	t.Run("arguments", func(t *testing.T) {
+		srv := openaitest.NewServer(t, openaitest.Reply{Body: answer(`{"role":"assistant","content":null,"tool_calls":[` +
+			`{"id":"c1","type":"function","function":{"name":"add","arguments":"{\"a\": 1, \"b\": 2}"}},` +
+			`{"id":"c2","type":"function","function":{"name":"add","arguments":{"a": 3, "b": 4}}},` +
+			`{"id":"c3","function":{"name":"read_clipboard","arguments":null}}]}`)})
+		resp, err := newModel(t, srv).Generate(ctx, userReq("hi", addTool, clipboardTool))
+		if err != nil {
+			t.Fatal(err)
+		}
+		wantCalls(t, resp.Message, call("c1", "add", `{"a":1,"b":2}`), call("c2", "add", `{"a":3,"b":4}`), call("c3", "read_clipboard", `{}`))
+		if resp.Message.Text() != "" || resp.Usage != (model.Usage{}) {
+			t.Fatalf("text %q, usage %+v: want none", resp.Message.Text(), resp.Usage)
+		}
+	})
+	t.Run("refusal", func(t *testing.T) {
+		srv := openaitest.NewServer(t, openaitest.Reply{Body: answer(`{"role":"assistant","content":null,"refusal":"I can't help with that."}`)})
+		resp, err := newModel(t, srv).Generate(ctx, userReq("hi"))
+		if err != nil || resp.Message.Text() != "I can't help with that." {
+			t.Fatalf("%q, %v", resp.Message.Text(), err)
+		}
+	})
+	for name, c := range map[string]struct{ body, want string }{
+		"no choices":           {`{"id":"c","object":"chat.completion","choices":[]}`, "no choices"},
+		"choices not a list":   {`{"id":"c","choices":{"message":{"content":"hi"}}}`, "not a chat completion"},
+		"content not a string": {answer(`{"role":"assistant","content":42}`), "not a chat completion"},
+		"arguments a number":   {answer(`{"role":"assistant","tool_calls":[{"id":"c1","type":"function","function":{"name":"add","arguments":42}}]}`), "tool_calls[0]: function.arguments is"},
+		"not a function":       {answer(`{"role":"assistant","tool_calls":[{"id":"c1","type":"custom","function":{"name":"add","arguments":"{}"}}]}`), `type "custom"`},
+		"no name":              {answer(`{"role":"assistant","tool_calls":[{"id":"c1","type":"function","function":{"arguments":"{}"}}]}`), "no function name"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			srv := openaitest.NewServer(t, openaitest.Reply{Body: c.body})
+			resp, err := newModel(t, srv).Generate(ctx, userReq("hi", addTool))
+			if err == nil || !strings.Contains(err.Error(), c.want) {
+				t.Fatalf("answer %s: got %+v, %v; want an error saying %q", c.body, resp, err, c.want)
+			}
+		})
+	}
+}

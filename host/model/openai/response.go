@@ -61,45 +61,59 @@ func readCompletion(body io.Reader, what string) (model.Response, error) {
 	if len(data) > maxAnswer {
 		return model.Response{}, protocolErrorf("the answer is larger than %d bytes", maxAnswer)
 	}
-	var cc oai.ChatCompletion
+	var cc completion
 	if err := json.Unmarshal(data, &cc); err != nil {
 		return model.Response{}, protocolErrorf("%sthe answer is not a chat completion (%v): %s", what, err, excerpt(data))
 	}
-	return fromCompletion(&cc)
+	return cc.response()
 }
 
 // maxAnswer bounds a non-streamed answer (a stream is bounded per line by
 // the SSE decoder).
 const maxAnswer = 64 << 20
 
-func fromCompletion(res *oai.ChatCompletion) (model.Response, error) {
-	if res == nil || len(res.Choices) == 0 {
+// completion is a whole chat.completion, decoded with encoding/json like a
+// stream's chunks (strict about types, so an answer of the wrong shape is
+// reported rather than read as empty). The SDK's reflective decoder it
+// replaces took about 5 % of the server's CPU per round trip.
+type completion struct {
+	Choices []struct {
+		Message struct {
+			Content   *string         `json:"content"`
+			Refusal   *string         `json:"refusal"`
+			ToolCalls []toolCallDelta `json:"tool_calls"`
+		} `json:"message"`
+		FinishReason *string `json:"finish_reason"`
+	} `json:"choices"`
+	Usage *wireUsage `json:"usage"`
+}
+
+func (cc *completion) response() (model.Response, error) {
+	if len(cc.Choices) == 0 {
 		return model.Response{}, protocolErrorf("the answer has no choices")
 	}
-	ch := res.Choices[0]
+	ch := cc.Choices[0]
 	var b builder
-	b.text.WriteString(ch.Message.Content)
-	if ch.Message.Content == "" {
-		b.text.WriteString(ch.Message.Refusal)
+	switch {
+	case ch.Message.Content != nil && *ch.Message.Content != "":
+		b.text.WriteString(*ch.Message.Content)
+	case ch.Message.Refusal != nil:
+		b.text.WriteString(*ch.Message.Refusal)
 	}
 	for i, tc := range ch.Message.ToolCalls {
 		if tc.Type != "" && tc.Type != "function" {
 			return model.Response{}, protocolErrorf("tool_calls[%d] has type %q; only function tools were offered", i, tc.Type)
 		}
-		c := b.at(i)
-		c.id, c.name = tc.ID, tc.Function.Name
-		// Some servers send the arguments as an object instead of a
-		// string of JSON; take either.
-		if raw := strings.TrimSpace(tc.Function.JSON.Arguments.Raw()); strings.HasPrefix(raw, "{") {
-			c.object = json.RawMessage(raw)
-		} else {
-			c.args.WriteString(tc.Function.Arguments)
+		// Each call comes whole: its place in the list is its index.
+		tc.Index = &i
+		if err := b.addCall(tc); err != nil {
+			return model.Response{}, protocolErrorf("tool_calls[%d]: %v", i, err)
 		}
 	}
-	b.finish = ch.FinishReason
-	if res.JSON.Usage.Valid() {
-		b.usage = &wireUsage{PromptTokens: int(res.Usage.PromptTokens), CompletionTokens: int(res.Usage.CompletionTokens)}
+	if ch.FinishReason != nil {
+		b.finish = *ch.FinishReason
 	}
+	b.usage = cc.Usage
 	return b.response(false)
 }
 

@@ -1,6 +1,8 @@
 package openai_test
 
 import (
+	"context"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"sync"
@@ -106,5 +108,47 @@ func TestStreamedCallsReuseTheirConnection(t *testing.T) {
 	}
 	if got := srv.Connections(); got != 1 {
 		t.Errorf("%d streamed calls one after the other opened %d connections; want 1", calls, got)
+	}
+}
+
+// writeCounter counts the writes on the connections it dials.
+type writeCounter struct {
+	net.Conn
+	writes *atomic.Int64
+}
+
+func (c writeCounter) Write(p []byte) (int, error) {
+	c.writes.Add(1)
+	return c.Conn.Write(p)
+}
+
+// TestRequestSentInOneWrite: each request goes out in one write, headers
+// and body together. (The SDK wraps the body in a reader net/http does not
+// know is in memory, and net/http then flushed the headers first: two
+// writes, two packets, and a second read for the model server.)
+func TestRequestSentInOneWrite(t *testing.T) {
+	const calls = 5
+	srv := openaitest.NewServer(t)
+	srv.Handle(func(openaitest.Request) openaitest.Reply { return openaitest.Text("ok") })
+	var writes atomic.Int64
+	var d net.Dialer
+	hc := &http.Client{Transport: &http.Transport{DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
+		c, err := d.DialContext(ctx, network, addr)
+		if err != nil {
+			return nil, err
+		}
+		return writeCounter{Conn: c, writes: &writes}, nil
+	}}}
+	m := newModel(t, srv, func(c *openai.Config) { c.HTTPClient = hc })
+	for range calls {
+		if _, err := m.Generate(ctx, userReq("hi", addTool)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := srv.Served(); got != calls {
+		t.Fatalf("the server answered %d requests, want %d", got, calls)
+	}
+	if got := writes.Load(); got != calls {
+		t.Errorf("%d requests took %d writes; want one each", calls, got)
 	}
 }

@@ -1,0 +1,74 @@
+package toolnode_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/tenxgraph/tenxgraph/host/agent"
+	"github.com/tenxgraph/tenxgraph/host/checkpoint"
+	"github.com/tenxgraph/tenxgraph/host/graph"
+	"github.com/tenxgraph/tenxgraph/host/message"
+	"github.com/tenxgraph/tenxgraph/host/model"
+	"github.com/tenxgraph/tenxgraph/sdk"
+)
+
+// TestStepCallsRunConcurrently: the calls of one step run at once. Each
+// tool waits until every call of the step has started, so calls made one
+// after the other would never finish (the wait is bounded, and then fails).
+func TestStepCallsRunConcurrently(t *testing.T) {
+	const calls = 3
+	var started sync.WaitGroup
+	started.Add(calls)
+	all := make(chan struct{})
+	go func() { started.Wait(); close(all) }()
+	wait := func(context.Context, json.RawMessage) (any, error) {
+		started.Done()
+		select {
+		case <-all:
+			return "together", nil
+		case <-time.After(10 * time.Second):
+			return nil, fmt.Errorf("the other calls of the step never started")
+		}
+	}
+	var tools []sdk.Tool
+	for i := range calls {
+		tools = append(tools, sdk.Func(fmt.Sprint("wait", i), "Wait for the others.", nil, wait))
+	}
+	first := true
+	m := model.Func(func(ctx context.Context, req model.Request) (model.Response, error) {
+		if !first {
+			return model.Response{Message: message.Text(message.RoleAssistant, "done")}, nil
+		}
+		first = false
+		msg := message.Message{Role: message.RoleAssistant}
+		for i := range calls {
+			msg.Content = append(msg.Content, message.ToolCallBlock{ID: fmt.Sprint("c", i), Name: fmt.Sprint("wait", i), Arguments: json.RawMessage(`{}`)})
+		}
+		return model.Response{Message: msg}, nil
+	})
+	sg, err := agent.React(context.Background(), agent.Env{Model: m, Providers: map[string][]sdk.Provider{"tools": {sdk.MustTools("waiters", "1", tools...)}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	app, err := sg.Compile(checkpoint.NewMemory())
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := app.Invoke(context.Background(), []message.Message{message.Text(message.RoleUser, "go")}, graph.RunConfig{ThreadID: "t"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	results := res.Messages[2].ToolResults()
+	if len(results) != calls {
+		t.Fatalf("%d results, want %d: %+v", len(results), calls, res.Messages[2])
+	}
+	for i, r := range results {
+		if r.IsError || string(r.Content) != `"together"` || r.ToolCallID != fmt.Sprint("c", i) {
+			t.Errorf("result %d: %+v, want call c%d answered \"together\"", i, r, i)
+		}
+	}
+}
