@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"reflect"
 	"strings"
+	"time"
 
 	"github.com/ag-ui-protocol/ag-ui/sdks/community/go/pkg/core/events"
 	"github.com/ag-ui-protocol/ag-ui/sdks/community/go/pkg/core/types"
@@ -186,7 +187,7 @@ func (s *Server) aguiInput(ctx context.Context, in types.RunAgentInput, cfg grap
 func resultsFor(th graph.Result, in types.RunAgentInput) ([]message.Message, error) {
 	pending := th.RemoteToolCalls
 	for _, a := range th.ApprovalRequests {
-		pending = append(pending, message.RemoteToolCallBlock(a))
+		pending = append(pending, message.RemoteToolCallBlock{ID: a.ID, Name: a.Name, Arguments: a.Arguments, Node: a.Node})
 	}
 	approval := map[string]bool{}
 	for _, a := range th.ApprovalRequests {
@@ -456,8 +457,12 @@ func (a *aguiRun) event(ev graph.Event) {
 		if d.Status == graph.StatusInterrupted && a.interrupts {
 			var its []types.Interrupt
 			for _, c := range d.RemoteToolCalls {
-				its = append(its, types.Interrupt{ID: c.ID, Reason: "tool_call", ToolCallID: c.ID,
-					Message: fmt.Sprintf("run the client tool %s and resume with its result", c.Name)})
+				it := types.Interrupt{ID: c.ID, Reason: "tool_call", ToolCallID: c.ID,
+					Message: fmt.Sprintf("run the client tool %s and resume with its result", c.Name)}
+				if !c.ExpiresAt.IsZero() {
+					it.ExpiresAt = c.ExpiresAt.Format(time.RFC3339Nano)
+				}
+				its = append(its, it)
 			}
 			for _, c := range d.ApprovalRequests {
 				var args any

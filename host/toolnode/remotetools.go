@@ -42,7 +42,7 @@ func (n *Node) AttachRemoteTools(tools []graph.RemoteToolConfig) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	for _, t := range tools {
-		n.remote = append(n.remote, Tool{Spec: RemoteSpec(t), Kind: KindRemote, Provider: n.bridgeName, provider: n.bridge})
+		n.remote = append(n.remote, Tool{Spec: RemoteSpec(t), Kind: KindRemote, Provider: n.bridgeName, provider: n.bridge, Timeout: t.Timeout})
 	}
 	n.reindex()
 }
