@@ -147,7 +147,9 @@ func wantsInterrupts(props any) bool {
 // aguiInput finds what is new in an AG-UI request. On a paused thread, the
 // new input is the results for pending calls: tool messages answering them,
 // or resume entries. Otherwise it is the messages whose ids the thread does
-// not have yet; messages the server already has are never appended twice.
+// not have yet; messages the server already has are never appended twice. A
+// request whose only new messages are tool results (a result that came late)
+// sends those, for the graph to judge.
 func (s *Server) aguiInput(ctx context.Context, in types.RunAgentInput, cfg graph.RunConfig) ([]message.Message, error) {
 	th, err := s.svc.App.ThreadFor(ctx, in.ThreadID, cfg.Metadata)
 	if err != nil && !errors.Is(err, graph.ErrThreadNotFound) {
@@ -160,9 +162,13 @@ func (s *Server) aguiInput(ctx context.Context, in types.RunAgentInput, cfg grap
 	if len(th.RemoteToolCalls) > 0 || len(th.ApprovalRequests) > 0 {
 		return resultsFor(th, in)
 	}
-	var out []message.Message
+	var out, results []message.Message
 	for i, m := range in.Messages {
 		if known[m.ID] {
+			continue
+		}
+		if m.Role == types.RoleTool && m.ToolCallID != "" {
+			results = append(results, message.Message{ID: m.ID, Role: message.RoleTool, Content: []message.Block{toolResult(m)}})
 			continue
 		}
 		msg, ok, err := fromAGUI(m)
@@ -172,6 +178,12 @@ func (s *Server) aguiInput(ctx context.Context, in types.RunAgentInput, cfg grap
 		if ok {
 			out = append(out, msg)
 		}
+	}
+	if len(out) == 0 && len(results) > 0 {
+		// Only results, on a thread that waits for none: the graph judges
+		// them (a retry gets the recorded outcome, a late result is refused
+		// as expired, another result as a conflict).
+		return results, nil
 	}
 	return out, nil
 }

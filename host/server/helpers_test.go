@@ -93,6 +93,8 @@ type setup struct {
 	approve []any
 	// cache is the config's "cache" section (nil: none).
 	cache map[string]any
+	// remoteTimeout is remote_tool_defaults.timeout ("": none).
+	remoteTimeout string
 }
 
 // env is a live server on a loopback port and the service behind it.
@@ -147,6 +149,9 @@ func start(t *testing.T, s setup) *env {
 	}
 	if s.cache != nil {
 		cfg["cache"] = s.cache
+	}
+	if s.remoteTimeout != "" {
+		cfg["remote_tool_defaults"] = map[string]any{"timeout": s.remoteTimeout}
 	}
 	writeJSON(t, filepath.Join(dir, "10xgraph.json"), cfg)
 
