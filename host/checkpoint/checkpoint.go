@@ -5,6 +5,13 @@
 // sequence number it expects to write (the latest plus one); a writer that
 // lost a race gets ErrConflict instead of overwriting, which is what keeps
 // two runs on one thread from both succeeding.
+//
+// Beside its checkpoints, a thread has an append-only log of entries (the
+// graph engine keeps its messages there): a Put appends only what its step
+// added (Checkpoint.Append), and a read returns the log as of the
+// checkpoint read (Checkpoint.Log). A step's cost so does not grow with the
+// length of the thread, and the history is stored once, not once per
+// checkpoint.
 package checkpoint
 
 import (
@@ -62,6 +69,15 @@ type Checkpoint struct {
 	// for an unleased write (see Leaser). It is checked by Put, never
 	// stored: Latest and History return 0.
 	Token int64
+	// Append holds the entries this checkpoint adds to the thread's log,
+	// after those of the thread's latest checkpoint. Put stores them with
+	// the checkpoint, atomically; reads return nil.
+	Append [][]byte
+	// Log is, on reads, the thread's log as of this checkpoint: every entry
+	// appended up to and including it, oldest first. Checkpoints read
+	// together (History) may share the entries' memory, so treat them as
+	// read-only. Put ignores it.
+	Log [][]byte
 	// WakeAt, when not zero, asks for the thread to be woken then (the
 	// deadline of a call it waits for, say): while this is the thread's
 	// latest checkpoint, Scheduler.Due lists the thread from that time
@@ -110,6 +126,47 @@ type Scheduler interface {
 	// later checkpoint (or DeleteThread) replaces it.
 	Due(ctx context.Context, now time.Time, limit int) ([]string, error)
 }
+
+// Pruner is implemented by stores that can delete the threads nobody has
+// written for a while (an idle-thread TTL). SQLite, Postgres and Memory
+// implement it.
+type Pruner interface {
+	// DeleteIdle deletes up to limit threads whose latest checkpoint was
+	// written before cutoff and that no unexpired lease holds, as
+	// DeleteThread would, and returns how many it deleted.
+	DeleteIdle(ctx context.Context, cutoff time.Time, limit int) (int, error)
+}
+
+// Compacter is implemented by stores that can give the space of deleted
+// checkpoints back to the file system (SQLite; Postgres's autovacuum does
+// it on its own).
+type Compacter interface {
+	// Compact returns free space to the file system, and reports how many
+	// bytes the store's files shrank by.
+	Compact(ctx context.Context) (int64, error)
+}
+
+// Option configures a store when it is opened.
+type Option func(*options)
+
+type options struct {
+	keep int // checkpoints kept beyond the latest; < 0: all
+}
+
+func newOptions(opts []Option) options {
+	o := options{keep: -1}
+	for _, f := range opts {
+		f(&o)
+	}
+	return o
+}
+
+// KeepHistory bounds each thread's checkpoints to its latest plus the n
+// before it: every Put deletes the older ones, with the same commit. The
+// thread's log is kept whole (the latest checkpoint's state needs it), so
+// History then lists fewer snapshots, never shorter ones. Resuming needs
+// only the latest, so any n >= 0 is safe; n < 0 (the default) keeps all.
+func KeepHistory(n int) Option { return func(o *options) { o.keep = n } }
 
 // latestFrom and historyFrom give Latest and History their meaning over a
 // store's one query (newest first), so every store reports them alike.

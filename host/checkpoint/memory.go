@@ -21,10 +21,25 @@ var errMemoryClosed = errors.New("checkpoint: memory store is closed")
 // with the same conflict and copy semantics as the durable stores. It is safe
 // for concurrent use.
 type Memory struct {
+	opts    options
 	mu      sync.RWMutex
-	threads map[string][]Checkpoint // checkpoint i has Seq i+1
-	leases  map[string]*memLease    // threads ever claimed
+	threads map[string]*memThread
+	leases  map[string]*memLease // threads ever claimed
 	closed  bool
+}
+
+// memThread is one thread's kept checkpoints (consecutive seqs, the latest
+// last; KeepHistory drops the oldest) and its log. Each checkpoint's Log
+// holds the log's length at it, as logLen.
+type memThread struct {
+	cps    []memCheckpoint
+	log    [][]byte
+	latest int64 // the latest seq
+}
+
+type memCheckpoint struct {
+	Checkpoint     // Append and Log nil
+	logLen     int // len(log) as of this checkpoint
 }
 
 // memLease is a claimed thread's incarnation and lease.
@@ -39,12 +54,13 @@ var (
 	_ SeqReader    = (*Memory)(nil)
 	_ Leaser       = (*Memory)(nil)
 	_ Scheduler    = (*Memory)(nil)
+	_ Pruner       = (*Memory)(nil)
 )
 
 // NewMemory returns an empty in-memory store, ready to use; there is nothing
 // to open or configure.
-func NewMemory() *Memory {
-	return &Memory{threads: make(map[string][]Checkpoint), leases: make(map[string]*memLease)}
+func NewMemory(opts ...Option) *Memory {
+	return &Memory{opts: newOptions(opts), threads: make(map[string]*memThread), leases: make(map[string]*memLease)}
 }
 
 // Put appends cp to its thread. It stores a deep copy, so the caller may reuse
@@ -52,6 +68,10 @@ func NewMemory() *Memory {
 func (m *Memory) Put(ctx context.Context, cp Checkpoint) error {
 	if err := ctx.Err(); err != nil {
 		return fmt.Errorf("checkpoint: put thread %q seq %d: %w", cp.ThreadID, cp.Seq, err)
+	}
+	appended := make([][]byte, len(cp.Append))
+	for i, e := range cp.Append {
+		appended[i] = slices.Clone(e)
 	}
 	cp = cloneCheckpoint(cp)
 	if cp.CreatedAt.IsZero() {
@@ -63,8 +83,12 @@ func (m *Memory) Put(ctx context.Context, cp Checkpoint) error {
 	if m.closed {
 		return fmt.Errorf("checkpoint: put thread %q seq %d: %w", cp.ThreadID, cp.Seq, errMemoryClosed)
 	}
-	cps := m.threads[cp.ThreadID]
-	if latest := int64(len(cps)); cp.Seq != latest+1 {
+	th := m.threads[cp.ThreadID]
+	var latest int64
+	if th != nil {
+		latest = th.latest
+	}
+	if cp.Seq != latest+1 {
 		return fmt.Errorf("checkpoint: put thread %q seq %d: latest is %d: %w", cp.ThreadID, cp.Seq, latest, ErrConflict)
 	}
 	if l := m.leases[cp.ThreadID]; l != nil && (l.token != cp.Token || l.inc != cp.Incarnation) || l == nil && cp.Token != 0 {
@@ -72,9 +96,30 @@ func (m *Memory) Put(ctx context.Context, cp Checkpoint) error {
 		// unclaimed one only unleased writes.
 		return fmt.Errorf("checkpoint: put thread %q seq %d: %w: %w", cp.ThreadID, cp.Seq, ErrLeaseLost, ErrConflict)
 	}
+	if th == nil {
+		th = &memThread{}
+		m.threads[cp.ThreadID] = th
+	}
+	th.log = append(th.log, appended...)
 	cp.Token = 0
-	m.threads[cp.ThreadID] = append(cps, cp)
+	th.cps = append(th.cps, memCheckpoint{Checkpoint: cp, logLen: len(th.log)})
+	th.latest = cp.Seq
+	if k := m.opts.keep; k >= 0 && len(th.cps) > k+1 {
+		th.cps = slices.Delete(th.cps, 0, len(th.cps)-k-1)
+	}
 	return nil
+}
+
+// read returns a copy of c with its Log; m.mu is held.
+func (th *memThread) read(c memCheckpoint) Checkpoint {
+	cp := cloneCheckpoint(c.Checkpoint)
+	if c.logLen > 0 {
+		cp.Log = make([][]byte, c.logLen)
+		for i, e := range th.log[:c.logLen] {
+			cp.Log[i] = slices.Clone(e)
+		}
+	}
+	return cp
 }
 
 // LatestSeq implements SeqReader.
@@ -87,11 +132,10 @@ func (m *Memory) LatestSeq(ctx context.Context, threadID string) (int64, error) 
 	if m.closed {
 		return 0, fmt.Errorf("checkpoint: latest seq of thread %q: %w", threadID, errMemoryClosed)
 	}
-	cps := m.threads[threadID]
-	if len(cps) == 0 {
-		return 0, nil
+	if th := m.threads[threadID]; th != nil {
+		return th.latest, nil
 	}
-	return cps[len(cps)-1].Seq, nil
+	return 0, nil
 }
 
 // Latest returns a deep copy of the thread's newest checkpoint, so the caller
@@ -105,11 +149,11 @@ func (m *Memory) Latest(ctx context.Context, threadID string) (Checkpoint, error
 	if m.closed {
 		return Checkpoint{}, fmt.Errorf("checkpoint: latest of thread %q: %w", threadID, errMemoryClosed)
 	}
-	cps := m.threads[threadID]
-	if len(cps) == 0 {
+	th := m.threads[threadID]
+	if th == nil {
 		return Checkpoint{}, fmt.Errorf("checkpoint: latest of thread %q: %w", threadID, ErrNotFound)
 	}
-	return cloneCheckpoint(cps[len(cps)-1]), nil
+	return th.read(th.cps[len(th.cps)-1]), nil
 }
 
 // History returns deep copies of up to limit checkpoints, newest first
@@ -123,14 +167,17 @@ func (m *Memory) History(ctx context.Context, threadID string, limit int) ([]Che
 	if m.closed {
 		return nil, fmt.Errorf("checkpoint: history of thread %q: %w", threadID, errMemoryClosed)
 	}
-	cps := m.threads[threadID]
-	n := len(cps)
+	th := m.threads[threadID]
+	if th == nil {
+		return []Checkpoint{}, nil
+	}
+	n := len(th.cps)
 	if limit > 0 && limit < n {
 		n = limit
 	}
 	out := make([]Checkpoint, 0, n)
-	for i := len(cps) - 1; i >= len(cps)-n; i-- {
-		out = append(out, cloneCheckpoint(cps[i]))
+	for i := len(th.cps) - 1; i >= len(th.cps)-n; i-- {
+		out = append(out, th.read(th.cps[i]))
 	}
 	return out, nil
 }
@@ -161,7 +208,10 @@ func (m *Memory) Claim(ctx context.Context, threadID string, ttl time.Duration) 
 	if m.closed {
 		return Lease{}, fmt.Errorf("checkpoint: claim thread %q: %w", threadID, errMemoryClosed)
 	}
-	cps := m.threads[threadID]
+	var seq int64
+	if th := m.threads[threadID]; th != nil {
+		seq = th.latest
+	}
 	l := m.leases[threadID]
 	switch {
 	case l == nil:
@@ -173,7 +223,7 @@ func (m *Memory) Claim(ctx context.Context, threadID string, ttl time.Duration) 
 	l.token++
 	exp := now.Add(ttl)
 	l.until = leaseMillis(exp)
-	return Lease{ThreadID: threadID, Incarnation: l.inc, Token: l.token, Seq: int64(len(cps)), Expires: exp}, nil
+	return Lease{ThreadID: threadID, Incarnation: l.inc, Token: l.token, Seq: seq, Expires: exp}, nil
 }
 
 // Extend implements Leaser.
@@ -219,11 +269,11 @@ func (m *Memory) Head(ctx context.Context, threadID string) (Head, error) {
 	if m.closed {
 		return Head{}, fmt.Errorf("checkpoint: head of thread %q: %w", threadID, errMemoryClosed)
 	}
-	cps := m.threads[threadID]
-	if len(cps) == 0 {
+	th := m.threads[threadID]
+	if th == nil {
 		return Head{}, nil
 	}
-	h := Head{Incarnation: cps[len(cps)-1].Incarnation, Seq: int64(len(cps))}
+	h := Head{Incarnation: th.cps[len(th.cps)-1].Incarnation, Seq: th.latest}
 	if l := m.leases[threadID]; l != nil {
 		h.Incarnation = l.inc
 	}
@@ -245,8 +295,8 @@ func (m *Memory) Due(ctx context.Context, now time.Time, limit int) ([]string, e
 		at     time.Time
 	}
 	var ds []due
-	for id, cps := range m.threads {
-		if at := cps[len(cps)-1].WakeAt; !at.IsZero() && !at.After(now) {
+	for id, th := range m.threads {
+		if at := th.cps[len(th.cps)-1].WakeAt; !at.IsZero() && !at.After(now) {
 			ds = append(ds, due{id, at})
 		}
 	}
@@ -256,6 +306,32 @@ func (m *Memory) Due(ctx context.Context, now time.Time, limit int) ([]string, e
 		out = append(out, d.thread)
 	}
 	return out, nil
+}
+
+// DeleteIdle implements Pruner.
+func (m *Memory) DeleteIdle(ctx context.Context, cutoff time.Time, limit int) (int, error) {
+	if err := ctx.Err(); err != nil {
+		return 0, fmt.Errorf("checkpoint: delete idle threads: %w", err)
+	}
+	now := leaseMillis(time.Now())
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.closed {
+		return 0, fmt.Errorf("checkpoint: delete idle threads: %w", errMemoryClosed)
+	}
+	n := 0
+	for id, th := range m.threads {
+		if n >= limit {
+			break
+		}
+		if l := m.leases[id]; l != nil && l.until > now || !th.cps[len(th.cps)-1].CreatedAt.Before(cutoff) {
+			continue
+		}
+		delete(m.threads, id)
+		delete(m.leases, id)
+		n++
+	}
+	return n, nil
 }
 
 // Close drops every checkpoint; later calls return an error, which catches
@@ -268,10 +344,11 @@ func (m *Memory) Close() error {
 	return nil
 }
 
-// cloneCheckpoint returns a deep copy of cp, with empty Next, State and
-// Metadata normalised to nil and CreatedAt in UTC without a monotonic
+// cloneCheckpoint returns a deep copy of cp (without Append and Log), with
+// empty Next, State and Metadata normalised to nil and CreatedAt in UTC without a monotonic
 // reading, as the durable stores return them.
 func cloneCheckpoint(cp Checkpoint) Checkpoint {
+	cp.Append, cp.Log = nil, nil
 	if len(cp.Next) == 0 {
 		cp.Next = nil
 	} else {

@@ -14,6 +14,12 @@ func TestMemory(t *testing.T) {
 	})
 }
 
+func TestMemoryRetention(t *testing.T) {
+	checkpointtest.RunRetention(t, func(t *testing.T, opts ...checkpoint.Option) checkpoint.Checkpointer {
+		return checkpoint.NewMemory(opts...)
+	})
+}
+
 func TestMemoryUseAfterClose(t *testing.T) {
 	ctx := context.Background()
 	m := checkpoint.NewMemory()

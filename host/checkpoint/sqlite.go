@@ -22,7 +22,7 @@ import (
 
 // sqliteSchemaVersion is the schema this build writes, kept in the
 // database's PRAGMA user_version. It is len(sqliteMigrations).
-const sqliteSchemaVersion = 4
+const sqliteSchemaVersion = 5
 
 // sqliteMigrations[i] moves a database from schema version i to i+1. Append
 // to it (never edit an entry that has shipped) and the version follows.
@@ -57,6 +57,27 @@ var sqliteMigrations = [...]string{
 	// claimed.
 	`INSERT INTO threads (thread_id, incarnation, token, lease_until)
 	SELECT DISTINCT thread_id, '', 0, 0 FROM checkpoints`,
+	// 4 -> 5: each thread's log (see Checkpoint.Log) beside its
+	// checkpoints; a checkpoint records the log's length at it (0 in the
+	// checkpoints written before, whose state holds everything). A
+	// thread's row records its latest checkpoint's wake_at (for Due) and
+	// when it was last written (touched_at, for DeleteIdle), both unix
+	// milliseconds; the threads written before are touched at their
+	// latest checkpoint. A rowid table for the log, like the checkpoints:
+	// an entry (a message) can be large.
+	`ALTER TABLE checkpoints ADD COLUMN log_len INTEGER NOT NULL DEFAULT 0;
+	ALTER TABLE checkpoints ADD COLUMN wake_at INTEGER NOT NULL DEFAULT 0;
+	CREATE TABLE log (
+		thread_id TEXT    NOT NULL,
+		idx       INTEGER NOT NULL CHECK (idx >= 0),
+		entry     BLOB    NOT NULL,
+		PRIMARY KEY (thread_id, idx)
+	);
+	ALTER TABLE threads ADD COLUMN wake_at INTEGER NOT NULL DEFAULT 0;
+	ALTER TABLE threads ADD COLUMN touched_at INTEGER NOT NULL DEFAULT 0;
+	UPDATE threads SET touched_at = COALESCE((SELECT MAX(created_at) FROM checkpoints c WHERE c.thread_id = threads.thread_id), 0) / 1000000;
+	CREATE INDEX threads_wake ON threads (wake_at) WHERE wake_at > 0;
+	CREATE INDEX threads_touched ON threads (touched_at)`,
 }
 
 // sqliteBusyTimeout is how long a connection waits for another writer (in
@@ -75,12 +96,26 @@ const (
 	// only on a thread never claimed (token 0 in its row, or no row), a
 	// leased one only with the thread's current token; the incarnation
 	// must be the thread's.
+	//
+	// It returns the log's length after the checkpoint (the previous
+	// checkpoint's plus ?12, the entries appended), from which Put numbers
+	// the entries it then inserts.
 	sqlPut = `INSERT INTO checkpoints
-		(thread_id, seq, run_id, step, status, next, state, metadata, created_at, incarnation)
-	SELECT ?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10
+		(thread_id, seq, run_id, step, status, next, state, metadata, created_at, incarnation, log_len, wake_at)
+	SELECT ?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10,
+		COALESCE((SELECT log_len FROM checkpoints WHERE thread_id = ?1 AND seq = ?2 - 1), 0) + ?12, ?13
 	WHERE (SELECT COALESCE(MAX(seq), 0) FROM checkpoints WHERE thread_id = ?1) = ?2 - 1
 	AND CASE WHEN ?11 = 0 THEN NOT EXISTS (SELECT 1 FROM threads WHERE thread_id = ?1 AND (token <> 0 OR incarnation <> ?10))
-		ELSE EXISTS (SELECT 1 FROM threads WHERE thread_id = ?1 AND token = ?11 AND incarnation = ?10) END`
+		ELSE EXISTS (SELECT 1 FROM threads WHERE thread_id = ?1 AND token = ?11 AND incarnation = ?10) END
+	RETURNING log_len`
+	sqlAppend = `INSERT INTO log (thread_id, idx, entry) VALUES (?, ?, ?)`
+	// sqlTouch records the new latest checkpoint on the thread's row
+	// (creating it, never claimed, for an unleased write).
+	sqlTouch = `INSERT INTO threads (thread_id, incarnation, token, lease_until, wake_at, touched_at)
+	VALUES (?1, ?2, 0, 0, ?3, ?4)
+	ON CONFLICT (thread_id) DO UPDATE SET wake_at = ?3, touched_at = ?4`
+	// sqlPrune drops the checkpoints KeepHistory does not keep.
+	sqlPrune = `DELETE FROM checkpoints WHERE thread_id = ? AND seq <= ?`
 	// sqlClaim takes a free or expired lease (?3: now, ?4: expiry), or
 	// returns no row. A thread without a row is new (or deleted): its
 	// first claim starts a new incarnation (?2).
@@ -97,9 +132,13 @@ const (
 		(SELECT COALESCE(MAX(seq), 0) FROM checkpoints WHERE thread_id = ?1)`
 	sqlDeleteLease = `DELETE FROM threads WHERE thread_id = ?`
 	sqlLatestSeq   = `SELECT COALESCE(MAX(seq), 0) FROM checkpoints WHERE thread_id = ?`
-	sqlHistory     = `SELECT seq, run_id, step, status, next, state, metadata, created_at, incarnation
+	sqlHistory     = `SELECT seq, run_id, step, status, next, state, metadata, created_at, incarnation, log_len, wake_at
 	FROM checkpoints WHERE thread_id = ? ORDER BY seq DESC LIMIT ?`
-	sqlDelete = `DELETE FROM checkpoints WHERE thread_id = ?`
+	sqlLog       = `SELECT entry FROM log WHERE thread_id = ? AND idx < ? ORDER BY idx`
+	sqlDelete    = `DELETE FROM checkpoints WHERE thread_id = ?`
+	sqlDeleteLog = `DELETE FROM log WHERE thread_id = ?`
+	sqlDue       = `SELECT thread_id FROM threads WHERE wake_at > 0 AND wake_at <= ? ORDER BY wake_at LIMIT ?`
+	sqlIdle      = `SELECT thread_id FROM threads WHERE touched_at < ? AND lease_until <= ? LIMIT ?`
 )
 
 // SQLite is a durable Checkpointer in a single SQLite file, for a single
@@ -116,18 +155,26 @@ const (
 // separate pool and, in WAL mode, never wait for the writer.
 type SQLite struct {
 	path string
+	opts options
 	w    *sql.DB // one connection: SQLite allows one writer at a time
 	r    *sql.DB // a read-only pool; WAL readers do not block the writer
 
 	put       *sql.Stmt // on w
+	appendLog *sql.Stmt // on w
+	touch     *sql.Stmt // on w
+	prune     *sql.Stmt // on w
 	del       *sql.Stmt // on w
+	delLog    *sql.Stmt // on w
 	delLease  *sql.Stmt // on w
 	claim     *sql.Stmt // on w
 	extend    *sql.Stmt // on w
 	release   *sql.Stmt // on w
+	idle      *sql.Stmt // on w
 	head      *sql.Stmt // on r
 	latestSeq *sql.Stmt // on r
 	history   *sql.Stmt // on r
+	log       *sql.Stmt // on r
+	due       *sql.Stmt // on r
 
 	// Puts go through one writer goroutine that commits whatever has queued
 	// up as one transaction (group commit): under load, many runs' steps
@@ -146,13 +193,54 @@ const maxBatch = 64
 
 // writeReq is a write (a Put, a lease change) waiting for the writer.
 type writeReq struct {
-	ctx  context.Context
-	stmt *sql.Stmt // on w
-	args []any
-	// dest receives the statement's one row (RETURNING); nil: the
-	// statement must change a row. Either way, nothing is errNoRow.
-	dest []any
-	done chan error
+	ctx context.Context
+	// fn makes the write inside the batch's transaction; if it fails, what
+	// it wrote is rolled back and the rest of the batch commits.
+	fn func(ctx context.Context, tx *wtx) error
+	// alone, instead of fn, runs on the writer's connection outside any
+	// transaction, in a batch of its own (VACUUM).
+	alone func(ctx context.Context) error
+	done  chan error
+}
+
+// wtx is a batch's transaction, with the store's statements bound to it.
+type wtx struct {
+	tx    *sql.Tx
+	stmts map[*sql.Stmt]*sql.Stmt
+}
+
+func (w *wtx) stmt(ctx context.Context, st *sql.Stmt) *sql.Stmt {
+	if b := w.stmts[st]; b != nil {
+		return b
+	}
+	b := w.tx.StmtContext(ctx, st)
+	w.stmts[st] = b
+	return b
+}
+
+// exec runs a statement that must change a row (errNoRow when it did not).
+func (w *wtx) exec(ctx context.Context, st *sql.Stmt, args ...any) error {
+	res, err := w.stmt(ctx, st).ExecContext(ctx, args...)
+	if err != nil {
+		return err
+	}
+	n, err := res.RowsAffected()
+	if err != nil {
+		return err
+	}
+	if n == 0 {
+		return errNoRow
+	}
+	return nil
+}
+
+// row runs a statement returning one row into dest (errNoRow for none).
+func (w *wtx) row(ctx context.Context, st *sql.Stmt, args []any, dest ...any) error {
+	err := w.stmt(ctx, st).QueryRowContext(ctx, args...).Scan(dest...)
+	if errors.Is(err, sql.ErrNoRows) {
+		return errNoRow
+	}
+	return err
 }
 
 // errNoRow: a write's condition did not hold (a Put's seq or lease, a
@@ -163,14 +251,18 @@ var (
 	_ Checkpointer = (*SQLite)(nil)
 	_ SeqReader    = (*SQLite)(nil)
 	_ Leaser       = (*SQLite)(nil)
+	_ Scheduler    = (*SQLite)(nil)
+	_ Pruner       = (*SQLite)(nil)
+	_ Compacter    = (*SQLite)(nil)
 )
 
 // OpenSQLite opens the store at path, creating the file, its parent
 // directories (mode 0700) and the schema when missing, so the first run of a
 // program needs no setup step. It refuses a database written by a newer
-// build, whose schema it does not know.
-func OpenSQLite(ctx context.Context, path string) (*SQLite, error) {
-	s, err := openSQLite(ctx, path)
+// build, whose schema it does not know; one written in an earlier schema is
+// migrated in place and keeps its threads.
+func OpenSQLite(ctx context.Context, path string, opts ...Option) (*SQLite, error) {
+	s, err := openSQLite(ctx, path, newOptions(opts))
 	if err != nil {
 		return nil, fmt.Errorf("checkpoint: open sqlite %q: %w", path, err)
 	}
@@ -179,7 +271,7 @@ func OpenSQLite(ctx context.Context, path string) (*SQLite, error) {
 	return s, nil
 }
 
-func openSQLite(ctx context.Context, path string) (_ *SQLite, err error) {
+func openSQLite(ctx context.Context, path string, opts options) (_ *SQLite, err error) {
 	if path == "" {
 		return nil, errors.New("empty path")
 	}
@@ -194,7 +286,7 @@ func openSQLite(ctx context.Context, path string) (_ *SQLite, err error) {
 		return nil, err
 	}
 
-	s := &SQLite{path: abs}
+	s := &SQLite{path: abs, opts: opts}
 	defer func() {
 		if err != nil {
 			s.closeAll()
@@ -252,14 +344,21 @@ func openSQLite(ctx context.Context, path string) (_ *SQLite, err error) {
 		stmt  **sql.Stmt
 	}{
 		{s.w, sqlPut, &s.put},
+		{s.w, sqlAppend, &s.appendLog},
+		{s.w, sqlTouch, &s.touch},
+		{s.w, sqlPrune, &s.prune},
 		{s.w, sqlDelete, &s.del},
+		{s.w, sqlDeleteLog, &s.delLog},
 		{s.w, sqlDeleteLease, &s.delLease},
 		{s.w, sqlClaim, &s.claim},
 		{s.w, sqlExtend, &s.extend},
 		{s.w, sqlRelease, &s.release},
+		{s.w, sqlIdle, &s.idle},
 		{s.r, sqlHead, &s.head},
 		{s.r, sqlLatestSeq, &s.latestSeq},
 		{s.r, sqlHistory, &s.history},
+		{s.r, sqlLog, &s.log},
+		{s.r, sqlDue, &s.due},
 	} {
 		if *p.stmt, err = p.db.PrepareContext(ctx, p.query); err != nil {
 			return nil, fmt.Errorf("prepare: %w", err)
@@ -392,6 +491,14 @@ func (s *SQLite) migrate(ctx context.Context) error {
 	case version == sqliteSchemaVersion:
 		return nil
 	}
+	if version == 0 {
+		// A new file: pages freed by deletes (retention, idle threads) can
+		// then be given back with incremental_vacuum, without rewriting
+		// the file. It must be set before the first table exists.
+		if _, err := tx.ExecContext(ctx, "PRAGMA auto_vacuum = INCREMENTAL"); err != nil {
+			return fmt.Errorf("set auto_vacuum: %w", err)
+		}
+	}
 	for v := version; v < sqliteSchemaVersion; v++ {
 		if _, err := tx.ExecContext(ctx, sqliteMigrations[v]); err != nil {
 			return fmt.Errorf("migrate schema %d to %d: %w", v, v+1, err)
@@ -415,7 +522,7 @@ func (s *SQLite) migrate(ctx context.Context) error {
 func (s *SQLite) Put(ctx context.Context, cp Checkpoint) error {
 	args, err := putArgs(cp)
 	if err == nil {
-		err = s.write(ctx, s.put, args, nil)
+		err = s.write(ctx, func(ctx context.Context, tx *wtx) error { return s.putTx(ctx, tx, cp, args) })
 	}
 	if errors.Is(err, errNoRow) {
 		// Nothing written: Seq was not latest+1, or the lease was lost.
@@ -437,9 +544,38 @@ func (s *SQLite) Put(ctx context.Context, cp Checkpoint) error {
 	return nil
 }
 
-// write hands one statement to the writer and waits for it.
-func (s *SQLite) write(ctx context.Context, stmt *sql.Stmt, args, dest []any) error {
-	req := writeReq{ctx: ctx, stmt: stmt, args: args, dest: dest, done: make(chan error, 1)}
+// putTx writes a checkpoint, its log entries and its thread's row, and
+// drops what KeepHistory does not keep, all or nothing.
+func (s *SQLite) putTx(ctx context.Context, tx *wtx, cp Checkpoint, args []any) error {
+	var logLen int64
+	if err := tx.row(ctx, s.put, args, &logLen); err != nil {
+		return err
+	}
+	for i, e := range cp.Append {
+		if e == nil {
+			e = []byte{} // NOT NULL
+		}
+		if _, err := tx.stmt(ctx, s.appendLog).ExecContext(ctx, cp.ThreadID, logLen-int64(len(cp.Append))+int64(i), e); err != nil {
+			return fmt.Errorf("append to the log: %w", err)
+		}
+	}
+	if _, err := tx.stmt(ctx, s.touch).ExecContext(ctx, cp.ThreadID, cp.Incarnation, args[12], args[8].(int64)/1e6); err != nil {
+		return fmt.Errorf("touch the thread: %w", err)
+	}
+	if k := s.opts.keep; k >= 0 && cp.Seq > int64(k)+1 {
+		if _, err := tx.stmt(ctx, s.prune).ExecContext(ctx, cp.ThreadID, cp.Seq-int64(k)-1); err != nil {
+			return fmt.Errorf("drop old checkpoints: %w", err)
+		}
+	}
+	return nil
+}
+
+// write hands one write to the writer and waits for it.
+func (s *SQLite) write(ctx context.Context, fn func(context.Context, *wtx) error) error {
+	return s.send(ctx, writeReq{ctx: ctx, fn: fn, done: make(chan error, 1)})
+}
+
+func (s *SQLite) send(ctx context.Context, req writeReq) error {
 	select {
 	case s.puts <- req:
 		return <-req.done
@@ -479,7 +615,11 @@ func putArgs(cp Checkpoint) ([]any, error) {
 	if state == nil {
 		state = []byte{} // NOT NULL column; an empty blob reads back as empty
 	}
-	return []any{cp.ThreadID, cp.Seq, cp.RunID, cp.Step, string(cp.Status), next, state, meta, created.UnixNano(), cp.Incarnation, cp.Token}, nil
+	var wake int64
+	if !cp.WakeAt.IsZero() {
+		wake = max(1, cp.WakeAt.UnixMilli())
+	}
+	return []any{cp.ThreadID, cp.Seq, cp.RunID, cp.Step, string(cp.Status), next, state, meta, created.UnixNano(), cp.Incarnation, cp.Token, len(cp.Append), wake}, nil
 }
 
 // writer commits queued Puts: each batch is whatever queued while the
@@ -500,24 +640,45 @@ func (s *SQLite) writer() {
 				}
 			}
 		case r := <-s.puts:
+			if r.alone != nil {
+				s.runAlone(r)
+				continue
+			}
 			batch = append(batch[:0], r)
+			var alone *writeReq
 		fill:
 			for len(batch) < maxBatch {
 				select {
 				case r := <-s.puts:
+					if r.alone != nil {
+						alone = &r
+						break fill
+					}
 					batch = append(batch, r)
 				default:
 					break fill
 				}
 			}
 			s.commit(batch)
+			if alone != nil {
+				s.runAlone(*alone)
+			}
 		}
 	}
 }
 
-// commit writes a batch in one transaction. Each conditional INSERT decides
-// its own conflict (later ones in the batch see earlier ones); a failure of
-// the transaction itself fails every Put of the batch.
+func (s *SQLite) runAlone(r writeReq) {
+	if err := r.ctx.Err(); err != nil {
+		r.done <- err
+		return
+	}
+	r.done <- r.alone(r.ctx)
+}
+
+// commit writes a batch in one transaction. Each write decides its own
+// outcome (later ones in the batch see earlier ones) within a savepoint, so
+// one that fails leaves nothing behind and the others commit; a failure of
+// the transaction itself fails every write of the batch.
 func (s *SQLite) commit(batch []writeReq) {
 	live := batch[:0]
 	for _, r := range batch {
@@ -530,74 +691,55 @@ func (s *SQLite) commit(batch []writeReq) {
 	if len(live) == 0 {
 		return
 	}
-	if len(live) == 1 { // nothing to share: one autocommit statement
-		live[0].done <- s.exec(context.Background(), live[0].stmt, live[0])
-		return
-	}
 	ctx := context.Background()
-	tx, err := s.w.BeginTx(ctx, nil) // BEGIN IMMEDIATE: _txlock on the writer
-	if err != nil {
-		for _, r := range live {
-			r.done <- err
-		}
-		return
-	}
-	stmts := map[*sql.Stmt]*sql.Stmt{}
 	results := make([]error, len(live))
-	for i, r := range live {
-		st := stmts[r.stmt]
-		if st == nil {
-			st = tx.StmtContext(ctx, r.stmt)
-			stmts[r.stmt] = st
+	err := func() error {
+		tx, err := s.w.BeginTx(ctx, nil) // BEGIN IMMEDIATE: _txlock on the writer
+		if err != nil {
+			return err
 		}
-		results[i] = s.exec(ctx, st, r)
-	}
-	if err := tx.Commit(); err != nil {
-		for i := range results {
-			results[i] = fmt.Errorf("commit: %w", err)
+		defer tx.Rollback() //nolint:errcheck // a no-op after Commit
+		w := &wtx{tx: tx, stmts: map[*sql.Stmt]*sql.Stmt{}}
+		for i, r := range live {
+			if len(live) == 1 {
+				if results[i] = r.fn(ctx, w); results[i] != nil {
+					return nil // nothing to keep: roll back
+				}
+				continue
+			}
+			if _, err := tx.ExecContext(ctx, "SAVEPOINT w"); err != nil {
+				return err
+			}
+			if results[i] = r.fn(ctx, w); results[i] != nil {
+				if _, err := tx.ExecContext(ctx, "ROLLBACK TO w"); err != nil {
+					return err
+				}
+			}
+			if _, err := tx.ExecContext(ctx, "RELEASE w"); err != nil {
+				return err
+			}
 		}
-	}
+		if err := tx.Commit(); err != nil {
+			return fmt.Errorf("commit: %w", err)
+		}
+		return nil
+	}()
 	for i, r := range live {
+		if err != nil && results[i] == nil {
+			results[i] = err
+		}
 		r.done <- results[i]
 	}
-}
-
-// exec runs one conditional write and reports errNoRow when it wrote
-// nothing.
-func (s *SQLite) exec(ctx context.Context, stmt *sql.Stmt, r writeReq) error {
-	if r.dest != nil {
-		err := stmt.QueryRowContext(ctx, r.args...).Scan(r.dest...)
-		if errors.Is(err, sql.ErrNoRows) {
-			return errNoRow
-		}
-		return err
-	}
-	res, err := stmt.ExecContext(ctx, r.args...)
-	if err != nil {
-		var se *sqlite.Error
-		if errors.As(err, &se) && se.Code() == sqlite3.SQLITE_CONSTRAINT_PRIMARYKEY {
-			// Unreachable while every writer uses the conditional insert;
-			// kept so a conflict is never reported as a storage failure.
-			return fmt.Errorf("%w (%v)", ErrConflict, err)
-		}
-		return err
-	}
-	n, err := res.RowsAffected()
-	if err != nil {
-		return err
-	}
-	if n == 0 {
-		return errNoRow
-	}
-	return nil
 }
 
 // Claim implements Leaser; the claim is one statement through the writer.
 func (s *SQLite) Claim(ctx context.Context, threadID string, ttl time.Duration) (Lease, error) {
 	now := time.Now()
 	l := Lease{ThreadID: threadID, Expires: now.Add(ttl)}
-	err := s.write(ctx, s.claim, []any{threadID, newIncarnation(), leaseMillis(now), leaseMillis(l.Expires)},
-		[]any{&l.Incarnation, &l.Token, &l.Seq})
+	args := []any{threadID, newIncarnation(), leaseMillis(now), leaseMillis(l.Expires)}
+	err := s.write(ctx, func(ctx context.Context, tx *wtx) error {
+		return tx.row(ctx, s.claim, args, &l.Incarnation, &l.Token, &l.Seq)
+	})
 	if errors.Is(err, errNoRow) {
 		err = ErrLeased
 	}
@@ -610,7 +752,9 @@ func (s *SQLite) Claim(ctx context.Context, threadID string, ttl time.Duration) 
 // Extend implements Leaser.
 func (s *SQLite) Extend(ctx context.Context, l Lease, ttl time.Duration) (Lease, error) {
 	exp := time.Now().Add(ttl)
-	err := s.write(ctx, s.extend, []any{l.ThreadID, l.Token, leaseMillis(exp)}, nil)
+	err := s.write(ctx, func(ctx context.Context, tx *wtx) error {
+		return tx.exec(ctx, s.extend, l.ThreadID, l.Token, leaseMillis(exp))
+	})
 	if errors.Is(err, errNoRow) {
 		err = ErrLeaseLost
 	}
@@ -623,7 +767,9 @@ func (s *SQLite) Extend(ctx context.Context, l Lease, ttl time.Duration) (Lease,
 
 // Release implements Leaser.
 func (s *SQLite) Release(ctx context.Context, l Lease) error {
-	err := s.write(ctx, s.release, []any{l.ThreadID, l.Token}, nil)
+	err := s.write(ctx, func(ctx context.Context, tx *wtx) error {
+		return tx.exec(ctx, s.release, l.ThreadID, l.Token)
+	})
 	if err != nil && !errors.Is(err, errNoRow) {
 		return fmt.Errorf("checkpoint: release lease of thread %q: %w", l.ThreadID, err)
 	}
@@ -668,8 +814,17 @@ func (s *SQLite) History(ctx context.Context, threadID string, limit int) ([]Che
 	return historyFrom(threadID, cps, err)
 }
 
-func (s *SQLite) query(ctx context.Context, threadID string, limit int) ([]Checkpoint, error) {
-	rows, err := s.history.QueryContext(ctx, threadID, limit)
+// query reads up to limit checkpoints, newest first, and the log they
+// need, in one read transaction, so both come from one snapshot. The log is
+// read once, up to the newest checkpoint's length, and each checkpoint
+// gets its prefix of it.
+func (s *SQLite) query(ctx context.Context, threadID string, limit int) (_ []Checkpoint, err error) {
+	tx, err := s.r.BeginTx(ctx, nil)
+	if err != nil {
+		return nil, err
+	}
+	defer tx.Rollback() //nolint:errcheck // read-only: nothing to commit
+	rows, err := tx.StmtContext(ctx, s.history).QueryContext(ctx, threadID, limit)
 	if err != nil {
 		return nil, err
 	}
@@ -678,14 +833,16 @@ func (s *SQLite) query(ctx context.Context, threadID string, limit int) ([]Check
 	if limit > 0 {
 		out = make([]Checkpoint, 0, min(limit, 64))
 	}
+	var lens []int64
 	for rows.Next() {
 		cp := Checkpoint{ThreadID: threadID}
 		var (
-			status      string
-			next, meta  []byte
-			createdNano int64
+			status             string
+			next, meta         []byte
+			createdNano        int64
+			logLen, wakeMillis int64
 		)
-		if err := rows.Scan(&cp.Seq, &cp.RunID, &cp.Step, &status, &next, &cp.State, &meta, &createdNano, &cp.Incarnation); err != nil {
+		if err := rows.Scan(&cp.Seq, &cp.RunID, &cp.Step, &status, &next, &cp.State, &meta, &createdNano, &cp.Incarnation, &logLen, &wakeMillis); err != nil {
 			return nil, err
 		}
 		cp.Status = Status(status)
@@ -699,12 +856,161 @@ func (s *SQLite) query(ctx context.Context, threadID string, limit int) ([]Check
 			cp.State = nil
 		}
 		cp.CreatedAt = time.Unix(0, createdNano).UTC()
+		if wakeMillis > 0 {
+			cp.WakeAt = time.UnixMilli(wakeMillis).UTC()
+		}
 		out = append(out, cp)
+		lens = append(lens, logLen)
 	}
 	if err := rows.Err(); err != nil {
 		return nil, err
 	}
+	rows.Close()
+	if len(out) == 0 || lens[0] == 0 {
+		return out, nil
+	}
+	log, err := readLog(ctx, tx.StmtContext(ctx, s.log), threadID, lens[0])
+	if err != nil {
+		return nil, err
+	}
+	for i := range out {
+		if n := lens[i]; n > 0 {
+			out[i].Log = log[:n:n]
+		}
+	}
 	return out, nil
+}
+
+// readLog reads a thread's first n log entries, and fails unless all n
+// are there.
+func readLog(ctx context.Context, st *sql.Stmt, threadID string, n int64) ([][]byte, error) {
+	rows, err := st.QueryContext(ctx, threadID, n)
+	if err != nil {
+		return nil, fmt.Errorf("read the log: %w", err)
+	}
+	defer rows.Close()
+	log := make([][]byte, 0, n)
+	for rows.Next() {
+		var e []byte
+		if err := rows.Scan(&e); err != nil {
+			return nil, fmt.Errorf("read the log: %w", err)
+		}
+		if e == nil {
+			e = []byte{}
+		}
+		log = append(log, e)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("read the log: %w", err)
+	}
+	if int64(len(log)) != n {
+		return nil, fmt.Errorf("the log holds %d entries where the checkpoint needs %d; the database was changed outside tenxgraph", len(log), n)
+	}
+	return log, nil
+}
+
+// Due implements Scheduler with the index on the threads' wake_at.
+func (s *SQLite) Due(ctx context.Context, now time.Time, limit int) ([]string, error) {
+	rows, err := s.due.QueryContext(ctx, now.UnixMilli(), limit)
+	if err != nil {
+		return nil, fmt.Errorf("checkpoint: due threads: %w", err)
+	}
+	defer rows.Close()
+	var out []string
+	for rows.Next() {
+		var id string
+		if err := rows.Scan(&id); err != nil {
+			return nil, fmt.Errorf("checkpoint: due threads: %w", err)
+		}
+		out = append(out, id)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("checkpoint: due threads: %w", err)
+	}
+	return out, nil
+}
+
+// DeleteIdle implements Pruner: one write through the writer, which then
+// gives the freed pages back (incremental_vacuum; a no-op in a file
+// created before auto_vacuum was set, until Compact converts it).
+func (s *SQLite) DeleteIdle(ctx context.Context, cutoff time.Time, limit int) (int, error) {
+	var n int
+	err := s.write(ctx, func(ctx context.Context, tx *wtx) error {
+		rows, err := tx.stmt(ctx, s.idle).QueryContext(ctx, cutoff.UnixMilli(), leaseMillis(time.Now()), limit)
+		if err != nil {
+			return err
+		}
+		var ids []string
+		for rows.Next() {
+			var id string
+			if err := rows.Scan(&id); err != nil {
+				rows.Close()
+				return err
+			}
+			ids = append(ids, id)
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return err
+		}
+		for _, id := range ids {
+			if err := s.deleteTx(ctx, tx, id); err != nil {
+				return err
+			}
+		}
+		n = len(ids)
+		if n > 0 {
+			if _, err := tx.tx.ExecContext(ctx, "PRAGMA incremental_vacuum"); err != nil {
+				return fmt.Errorf("incremental_vacuum: %w", err)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return 0, fmt.Errorf("checkpoint: delete idle threads: %w", err)
+	}
+	return n, nil
+}
+
+// Compact implements Compacter. A file whose auto_vacuum is not
+// incremental (created by a build before it was set) is converted with one
+// VACUUM, which rewrites the file (it needs as much free disk as the file
+// and holds the write lock meanwhile); from then on, and for a file
+// created so, incremental_vacuum gives the free pages back in place. The
+// WAL is then truncated.
+func (s *SQLite) Compact(ctx context.Context) (int64, error) {
+	before := s.fileBytes()
+	err := s.send(ctx, writeReq{ctx: ctx, done: make(chan error, 1), alone: func(ctx context.Context) error {
+		var mode int
+		if err := s.w.QueryRowContext(ctx, "PRAGMA auto_vacuum").Scan(&mode); err != nil {
+			return fmt.Errorf("read auto_vacuum: %w", err)
+		}
+		stmts := []string{"PRAGMA incremental_vacuum"}
+		if mode != 2 { // 2: incremental
+			stmts = []string{"PRAGMA auto_vacuum = INCREMENTAL", "VACUUM"}
+		}
+		for _, q := range append(stmts, "PRAGMA wal_checkpoint(TRUNCATE)") {
+			if _, err := s.w.ExecContext(ctx, q); err != nil {
+				return fmt.Errorf("%s: %w", q, err)
+			}
+		}
+		return nil
+	}})
+	if err != nil {
+		return 0, fmt.Errorf("checkpoint: compact sqlite %q: %w", s.path, err)
+	}
+	return before - s.fileBytes(), nil
+}
+
+// fileBytes is the size of the database and its WAL.
+func (s *SQLite) fileBytes() int64 {
+	var n int64
+	for _, p := range []string{s.path, s.path + "-wal"} {
+		if fi, err := os.Stat(p); err == nil {
+			n += fi.Size()
+		}
+	}
+	return n
 }
 
 // DeleteThread removes the thread's checkpoints and its lease in one
@@ -717,17 +1023,16 @@ func (s *SQLite) DeleteThread(ctx context.Context, threadID string) error {
 }
 
 func (s *SQLite) deleteThread(ctx context.Context, threadID string) error {
-	tx, err := s.w.BeginTx(ctx, nil)
-	if err != nil {
-		return err
-	}
-	defer tx.Rollback() //nolint:errcheck // a no-op after Commit
-	for _, st := range []*sql.Stmt{s.del, s.delLease} {
-		if _, err := tx.StmtContext(ctx, st).ExecContext(ctx, threadID); err != nil {
+	return s.write(ctx, func(ctx context.Context, tx *wtx) error { return s.deleteTx(ctx, tx, threadID) })
+}
+
+func (s *SQLite) deleteTx(ctx context.Context, tx *wtx, threadID string) error {
+	for _, st := range []*sql.Stmt{s.del, s.delLog, s.delLease} {
+		if _, err := tx.stmt(ctx, st).ExecContext(ctx, threadID); err != nil {
 			return err
 		}
 	}
-	return tx.Commit()
+	return nil
 }
 
 // Close closes the statements and both connection pools. When the last
@@ -748,7 +1053,8 @@ func (s *SQLite) Close() error {
 
 func (s *SQLite) closeAll() error {
 	var errs []error
-	for _, st := range []*sql.Stmt{s.put, s.del, s.delLease, s.claim, s.extend, s.release, s.head, s.latestSeq, s.history} {
+	for _, st := range []*sql.Stmt{s.put, s.appendLog, s.touch, s.prune, s.del, s.delLog, s.delLease, s.claim, s.extend,
+		s.release, s.idle, s.head, s.latestSeq, s.history, s.log, s.due} {
 		if st != nil {
 			errs = append(errs, st.Close())
 		}

@@ -31,6 +31,17 @@ func TestSQLite(t *testing.T) {
 	})
 }
 
+func TestSQLiteRetention(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "retention.db")
+	checkpointtest.RunRetention(t, func(t *testing.T, opts ...checkpoint.Option) checkpoint.Checkpointer {
+		s, err := checkpoint.OpenSQLite(context.Background(), path, opts...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s
+	})
+}
+
 // TestSQLiteSharedFile runs the suite with every subtest's store on one file,
 // as several processes sharing a database would be.
 func TestSQLiteSharedFile(t *testing.T) {

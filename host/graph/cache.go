@@ -97,12 +97,12 @@ func newThreadCache(cp checkpoint.Checkpointer, maxBytes int64) *threadCache {
 
 // store keeps state as the thread's latest; encoded is the size of its
 // JSON encoding.
-func (c *threadCache) store(thread string, cp checkpoint.Checkpoint, state wireState, encoded int) {
+func (c *threadCache) store(thread string, cp checkpoint.Checkpoint, state wireState, encoded int64) {
 	if c == nil {
 		return
 	}
-	cp.State = nil
-	size := int64(encoded) + entryOverhead + messageOverhead*int64(len(state.Messages))
+	cp.State, cp.Log = nil, nil
+	size := encoded + entryOverhead + messageOverhead*int64(len(state.Messages))
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.remove(thread)
@@ -189,9 +189,9 @@ func (a *App) load(ctx context.Context, thread string, h *hold) (*checkpoint.Che
 	switch {
 	case h != nil && h.leased:
 		cp.Incarnation = h.lease.Incarnation
-		a.cache.store(thread, cp, state, len(cp.State))
+		a.cache.store(thread, cp, state, int64(len(cp.State))+state.logBytes)
 	case a.leaser == nil:
-		a.cache.store(thread, cp, state, len(cp.State))
+		a.cache.store(thread, cp, state, int64(len(cp.State))+state.logBytes)
 	} // else a reader, which cannot tell which incarnation it read
 	return &cp, state, nil
 }

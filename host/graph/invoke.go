@@ -103,7 +103,7 @@ func (a *App) run(ctx context.Context, input []message.Message, cfg RunConfig, e
 			}
 		}
 	}
-	w := writer{app: a, run: r, lease: h.lease, meta: cfg.Metadata, runTools: s.runTools, pause: s.pause}
+	w := writer{app: a, run: r, lease: h.lease, meta: cfg.Metadata, runTools: s.runTools, pause: s.pause, logged: prev.logged, logBytes: prev.logBytes}
 	if latest != nil {
 		w.seq, w.meta = latest.Seq, latest.Metadata
 	}
@@ -422,16 +422,20 @@ type writer struct {
 	runTools []json.RawMessage
 	// pause is the interrupt bookkeeping saved with every checkpoint.
 	pause pause
+	// logged and logBytes: the thread's log as of the latest checkpoint
+	// (wireState's).
+	logged   int
+	logBytes int64
 }
 
 func (w *writer) put(ctx context.Context, s State, next []string, status checkpoint.Status) error {
-	ws := wireState{State: s, RunTools: w.runTools, pause: w.pause}
-	raw, err := encodeState(ws)
+	ws := wireState{State: s, RunTools: w.runTools, pause: w.pause, logged: w.logged, logBytes: w.logBytes}
+	raw, add, err := encodeState(ws)
 	if err != nil {
 		return fmt.Errorf("thread %q: encode state: %w", w.run.ThreadID, err)
 	}
 	cp := checkpoint.Checkpoint{ThreadID: w.run.ThreadID, Seq: w.seq + 1, RunID: w.run.RunID, Step: w.run.Step,
-		Status: status, Next: next, State: raw, Metadata: w.meta, Incarnation: w.lease.Incarnation, Token: w.lease.Token}
+		Status: status, Next: next, State: raw, Append: add, Metadata: w.meta, Incarnation: w.lease.Incarnation, Token: w.lease.Token}
 	if status == checkpoint.StatusInterrupted {
 		cp.WakeAt = w.pause.wakeAt()
 	}
@@ -446,8 +450,13 @@ func (w *writer) put(ctx context.Context, s State, next []string, status checkpo
 		return fmt.Errorf("thread %q: save checkpoint: %w", w.run.ThreadID, err)
 	}
 	w.seq++
-	cp.Token = 0 // as the store returns it
-	w.app.cache.store(w.run.ThreadID, cp, ws, len(raw))
+	for _, e := range add {
+		ws.logBytes += int64(len(e))
+	}
+	ws.logged = len(s.Messages)
+	w.logged, w.logBytes = ws.logged, ws.logBytes
+	cp.Token, cp.Append = 0, nil // as the store returns it
+	w.app.cache.store(w.run.ThreadID, cp, ws, int64(len(raw))+ws.logBytes)
 	return nil
 }
 
@@ -497,11 +506,21 @@ func (a *App) History(ctx context.Context, threadID string, limit int) ([]Snapsh
 		return nil, fmt.Errorf("thread %q: history: %w", threadID, err)
 	}
 	out := make([]Snapshot, 0, len(cps))
-	for _, cp := range cps {
-		res, err := a.snapshot(cp)
-		if err != nil {
-			return nil, err
+	// The checkpoints' logs are prefixes of the newest one's: decode it
+	// once.
+	var msgs []message.Message
+	var logBytes int64
+	if len(cps) > 0 {
+		if msgs, logBytes, err = decodeLog(cps[0].Log); err != nil {
+			return nil, fmt.Errorf("thread %q: read checkpoint %d: %w", threadID, cps[0].Seq, err)
 		}
+	}
+	for _, cp := range cps {
+		w, err := decodeRest(cp, msgs, logBytes)
+		if err != nil {
+			return nil, fmt.Errorf("thread %q: read checkpoint %d: %w", threadID, cp.Seq, err)
+		}
+		res := a.result(&Run{ThreadID: cp.ThreadID, RunID: cp.RunID}, w.State, Status(cp.Status), w.pause)
 		out = append(out, Snapshot{Result: res, Seq: cp.Seq, Step: cp.Step, Next: cp.Next, Raw: cp.Status})
 	}
 	return out, nil
@@ -514,14 +533,4 @@ func (a *App) ThreadMetadata(ctx context.Context, threadID string) (map[string]s
 		return nil, fmt.Errorf("thread %q: %w", threadID, ErrThreadNotFound)
 	}
 	return cp.Metadata, err
-}
-
-func (a *App) snapshot(cp checkpoint.Checkpoint) (Result, error) {
-	w, err := decodeState(cp)
-	if err != nil {
-		return Result{}, fmt.Errorf("thread %q: read checkpoint %d: %w", cp.ThreadID, cp.Seq, err)
-	}
-	status := Status(cp.Status) // the names are the same by design
-	r := &Run{ThreadID: cp.ThreadID, RunID: cp.RunID}
-	return a.result(r, w.State, status, w.pause), nil
 }

@@ -4,6 +4,8 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"slices"
 	"sync"
 	"time"
@@ -127,26 +129,94 @@ func newID() string {
 	return hex.EncodeToString(b[:])
 }
 
-// wireState is the checkpoint's State bytes.
+// wireState is a thread's state as a checkpoint holds it. The messages are
+// the thread's log (checkpoint.Checkpoint.Log, one JSON entry each), so a
+// step writes only the messages it added; the rest (wireRest) is the
+// checkpoint's State bytes, small and rewritten by every step. Checkpoints
+// written before the log existed hold the messages in their State too,
+// under "messages", and read the same.
 type wireState struct {
 	State
 	// RunTools are the per-run tools of the run that wrote the checkpoint,
 	// kept so that a resume without them offers the same tools.
 	RunTools []json.RawMessage `json:"run_remote_tools,omitempty"`
 	pause
+	// logged is how many of Messages the log holds, and logBytes their
+	// size there: the next checkpoint appends Messages[logged:].
+	logged   int
+	logBytes int64
 }
 
-func encodeState(w wireState) ([]byte, error) {
-	return json.Marshal(w)
+// wireRest is a checkpoint's State bytes: wireState but its messages.
+type wireRest struct {
+	Values   map[string]json.RawMessage `json:"values,omitempty"`
+	RunTools []json.RawMessage          `json:"run_remote_tools,omitempty"`
+	pause
 }
 
-func decodeState(cp checkpoint.Checkpoint) (wireState, error) {
-	var w wireState
-	if len(cp.State) == 0 {
-		return w, nil
+// encodeState returns the checkpoint's State bytes and the log entries of
+// the messages not logged yet.
+func encodeState(w wireState) ([]byte, [][]byte, error) {
+	if len(w.Messages) < w.logged {
+		return nil, nil, fmt.Errorf("the state has %d messages where the thread's log holds %d: messages are append-only", len(w.Messages), w.logged)
 	}
-	if err := json.Unmarshal(cp.State, &w); err != nil {
-		return w, err
+	rest, err := json.Marshal(wireRest{Values: w.Values, RunTools: w.RunTools, pause: w.pause})
+	if err != nil {
+		return nil, nil, err
+	}
+	var add [][]byte
+	if n := len(w.Messages) - w.logged; n > 0 {
+		add = make([][]byte, n)
+		for i, m := range w.Messages[w.logged:] {
+			if add[i], err = json.Marshal(m); err != nil {
+				return nil, nil, fmt.Errorf("message %d: %w", w.logged+i, err)
+			}
+		}
+	}
+	return rest, add, nil
+}
+
+// decodeState decodes a checkpoint read from the store, its messages from
+// its log (or, written before the log, from its State).
+func decodeState(cp checkpoint.Checkpoint) (wireState, error) {
+	msgs, n, err := decodeLog(cp.Log)
+	if err != nil {
+		return wireState{}, err
+	}
+	return decodeRest(cp, msgs, n)
+}
+
+// decodeLog decodes log entries into messages, and sums their size.
+func decodeLog(log [][]byte) ([]message.Message, int64, error) {
+	if len(log) == 0 {
+		return nil, 0, nil
+	}
+	msgs := make([]message.Message, len(log))
+	var n int64
+	for i, e := range log {
+		if err := json.Unmarshal(e, &msgs[i]); err != nil {
+			return nil, 0, fmt.Errorf("message %d: %w", i, err)
+		}
+		n += int64(len(e))
+	}
+	return msgs, n, nil
+}
+
+// decodeRest decodes cp's State with msgs, its log already decoded (the
+// first len(cp.Log) messages of the log, logBytes in size).
+func decodeRest(cp checkpoint.Checkpoint, msgs []message.Message, logBytes int64) (wireState, error) {
+	var w wireState
+	if len(cp.State) > 0 {
+		if err := json.Unmarshal(cp.State, &w); err != nil {
+			return w, err
+		}
+	}
+	if len(cp.Log) > 0 {
+		if len(w.Messages) > 0 {
+			return w, errors.New("messages both in the state and in the log")
+		}
+		w.Messages = msgs[:len(cp.Log):len(cp.Log)]
+		w.logged, w.logBytes = len(cp.Log), logBytes
 	}
 	if cp.Status == checkpoint.StatusInterrupted && len(w.Interrupts) == 0 && len(w.Step) == 0 {
 		w.pause = legacyPause(w.Messages, w.pause)

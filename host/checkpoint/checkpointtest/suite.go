@@ -52,6 +52,11 @@ func Run(t *testing.T, open func(t *testing.T) checkpoint.Checkpointer) {
 		{"LeaseDeleteStartsIncarnation", testLeaseDeleteIncarnation},
 		{"LeaseRacingClaimsOneWins", testLeaseRacingClaims},
 		{"SchedulerDue", testSchedulerDue},
+		{"LogAppendsOnce", testLog},
+		{"LogConflictAppendsNothing", testLogConflict},
+		{"LogDeleteStartsEmpty", testLogDelete},
+		{"LogLarge", testLogLarge},
+		{"PrunerDeletesIdle", testDeleteIdle},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -168,6 +173,15 @@ func diff(got, want checkpoint.Checkpoint) string {
 	}
 	if got.Incarnation != want.Incarnation {
 		d = append(d, fmt.Sprintf("Incarnation %q, want %q", got.Incarnation, want.Incarnation))
+	}
+	if !slices.EqualFunc(got.Log, want.Log, bytes.Equal) {
+		d = append(d, fmt.Sprintf("Log has %d entries %q, want %d %q", len(got.Log), abbrev(got.Log), len(want.Log), abbrev(want.Log)))
+	}
+	if got.Append != nil {
+		d = append(d, fmt.Sprintf("Append has %d entries, want none (never returned)", len(got.Append)))
+	}
+	if !got.WakeAt.Equal(want.WakeAt.Truncate(time.Millisecond)) {
+		d = append(d, fmt.Sprintf("WakeAt %v, want %v", got.WakeAt, want.WakeAt))
 	}
 	if got.Token != 0 {
 		d = append(d, fmt.Sprintf("Token %d, want 0 (never stored)", got.Token))
@@ -858,5 +872,200 @@ func testSchedulerDue(t *testing.T, s checkpoint.Checkpointer) {
 	}
 	if got := due(base.Add(time.Hour)); len(got) != 0 {
 		t.Fatalf("Due after a checkpoint without WakeAt and a delete = %q, want none", got)
+	}
+}
+
+// abbrev shortens log entries for a failure message.
+func abbrev(log [][]byte) []string {
+	out := make([]string, 0, min(len(log), 8))
+	for _, e := range log[:min(len(log), 8)] {
+		if len(e) > 32 {
+			e = append(e[:32:32], "..."...)
+		}
+		out = append(out, string(e))
+	}
+	return out
+}
+
+// entries returns n log entries named by prefix.
+func entries(prefix string, n int) [][]byte {
+	out := make([][]byte, n)
+	for i := range out {
+		out[i] = []byte(fmt.Sprintf("%s-%d \x00\xff", prefix, i))
+	}
+	return out
+}
+
+// withLog is cp as a read returns it with the given log.
+func withLog(cp checkpoint.Checkpoint, log [][]byte) checkpoint.Checkpoint {
+	cp.Append, cp.Log = nil, log
+	return cp
+}
+
+// testLog: each Put appends its entries after the previous ones; a read
+// returns the log as of the checkpoint read, every older checkpoint its
+// own prefix.
+func testLog(t *testing.T, s checkpoint.Checkpointer) {
+	th := threadID(t, "log")
+	a, b := entries("a", 2), entries("b", 3)
+	cp1, cp2, cp3 := sample(th, 1), sample(th, 2), sample(th, 3)
+	cp1.Append, cp2.Append = a, b
+	cp3.Append = [][]byte{{}} // an empty entry is an entry
+	for _, cp := range []checkpoint.Checkpoint{cp1, cp2, cp3} {
+		put(t, s, cp)
+	}
+	all := append(append(slices.Clone(a), b...), []byte{})
+	wantEqual(t, "Latest", latest(t, s, th), withLog(cp3, all))
+	cps := history(t, s, th, 0)
+	wantSeqs(t, cps, 3, 2, 1)
+	wantEqual(t, "History[0]", cps[0], withLog(cp3, all))
+	wantEqual(t, "History[1]", cps[1], withLog(cp2, all[:5]))
+	wantEqual(t, "History[2]", cps[2], withLog(cp1, all[:2]))
+	cps = history(t, s, th, 1)
+	wantEqual(t, "History(limit 1)[0]", cps[0], withLog(cp3, all))
+	// A checkpoint without entries keeps the log as it was.
+	put(t, s, sample(th, 4))
+	wantEqual(t, "Latest after a Put without entries", latest(t, s, th), withLog(sample(th, 4), all))
+}
+
+// testLogConflict: a refused Put appends nothing, so the log never holds
+// the entries of a write that lost.
+func testLogConflict(t *testing.T, s checkpoint.Checkpointer) {
+	th := threadID(t, "log")
+	cp1 := sample(th, 1)
+	cp1.Append = entries("first", 1)
+	put(t, s, cp1)
+	lost := sample(th, 1)
+	lost.Append = entries("lost", 4)
+	if err := s.Put(context.Background(), lost); !errors.Is(err, checkpoint.ErrConflict) {
+		t.Fatalf("Put of a taken seq = %v, want ErrConflict", err)
+	}
+	cp2 := sample(th, 2)
+	cp2.Append = entries("second", 1)
+	put(t, s, cp2)
+	want := append(entries("first", 1), entries("second", 1)...)
+	wantEqual(t, "Latest", latest(t, s, th), withLog(cp2, want))
+}
+
+// testLogDelete: a deleted thread's log goes with it; the thread started
+// again has only its new entries.
+func testLogDelete(t *testing.T, s checkpoint.Checkpointer) {
+	th := threadID(t, "log")
+	cp := sample(th, 1)
+	cp.Append = entries("old", 3)
+	put(t, s, cp)
+	if err := s.DeleteThread(context.Background(), th); err != nil {
+		t.Fatal(err)
+	}
+	cp.Append = entries("new", 1)
+	put(t, s, cp)
+	wantEqual(t, "Latest of the thread started again", latest(t, s, th), withLog(cp, entries("new", 1)))
+}
+
+// testLogLarge: thousands of entries, and entries of a megabyte.
+func testLogLarge(t *testing.T, s checkpoint.Checkpointer) {
+	th := threadID(t, "log")
+	var want [][]byte
+	for seq := int64(1); seq <= 20; seq++ {
+		cp := sample(th, seq)
+		cp.Append = entries(fmt.Sprint("s", seq), 100)
+		if seq == 10 {
+			big := make([]byte, 1<<20)
+			for i := range big {
+				big[i] = byte(i * 13)
+			}
+			cp.Append = append(cp.Append, big)
+		}
+		want = append(want, cp.Append...)
+		put(t, s, cp)
+	}
+	got := latest(t, s, th)
+	if !slices.EqualFunc(got.Log, want, bytes.Equal) {
+		t.Fatalf("Latest.Log has %d entries, want %d equal to those appended", len(got.Log), len(want))
+	}
+}
+
+// testDeleteIdle: DeleteIdle deletes the threads last written before the
+// cutoff, never one an unexpired lease holds, up to its limit. The times
+// are in a random minute of 2001, before any other subtest's.
+func testDeleteIdle(t *testing.T, s checkpoint.Checkpointer) {
+	pr, ok := s.(checkpoint.Pruner)
+	if !ok {
+		t.Skip("the store does not implement checkpoint.Pruner")
+	}
+	ctx := context.Background()
+	var b [2]byte
+	_, _ = rand.Read(b[:])
+	cutoff := time.Date(2001, 1, 1, 0, 0, 0, 0, time.UTC).Add(time.Duration(int(b[0])<<8|int(b[1])) * time.Minute)
+	idle := []string{threadID(t, "idle1"), threadID(t, "idle2"), threadID(t, "idle3")}
+	fresh, held := threadID(t, "fresh"), threadID(t, "held")
+	for _, th := range append(slices.Clone(idle), fresh) {
+		cp := sample(th, 1)
+		cp.Append = entries("x", 2)
+		cp.CreatedAt = cutoff.Add(-time.Second)
+		if th == fresh {
+			cp.CreatedAt = cutoff
+		}
+		put(t, s, cp)
+	}
+	var lease checkpoint.Lease
+	if l, ok := s.(checkpoint.Leaser); ok {
+		var err error
+		if lease, err = l.Claim(ctx, held, time.Minute); err != nil {
+			t.Fatal(err)
+		}
+		cp := sample(held, 1)
+		cp.CreatedAt, cp.Incarnation, cp.Token = cutoff.Add(-time.Second), lease.Incarnation, lease.Token
+		put(t, s, cp)
+	}
+	n, err := pr.DeleteIdle(ctx, cutoff, 2)
+	if err != nil || n != 2 {
+		t.Fatalf("DeleteIdle(limit 2) = %d, %v; want 2 (three idle threads)", n, err)
+	}
+	if n, err = pr.DeleteIdle(ctx, cutoff, 1000); err != nil || n < 1 {
+		t.Fatalf("DeleteIdle again = %d, %v; want at least the third idle thread", n, err)
+	}
+	for _, th := range idle {
+		wantNotFound(t, s, th)
+	}
+	latest(t, s, fresh)
+	if lease.Token != 0 {
+		latest(t, s, held)
+	}
+	// A deleted thread starts again empty.
+	put(t, s, sample(idle[0], 1))
+	wantEqual(t, "an idle thread started again", latest(t, s, idle[0]), sample(idle[0], 1))
+}
+
+// RunRetention checks checkpoint.KeepHistory: open must return a store
+// opened with opts (a fresh database or not; thread IDs are unique).
+func RunRetention(t *testing.T, open func(t *testing.T, opts ...checkpoint.Option) checkpoint.Checkpointer) {
+	for _, keep := range []int{0, 2} {
+		t.Run(fmt.Sprint("KeepHistory", keep), func(t *testing.T) {
+			s := open(t, checkpoint.KeepHistory(keep))
+			t.Cleanup(func() { s.Close() })
+			th := threadID(t, "keep")
+			var log [][]byte
+			var all []checkpoint.Checkpoint
+			for seq := int64(1); seq <= 6; seq++ {
+				cp := sample(th, seq)
+				cp.Append = entries(fmt.Sprint("s", seq), int(seq))
+				put(t, s, cp)
+				log = append(log, cp.Append...)
+				all = append(all, withLog(cp, slices.Clone(log)))
+			}
+			cps := history(t, s, th, 0)
+			if len(cps) != keep+1 {
+				t.Fatalf("History has %d checkpoints, want %d (the latest and %d before it)", len(cps), keep+1, keep)
+			}
+			for i, cp := range cps {
+				wantEqual(t, fmt.Sprintf("History[%d]", i), cp, all[5-i])
+			}
+			if err := s.Put(context.Background(), sample(th, 3)); !errors.Is(err, checkpoint.ErrConflict) {
+				t.Fatalf("Put of a pruned seq = %v, want ErrConflict", err)
+			}
+			put(t, s, sample(th, 7))
+			wantEqual(t, "Latest after pruning", latest(t, s, th), withLog(sample(th, 7), log))
+		})
 	}
 }
