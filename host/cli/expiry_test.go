@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"crypto/rand"
 	"encoding/json"
+	"fmt"
 	"io"
 	"os"
 	"os/exec"
@@ -65,7 +66,7 @@ func startExpiring(t *testing.T, bin, dir string, m *model, st store) *expiring 
 // stop ends the process with SIGTERM, as an operator's restart does, and
 // waits for it; safe to call twice.
 func (e *expiring) stop(t *testing.T) {
-	if e.cmd.ProcessState != nil || e.done == nil {
+	if e.done == nil {
 		return
 	}
 	e.cmd.Process.Signal(syscall.SIGTERM)
@@ -152,18 +153,27 @@ func TestReplicasExpiry(t *testing.T) {
 			a := startExpiring(t, bin, dir, m, st)
 			b := startExpiring(t, bin, dir, m, st)
 
-			thread := "E-" + rand.Text()
-			call, _ := pausedUntil(t, a.replica, thread)
+			// Threads paused together on both replicas come due together:
+			// both replicas' wake-ups find them, and the claim lets one
+			// expire each.
+			const n = 20
+			prefix := "E-" + rand.Text()
+			calls := make([]string, n)
+			for i := range n {
+				calls[i], _ = pausedUntil(t, []*expiring{a, b}[i%2].replica, fmt.Sprintf("%s-%d", prefix, i))
+			}
 			before := m.Served()
-			waitExpired(t, b.replica, thread, call)
+			for i := range n {
+				waitExpired(t, []*expiring{a, b}[(i+1)%2].replica, fmt.Sprintf("%s-%d", prefix, i), calls[i])
+			}
 			for _, r := range []*expiring{a, b} {
-				late := answer(t, r.replica, "", thread, call)
-				if late.code != 409 || late.errCode() != "expired" || !strings.Contains(late.raw, call) {
+				late := answer(t, r.replica, "", prefix+"-0", calls[0])
+				if late.code != 409 || late.errCode() != "expired" || !strings.Contains(late.raw, calls[0]) {
 					t.Fatalf("late result on %s: %d %s", r.base, late.code, late.raw)
 				}
 			}
-			if ran := m.Served() - before; ran != 1 {
-				t.Fatalf("%d model calls after the pause, want 1: the expiry's, on one replica", ran)
+			if ran := m.Served() - before; ran != n {
+				t.Fatalf("%d model calls after %d threads paused, want %d: one per expiry, on one replica", ran, n, n)
 			}
 			// Across a restart: both stop while the call is pending, the
 			// deadline passes with no process running, one comes back.
