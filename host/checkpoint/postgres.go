@@ -18,7 +18,7 @@ import (
 
 // postgresSchemaVersion is the schema this build writes, kept in the one row
 // of tenxgraph_checkpoint_schema. It is len(postgresMigrations).
-const postgresSchemaVersion = 3
+const postgresSchemaVersion = 4
 
 // postgresMigrations[i] moves a database from schema version i to i+1.
 // Append to it (never edit an entry that has shipped) and the version
@@ -57,6 +57,34 @@ var postgresMigrations = [...]string{
 	);
 	INSERT INTO tenxgraph_threads (thread_id, incarnation, token, lease_until)
 	SELECT DISTINCT thread_id, '', 0, 0 FROM tenxgraph_checkpoints`,
+	// 3 -> 4: each thread's log (see Checkpoint.Log) beside its
+	// checkpoints; a checkpoint records the log's length at it (0 in those
+	// written before, whose state holds everything). A thread's activity
+	// row records its latest checkpoint's wake_at (for Due) and when it was
+	// last written (touched_at, for DeleteIdle), both unix milliseconds;
+	// the threads written before are touched at their latest checkpoint.
+	// It is a table of its own, not columns of tenxgraph_threads: a Put
+	// holds a share lock on the thread's lease row while racing writers of
+	// the same seq wait for it, so updating that row would deadlock them.
+	`ALTER TABLE tenxgraph_checkpoints
+		ADD COLUMN log_len bigint NOT NULL DEFAULT 0,
+		ADD COLUMN wake_at bigint NOT NULL DEFAULT 0;
+	CREATE TABLE tenxgraph_log (
+		thread_id text   NOT NULL,
+		idx       bigint NOT NULL CHECK (idx >= 0),
+		entry     bytea  NOT NULL,
+		PRIMARY KEY (thread_id, idx)
+	);
+	CREATE TABLE tenxgraph_activity (
+		thread_id  text   NOT NULL PRIMARY KEY,
+		wake_at    bigint NOT NULL,
+		touched_at bigint NOT NULL
+	);
+	INSERT INTO tenxgraph_activity (thread_id, wake_at, touched_at)
+	SELECT thread_id, 0, (EXTRACT(EPOCH FROM MAX(created_at)) * 1000)::bigint
+	FROM tenxgraph_checkpoints GROUP BY thread_id;
+	CREATE INDEX tenxgraph_activity_wake ON tenxgraph_activity (wake_at) WHERE wake_at > 0;
+	CREATE INDEX tenxgraph_activity_touched ON tenxgraph_activity (touched_at)`,
 }
 
 // pgMigrationLock is the transaction-level advisory lock key that serialises
@@ -86,31 +114,67 @@ const (
 	// in flight, and a Put after a claim sees the new token and is refused.
 	// An unleased write (token 0) is accepted only on a thread never
 	// claimed; the incarnation must be the thread's.
+	//
+	// Only once the checkpoint went in, the same statement appends its log
+	// entries ($12, numbered after the previous checkpoint's log_len),
+	// records it in the thread's activity row and deletes the checkpoints
+	// KeepHistory drops (seq <= $15).
 	pgPut = `WITH lease AS (
 		SELECT token, incarnation FROM tenxgraph_threads
 		WHERE thread_id = $1::text
 		FOR SHARE
 	), latest AS (
-		SELECT seq FROM tenxgraph_checkpoints
+		SELECT seq, log_len FROM tenxgraph_checkpoints
 		WHERE thread_id = $1::text
 		ORDER BY seq DESC LIMIT 1
 		FOR KEY SHARE
 	), ins AS (
 		INSERT INTO tenxgraph_checkpoints
-			(thread_id, seq, run_id, step, status, next, state, metadata, created_at, incarnation)
-		SELECT $1::text, $2::bigint, $3::text, $4::bigint, $5::text, $6::text[], $7::bytea, $8::jsonb, $9::timestamptz, $10::text
+			(thread_id, seq, run_id, step, status, next, state, metadata, created_at, incarnation, log_len, wake_at)
+		SELECT $1::text, $2::bigint, $3::text, $4::bigint, $5::text, $6::text[], $7::bytea, $8::jsonb, $9::timestamptz, $10::text,
+			COALESCE((SELECT log_len FROM latest), 0) + cardinality($12::bytea[]), $13::bigint
 		WHERE COALESCE((SELECT seq FROM latest), 0) = $2::bigint - 1
 		AND CASE WHEN $11::bigint = 0
 			THEN NOT EXISTS (SELECT 1 FROM lease WHERE token <> 0 OR incarnation <> $10::text)
 			ELSE EXISTS (SELECT 1 FROM lease WHERE token = $11::bigint AND incarnation = $10::text) END
-		RETURNING seq
+		RETURNING seq, log_len
+	), logged AS (
+		INSERT INTO tenxgraph_log (thread_id, idx, entry)
+		SELECT $1::text, ins.log_len - cardinality($12::bytea[]) + u.o - 1, u.e
+		FROM ins, unnest($12::bytea[]) WITH ORDINALITY AS u(e, o)
+	), touched AS (
+		INSERT INTO tenxgraph_activity (thread_id, wake_at, touched_at)
+		SELECT $1::text, $13::bigint, $14::bigint FROM ins
+		ON CONFLICT (thread_id) DO UPDATE SET wake_at = $13::bigint, touched_at = $14::bigint
+	), pruned AS (
+		DELETE FROM tenxgraph_checkpoints
+		WHERE thread_id = $1::text AND seq <= $15::bigint AND EXISTS (SELECT 1 FROM ins)
 	)
 	SELECT EXISTS (SELECT 1 FROM ins), COALESCE((SELECT seq FROM latest), 0)`
 	pgLatestSeq = `SELECT COALESCE(MAX(seq), 0) FROM tenxgraph_checkpoints WHERE thread_id = $1::text`
-	// pgHistory takes LIMIT NULL as no limit.
-	pgHistory = `SELECT seq, run_id, step, status, next, state, metadata, created_at, incarnation
-	FROM tenxgraph_checkpoints WHERE thread_id = $1::text ORDER BY seq DESC LIMIT $2::bigint`
-	pgDelete      = `DELETE FROM tenxgraph_checkpoints WHERE thread_id = $1::text`
+	// pgHistory takes LIMIT NULL as no limit. The newest row carries the
+	// log up to its length (the others' logs are prefixes of it), read by
+	// the same statement, so from the same snapshot.
+	pgHistory = `SELECT seq, run_id, step, status, next, state, metadata, created_at, incarnation, log_len, wake_at,
+		CASE WHEN seq = MAX(seq) OVER () AND log_len > 0 THEN
+			(SELECT array_agg(l.entry ORDER BY l.idx) FROM tenxgraph_log l WHERE l.thread_id = $1::text AND l.idx < c.log_len) END
+	FROM tenxgraph_checkpoints c WHERE thread_id = $1::text ORDER BY seq DESC LIMIT $2::bigint`
+	pgDelete         = `DELETE FROM tenxgraph_checkpoints WHERE thread_id = $1::text`
+	pgDeleteLog      = `DELETE FROM tenxgraph_log WHERE thread_id = $1::text`
+	pgDeleteActivity = `DELETE FROM tenxgraph_activity WHERE thread_id = $1::text`
+	pgDue            = `SELECT thread_id FROM tenxgraph_activity WHERE wake_at > 0 AND wake_at <= $1::bigint ORDER BY wake_at LIMIT $2::bigint`
+	// pgIdle lists idle threads no unexpired lease holds ($1: cutoff, $2:
+	// now); pgLockIdle checks one again with its activity row locked, so
+	// a Put committing meanwhile (it updates that row) makes it not idle.
+	pgIdle = `SELECT a.thread_id FROM tenxgraph_activity a
+	WHERE a.touched_at < $1::bigint
+	AND NOT EXISTS (SELECT 1 FROM tenxgraph_threads t WHERE t.thread_id = a.thread_id AND t.lease_until > $2::bigint)
+	LIMIT $3::bigint`
+	pgLockLease = `SELECT 1 FROM tenxgraph_threads WHERE thread_id = $1::text FOR UPDATE`
+	pgLockIdle  = `SELECT 1 FROM tenxgraph_activity a
+	WHERE a.thread_id = $1::text AND a.touched_at < $2::bigint
+	AND NOT EXISTS (SELECT 1 FROM tenxgraph_threads t WHERE t.thread_id = a.thread_id AND t.lease_until > $3::bigint)
+	FOR UPDATE OF a`
 	pgDeleteLease = `DELETE FROM tenxgraph_threads WHERE thread_id = $1::text`
 	// pgClaim takes a free or expired lease ($3: now, $4: expiry), or
 	// returns no row. A thread without a row is new (or deleted): its
@@ -153,6 +217,7 @@ const DefaultPostgresConns = 16
 // be UTF8.
 type Postgres struct {
 	pool *pgxpool.Pool
+	opts options
 
 	closeOnce sync.Once
 }
@@ -161,6 +226,8 @@ var (
 	_ Checkpointer = (*Postgres)(nil)
 	_ SeqReader    = (*Postgres)(nil)
 	_ Leaser       = (*Postgres)(nil)
+	_ Scheduler    = (*Postgres)(nil)
+	_ Pruner       = (*Postgres)(nil)
 )
 
 // OpenPostgres connects to the database dsn names (a libpq keyword/value
@@ -168,15 +235,15 @@ var (
 // database needs no setup step beyond the right to create tables. It
 // refuses a database written by a newer build, whose schema it does not
 // know. Errors never quote dsn, which usually carries a password.
-func OpenPostgres(ctx context.Context, dsn string) (*Postgres, error) {
-	p, err := openPostgres(ctx, dsn)
+func OpenPostgres(ctx context.Context, dsn string, opts ...Option) (*Postgres, error) {
+	p, err := openPostgres(ctx, dsn, newOptions(opts))
 	if err != nil {
 		return nil, fmt.Errorf("checkpoint: open postgres: %w", err)
 	}
 	return p, nil
 }
 
-func openPostgres(ctx context.Context, dsn string) (*Postgres, error) {
+func openPostgres(ctx context.Context, dsn string, opts options) (*Postgres, error) {
 	if strings.TrimSpace(dsn) == "" {
 		return nil, errors.New("empty DSN")
 	}
@@ -203,7 +270,7 @@ func openPostgres(ctx context.Context, dsn string) (*Postgres, error) {
 		pool.Close()
 		return nil, err
 	}
-	return &Postgres{pool: pool}, nil
+	return &Postgres{pool: pool, opts: opts}, nil
 }
 
 // pgCheckEncoding connects and refuses a database whose encoding is not
@@ -321,7 +388,7 @@ func (p *Postgres) Put(ctx context.Context, cp Checkpoint) error {
 }
 
 func (p *Postgres) put(ctx context.Context, cp Checkpoint) error {
-	args, err := pgPutArgs(cp)
+	args, err := pgPutArgs(cp, p.opts.keep)
 	if err != nil {
 		return err
 	}
@@ -366,7 +433,7 @@ var (
 // pgPutArgs checks and encodes a checkpoint into pgPut's arguments. Strings
 // PostgreSQL's text cannot hold exactly (invalid UTF-8, NUL) are refused
 // here, with a message naming the field, rather than by the server.
-func pgPutArgs(cp Checkpoint) ([]any, error) {
+func pgPutArgs(cp Checkpoint, keep int) ([]any, error) {
 	if err := pgText("thread id", cp.ThreadID); err != nil {
 		return nil, err
 	}
@@ -410,7 +477,22 @@ func pgPutArgs(cp Checkpoint) ([]any, error) {
 	if state == nil {
 		state = []byte{} // NOT NULL column; an empty bytea reads back as nil
 	}
-	return []any{cp.ThreadID, cp.Seq, cp.RunID, int64(cp.Step), string(cp.Status), next, state, json.RawMessage(meta), created, cp.Incarnation, cp.Token}, nil
+	entries := make([][]byte, len(cp.Append))
+	for i, e := range cp.Append {
+		if e == nil {
+			e = []byte{} // NOT NULL
+		}
+		entries[i] = e
+	}
+	var wake, prune int64
+	if !cp.WakeAt.IsZero() {
+		wake = max(1, cp.WakeAt.UnixMilli())
+	}
+	if keep >= 0 {
+		prune = cp.Seq - int64(keep) - 1
+	}
+	return []any{cp.ThreadID, cp.Seq, cp.RunID, int64(cp.Step), string(cp.Status), next, state, json.RawMessage(meta), created,
+		cp.Incarnation, cp.Token, entries, wake, created.UnixMilli(), prune}, nil
 }
 
 // pgText refuses a string a text column (or a jsonb string, where \u0000 is
@@ -462,16 +544,39 @@ func (p *Postgres) query(ctx context.Context, threadID string, limit int) ([]Che
 	if limit > 0 {
 		out = make([]Checkpoint, 0, min(limit, 64))
 	}
+	var full [][]byte // the newest checkpoint's log
 	for rows.Next() {
 		cp := Checkpoint{ThreadID: threadID}
 		var (
-			step    int64
-			status  string
-			meta    []byte
-			created time.Time
+			step         int64
+			status       string
+			meta         []byte
+			created      time.Time
+			logLen, wake int64
+			log          [][]byte
 		)
-		if err := rows.Scan(&cp.Seq, &cp.RunID, &step, &status, &cp.Next, &cp.State, &meta, &created, &cp.Incarnation); err != nil {
+		if err := rows.Scan(&cp.Seq, &cp.RunID, &step, &status, &cp.Next, &cp.State, &meta, &created, &cp.Incarnation, &logLen, &wake, &log); err != nil {
 			return nil, err
+		}
+		switch {
+		case len(out) == 0:
+			if int64(len(log)) != logLen {
+				return nil, fmt.Errorf("seq %d: the log holds %d entries where the checkpoint needs %d; the database was changed outside tenxgraph", cp.Seq, len(log), logLen)
+			}
+			for i, e := range log {
+				if e == nil {
+					log[i] = []byte{}
+				}
+			}
+			full = log
+		case logLen > int64(len(full)):
+			return nil, fmt.Errorf("seq %d: its log is longer than the newest checkpoint's", cp.Seq)
+		}
+		if logLen > 0 {
+			cp.Log = full[:logLen:logLen]
+		}
+		if wake > 0 {
+			cp.WakeAt = time.UnixMilli(wake).UTC()
 		}
 		cp.Step = int(step)
 		cp.Status = Status(status)
@@ -512,24 +617,45 @@ func (p *Postgres) DeleteThread(ctx context.Context, threadID string) error {
 }
 
 func (p *Postgres) deleteThread(ctx context.Context, threadID string) error {
+	_, err := p.deleteIf(ctx, threadID, nil)
+	return err
+}
+
+// deleteIf deletes the thread in one transaction if check, run first in
+// it, says so (nil: always), and reports whether it did.
+func (p *Postgres) deleteIf(ctx context.Context, threadID string, check func(pgx.Tx) (bool, error)) (bool, error) {
 	tx, err := p.pool.Begin(ctx)
 	if err != nil {
-		return err
+		return false, err
 	}
 	defer tx.Rollback(context.WithoutCancel(ctx)) //nolint:errcheck // a no-op after Commit
+	if check != nil {
+		if ok, err := check(tx); err != nil || !ok {
+			return false, err
+		}
+	}
 	if _, err := tx.Exec(ctx, pgDeleteLease, threadID); err != nil {
-		return err
+		return false, err
 	}
 	for range pgDeleteRounds {
 		tag, err := tx.Exec(ctx, pgDelete, threadID)
 		if err != nil {
-			return err
+			return false, err
 		}
-		if tag.RowsAffected() == 0 {
-			return tx.Commit(ctx)
+		logTag, err := tx.Exec(ctx, pgDeleteLog, threadID)
+		if err != nil {
+			return false, err
+		}
+		if tag.RowsAffected() == 0 && logTag.RowsAffected() == 0 {
+			// Last, once no Put can land any more: a Put that landed
+			// in an earlier round wrote it.
+			if _, err := tx.Exec(ctx, pgDeleteActivity, threadID); err != nil {
+				return false, err
+			}
+			return true, tx.Commit(ctx)
 		}
 	}
-	return fmt.Errorf("it was still being written after %d deletes", pgDeleteRounds)
+	return false, fmt.Errorf("it was still being written after %d deletes", pgDeleteRounds)
 }
 
 // Claim implements Leaser in one statement.
@@ -579,6 +705,58 @@ func (p *Postgres) Head(ctx context.Context, threadID string) (Head, error) {
 		return Head{}, nil
 	}
 	return h, nil
+}
+
+// Due implements Scheduler with the index on the threads' wake_at.
+func (p *Postgres) Due(ctx context.Context, now time.Time, limit int) ([]string, error) {
+	rows, err := p.pool.Query(ctx, pgDue, now.UnixMilli(), int64(limit))
+	if err != nil {
+		return nil, fmt.Errorf("checkpoint: due threads: %w", err)
+	}
+	ids, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		return nil, fmt.Errorf("checkpoint: due threads: %w", err)
+	}
+	return ids, nil
+}
+
+// DeleteIdle implements Pruner: it lists idle threads, then deletes each
+// in a transaction of its own that checks again, under a lock, that the
+// thread is still idle. The space is Postgres's to reuse: autovacuum marks
+// the deleted rows free.
+func (p *Postgres) DeleteIdle(ctx context.Context, cutoff time.Time, limit int) (int, error) {
+	now := leaseMillis(time.Now())
+	rows, err := p.pool.Query(ctx, pgIdle, cutoff.UnixMilli(), now, int64(limit))
+	if err != nil {
+		return 0, fmt.Errorf("checkpoint: delete idle threads: %w", err)
+	}
+	ids, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		return 0, fmt.Errorf("checkpoint: delete idle threads: %w", err)
+	}
+	n := 0
+	for _, id := range ids {
+		deleted, err := p.deleteIf(ctx, id, func(tx pgx.Tx) (bool, error) {
+			// The lease row first, as a Put locks them, so the two never
+			// wait for each other in a cycle.
+			if _, err := tx.Exec(ctx, pgLockLease, id); err != nil {
+				return false, err
+			}
+			var one int
+			err := tx.QueryRow(ctx, pgLockIdle, id, cutoff.UnixMilli(), now).Scan(&one)
+			if errors.Is(err, pgx.ErrNoRows) {
+				return false, nil
+			}
+			return err == nil, err
+		})
+		if err != nil {
+			return n, fmt.Errorf("checkpoint: delete idle thread %q: %w", id, err)
+		}
+		if deleted {
+			n++
+		}
+	}
+	return n, nil
 }
 
 // pgDeleteRounds bounds DeleteThread's DELETEs; each round past the second

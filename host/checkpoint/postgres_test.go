@@ -88,6 +88,17 @@ func TestPostgres(t *testing.T) {
 	})
 }
 
+func TestPostgresRetention(t *testing.T) {
+	dsn := postgresDSN(t)
+	checkpointtest.RunRetention(t, func(t *testing.T, opts ...checkpoint.Option) checkpoint.Checkpointer {
+		p, err := checkpoint.OpenPostgres(context.Background(), dsn, opts...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return p
+	})
+}
+
 // TestPostgresTwoHandles races two stores, as two server replicas would, on
 // one thread: exactly one writer of each seq wins, the rest get ErrConflict.
 func TestPostgresTwoHandles(t *testing.T) {

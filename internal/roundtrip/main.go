@@ -247,13 +247,13 @@ func (b *bench) trip(thread string) (time.Duration, error) {
 		Status          string
 		RemoteToolCalls []struct{ ID string } `json:"remote_tool_calls"`
 	}
-	if err := b.post(`{"input": {"messages": [{"role": "user", "content": "what is 2+3*4 and what is on my clipboard?"}]}, "config": {"thread_id": "`+thread+`"}}`, &res); err != nil {
+	if err := b.post(`{"input": {"messages": [{"role": "user", "content": "what is 2+3*4 and what is on my clipboard?"}]}, "config": {"thread_id": "`+thread+`", "response": "delta"}}`, &res); err != nil {
 		return 0, err
 	}
 	if res.Status != "interrupted" || len(res.RemoteToolCalls) != 1 {
 		return 0, fmt.Errorf("invoke: status %s, %d remote calls", res.Status, len(res.RemoteToolCalls))
 	}
-	resume := `{"input": {"messages": [{"role": "tool", "content": [{"type": "tool_result", "tool_call_id": "` + res.RemoteToolCalls[0].ID + `", "content": {"text": "hi"}}]}]}, "config": {"thread_id": "` + thread + `"}}`
+	resume := `{"input": {"messages": [{"role": "tool", "content": [{"type": "tool_result", "tool_call_id": "` + res.RemoteToolCalls[0].ID + `", "content": {"text": "hi"}}]}]}, "config": {"thread_id": "` + thread + `", "response": "delta"}}`
 	if err := b.post(resume, &res); err != nil {
 		return 0, err
 	}

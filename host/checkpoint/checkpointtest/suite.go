@@ -92,6 +92,8 @@ func sample(thread string, seq int64) checkpoint.Checkpoint {
 		Metadata: map[string]string{"owner": "alice", "seq": fmt.Sprint(seq), "": "empty key", "ünï": "cödé\n"},
 		// Nanoseconds the store may round away, a zone it may drop.
 		CreatedAt: time.Date(2024, 2, 29, 13, 14, 15, 123456789, time.FixedZone("X", 5*3600+30*60)).Add(time.Duration(seq) * time.Second),
+		// Milliseconds are kept; the rest may be rounded away.
+		WakeAt: time.Date(2024, 3, 1, 0, 0, 0, 987654321, time.UTC).Add(time.Duration(seq) * time.Minute),
 	}
 }
 
