@@ -30,6 +30,7 @@ func (e *env) waitStatus(thread, want string) run {
 // 409 expired, over the API and over AG-UI, changing nothing.
 func TestPendingCallExpires(t *testing.T) {
 	e := start(t, setup{memory: true, remoteTimeout: "1s"})
+	m0 := e.metrics()
 	before := time.Now()
 	r := e.invoke(runBody("exp", mixedQuestion))
 	if r.Status != "interrupted" || len(r.RemoteToolCalls) != 1 {
@@ -102,6 +103,11 @@ func TestPendingCallExpires(t *testing.T) {
 
 	// Over AG-UI, a late result is a RUN_ERROR with the code.
 	e.waitStatus("exp-agui", "completed")
+	e.waitStatus("exp-stream", "completed")
+	const expiredCalls = "tenxgraph_remote_calls_expired_total"
+	if d := delta(m0, e.metrics(), expiredCalls); d[expiredCalls] != 3 {
+		t.Fatalf("metrics: %v, want 3 calls expired", d)
+	}
 	in = aguiInput("exp-agui", userMsg("u1", mixedQuestion), toolMsg("t-late", aguiCall, `"too late"`))
 	evs = e.agui(in)
 	if last := evs[len(evs)-1]; last.Type != "RUN_ERROR" || last.Code != "expired" || !strings.Contains(last.Message, aguiCall) {

@@ -215,14 +215,16 @@ func (n *Node) resume(ctx context.Context, in *graph.Input) (graph.Update, error
 // expiredResult is the error result of a remote call the client did not
 // answer in time (graph.Answer.Expired), naming the timeout of its tool.
 func (n *Node) expiredResult(ctx context.Context, in *graph.Input, it graph.Interrupt, calls []message.ToolCallBlock, byID map[string]int) message.ToolResultBlock {
-	within := "the time allowed"
+	within, ev := "the time allowed", RemoteCallExpired{Node: n.name, ID: it.ID}
 	if i, ok := byID[it.ID]; ok {
 		var t *Tool
 		if ts, err := n.ToolSet(ctx, in.Run); err == nil {
 			t, _ = ts.lookup(calls[i].Name)
 		}
-		within = n.timeout(t).String()
+		ev.Name, ev.Timeout = calls[i].Name, n.timeout(t)
+		within = ev.Timeout.String()
 	}
+	in.Run.Emit(graph.Event{Type: EventRemoteCallExpired, Data: ev})
 	return errorResult(it.ID, fmt.Sprintf("the client did not answer within %s, so the call expired; its result is unknown (it may or may not have run). Carry on without it, or call the tool again if it is still needed.", within))
 }
 

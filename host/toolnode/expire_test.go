@@ -59,6 +59,14 @@ func TestRemoteCallExpires(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	var expired []toolnode.RemoteCallExpired
+	app.Observe(func(ev graph.Event) {
+		if d, ok := ev.Data.(toolnode.RemoteCallExpired); ok && ev.Type == toolnode.EventRemoteCallExpired {
+			mu.Lock()
+			expired = append(expired, d)
+			mu.Unlock()
+		}
+	})
 	start := time.Now()
 	cfg := graph.RunConfig{ThreadID: "e", RemoteTools: []json.RawMessage{json.RawMessage(`{"name":"mine"}`)}}
 	res, err := app.Invoke(context.Background(), []message.Message{message.Text(message.RoleUser, "go")}, cfg)
@@ -103,6 +111,9 @@ func TestRemoteCallExpires(t *testing.T) {
 	}
 	mu.Lock()
 	defer mu.Unlock()
+	if len(expired) != 1 || expired[0] != (toolnode.RemoteCallExpired{Node: "tools", ID: "c-fast", Name: "fast", Timeout: 1500 * time.Millisecond}) {
+		t.Fatalf("expired events %+v", expired)
+	}
 	if len(seen) != 2 || len(seen[1]) != 3 {
 		t.Fatalf("model calls %d; results seen %+v", len(seen), seen)
 	}
