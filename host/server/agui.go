@@ -211,8 +211,22 @@ func resultsFor(th graph.Result, in types.RunAgentInput) ([]message.Message, err
 	}
 	var answers []message.Message
 	seen := map[string]bool{}
+	known, calls := map[string]bool{}, map[string]bool{}
+	for _, m := range th.Messages {
+		known[m.ID] = true
+		for _, c := range m.RemoteToolCalls() {
+			calls[c.ID] = true
+		}
+	}
 	for _, m := range in.Messages {
-		if m.Role != types.RoleTool || !isPending[m.ToolCallID] || approval[m.ToolCallID] || seen[m.ToolCallID] {
+		if m.Role != types.RoleTool || approval[m.ToolCallID] || seen[m.ToolCallID] {
+			continue
+		}
+		// A result the thread does not have, for one of its calls that is
+		// no longer pending (one that expired, say), goes to the graph
+		// too, which judges it: the same result again is ignored, a late
+		// one is refused as expired.
+		if !isPending[m.ToolCallID] && (!calls[m.ToolCallID] || known[m.ID]) {
 			continue
 		}
 		seen[m.ToolCallID] = true

@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/tenxgraph/tenxgraph/host/message"
 )
 
 // waitStatus polls the thread until its status is want.
@@ -112,5 +114,61 @@ func TestPendingCallExpires(t *testing.T) {
 	evs = e.agui(in)
 	if last := evs[len(evs)-1]; last.Type != "RUN_ERROR" || last.Code != "expired" || !strings.Contains(last.Message, aguiCall) {
 		t.Fatalf("AG-UI late result: %+v", last)
+	}
+}
+
+// Calls of one step with different timeouts expire one at a time: the
+// expired one is answered by the server, the other stays pending with its
+// own deadline. A late result for the expired one is refused over AG-UI
+// with the code, even while the thread still waits for the other; the
+// other's result then completes the run.
+func TestPartialExpiryOverAGUI(t *testing.T) {
+	e := start(t, setup{memory: true, toolTimeouts: map[string]string{"read_clipboard": "1s"}})
+	in := aguiInput("part", userMsg("u1", "zztwo"))
+	evs := e.agui(in)
+	checkAGUI(t, evs, "part", "run-part")
+	calls := e.thread("part").RemoteToolCalls
+	if len(calls) != 2 || calls[0].Name != "read_clipboard" || calls[1].Name != "get_selection" {
+		t.Fatalf("pending %+v", calls)
+	}
+	if d := calls[1].ExpiresAt.Sub(calls[0].ExpiresAt); d < 9*time.Minute {
+		t.Fatalf("get_selection expires %v after read_clipboard, want about 10m (the default) - 1s", d)
+	}
+	deadline := time.Now().Add(waitLimit)
+	for {
+		th := e.thread("part")
+		if th.Status == "interrupted" && len(th.RemoteToolCalls) == 1 && th.RemoteToolCalls[0].ID == calls[1].ID {
+			break
+		}
+		if time.Now().After(deadline) || th.Status != "interrupted" {
+			t.Fatalf("after read_clipboard's deadline: %s %+v", th.Status, th.RemoteToolCalls)
+		}
+		time.Sleep(20 * time.Millisecond) // polling
+	}
+	late := aguiInput("part", userMsg("u1", "zztwo"), toolMsg("t-late", calls[0].ID, `"too late"`))
+	evs = e.agui(late)
+	if last := evs[len(evs)-1]; last.Type != "RUN_ERROR" || last.Code != "expired" || !strings.Contains(last.Message, calls[0].ID) {
+		t.Fatalf("late result while the other call is pending: %+v", last)
+	}
+	if th := e.thread("part"); th.Status != "interrupted" || len(th.RemoteToolCalls) != 1 {
+		t.Fatalf("a refused late result changed the thread: %s %+v", th.Status, th.RemoteToolCalls)
+	}
+	evs = e.agui(aguiInput("part", userMsg("u1", "zztwo"), toolMsg("t-sel", calls[1].ID, `"selected"`)))
+	checkAGUI(t, evs, "part", "run-part")
+	th := e.thread("part")
+	if th.Status != "completed" {
+		t.Fatalf("after the timely result: %s", th.Status)
+	}
+	results := map[string]message.ToolResultBlock{}
+	for _, m := range th.Messages {
+		for _, r := range m.ToolResults() {
+			results[r.ToolCallID] = r
+		}
+	}
+	if r := results[calls[0].ID]; !r.IsError || !strings.Contains(string(r.Content), "did not answer within 1s") {
+		t.Fatalf("read_clipboard's result %+v", r)
+	}
+	if r := results[calls[1].ID]; r.IsError || string(r.Content) != `"selected"` {
+		t.Fatalf("get_selection's result %+v", r)
 	}
 }

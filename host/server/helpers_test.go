@@ -95,6 +95,8 @@ type setup struct {
 	cache map[string]any
 	// remoteTimeout is remote_tool_defaults.timeout ("": none).
 	remoteTimeout string
+	// toolTimeouts are remote_tools[].timeout by tool name.
+	toolTimeouts map[string]string
 }
 
 // env is a live server on a loopback port and the service behind it.
@@ -152,6 +154,11 @@ func start(t *testing.T, s setup) *env {
 	}
 	if s.remoteTimeout != "" {
 		cfg["remote_tool_defaults"] = map[string]any{"timeout": s.remoteTimeout}
+	}
+	for _, rt := range cfg["remote_tools"].([]any) {
+		if d, ok := s.toolTimeouts[rt.(map[string]any)["name"].(string)]; ok {
+			rt.(map[string]any)["timeout"] = d
+		}
 	}
 	writeJSON(t, filepath.Join(dir, "10xgraph.json"), cfg)
 
