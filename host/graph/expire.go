@@ -64,34 +64,28 @@ type Waker struct {
 	OnError func(threadID string, err error)
 
 	mu      sync.Mutex
-	stop    chan struct{}
+	stop    chan struct{} // closed by Shutdown
 	stopped bool
-	done    chan struct{}
+	done    chan struct{} // closed when Run returns
 }
 
 // Run polls until ctx is done or Shutdown is called. Expiry runs get ctx:
-// cancelling it cancels them, and they are recorded as cancelled.
+// cancelling it cancels them, and they are recorded as cancelled. Run may
+// be called once.
 func (w *Waker) Run(ctx context.Context) error {
-	sched, ok := w.App.cp.(checkpoint.Scheduler)
 	w.mu.Lock()
+	if w.done != nil {
+		w.mu.Unlock()
+		return errors.New("graph: Waker.Run called twice")
+	}
 	if w.stop == nil {
 		w.stop = make(chan struct{})
-	}
-	if w.stopped || w.done != nil {
-		w.mu.Unlock()
-		return errors.New("graph: Waker already ran")
 	}
 	w.done = make(chan struct{})
 	stop, done := w.stop, w.done
 	w.mu.Unlock()
 	defer close(done)
-	if !ok {
-		select {
-		case <-ctx.Done():
-		case <-stop:
-		}
-		return nil
-	}
+	sched, ok := w.App.cp.(checkpoint.Scheduler)
 	every := w.Interval
 	if every <= 0 {
 		every = DefaultWakeInterval
@@ -99,16 +93,15 @@ func (w *Waker) Run(ctx context.Context) error {
 	t := time.NewTicker(every)
 	defer t.Stop()
 	for {
-		more := w.pass(ctx, sched)
-		if more {
-			select {
-			case <-ctx.Done():
-				return nil
-			case <-stop:
-				return nil
-			default:
-				continue
-			}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-stop:
+			return nil
+		default:
+		}
+		if ok && w.pass(ctx, sched) {
+			continue // a full batch made progress: more may be due now
 		}
 		select {
 		case <-ctx.Done():

@@ -246,4 +246,15 @@ func TestWakerExpiresDueThreads(t *testing.T) {
 	if err := <-ran; err != nil {
 		t.Fatal(err)
 	}
+	if err := w.Run(ctx); err == nil {
+		t.Fatal("a Waker ran twice")
+	}
+	// Shut down before it runs, a Waker returns at once.
+	early := &graph.Waker{App: app}
+	if err := early.Shutdown(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := early.Run(ctx); err != nil {
+		t.Fatal(err)
+	}
 }
