@@ -130,3 +130,15 @@ func TestRemoteCallExpires(t *testing.T) {
 		t.Fatalf("answered calls' results: %+v", seen[1])
 	}
 }
+
+// A code-first remote tool with a negative timeout is refused with its path.
+func TestNegativeRemoteTimeout(t *testing.T) {
+	sg, err := agent.React(context.Background(), agent.Env{Model: model.Func(nil), Providers: map[string][]sdk.Provider{"tools": {echo}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = sg.AttachRemoteTools([]graph.RemoteToolConfig{{Node: "tools", Name: "ok"}, {Node: "tools", Name: "bad", Timeout: -time.Second}})
+	if err == nil || !strings.Contains(err.Error(), "[1].timeout: must be longer than zero") {
+		t.Fatalf("err %v", err)
+	}
+}
