@@ -196,3 +196,38 @@ func TestReplicasExpiry(t *testing.T) {
 		})
 	}
 }
+
+// At the prompt of `tenxgraph run`, the person is the client: an answer
+// given after the call expired is refused, and the run goes on with the
+// expiry's error result instead of leaving the thread paused.
+func TestRunAnswerAfterTheCallExpired(t *testing.T) {
+	cfg := quickstart(t)
+	data, _ := os.ReadFile(cfg)
+	var c map[string]any
+	json.Unmarshal(data, &c)
+	for _, rt := range c["remote_tools"].([]any) {
+		if rt.(map[string]any)["name"] == "read_clipboard" {
+			rt.(map[string]any)["timeout"] = "1s"
+		}
+	}
+	data, _ = json.Marshal(c)
+	os.WriteFile(cfg, data, 0o600)
+
+	code, out, errs := run(t, "", "run", "--config", cfg, "--thread", "x", "what is on my clipboard?")
+	if code != 1 || !strings.Contains(errs, "stays paused") || !strings.Contains(out, "Answer by ") {
+		t.Fatalf("no answer: exit %d\n%s%s", code, out, errs)
+	}
+	// The call was made before run returned: a second later it expired.
+	for past := time.Now().Add(expiryTimeout + 50*time.Millisecond); time.Now().Before(past); {
+		time.Sleep(20 * time.Millisecond) // polling the clock past the deadline
+	}
+	code, out, errs = run(t, "\"too late\"\n", "run", "--config", cfg, "--thread", "x", "hello")
+	if code != 0 {
+		t.Fatalf("exit %d\n%s%s", code, out, errs)
+	}
+	for _, want := range []string{"Too late: ", "expired", "I could not read your clipboard: the client did not answer within 1s", "Hello! I am tenxgraph's scripted demo model"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("missing %q in:\n%s", want, out)
+		}
+	}
+}
