@@ -159,13 +159,15 @@ func TestReplicasExpiry(t *testing.T) {
 			const n = 20
 			prefix := "E-" + rand.Text()
 			calls := make([]string, n)
+			var last time.Time
 			for i := range n {
-				calls[i], _ = pausedUntil(t, []*expiring{a, b}[i%2].replica, fmt.Sprintf("%s-%d", prefix, i))
+				calls[i], last = pausedUntil(t, []*expiring{a, b}[i%2].replica, fmt.Sprintf("%s-%d", prefix, i))
 			}
 			before := m.Served()
 			for i := range n {
 				waitExpired(t, []*expiring{a, b}[(i+1)%2].replica, fmt.Sprintf("%s-%d", prefix, i), calls[i])
 			}
+			t.Logf("%s: %d threads expired, the last %v after the last deadline (polled every 50ms)", st.name, n, time.Since(last).Round(time.Millisecond))
 			for _, r := range []*expiring{a, b} {
 				late := answer(t, r.replica, "", prefix+"-0", calls[0])
 				if late.code != 409 || late.errCode() != "expired" || !strings.Contains(late.raw, calls[0]) {
