@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -119,5 +120,90 @@ func testMigratedThread(t *testing.T, s checkpoint.Checkpointer, l checkpoint.Le
 	cp.Seq, cp.Token = 5, 0
 	if err := s.Put(ctx, cp); !errors.Is(err, checkpoint.ErrConflict) {
 		t.Fatalf("unleased Put on a claimed thread = %v, want ErrConflict", err)
+	}
+}
+
+// The Postgres schema of version 3, the last before the message log, as
+// that release left it, with a thread whose messages are in its state.
+const postgresV3 = postgresV1 + `;
+	ALTER TABLE tenxgraph_checkpoints ADD COLUMN incarnation text NOT NULL DEFAULT '';
+	CREATE TABLE tenxgraph_threads (
+		thread_id   text   NOT NULL PRIMARY KEY,
+		incarnation text   NOT NULL,
+		token       bigint NOT NULL,
+		lease_until bigint NOT NULL
+	);
+	INSERT INTO tenxgraph_threads VALUES ('old', '', 0, 0);
+	INSERT INTO tenxgraph_checkpoints VALUES ('inline', 1, 'r1', 1, 'completed', '{}', '\x7b226d65737361676573223a5b5d7d', '{}', now(), '');
+	INSERT INTO tenxgraph_threads VALUES ('inline', '', 0, 0);
+	UPDATE tenxgraph_checkpoint_schema SET version = 3;`
+
+// A thread written before the log reads back with its state as it was and
+// no log; its next checkpoint starts the log; it is not idle, and not due.
+func TestPostgresMigratesVersion3(t *testing.T) {
+	ctx := context.Background()
+	dsn := postgresDSN(t)
+	conn, err := pgx.Connect(ctx, dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := conn.Exec(ctx, postgresV3); err != nil {
+		t.Fatal(err)
+	}
+	conn.Close(ctx)
+	p := openPostgres(t, dsn)
+	defer p.Close()
+	cp, err := p.Latest(ctx, "inline")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(cp.State) != `{"messages":[]}` || cp.Log != nil || !cp.WakeAt.IsZero() {
+		t.Fatalf("migrated latest: state %q, log %q, wake %v", cp.State, cp.Log, cp.WakeAt)
+	}
+	le, err := p.Claim(ctx, "inline", time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	next := checkpoint.Checkpoint{ThreadID: "inline", Seq: 2, RunID: "r2", Status: checkpoint.StatusCompleted,
+		Incarnation: le.Incarnation, Token: le.Token, Append: [][]byte{[]byte("a"), []byte("b")}}
+	if err := p.Put(ctx, next); err != nil {
+		t.Fatal(err)
+	}
+	if cp, err = p.Latest(ctx, "inline"); err != nil || len(cp.Log) != 2 || string(cp.Log[1]) != "b" {
+		t.Fatalf("after the first Put with a log: %q, %v", cp.Log, err)
+	}
+	if n, err := p.DeleteIdle(ctx, time.Now().Add(-time.Hour), 100); err != nil || n != 0 {
+		t.Fatalf("DeleteIdle of threads touched now = %d, %v; want 0", n, err)
+	}
+	if due, err := p.Due(ctx, time.Now(), 100); err != nil || len(due) != 0 {
+		t.Fatalf("Due = %q, %v; want none", due, err)
+	}
+	testMigratedThread(t, p, p)
+}
+
+// The same for SQLite: schema 4, the last before the log.
+func TestSQLiteMigratesVersion4(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "db")
+	db, err := sql.Open("sqlite", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.Exec(strings.Replace(sqliteV1, "PRAGMA user_version = 1;", `
+	ALTER TABLE checkpoints ADD COLUMN incarnation TEXT NOT NULL DEFAULT '';
+	CREATE TABLE threads (thread_id TEXT NOT NULL PRIMARY KEY, incarnation TEXT NOT NULL, token INTEGER NOT NULL, lease_until INTEGER NOT NULL) WITHOUT ROWID;
+	INSERT INTO threads VALUES ('old', '', 0, 0);
+	PRAGMA user_version = 4;`, 1)); err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+	s, err := checkpoint.OpenSQLite(context.Background(), path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	testMigratedThread(t, s, s)
+	cp, err := s.Latest(context.Background(), "old")
+	if err != nil || cp.Log != nil || string(cp.State) != "{}" {
+		t.Fatalf("migrated thread: %+v, %v", cp, err)
 	}
 }

@@ -63,8 +63,10 @@ var sqliteMigrations = [...]string{
 	// thread's row records its latest checkpoint's wake_at (for Due) and
 	// when it was last written (touched_at, for DeleteIdle), both unix
 	// milliseconds; the threads written before are touched at their
-	// latest checkpoint. A rowid table for the log, like the checkpoints:
-	// an entry (a message) can be large.
+	// latest checkpoint. The log is clustered by its key (WITHOUT ROWID):
+	// a thread's entries are read in key order, and most are small (a
+	// message), so storing the key once beats a rowid table and its index;
+	// a large entry spills to overflow pages either way.
 	`ALTER TABLE checkpoints ADD COLUMN log_len INTEGER NOT NULL DEFAULT 0;
 	ALTER TABLE checkpoints ADD COLUMN wake_at INTEGER NOT NULL DEFAULT 0;
 	CREATE TABLE log (
@@ -72,7 +74,7 @@ var sqliteMigrations = [...]string{
 		idx       INTEGER NOT NULL CHECK (idx >= 0),
 		entry     BLOB    NOT NULL,
 		PRIMARY KEY (thread_id, idx)
-	);
+	) WITHOUT ROWID;
 	ALTER TABLE threads ADD COLUMN wake_at INTEGER NOT NULL DEFAULT 0;
 	ALTER TABLE threads ADD COLUMN touched_at INTEGER NOT NULL DEFAULT 0;
 	UPDATE threads SET touched_at = COALESCE((SELECT MAX(created_at) FROM checkpoints c WHERE c.thread_id = threads.thread_id), 0) / 1000000;

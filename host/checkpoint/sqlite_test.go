@@ -11,6 +11,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/tenxgraph/tenxgraph/host/checkpoint"
 	"github.com/tenxgraph/tenxgraph/host/checkpoint/checkpointtest"
@@ -362,5 +363,93 @@ func TestSQLiteRefusesInvalidUTF8(t *testing.T) {
 	}
 	if _, err := s.Latest(ctx, "t"); !errors.Is(err, checkpoint.ErrNotFound) {
 		t.Fatalf("Latest = %v; want ErrNotFound", err)
+	}
+}
+
+// fileSize is the database's size with its WAL.
+func fileSize(t *testing.T, path string) int64 {
+	t.Helper()
+	var n int64
+	for _, p := range []string{path, path + "-wal"} {
+		if fi, err := os.Stat(p); err == nil {
+			n += fi.Size()
+		}
+	}
+	return n
+}
+
+// fillAndDelete writes 40 threads with 64 KiB of log each, long idle, and
+// deletes them, with the store's other idle threads (want of them), with
+// DeleteIdle.
+func fillAndDelete(t *testing.T, s *checkpoint.SQLite, want int) {
+	t.Helper()
+	ctx := context.Background()
+	entry := make([]byte, 8<<10)
+	for i := range entry {
+		entry[i] = byte(i * 31)
+	}
+	old := time.Now().Add(-48 * time.Hour)
+	for i := range 40 {
+		cp := checkpoint.Checkpoint{ThreadID: fmt.Sprint("big-", i), Seq: 1, RunID: "r", Status: checkpoint.StatusCompleted, CreatedAt: old}
+		for range 8 {
+			cp.Append = append(cp.Append, entry)
+		}
+		if err := s.Put(ctx, cp); err != nil {
+			t.Fatal(err)
+		}
+	}
+	n, err := s.DeleteIdle(ctx, time.Now().Add(-time.Hour), 1000)
+	if err != nil || n != want {
+		t.Fatalf("DeleteIdle = %d, %v; want %d", n, err, want)
+	}
+}
+
+// A new file gives the space of deleted threads back: DeleteIdle frees
+// their pages and Compact returns them to the file system in place.
+func TestSQLiteCompactGivesSpaceBack(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "db")
+	s := openSQLite(t, path)
+	defer s.Close()
+	fillAndDelete(t, s, 40)
+	before := fileSize(t, path)
+	freed, err := s.Compact(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	after := fileSize(t, path)
+	if after > before/4 || freed != before-after {
+		t.Fatalf("Compact: %d bytes before, %d after, reported %d freed; want the 2.5 MiB of deleted threads given back", before, after, freed)
+	}
+}
+
+// A file created before auto_vacuum was set (schema 1, as that release
+// created it) is converted by its first Compact and shrinks.
+func TestSQLiteCompactConvertsAnOldFile(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "db")
+	db, err := sql.Open("sqlite", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.Exec(sqliteV1); err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+	s := openSQLite(t, path)
+	defer s.Close()
+	fillAndDelete(t, s, 41) // and the old file's thread, idle since 1970
+	before := fileSize(t, path)
+	if _, err := s.Compact(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if after := fileSize(t, path); after > before/4 {
+		t.Fatalf("Compact of an old file: %d bytes before, %d after", before, after)
+	}
+	// The converted file keeps working.
+	cp := checkpoint.Checkpoint{ThreadID: "new", Seq: 1, RunID: "r", Status: checkpoint.StatusCompleted, Append: [][]byte{[]byte("m")}}
+	if err := s.Put(context.Background(), cp); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := s.Latest(context.Background(), "new"); err != nil || len(got.Log) != 1 {
+		t.Fatalf("a thread written after Compact: %+v, %v", got, err)
 	}
 }

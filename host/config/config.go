@@ -377,6 +377,12 @@ type Plugin struct {
 	Sandbox sandbox.Profile
 }
 
+// DefaultKeepHistory is checkpointer.keep_history when unset: the last
+// hundred checkpoints of a thread (a few dozen turns) show how it got where
+// it is, and a long thread's store stays about the size of its messages
+// rather than growing with every step.
+const DefaultKeepHistory = 100
+
 // Checkpointer selects where thread state is stored.
 type Checkpointer struct {
 	// Type is "sqlite" (default: embedded, survives restarts), "memory"
@@ -391,6 +397,15 @@ type Checkpointer struct {
 	// heartbeat renews it (0: graph.DefaultLease, 30s): how long a thread
 	// stays busy after the replica running it dies.
 	Lease time.Duration
+	// KeepHistory is how many checkpoints each thread keeps beyond its
+	// latest (what a resume needs): older ones are deleted as new ones are
+	// written, and History lists fewer snapshots. nil means
+	// DefaultKeepHistory, -1 keeps them all. The messages are kept whole
+	// either way.
+	KeepHistory *int
+	// IdleTTL, when set, deletes the threads nobody has written for that
+	// long (and that no run holds), and gives their space back.
+	IdleTTL time.Duration
 }
 
 // Cache bounds the cache of decoded threads, which saves a run on a thread
@@ -888,9 +903,14 @@ func (c *checker) providerDefaults(o field) sandbox.Profile {
 }
 
 func (c *checker) checkpointer(f field) Checkpointer {
-	o := f.object("type", "path", "dsn_env", "lease")
+	o := f.object("type", "path", "dsn_env", "lease", "keep_history", "idle_ttl")
 	cp := Checkpointer{Type: "sqlite"}
 	cp.Lease, _ = o.get("lease").duration()
+	if n, ok := o.get("keep_history").integer(-1, math.MaxInt32); ok {
+		keep := int(n)
+		cp.KeepHistory = &keep
+	}
+	cp.IdleTTL, _ = o.get("idle_ttl").duration()
 	typ := o.get("type")
 	if typ.present() {
 		t, ok := typ.oneOf("sqlite", "memory", "postgres")

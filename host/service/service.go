@@ -40,6 +40,7 @@ type Service struct {
 
 	providers []sdk.Provider
 	ownsStore bool
+	sweeper   *sweeper // nil unless checkpointer.idle_ttl is set
 }
 
 // Options adjust how a service starts.
@@ -119,6 +120,9 @@ func New(ctx context.Context, cfg *config.Config, opts Options) (s *Service, err
 			return s, err
 		}
 		s.ownsStore = true
+		if s.sweeper, err = startSweeper(s.Store, cfg.Checkpointer.IdleTTL, opts.Logger); err != nil {
+			return s, err
+		}
 	}
 	var gopts []graph.Option
 	if cfg.Cache.MaxBytes > 0 {
@@ -247,15 +251,30 @@ func warnNewStore(log hclog.Logger, c config.Checkpointer) {
 	}
 }
 
+// storeOptions are the checkpointer options c sets.
+func storeOptions(c config.Checkpointer) []checkpoint.Option {
+	keep := config.DefaultKeepHistory
+	if c.KeepHistory != nil {
+		keep = *c.KeepHistory
+	}
+	return []checkpoint.Option{checkpoint.KeepHistory(keep)}
+}
+
+// OpenStore opens the checkpointer c describes, as the service does, for
+// commands that work on the store alone (tenxgraph store compact).
+func OpenStore(ctx context.Context, c config.Checkpointer) (checkpoint.Checkpointer, error) {
+	return openStore(ctx, c)
+}
+
 func openStore(ctx context.Context, c config.Checkpointer) (checkpoint.Checkpointer, error) {
 	switch c.Type {
 	case "memory":
-		return checkpoint.NewMemory(), nil
+		return checkpoint.NewMemory(storeOptions(c)...), nil
 	case "sqlite", "":
 		if err := os.MkdirAll(filepath.Dir(c.Path), 0o700); err != nil {
 			return nil, fmt.Errorf("checkpointer.path: %w", err)
 		}
-		return checkpoint.OpenSQLite(ctx, c.Path)
+		return checkpoint.OpenSQLite(ctx, c.Path, storeOptions(c)...)
 	case "postgres":
 		// The DSN carries a password, so the config names an environment
 		// variable rather than holding it.
@@ -266,7 +285,7 @@ func openStore(ctx context.Context, c config.Checkpointer) (checkpoint.Checkpoin
 		if dsn == "" {
 			return nil, fmt.Errorf("checkpointer.dsn_env: environment variable %s is empty or unset; set it to the postgres DSN (such as postgres://user:password@host:5432/db)", c.DSNEnv)
 		}
-		return checkpoint.OpenPostgres(ctx, dsn)
+		return checkpoint.OpenPostgres(ctx, dsn, storeOptions(c)...)
 	default:
 		return nil, fmt.Errorf("checkpointer.type: %q is not supported (use sqlite, memory or postgres)", c.Type)
 	}
@@ -324,6 +343,8 @@ func (s *Service) Shutdown(ctx context.Context) error {
 		pluginhost.Cleanup()
 	}
 	s.providers = nil
+	s.sweeper.stop()
+	s.sweeper = nil
 	if s.ownsStore && s.Store != nil {
 		errs[len(errs)-1] = s.Store.Close()
 		s.ownsStore = false

@@ -51,6 +51,8 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+
 	"github.com/tenxgraph/tenxgraph/host/checkpoint"
 	"github.com/tenxgraph/tenxgraph/host/message"
 )
@@ -97,6 +99,7 @@ type bench struct {
 	next     atomic.Int64
 	prefix   string // of thread ids, new for every run (a database may outlive it)
 
+	store      string      // -store
 	others     []*exec.Cmd // -replicas beyond the first
 	otherBases []string
 	turn       atomic.Int64 // picks the server of the next request
@@ -152,6 +155,7 @@ func run(o options) error {
 		return fmt.Errorf("-replicas %d: want 1, or more in load mode", o.replicas)
 	}
 	b.prefix = fmt.Sprintf("rt-%d-", time.Now().UnixNano())
+	b.store = o.store
 	cache := ""
 	if o.cacheBytes > 0 {
 		cache = fmt.Sprintf(`, "cache": {"max_bytes": %d}`, o.cacheBytes)
@@ -350,8 +354,9 @@ func (b *bench) counters() (server, model int64, stats modelStats, err error) {
 
 // manyTurns drives one thread n turns and reports every 100.
 func (b *bench) manyTurns(n int) error {
-	const thread, every = "long", 100
-	db := filepath.Join(b.dir, "state.db")
+	const every = 100
+	thread := b.prefix + "long" // a shared Postgres database may hold earlier runs' threads
+	dbSize := b.storeSize
 	fmt.Println("| turns | p50 ms (last 100) | written per turn KB (/proc io) | database growth per turn KB | database MB | server RSS MiB | server CPU ms per turn |")
 	fmt.Println("|---|---|---|---|---|---|---|")
 	var lat []time.Duration
@@ -359,7 +364,7 @@ func (b *bench) manyTurns(n int) error {
 	if err != nil {
 		return err
 	}
-	size0, cpu0 := dbSize(db), int64(0)
+	size0, cpu0 := dbSize(), int64(0)
 	if cpu0, err = treeCPU(b.srv.Process.Pid); err != nil {
 		return err
 	}
@@ -381,7 +386,7 @@ func (b *bench) manyTurns(n int) error {
 			return err
 		}
 		rss, _ := status(b.srv.Process.Pid, "VmRSS")
-		size := dbSize(db)
+		size := dbSize()
 		k := float64(len(lat))
 		slices.Sort(lat)
 		fmt.Printf("| %d | %.2f | %.1f | %.1f | %.1f | %.1f | %.2f |\n", turn, float64(lat[len(lat)/2].Microseconds())/1000,
@@ -397,8 +402,14 @@ func (b *bench) manyTurns(n int) error {
 	if err != nil {
 		return err
 	}
-	fmt.Printf("\nthe thread's JSON (GET /v1/threads/%s): %.2f MB; database %.1f MB (%.0f×)\n",
-		thread, float64(len(body))/1e6, float64(dbSize(db))/1e6, float64(dbSize(db))/float64(len(body)))
+	running := dbSize()
+	// Afterwards: the server stopped, so SQLite's WAL is checkpointed into
+	// the file and removed.
+	b.srv.Process.Signal(syscall.SIGTERM)
+	b.srv.Wait()
+	after := dbSize()
+	fmt.Printf("\nthe thread's JSON (GET /v1/threads/%s): %.2f MB; the store %.1f MB while serving (%.1f×), %.1f MB once the server stopped (%.1f×)\n",
+		thread, float64(len(body))/1e6, float64(running)/1e6, float64(running)/float64(len(body)), float64(after)/1e6, float64(after)/float64(len(body)))
 	return nil
 }
 
@@ -422,9 +433,15 @@ func writeThreads(path string, n int, size int64) error {
 		msgs[i] = message.Text(role, text)
 		msgs[i].ID = fmt.Sprint("m", i)
 	}
-	state, err := json.Marshal(map[string]any{"messages": msgs})
-	if err != nil {
-		return err
+	// As the server writes them: the messages in the thread's log.
+	entries := make([][]byte, len(msgs))
+	size = 0
+	for i, m := range msgs {
+		var err error
+		if entries[i], err = json.Marshal(m); err != nil {
+			return err
+		}
+		size += int64(len(entries[i]))
 	}
 	start := time.Now()
 	var next atomic.Int64
@@ -435,7 +452,7 @@ func writeThreads(path string, n int, size int64) error {
 		go func() {
 			defer wg.Done()
 			for i := next.Add(1); i <= int64(n); i = next.Add(1) {
-				cp := checkpoint.Checkpoint{ThreadID: fmt.Sprint("big-", i), Seq: 1, RunID: "r", Status: checkpoint.StatusCompleted, State: state}
+				cp := checkpoint.Checkpoint{ThreadID: fmt.Sprint("big-", i), Seq: 1, RunID: "r", Status: checkpoint.StatusCompleted, State: []byte("{}"), Append: entries}
 				if err := store.Put(ctx, cp); err != nil {
 					errs <- err
 					return
@@ -448,7 +465,7 @@ func writeThreads(path string, n int, size int64) error {
 	if err := <-errs; err != nil {
 		return err
 	}
-	fmt.Printf("wrote %d threads of %d bytes in %s\n", n, len(state), time.Since(start).Round(time.Second))
+	fmt.Printf("wrote %d threads of %d bytes in %s\n", n, size, time.Since(start).Round(time.Second))
 	return nil
 }
 
@@ -649,6 +666,27 @@ func status(pid int, key string) (int64, error) {
 }
 
 // dbSize is the size of the SQLite database with its WAL.
+// storeSize is the store's size on disk: the SQLite file and its WAL, or
+// the tenxgraph tables of the Postgres database with their indexes and
+// TOAST.
+func (b *bench) storeSize() int64 {
+	if b.store != "postgres" {
+		return dbSize(filepath.Join(b.dir, "state.db"))
+	}
+	ctx := context.Background()
+	conn, err := pgx.Connect(ctx, os.Getenv("ROUNDTRIP_POSTGRES_DSN"))
+	if err != nil {
+		return -1
+	}
+	defer conn.Close(ctx)
+	var n int64
+	if err := conn.QueryRow(ctx, `SELECT COALESCE(SUM(pg_total_relation_size(c.oid)), 0)::bigint FROM pg_class c
+		WHERE c.relname LIKE 'tenxgraph\_%' AND c.relkind = 'r' AND pg_table_is_visible(c.oid)`).Scan(&n); err != nil {
+		return -1
+	}
+	return n
+}
+
 func dbSize(path string) int64 {
 	var n int64
 	for _, p := range []string{path, path + "-wal"} {
