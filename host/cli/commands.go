@@ -11,6 +11,7 @@ import (
 	"io"
 	"strings"
 	"text/tabwriter"
+	"time"
 
 	"github.com/tenxgraph/tenxgraph/host/toolnode"
 
@@ -163,10 +164,34 @@ func (t *terminal) answer(ctx context.Context, res graph.Result) error {
 			answers.Content = append(answers.Content, r)
 		}
 		var err error
-		if res, err = t.stream(ctx, []message.Message{answers}); err != nil {
+		res, err = t.stream(ctx, []message.Message{answers})
+		if errors.Is(err, graph.ErrExpired) {
+			// Too late for some: the thread goes on without them, as a
+			// server's wake-up would have done.
+			fmt.Fprintf(t.out, "Too late: %v.\n", err)
+			res, err = t.expire(ctx)
+		}
+		if err != nil {
 			return err
 		}
 	}
+}
+
+// expire answers the thread's expired calls with their error results, runs
+// it on, and prints what the model said.
+func (t *terminal) expire(ctx context.Context) (graph.Result, error) {
+	res, _, err := t.app.Expire(ctx, t.thread, time.Now())
+	if err != nil {
+		return res, err
+	}
+	for _, m := range res.Messages[res.Prior:] {
+		if m.Role == message.RoleAssistant {
+			if text := m.Text(); text != "" {
+				fmt.Fprintln(t.out, text)
+			}
+		}
+	}
+	return res, nil
 }
 
 func newThreadID() string {
@@ -243,6 +268,9 @@ func (t *terminal) approve(c message.ApprovalRequestBlock) (message.ApprovalBloc
 // ask prompts for one remote tool's result.
 func (t *terminal) ask(c message.RemoteToolCallBlock) (message.ToolResultBlock, error) {
 	fmt.Fprintf(t.out, "\nThe model called the remote tool %s with %s.\n", c.Name, c.Arguments)
+	if !c.ExpiresAt.IsZero() {
+		fmt.Fprintf(t.out, "Answer by %s, when the call expires.\n", c.ExpiresAt.Local().Format(time.TimeOnly))
+	}
 	fmt.Fprintf(t.out, "Result for %s (JSON or text; start with ! for an error)> ", c.Name)
 	line, err := t.in.ReadString('\n')
 	if err != nil && (line == "" || !errors.Is(err, io.EOF)) {

@@ -89,6 +89,11 @@ type Config struct {
 	// fails at startup, not when a model first calls the tool; whether
 	// each Node exists is checked when the graph is built.
 	RemoteTools []graph.RemoteToolConfig
+	// RemoteToolTimeout is how long a remote call waits for the client's
+	// result when its tool has no timeout of its own, per-run client tools
+	// included (remote_tool_defaults.timeout; 0:
+	// toolnode.DefaultRemoteTimeout, ten minutes).
+	RemoteToolTimeout time.Duration
 	// Model is nil when the file has no "model": a code-first graph may
 	// bring its own.
 	Model *Model
@@ -526,13 +531,14 @@ func Check(data []byte, dir string) (*Config, toolspec.Problems) {
 		c.add("", "the config must be a JSON object, got %s", root.kind)
 		return nil, c.ps
 	}
-	top := field{c: c, v: root}.object("agent", "remote_tools", "model", "builtin_tools", "mcp_servers", "plugins", "provider_defaults", "checkpointer", "server", "cache")
+	top := field{c: c, v: root}.object("agent", "remote_tools", "model", "builtin_tools", "mcp_servers", "plugins", "provider_defaults", "checkpointer", "server", "cache", "remote_tool_defaults")
 	cfg := &Config{Dir: abs}
 	defaults := top.get("provider_defaults").object(append(providerDefaultKeys(), profileKeys...)...)
 	readProviderKeys(defaults, &c.defaults)
 	cfg.SandboxDefaults = c.providerDefaults(defaults)
 	cfg.Agent, _ = top.get("agent").required(`name a registered graph such as "tenxgraph:react"`)
 	cfg.RemoteTools = c.remoteTools(top.get("remote_tools"))
+	cfg.RemoteToolTimeout, _ = top.get("remote_tool_defaults").object("timeout").get("timeout").duration()
 	cfg.Model = c.model(top.get("model"))
 	cfg.BuiltinTools = c.builtinTools(top.get("builtin_tools"))
 	cfg.MCPServers, cfg.MCPServerOrder = c.mcpServers(top.get("mcp_servers"))
@@ -559,7 +565,7 @@ func (c *checker) remoteTools(f field) []graph.RemoteToolConfig {
 	}
 	tools := make([]graph.RemoteToolConfig, len(items))
 	for i, it := range items {
-		o := it.object("node", "node_name", "name", "description", "parameters")
+		o := it.object("node", "node_name", "name", "description", "parameters", "timeout")
 		t := &tools[i]
 		t.Node = DefaultNode
 		node, alias := o.get("node"), o.get("node_name")
@@ -573,6 +579,7 @@ func (c *checker) remoteTools(f field) []graph.RemoteToolConfig {
 		}
 		t.Name, _ = o.get("name").str()
 		t.Description, _ = o.get("description").str()
+		t.Timeout, _ = o.get("timeout").duration()
 		if p := o.get("parameters"); p.present() {
 			var buf bytes.Buffer
 			p.v.encode(&buf)

@@ -24,6 +24,10 @@ var (
 	ErrPendingCalls = errors.New("thread has pending remote tool calls")
 	// ErrThreadBusy: another run is working on the thread.
 	ErrThreadBusy = errors.New("thread is busy with another run")
+	// ErrExpired: an answer came after its interrupt's deadline (see
+	// Interrupt.Deadline); the interrupt is, or will be, answered as
+	// expired instead.
+	ErrExpired = errors.New("the call expired before its result arrived")
 )
 
 // ErrInvalidInput marks input that is malformed whatever the thread's state

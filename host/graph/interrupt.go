@@ -3,6 +3,7 @@ package graph
 import (
 	"encoding/json"
 	"strings"
+	"time"
 
 	"github.com/tenxgraph/tenxgraph/host/message"
 )
@@ -22,6 +23,12 @@ type Interrupt struct {
 	// (remote_tool_call, approval_request), Result lists it under the
 	// matching field.
 	Value json.RawMessage `json:"value,omitempty"`
+	// Deadline, when not zero, is when the interrupt expires unanswered.
+	// The node that asks sets it; the engine saves it with the pause, asks
+	// the store to wake the thread then (checkpoint.Checkpoint.WakeAt) and,
+	// woken (Expire), answers the interrupt with an Answer whose Expired is
+	// set. An answer that comes later is refused with ErrExpired.
+	Deadline time.Time `json:"deadline,omitzero"`
 }
 
 // Answer is the reply to one interrupt.
@@ -33,6 +40,10 @@ type Answer struct {
 	// when it carried only that one; a node may give its own message the
 	// same id, so a client finds its answer under the name it chose.
 	MessageID string `json:"message_id,omitempty"`
+	// Expired: nobody answered before the interrupt's Deadline. Value is
+	// empty; the node decides what the expiry means (a ToolNode gives the
+	// model an error result).
+	Expired bool `json:"expired,omitempty"`
 }
 
 // AnswerChecker is implemented by a node that judges the answers to its

@@ -91,6 +91,9 @@ func (a *App) run(ctx context.Context, input []message.Message, cfg RunConfig, e
 	if err != nil {
 		return Result{}, err
 	}
+	if s.idle {
+		return Result{}, errNothingDue
+	}
 	r.RemoteTools = s.runTools
 	r.prior = len(s.state.Messages)
 	for _, name := range a.g.order {
@@ -433,6 +436,9 @@ func (w *writer) put(ctx context.Context, s State, next []string, status checkpo
 	}
 	cp := checkpoint.Checkpoint{ThreadID: w.run.ThreadID, Seq: w.seq + 1, RunID: w.run.RunID, Step: w.run.Step,
 		Status: status, Next: next, State: raw, Append: add, Metadata: w.meta, Incarnation: w.lease.Incarnation, Token: w.lease.Token}
+	if status == checkpoint.StatusInterrupted {
+		cp.WakeAt = w.pause.wakeAt()
+	}
 	if err := w.app.cp.Put(ctx, cp); err != nil {
 		w.app.cache.drop(w.run.ThreadID)
 		if errors.Is(err, checkpoint.ErrLeaseLost) {

@@ -3,6 +3,7 @@ package graph
 import (
 	"encoding/json"
 	"fmt"
+	"time"
 )
 
 // RemoteToolConfig declares a tool whose schema the server owns and whose
@@ -19,6 +20,10 @@ type RemoteToolConfig struct {
 	// Parameters is the JSON Schema of the arguments (an object schema);
 	// nil means the tool takes no arguments.
 	Parameters json.RawMessage
+	// Timeout is how long a call waits for the client's result before it
+	// expires and the model is given an error result instead (0: the
+	// node's default, see toolnode.DefaultRemoteTimeout).
+	Timeout time.Duration
 }
 
 // RemoteToolNode is implemented by nodes that can offer remote tools: a

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"maps"
 	"slices"
+	"time"
 
 	"github.com/tenxgraph/tenxgraph/host/checkpoint"
 	"github.com/tenxgraph/tenxgraph/host/message"
@@ -30,6 +31,10 @@ type pause struct {
 	// Resolved are the answers of the last pause that was resumed, so that
 	// a client resending them (its response was lost) is told yes, not no.
 	Resolved map[string]Answer `json:"resolved,omitempty"`
+	// Expired are the ids of the thread's interrupts that expired
+	// unanswered, kept for the thread's life so that a late answer is told
+	// so (ErrExpired) however many pauses later it comes.
+	Expired []string `json:"expired,omitempty"`
 	// Step lists the nodes of the step that paused or failed: routing after
 	// a resume starts from them.
 	Step []string `json:"step,omitempty"`
@@ -66,11 +71,26 @@ func (p *pause) unanswered() []Interrupt {
 	return out
 }
 
+// wakeAt is the earliest deadline of the unanswered interrupts, zero when
+// none has one: when the thread must be woken to expire them.
+func (p *pause) wakeAt() time.Time {
+	var at time.Time
+	for _, it := range p.unanswered() {
+		if !it.Deadline.IsZero() && (at.IsZero() || it.Deadline.Before(at)) {
+			at = it.Deadline
+		}
+	}
+	return at
+}
+
 // start is how a run begins: from which state, into which nodes.
 type start struct {
 	// replay: the input only repeats results the thread already holds,
 	// and it waits for none; the answer is the thread as it stands.
-	replay   bool
+	replay bool
+	// idle: an expiry run (RunConfig.expireAt) found nothing due; it
+	// changes nothing.
+	idle     bool
 	state    State
 	runTools []json.RawMessage
 	next     []string
@@ -104,6 +124,13 @@ func (a *App) begin(latest *checkpoint.Checkpoint, prev wireState, input []messa
 		return s, err
 	}
 	paused := latest != nil && latest.Status == checkpoint.StatusInterrupted
+	if !cfg.expireAt.IsZero() && !paused {
+		s.idle = true // answered, or expired by another run, since it was due
+		return s, nil
+	}
+	if late := expiredIn(prev.Expired, answers); len(late) > 0 {
+		return s, expiredError(cfg.ThreadID, late)
+	}
 	if !paused {
 		if len(answers) > 0 && latest != nil && latest.Status == checkpoint.StatusCompleted {
 			// A retry of tool results already accepted (a lost response,
@@ -123,7 +150,7 @@ func (a *App) begin(latest *checkpoint.Checkpoint, prev wireState, input []messa
 			return s, err
 		}
 		s.appended = input
-		s.pause.Resolved = prev.Resolved
+		s.pause.Resolved, s.pause.Expired = prev.Resolved, prev.Expired
 		// A thread that failed or crashed mid-run continues where it
 		// stopped when called without input, keeping what the stopped
 		// step finished; new input starts afresh.
@@ -152,6 +179,28 @@ func (a *App) begin(latest *checkpoint.Checkpoint, prev wireState, input []messa
 		s.runTools = prev.RunTools
 	}
 	open := prev.unanswered()
+	if !cfg.expireAt.IsZero() {
+		fresh := map[string]Answer{}
+		for _, it := range open {
+			if !it.Deadline.IsZero() && !it.Deadline.After(cfg.expireAt) {
+				fresh[it.ID] = Answer{Expired: true}
+				s.pause.Expired = append(slices.Clip(s.pause.Expired), it.ID)
+			}
+		}
+		if len(fresh) == 0 {
+			s.idle = true
+			return s, nil
+		}
+		s.answered = true
+		s.pause.Answers = maps.Clone(prev.Answers)
+		if s.pause.Answers == nil {
+			s.pause.Answers = map[string]Answer{}
+		}
+		maps.Copy(s.pause.Answers, fresh)
+		s.stillPaused = len(s.pause.unanswered()) > 0
+		s.resume = !s.stillPaused
+		return s, nil
+	}
 	if len(answers) == 0 {
 		if len(open) > 0 {
 			return s, &StateError{Kind: ErrPendingCalls, ThreadID: cfg.ThreadID, CallIDs: interruptIDs(open),
@@ -166,7 +215,7 @@ func (a *App) begin(latest *checkpoint.Checkpoint, prev wireState, input []messa
 		s.pause.Interrupts, s.pause.Answers = nil, nil
 		return s, nil
 	}
-	fresh, err := a.accept(cfg.ThreadID, prev, open, answers)
+	fresh, err := a.accept(cfg.ThreadID, prev, open, answers, time.Now())
 	if err != nil {
 		return s, err
 	}
@@ -262,9 +311,12 @@ func answersIn(input []message.Message, resume map[string]json.RawMessage) ([]gi
 // accept matches answers to the open interrupts. An answer to an interrupt
 // that is not open is refused, unless it repeats exactly the answer already
 // recorded (a client retrying after a lost response), which is accepted and
-// ignored so that resuming is idempotent. A node may refuse an answer
+// ignored so that resuming is idempotent. An answer to an open interrupt
+// whose deadline is not after now is refused as expired, even before the
+// thread is woken to expire it: whether a result is in time depends on the
+// clock only, never on when the wake-up runs. A node may refuse an answer
 // (AnswerChecker). Nothing is changed here; the new answers are returned.
-func (a *App) accept(thread string, prev wireState, open []Interrupt, answers []given) (map[string]Answer, error) {
+func (a *App) accept(thread string, prev wireState, open []Interrupt, answers []given, now time.Time) (map[string]Answer, error) {
 	byID := make(map[string]Interrupt, len(open))
 	for _, it := range open {
 		byID[it.ID] = it
@@ -277,7 +329,7 @@ func (a *App) accept(thread string, prev wireState, open []Interrupt, answers []
 		used[old.MessageID] = true
 	}
 	fresh := map[string]Answer{}
-	var unknown, conflicting []string
+	var unknown, conflicting, late []string
 	var history map[string]message.ToolResultBlock // results in the thread, read when needed
 	for _, g := range answers {
 		it, isOpen := byID[g.id]
@@ -300,6 +352,8 @@ func (a *App) accept(thread string, prev wireState, open []Interrupt, answers []
 			}
 		}
 		switch {
+		case isOpen && !it.Deadline.IsZero() && !it.Deadline.After(now):
+			late = append(late, g.id)
 		case isOpen:
 			if g.MessageID != "" && used[g.MessageID] {
 				g.MessageID = ""
@@ -323,11 +377,30 @@ func (a *App) accept(thread string, prev wireState, open []Interrupt, answers []
 		return nil, &StateError{Kind: ErrUnknownCall, ThreadID: thread, CallIDs: unknown,
 			Detail: "pending calls are " + listOrNone(interruptIDs(open))}
 	}
+	if len(late) > 0 {
+		return nil, expiredError(thread, late)
+	}
 	if len(conflicting) > 0 {
 		return nil, &StateError{Kind: ErrResultConflict, ThreadID: thread, CallIDs: conflicting,
 			Detail: "a result, once given, is final"}
 	}
 	return fresh, nil
+}
+
+// expiredIn lists the answers given for interrupts that expired.
+func expiredIn(expired []string, answers []given) []string {
+	var out []string
+	for _, g := range answers {
+		if slices.Contains(expired, g.id) {
+			out = append(out, g.id)
+		}
+	}
+	return out
+}
+
+func expiredError(thread string, ids []string) error {
+	return &StateError{Kind: ErrExpired, ThreadID: thread, CallIDs: ids,
+		Detail: "its deadline passed before the result arrived, so the server answers it (or has answered it) with an error result and the run goes on without it; resend the results of any other calls on their own"}
 }
 
 // replays reports whether every answer is a tool_result the thread holds,

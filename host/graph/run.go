@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"slices"
 	"sync"
+	"time"
 
 	"github.com/tenxgraph/tenxgraph/host/checkpoint"
 	"github.com/tenxgraph/tenxgraph/host/message"
@@ -31,6 +32,10 @@ type RunConfig struct {
 	// raises its own interrupts (the generic twin of answer blocks in a
 	// tool message). Never read from a client's JSON.
 	Resume map[string]json.RawMessage `json:"-"`
+
+	// expireAt, set by Expire only, makes the run answer the interrupts
+	// whose deadline is not after it as expired, and nothing else.
+	expireAt time.Time
 }
 
 // Status is the outcome of a run.

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 )
 
 // reflectMarshal is how messages were encoded before the hand-written
@@ -95,6 +96,10 @@ func trickyMessages() []Message {
 			ToolCallBlock{ID: s, Name: s, Arguments: raw},
 			ToolResultBlock{ToolCallID: s, Content: raw, IsError: i%2 == 0},
 			RemoteToolCallBlock{ID: s, Name: s, Arguments: raw, Node: s},
+			// A deadline, in zones and precisions encoding/json writes
+			// differently.
+			RemoteToolCallBlock{ID: s, Name: s, Arguments: raw, Node: s,
+				ExpiresAt: time.Date(2026, 12, 1, 16, 30, i, i*1000, time.FixedZone("", i*1800))},
 			ApprovalRequestBlock{ID: s, Name: s, Arguments: raw, Node: s},
 			ApprovalBlock{ToolCallID: s, Approved: i%2 == 1, Reason: s},
 		}})

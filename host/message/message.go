@@ -15,6 +15,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 	"unicode/utf8"
 
 	"github.com/tenxgraph/tenxgraph/sdk/strictjson"
@@ -119,6 +120,10 @@ type RemoteToolCallBlock struct {
 	Name      string          `json:"name"`
 	Arguments json.RawMessage `json:"arguments"`
 	Node      string          `json:"node"`
+	// ExpiresAt is when the call expires unanswered: past it the server
+	// answers it with an error result and a late result is refused
+	// (409 expired). Zero for a call without a deadline.
+	ExpiresAt time.Time `json:"expires_at,omitzero"`
 }
 
 // ApprovalRequestBlock is a call to a tool that needs a person's approval
@@ -290,6 +295,14 @@ func appendBlock(b []byte, c Block) ([]byte, error) {
 		}
 	case RemoteToolCallBlock:
 		b, err = appendHeldCall(b, `{"type":"remote_tool_call","id":`, c.ID, c.Name, c.Arguments, c.Node)
+		if err == nil && !c.ExpiresAt.IsZero() {
+			// As encoding/json writes a time.Time (RFC 3339, nanoseconds
+			// as needed); MarshalJSON refuses years it cannot write.
+			var t []byte
+			if t, err = c.ExpiresAt.MarshalJSON(); err == nil {
+				b = append(append(b, `,"expires_at":`...), t...)
+			}
+		}
 	case ApprovalRequestBlock:
 		b, err = appendHeldCall(b, `{"type":"approval_request","id":`, c.ID, c.Name, c.Arguments, c.Node)
 	case ApprovalBlock:
@@ -486,6 +499,7 @@ type blockWire struct {
 	Node       *string         `json:"node"`
 	Approved   *bool           `json:"approved"`
 	Reason     *string         `json:"reason"`
+	ExpiresAt  *time.Time      `json:"expires_at"`
 	// Unknown catches other keys, so that an unknown type is reported as
 	// such rather than as the keys that type would have.
 	Unknown map[string]json.RawMessage `json:",embed"`
@@ -499,7 +513,7 @@ func (w *blockWire) present() []string {
 		set bool
 	}{{"text", w.Text != nil}, {"id", w.ID != nil}, {"name", w.Name != nil}, {"arguments", w.Arguments != nil},
 		{"tool_call_id", w.ToolCallID != nil}, {"content", w.Content != nil}, {"is_error", w.IsError != nil}, {"node", w.Node != nil},
-		{"approved", w.Approved != nil}, {"reason", w.Reason != nil}} {
+		{"approved", w.Approved != nil}, {"reason", w.Reason != nil}, {"expires_at", w.ExpiresAt != nil}} {
 		if f.set {
 			out = append(out, f.key)
 		}
@@ -512,7 +526,7 @@ var blockKeys = map[string][]string{
 	TypeText:            {"text"},
 	TypeToolCall:        {"id", "name", "arguments"},
 	TypeToolResult:      {"tool_call_id", "content", "is_error"},
-	TypeRemoteToolCall:  {"id", "name", "arguments", "node"},
+	TypeRemoteToolCall:  {"id", "name", "arguments", "node", "expires_at"},
 	TypeApprovalRequest: {"id", "name", "arguments", "node"},
 	TypeApproval:        {"tool_call_id", "approved", "reason"},
 }
@@ -570,6 +584,9 @@ func UnmarshalBlock(raw json.RawMessage) (Block, error) {
 		return b, nil
 	case TypeRemoteToolCall:
 		b := RemoteToolCallBlock{ID: str(w.ID), Name: str(w.Name), Arguments: w.Arguments, Node: str(w.Node)}
+		if w.ExpiresAt != nil {
+			b.ExpiresAt = *w.ExpiresAt
+		}
 		if err := checkCall(b.ID, b.Name, b.Arguments); err != nil {
 			return nil, err
 		}

@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"reflect"
 	"strings"
+	"time"
 
 	"github.com/ag-ui-protocol/ag-ui/sdks/community/go/pkg/core/events"
 	"github.com/ag-ui-protocol/ag-ui/sdks/community/go/pkg/core/types"
@@ -146,7 +147,9 @@ func wantsInterrupts(props any) bool {
 // aguiInput finds what is new in an AG-UI request. On a paused thread, the
 // new input is the results for pending calls: tool messages answering them,
 // or resume entries. Otherwise it is the messages whose ids the thread does
-// not have yet; messages the server already has are never appended twice.
+// not have yet; messages the server already has are never appended twice. A
+// request whose only new messages are tool results (a result that came late)
+// sends those, for the graph to judge.
 func (s *Server) aguiInput(ctx context.Context, in types.RunAgentInput, cfg graph.RunConfig) ([]message.Message, error) {
 	th, err := s.svc.App.ThreadFor(ctx, in.ThreadID, cfg.Metadata)
 	if err != nil && !errors.Is(err, graph.ErrThreadNotFound) {
@@ -159,9 +162,13 @@ func (s *Server) aguiInput(ctx context.Context, in types.RunAgentInput, cfg grap
 	if len(th.RemoteToolCalls) > 0 || len(th.ApprovalRequests) > 0 {
 		return resultsFor(th, in)
 	}
-	var out []message.Message
+	var out, results []message.Message
 	for i, m := range in.Messages {
 		if known[m.ID] {
+			continue
+		}
+		if m.Role == types.RoleTool && m.ToolCallID != "" {
+			results = append(results, message.Message{ID: m.ID, Role: message.RoleTool, Content: []message.Block{toolResult(m)}})
 			continue
 		}
 		msg, ok, err := fromAGUI(m)
@@ -171,6 +178,12 @@ func (s *Server) aguiInput(ctx context.Context, in types.RunAgentInput, cfg grap
 		if ok {
 			out = append(out, msg)
 		}
+	}
+	if len(out) == 0 && len(results) > 0 {
+		// Only results, on a thread that waits for none: the graph judges
+		// them (a retry gets the recorded outcome, a late result is refused
+		// as expired, another result as a conflict).
+		return results, nil
 	}
 	return out, nil
 }
@@ -186,7 +199,7 @@ func (s *Server) aguiInput(ctx context.Context, in types.RunAgentInput, cfg grap
 func resultsFor(th graph.Result, in types.RunAgentInput) ([]message.Message, error) {
 	pending := th.RemoteToolCalls
 	for _, a := range th.ApprovalRequests {
-		pending = append(pending, message.RemoteToolCallBlock(a))
+		pending = append(pending, message.RemoteToolCallBlock{ID: a.ID, Name: a.Name, Arguments: a.Arguments, Node: a.Node})
 	}
 	approval := map[string]bool{}
 	for _, a := range th.ApprovalRequests {
@@ -198,8 +211,22 @@ func resultsFor(th graph.Result, in types.RunAgentInput) ([]message.Message, err
 	}
 	var answers []message.Message
 	seen := map[string]bool{}
+	known, calls := map[string]bool{}, map[string]bool{}
+	for _, m := range th.Messages {
+		known[m.ID] = true
+		for _, c := range m.RemoteToolCalls() {
+			calls[c.ID] = true
+		}
+	}
 	for _, m := range in.Messages {
-		if m.Role != types.RoleTool || !isPending[m.ToolCallID] || approval[m.ToolCallID] || seen[m.ToolCallID] {
+		if m.Role != types.RoleTool || approval[m.ToolCallID] || seen[m.ToolCallID] {
+			continue
+		}
+		// A result the thread does not have, for one of its calls that is
+		// no longer pending (one that expired, say), goes to the graph
+		// too, which judges it: the same result again is ignored, a late
+		// one is refused as expired.
+		if !isPending[m.ToolCallID] && (!calls[m.ToolCallID] || known[m.ID]) {
 			continue
 		}
 		seen[m.ToolCallID] = true
@@ -456,8 +483,12 @@ func (a *aguiRun) event(ev graph.Event) {
 		if d.Status == graph.StatusInterrupted && a.interrupts {
 			var its []types.Interrupt
 			for _, c := range d.RemoteToolCalls {
-				its = append(its, types.Interrupt{ID: c.ID, Reason: "tool_call", ToolCallID: c.ID,
-					Message: fmt.Sprintf("run the client tool %s and resume with its result", c.Name)})
+				it := types.Interrupt{ID: c.ID, Reason: "tool_call", ToolCallID: c.ID,
+					Message: fmt.Sprintf("run the client tool %s and resume with its result", c.Name)}
+				if !c.ExpiresAt.IsZero() {
+					it.ExpiresAt = c.ExpiresAt.Format(time.RFC3339Nano)
+				}
+				its = append(its, it)
 			}
 			for _, c := range d.ApprovalRequests {
 				var args any

@@ -34,6 +34,7 @@ type aguiEvent struct {
 			Reason     string `json:"reason"`
 			Message    string `json:"message"`
 			ToolCallID string `json:"toolCallId"`
+			ExpiresAt  string `json:"expiresAt"`
 		} `json:"interrupts"`
 	} `json:"outcome"`
 	Code    string `json:"code"`

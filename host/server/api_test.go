@@ -5,9 +5,11 @@ import (
 	"encoding/json"
 	"net/http"
 	"reflect"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/tenxgraph/tenxgraph/host/message"
 )
@@ -43,9 +45,14 @@ func TestInvokePauseResume(t *testing.T) {
 		t.Fatalf("remote_tool_calls %v", calls)
 	}
 	call := calls[0].(map[string]any)
-	want := map[string]any{"type": "remote_tool_call", "id": call["id"], "name": "read_clipboard", "arguments": map[string]any{}, "node": "tools"}
+	want := map[string]any{"type": "remote_tool_call", "id": call["id"], "name": "read_clipboard", "arguments": map[string]any{}, "node": "tools", "expires_at": call["expires_at"]}
 	if !reflect.DeepEqual(call, want) || call["id"] == "" {
 		t.Fatalf("remote call %v, want %v", call, want)
+	}
+	if s, _ := call["expires_at"].(string); s == "" {
+		t.Fatalf("remote call %v has no expires_at", call)
+	} else if at, err := time.Parse(time.RFC3339Nano, s); err != nil || !at.After(time.Now()) {
+		t.Fatalf("remote call's expires_at %q is not a time to come: %v", s, err)
 	}
 	res := decodeRun(t, r.body)
 	callID := res.RemoteToolCalls[0].ID
@@ -133,6 +140,8 @@ func TestPausedThreadSurvivesRestart(t *testing.T) {
 // normalized is a response with its run id (which also prefixes the ids of
 // the messages the run made) and thread id replaced, so that two runs of
 // the same input on two threads compare equal.
+var expiresAt = regexp.MustCompile(`"expires_at":"[^"]+"`)
+
 func normalized(t *testing.T, data []byte) string {
 	t.Helper()
 	obj := jsonObject(t, data)
@@ -143,6 +152,7 @@ func normalized(t *testing.T, data []byte) string {
 	}
 	s := strings.ReplaceAll(string(data), runID, "RUN")
 	s = strings.ReplaceAll(s, runID[:12], "RUN")
+	s = expiresAt.ReplaceAllString(s, `"expires_at":"EXPIRES"`) // each call's own deadline
 	return strings.ReplaceAll(s, `"thread_id":"`+thread+`"`, `"thread_id":"THREAD"`)
 }
 

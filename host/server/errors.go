@@ -66,6 +66,8 @@ func conflictCode(kind error) string {
 		return "pending_calls"
 	case graph.ErrThreadBusy:
 		return "thread_busy"
+	case graph.ErrExpired:
+		return "expired"
 	}
 	return "conflict"
 }

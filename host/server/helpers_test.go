@@ -93,6 +93,10 @@ type setup struct {
 	approve []any
 	// cache is the config's "cache" section (nil: none).
 	cache map[string]any
+	// remoteTimeout is remote_tool_defaults.timeout ("": none).
+	remoteTimeout string
+	// toolTimeouts are remote_tools[].timeout by tool name.
+	toolTimeouts map[string]string
 }
 
 // env is a live server on a loopback port and the service behind it.
@@ -147,6 +151,14 @@ func start(t *testing.T, s setup) *env {
 	}
 	if s.cache != nil {
 		cfg["cache"] = s.cache
+	}
+	if s.remoteTimeout != "" {
+		cfg["remote_tool_defaults"] = map[string]any{"timeout": s.remoteTimeout}
+	}
+	for _, rt := range cfg["remote_tools"].([]any) {
+		if d, ok := s.toolTimeouts[rt.(map[string]any)["name"].(string)]; ok {
+			rt.(map[string]any)["timeout"] = d
+		}
 	}
 	writeJSON(t, filepath.Join(dir, "10xgraph.json"), cfg)
 

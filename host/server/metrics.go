@@ -22,6 +22,7 @@ type metrics struct {
 	toolCalls *prometheus.CounterVec
 	toolTime  *prometheus.HistogramVec
 	ignored   prometheus.Counter
+	expired   prometheus.Counter
 }
 
 func newMetrics(app *graph.App) *metrics {
@@ -39,8 +40,10 @@ func newMetrics(app *graph.App) *metrics {
 			Help: "Server tool call latency by provider.", Buckets: prometheus.ExponentialBuckets(0.0001, 4, 10)}, []string{"provider"}),
 		ignored: prometheus.NewCounter(prometheus.CounterOpts{Name: "tenxgraph_client_tools_ignored_total",
 			Help: "Per-run client tools left out because their name was taken."}),
+		expired: prometheus.NewCounter(prometheus.CounterOpts{Name: "tenxgraph_remote_calls_expired_total",
+			Help: "Remote tool calls the client did not answer in time, answered with an error result by this server."}),
 	}
-	m.reg.MustRegister(m.runs, m.pauses, m.resumes, m.toolCalls, m.toolTime, m.ignored,
+	m.reg.MustRegister(m.runs, m.pauses, m.resumes, m.toolCalls, m.toolTime, m.ignored, m.expired,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 		prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "tenxgraph_thread_cache_evictions_total",
 			Help: "Threads dropped from the cache of decoded threads to stay within cache.max_bytes."},
@@ -77,6 +80,8 @@ func (m *metrics) observe(ev graph.Event) {
 		m.toolTime.WithLabelValues(d.Provider).Observe(d.Duration.Seconds())
 	case toolnode.ToolIgnored:
 		m.ignored.Inc()
+	case toolnode.RemoteCallExpired:
+		m.expired.Inc()
 	}
 }
 

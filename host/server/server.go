@@ -19,6 +19,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/tenxgraph/tenxgraph/host/config"
+	"github.com/tenxgraph/tenxgraph/host/graph"
 	"github.com/tenxgraph/tenxgraph/host/service"
 )
 
@@ -36,6 +37,10 @@ type Server struct {
 	// a shutdown's grace period is over.
 	runs     context.Context
 	stopRuns context.CancelCauseFunc
+	// waker expires the remote calls no client answered in time, on every
+	// thread of the store that is due (graph.Waker); its runs derive from
+	// runs, like the API's.
+	waker *graph.Waker
 
 	writeTimeout time.Duration // how long one write may take (WriteTimeout)
 }
@@ -78,6 +83,10 @@ func New(svc *service.Service, opts Options) (*Server, error) {
 	svc.App.Observe(s.metrics.observe)
 	s.routes()
 	s.runs, s.stopRuns = context.WithCancelCause(context.Background())
+	s.waker = &graph.Waker{App: svc.App, OnError: func(thread string, err error) {
+		s.log.Warn("expiring pending calls failed", "thread", thread, "error", err)
+	}}
+	go func() { _ = s.waker.Run(s.runs) }()
 	s.writeTimeout = WriteTimeout
 	s.http = &http.Server{
 		Handler:           s.Handler(),
@@ -175,14 +184,16 @@ var errShutdown = errors.New("the server is shutting down")
 // off. The service's providers are drained by the caller after this
 // returns.
 func (s *Server) Shutdown(ctx context.Context) error {
-	err := s.http.Shutdown(ctx)
+	woken := make(chan error, 1)
+	go func() { woken <- s.waker.Shutdown(ctx) }() // stops polling at once
+	err := errors.Join(s.http.Shutdown(ctx), <-woken)
 	if err == nil {
 		return nil
 	}
 	s.stopRuns(errShutdown)
 	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), CancelWait)
 	defer cancel()
-	if werr := s.http.Shutdown(wctx); werr != nil {
+	if werr := errors.Join(s.http.Shutdown(wctx), s.waker.Shutdown(wctx)); werr != nil {
 		_ = s.http.Close()
 		return fmt.Errorf("%w; requests still running %s later were cut off: %w", ErrRunsCancelled, CancelWait, werr)
 	}

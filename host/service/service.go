@@ -108,6 +108,11 @@ func New(ctx context.Context, cfg *config.Config, opts Options) (s *Service, err
 		return s, ps
 	}
 	s.Graph = g
+	for _, name := range g.ToolNodes() {
+		if tn, ok := g.Node(name).(*toolnode.Node); ok {
+			tn.SetRemoteTimeout(cfg.RemoteToolTimeout)
+		}
+	}
 	s.Store = opts.Store
 	if s.Store == nil {
 		warnNewStore(opts.Logger, cfg.Checkpointer)

@@ -78,7 +78,7 @@ func (n *Node) Run(ctx context.Context, in *graph.Input) (graph.Update, error) {
 			continue
 		case message.RemoteToolCallBlock:
 			raw, _ := message.MarshalBlock(b)
-			its = append(its, graph.Interrupt{ID: b.ID, Value: raw})
+			its = append(its, graph.Interrupt{ID: b.ID, Value: raw, Deadline: b.ExpiresAt})
 		}
 		content = append(content, b)
 	}
@@ -146,6 +146,12 @@ func (n *Node) resume(ctx context.Context, in *graph.Input) (graph.Update, error
 	var approvedAt []int
 	for k, it := range in.Interrupts {
 		a := in.Resume[it.ID]
+		if a.Expired {
+			if _, done := answered[it.ID]; !done {
+				blocks[k] = n.expiredResult(ctx, in, it, calls, byID)
+			}
+			continue
+		}
 		b, err := message.UnmarshalBlock(a.Value)
 		if err != nil {
 			return graph.Update{}, fmt.Errorf("tool node %q: answer to %q: %w", n.name, it.ID, err)
@@ -209,6 +215,22 @@ func (n *Node) resume(ctx context.Context, in *graph.Input) (graph.Update, error
 	return u, nil
 }
 
+// expiredResult is the error result of a remote call the client did not
+// answer in time (graph.Answer.Expired), naming the timeout of its tool.
+func (n *Node) expiredResult(ctx context.Context, in *graph.Input, it graph.Interrupt, calls []message.ToolCallBlock, byID map[string]int) message.ToolResultBlock {
+	within, ev := "the time allowed", RemoteCallExpired{Node: n.name, ID: it.ID}
+	if i, ok := byID[it.ID]; ok {
+		var t *Tool
+		if ts, err := n.ToolSet(ctx, in.Run); err == nil {
+			t, _ = ts.lookup(calls[i].Name)
+		}
+		ev.Name, ev.Timeout = calls[i].Name, n.timeout(t)
+		within = ev.Timeout.String()
+	}
+	in.Run.Emit(graph.Event{Type: EventRemoteCallExpired, Data: ev})
+	return errorResult(it.ID, fmt.Sprintf("the client did not answer within %s, so the call expired; its result is unknown (it may or may not have run). Carry on without it, or call the tool again if it is still needed.", within))
+}
+
 // CheckAnswer implements graph.AnswerChecker: a remote call is answered by
 // a tool_result, an approval request by an approval.
 func (n *Node) CheckAnswer(threadID string, it graph.Interrupt, a graph.Answer) error {
@@ -264,7 +286,9 @@ func (n *Node) call(ctx context.Context, r *graph.Run, t *Tool, c message.ToolCa
 	case err != nil:
 		b = errorResult(c.ID, fmt.Sprintf("provider %q could not run tool %q: %v", t.Provider, c.Name, err))
 	case resp.Deferred:
-		return message.RemoteToolCallBlock{ID: c.ID, Name: c.Name, Arguments: c.Arguments, Node: n.name}, nil
+		// The deadline is whole milliseconds, as the store keeps WakeAt.
+		expires := time.Now().Add(n.timeout(t)).UTC().Round(time.Millisecond)
+		return message.RemoteToolCallBlock{ID: c.ID, Name: c.Name, Arguments: c.Arguments, Node: n.name, ExpiresAt: expires}, nil
 	case len(content) == 0:
 		b = message.ToolResultBlock{ToolCallID: c.ID, Content: json.RawMessage("null"), IsError: resp.IsError}
 	case !json.Valid(content):

@@ -12,7 +12,21 @@ const (
 	EventToolProgress = "tool_progress"
 	// EventToolIgnored: ToolIgnored, a per-run tool that was not offered.
 	EventToolIgnored = "tool_ignored"
+	// EventRemoteCallExpired: RemoteCallExpired, a remote call the client
+	// did not answer in time, now answered with an error result. It is
+	// emitted by the run that expires the call (graph.App.Expire), which
+	// has no client: observers (graph.App.Observe) and metrics see it.
+	EventRemoteCallExpired = "remote_call_expired"
 )
+
+// RemoteCallExpired reports a remote call that expired unanswered.
+type RemoteCallExpired struct {
+	Node string `json:"node"`
+	ID   string `json:"id"`
+	Name string `json:"name"`
+	// Timeout is how long the call waited.
+	Timeout time.Duration `json:"timeout_ns"`
+}
 
 // ToolEvent reports a server tool call.
 type ToolEvent struct {

@@ -19,7 +19,7 @@ func CheckRemoteTools(tools []graph.RemoteToolConfig) toolspec.Problems {
 }
 
 // CheckRemoteTools implements graph.RemoteToolNode: each tool's name and
-// schema must be valid, and a remote tool may not take a name the node
+// schema must be valid, its timeout not negative, and a remote tool may not take a name the node
 // already serves.
 func (n *Node) CheckRemoteTools(tools []graph.RemoteToolConfig, indexes []int) graph.Problems {
 	n.mu.RLock()
@@ -29,6 +29,9 @@ func (n *Node) CheckRemoteTools(tools []graph.RemoteToolConfig, indexes []int) g
 		at := toolspec.Index(indexes[i])
 		for _, p := range toolspec.Check(RemoteSpec(t)) {
 			ps = append(ps, graph.Problem{Path: toolspec.Join(at, p.Path), Message: p.Message})
+		}
+		if t.Timeout < 0 {
+			ps = append(ps, graph.Problem{Path: at + ".timeout", Message: fmt.Sprintf("must be longer than zero, got %s (zero means the node's default)", t.Timeout)})
 		}
 		if prev, ok := n.byName[t.Name]; ok {
 			ps = append(ps, graph.Problem{Path: at + ".name", Message: fmt.Sprintf("node %q already has a %s tool %q (from %s); a remote tool cannot shadow it", n.name, prev.Kind, t.Name, prev.Provider)})
@@ -42,7 +45,7 @@ func (n *Node) AttachRemoteTools(tools []graph.RemoteToolConfig) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	for _, t := range tools {
-		n.remote = append(n.remote, Tool{Spec: RemoteSpec(t), Kind: KindRemote, Provider: n.bridgeName, provider: n.bridge})
+		n.remote = append(n.remote, Tool{Spec: RemoteSpec(t), Kind: KindRemote, Provider: n.bridgeName, provider: n.bridge, Timeout: t.Timeout})
 	}
 	n.reindex()
 }

@@ -18,6 +18,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/tenxgraph/tenxgraph/host/graph"
 	"github.com/tenxgraph/tenxgraph/host/message"
@@ -51,6 +52,10 @@ type Tool struct {
 	// config requires it of the tool, or its provider asks for it).
 	NeedsApproval bool
 
+	// Timeout is how long a call to a remote tool waits for the client's
+	// result (0: the node's default, SetRemoteTimeout).
+	Timeout time.Duration
+
 	provider sdk.Provider
 	schema   *toolspec.Schema // server tools: the host validates their arguments
 }
@@ -79,6 +84,40 @@ type Node struct {
 	// gen counts changes of the server tools: a run's tool set is built
 	// once per generation.
 	gen uint64
+	// remoteTimeout is how long a remote call without a timeout of its own
+	// waits for its result (SetRemoteTimeout).
+	remoteTimeout time.Duration
+}
+
+// DefaultRemoteTimeout is how long a remote call waits for the client's
+// result unless its tool or the node says otherwise: ten minutes, as long as
+// OpenAI's Assistants API lets a run wait for tool outputs before it
+// expires. Long enough for a person at a browser to answer; short enough
+// that a client that went away does not hold the thread for hours.
+const DefaultRemoteTimeout = 10 * time.Minute
+
+// SetRemoteTimeout sets how long the node's remote calls wait for the
+// client's result when their tool has no Timeout: per-run client tools and
+// remote tools declared without one. d <= 0 restores DefaultRemoteTimeout.
+// Past it a call expires: the model gets an error result saying so and a
+// late result is refused.
+func (n *Node) SetRemoteTimeout(d time.Duration) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	n.remoteTimeout = d
+}
+
+// timeout is how long a call to t waits for the client.
+func (n *Node) timeout(t *Tool) time.Duration {
+	if t != nil && t.Timeout > 0 {
+		return t.Timeout
+	}
+	n.mu.RLock()
+	defer n.mu.RUnlock()
+	if n.remoteTimeout > 0 {
+		return n.remoteTimeout
+	}
+	return DefaultRemoteTimeout
 }
 
 // source is a provider of server tools and the list it gave last.

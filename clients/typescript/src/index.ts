@@ -58,6 +58,12 @@ export interface RemoteToolCallBlock {
   name: string;
   arguments: JsonValue;
   node: string;
+  /**
+   * When the call expires unanswered (RFC 3339). Past it the server answers
+   * the call itself with an error result and the run goes on; a result sent
+   * later is refused with a `TenxgraphError` whose code is `expired`.
+   */
+  expires_at?: string;
 }
 
 /** A call that waits for a person's approval before it runs (`require_approval`). */
@@ -289,17 +295,30 @@ export class TenxgraphError extends Error {
   /** The HTTP status (401, 404, 409, ...), or 0; see the class docs. */
   readonly status: number;
   /** The server's stable error code, such as `unauthorized` or `pending_calls`. */
-  readonly code: string;
+  readonly code: ErrorCode;
   /** The tool call ids a conflict is about (the pending ones for `pending_calls`). */
   readonly callIds: string[];
 
-  constructor(status: number, code: string, message: string, callIds: string[] = [], options?: { cause?: unknown }) {
+  constructor(status: number, code: ErrorCode, message: string, callIds: string[] = [], options?: { cause?: unknown }) {
     super(message, options);
     this.status = status;
     this.code = code;
     this.callIds = callIds;
   }
 }
+
+/**
+ * The stable error codes of the server (docs/api.md), and the client's own
+ * `network_error`. `expired`: a tool result came after its call's
+ * `expires_at`; the server answered the call with an error result instead.
+ * Any other string is a code of a newer server.
+ */
+export type ErrorCode =
+  | "malformed_request" | "invalid_input" | "body_too_large" | "unsupported_media_type" | "unauthorized"
+  | "host_not_allowed" | "origin_not_allowed" | "method_not_allowed" | "not_found" | "thread_not_found"
+  | "not_paused" | "unknown_call" | "result_conflict" | "pending_calls" | "thread_busy" | "expired" | "conflict"
+  | "run_cancelled" | "run_failed" | "step_limit" | "store_unavailable" | "internal" | "network_error"
+  | (string & {});
 
 /**
  * The loop paused more than `maxRounds` times in one call: a model that

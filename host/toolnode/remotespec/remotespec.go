@@ -29,6 +29,9 @@ func Check(tools []graph.RemoteToolConfig) toolspec.Problems {
 			ps.Add(at+".node", "missing: name the ToolNode that offers the tool")
 		}
 		ps.Merge(at, toolspec.Check(Spec(t)))
+		if t.Timeout < 0 {
+			ps.Add(at+".timeout", "must be longer than zero, got %s (zero means the node's default)", t.Timeout)
+		}
 		if t.Name == "" {
 			continue
 		}
