@@ -186,12 +186,12 @@ func (a *App) load(ctx context.Context, thread string, h *hold) (*checkpoint.Che
 	if err != nil {
 		return nil, wireState{}, fmt.Errorf("thread %q: read checkpoint %d: %w", thread, cp.Seq, err)
 	}
-	switch {
-	case h != nil && h.leased:
+	if h != nil && h.leased {
 		cp.Incarnation = h.lease.Incarnation
-		a.cache.store(thread, cp, state, int64(len(cp.State))+state.logBytes)
-	case a.leaser == nil:
-		a.cache.store(thread, cp, state, int64(len(cp.State))+state.logBytes)
-	} // else a reader, which cannot tell which incarnation it read
+	}
+	// A reader caches what it read too: the checkpoint names the
+	// incarnation it was written in, which with its seq identifies it, so
+	// the entry is used only while the store's head is that checkpoint.
+	a.cache.store(thread, cp, state, int64(len(cp.State))+state.logBytes)
 	return &cp, state, nil
 }

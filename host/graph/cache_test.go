@@ -134,3 +134,32 @@ func TestCacheOff(t *testing.T) {
 		t.Fatalf("stats %+v without a cache", st)
 	}
 }
+
+// A thread read (not run) is cached too, and the copy is used only while
+// it is the latest: a write by another app on the same store (another
+// replica) is seen at the next read.
+func TestReadsAreCachedAndChecked(t *testing.T) {
+	app, store := cacheApp(t, appendText(10), 1<<20)
+	other, err := graph.New().AddNode("a", appendText(20)).AddEdge(graph.START, "a").AddEdge("a", graph.END).Compile(store.Memory)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := other.Invoke(ctx, user("go"), graph.RunConfig{ThreadID: "t"}); err != nil {
+		t.Fatal(err)
+	}
+	for range 3 {
+		if res, err := app.Thread(ctx, "t"); err != nil || len(res.Messages) != 2 {
+			t.Fatalf("Thread = %d messages, %v", len(res.Messages), err)
+		}
+	}
+	if n := store.latest.Load(); n != 1 {
+		t.Fatalf("three reads read the store's latest %d times, want 1 (then the cache)", n)
+	}
+	if _, err := other.Invoke(ctx, user("again"), graph.RunConfig{ThreadID: "t"}); err != nil {
+		t.Fatal(err)
+	}
+	res, err := app.Thread(ctx, "t")
+	if err != nil || len(res.Messages) != 4 {
+		t.Fatalf("after another app wrote: Thread = %d messages, %v; want 4", len(res.Messages), err)
+	}
+}
