@@ -1,6 +1,9 @@
 package message
 
-import "encoding/json"
+import (
+	"encoding/json"
+	"slices"
+)
 
 // Pending returns the remote calls in msgs that no tool_result answers yet,
 // in the order they were made. The pending set is derived from the thread
@@ -9,9 +12,11 @@ func Pending(msgs []Message) []RemoteToolCallBlock {
 	answered := Answered(msgs)
 	var out []RemoteToolCallBlock
 	for _, m := range msgs {
-		for _, rc := range m.RemoteToolCalls() {
-			if _, ok := answered[rc.ID]; !ok {
-				out = append(out, rc)
+		for _, b := range m.Content {
+			if rc, ok := b.(RemoteToolCallBlock); ok {
+				if _, ok := answered[rc.ID]; !ok {
+					out = append(out, rc)
+				}
 			}
 		}
 	}
@@ -22,10 +27,46 @@ func Pending(msgs []Message) []RemoteToolCallBlock {
 func Answered(msgs []Message) map[string]ToolResultBlock {
 	answered := map[string]ToolResultBlock{}
 	for _, m := range msgs {
-		for _, r := range m.ToolResults() {
-			if _, dup := answered[r.ToolCallID]; !dup {
-				answered[r.ToolCallID] = r
+		for _, b := range m.Content {
+			if r, ok := b.(ToolResultBlock); ok {
+				if _, dup := answered[r.ToolCallID]; !dup {
+					answered[r.ToolCallID] = r
+				}
 			}
+		}
+	}
+	return answered
+}
+
+// AnsweredAmong is Answered restricted to the calls ids: the same first
+// results, for those calls only. It is one pass over msgs that allocates
+// only for the results it finds, for callers that care about a few calls
+// (the last step's) of a long thread.
+func AnsweredAmong(msgs []Message, ids []string) map[string]ToolResultBlock {
+	var want map[string]bool // for many ids; a few are compared in place
+	if len(ids) > 8 {
+		want = make(map[string]bool, len(ids))
+		for _, id := range ids {
+			want[id] = true
+		}
+	}
+	var answered map[string]ToolResultBlock
+	for _, m := range msgs {
+		for _, b := range m.Content {
+			r, ok := b.(ToolResultBlock)
+			if !ok {
+				continue
+			}
+			if want != nil && !want[r.ToolCallID] || want == nil && !slices.Contains(ids, r.ToolCallID) {
+				continue
+			}
+			if _, dup := answered[r.ToolCallID]; dup {
+				continue
+			}
+			if answered == nil {
+				answered = make(map[string]ToolResultBlock, len(ids))
+			}
+			answered[r.ToolCallID] = r
 		}
 	}
 	return answered
