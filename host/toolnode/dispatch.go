@@ -37,7 +37,11 @@ func (n *Node) Run(ctx context.Context, in *graph.Input) (graph.Update, error) {
 	if err != nil {
 		return graph.Update{}, err
 	}
-	answered := message.Answered(in.State.Messages)
+	ids := make([]string, len(calls))
+	for i, c := range calls {
+		ids[i] = c.ID
+	}
+	answered := message.AnsweredAmong(in.State.Messages, ids)
 	blocks := make([]message.Block, len(calls))
 	var jobs []job
 	for i, c := range calls {
@@ -137,7 +141,11 @@ func (n *Node) resume(ctx context.Context, in *graph.Input) (graph.Update, error
 	for i, c := range calls {
 		byID[c.ID] = i
 	}
-	answered := message.Answered(in.State.Messages)
+	ids := make([]string, len(in.Interrupts))
+	for k, it := range in.Interrupts {
+		ids[k] = it.ID
+	}
+	answered := message.AnsweredAmong(in.State.Messages, ids)
 	blocks := make([]message.Block, len(in.Interrupts))
 	var approved []message.ToolCallBlock
 	var approvedAt []int

@@ -230,11 +230,10 @@ func (m *Model) answer(req model.Request) ([]message.Block, error) {
 		return []message.Block{message.TextBlock{Text: missingTools(r, missing, req)}}, nil
 	}
 
-	used := usedIDs(msgs)
 	blocks := make([]message.Block, len(r.calls))
 	for i, c := range r.calls {
 		args := expand(c.args, r.re, user, match).(map[string]any)
-		blocks[i] = message.ToolCallBlock{ID: callID(len(msgs), i, used), Name: c.name, Arguments: encodeArgs(args)}
+		blocks[i] = message.ToolCallBlock{ID: callID(len(msgs), i, msgs, blocks[:i]), Name: c.name, Arguments: encodeArgs(args)}
 	}
 	return blocks, nil
 }
@@ -354,30 +353,43 @@ func missingTools(r *rule, missing []string, req model.Request) string {
 // callID is call_<k>_<i>: k is the number of messages the model was given
 // and i the call's index in the step. k grows with every step of a thread,
 // so ids are unique in it and the same thread always gets the same ids. An
-// id already used in the thread (an edited history) gets a suffix.
-func callID(k, i int, used map[string]bool) string {
+// id already used in the thread (an edited history) or in the step gets a
+// suffix.
+func callID(k, i int, msgs []message.Message, step []message.Block) string {
 	id := fmt.Sprintf("call_%d_%d", k, i)
-	for j := 2; used[id]; j++ {
+	for j := 2; idUsed(msgs, step, id); j++ {
 		id = fmt.Sprintf("call_%d_%d_%d", k, i, j)
 	}
-	used[id] = true
 	return id
 }
 
-func usedIDs(msgs []message.Message) map[string]bool {
-	used := map[string]bool{}
-	for _, m := range msgs {
-		for _, c := range m.ToolCalls() {
-			used[c.ID] = true
-		}
-		for _, c := range m.RemoteToolCalls() {
-			used[c.ID] = true
-		}
-		for _, r := range m.ToolResults() {
-			used[r.ToolCallID] = true
+// idUsed reports whether a call or result in msgs or a call in step has the
+// id: one pass that allocates nothing, as the thread may be long.
+func idUsed(msgs []message.Message, step []message.Block, id string) bool {
+	for _, b := range step {
+		if c, ok := b.(message.ToolCallBlock); ok && c.ID == id {
+			return true
 		}
 	}
-	return used
+	for _, m := range msgs {
+		for _, b := range m.Content {
+			switch b := b.(type) {
+			case message.ToolCallBlock:
+				if b.ID == id {
+					return true
+				}
+			case message.RemoteToolCallBlock:
+				if b.ID == id {
+					return true
+				}
+			case message.ToolResultBlock:
+				if b.ToolCallID == id {
+					return true
+				}
+			}
+		}
+	}
+	return false
 }
 
 func contains(list []string, s string) bool {
@@ -429,21 +441,55 @@ func chunks(s string) []string {
 	return out
 }
 
-// usage estimates token counts by counting words, where a word is a run of
-// letters and digits: the input counts every text, tool call (name and
-// arguments) and result in the messages, plus the offered tools' names,
-// descriptions and schemas; the output counts the reply the same way. Real
-// tokenizers give roughly 1.3 tokens per English word, so these are rough on
-// purpose: they let usage reporting be exercised offline, nothing more.
+// usage estimates token counts. Words are runs of letters and digits; the
+// output counts the reply's words (its text, tool calls' names and
+// arguments). The input counts the words of the messages since the
+// model's last reply (the user's message or the tool results the model
+// answers) and of the offered tools' names, descriptions and schemas, plus
+// one token per four bytes of the text, calls and results of the earlier
+// history, a rule of thumb of real tokenizers: reading lengths instead of
+// every character keeps a call on a long thread as cheap as on a short
+// one. Real tokenizers give roughly 1.3 tokens per English word, so these
+// are rough on purpose: they let usage reporting be exercised offline,
+// nothing more.
 func usage(req model.Request, reply message.Message) model.Usage {
-	in := 0
-	for _, m := range req.Messages {
+	in, start := 0, 0
+	for i := len(req.Messages) - 1; i >= 0; i-- {
+		if req.Messages[i].Role == message.RoleAssistant {
+			start = i + 1
+			break
+		}
+	}
+	earlier := 0
+	for _, m := range req.Messages[:start] {
+		earlier += messageBytes(m)
+	}
+	in += (earlier + 3) / 4
+	for _, m := range req.Messages[start:] {
 		in += messageWords(m)
 	}
 	for _, t := range req.Tools {
 		in += words(t.Name) + words(t.Description) + words(string(t.Parameters))
 	}
 	return model.Usage{InputTokens: in, OutputTokens: messageWords(reply)}
+}
+
+// messageBytes is the length of what messageWords counts the words of.
+func messageBytes(m message.Message) int {
+	n := 0
+	for _, b := range m.Content {
+		switch b := b.(type) {
+		case message.TextBlock:
+			n += len(b.Text)
+		case message.ToolCallBlock:
+			n += len(b.Name) + len(b.Arguments)
+		case message.ToolResultBlock:
+			n += len(b.Content)
+		case message.RemoteToolCallBlock:
+			n += len(b.Name) + len(b.Arguments)
+		}
+	}
+	return n
 }
 
 func messageWords(m message.Message) int {

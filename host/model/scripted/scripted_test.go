@@ -407,6 +407,30 @@ func TestUsage(t *testing.T) {
 	}
 }
 
+// On a longer thread, the history before the model's last reply counts one
+// token per four bytes; what came after it counts words, as in TestUsage.
+func TestUsageOfHistory(t *testing.T) {
+	m := load(t)
+	msgs := []message.Message{
+		message.Text(message.RoleUser, "hello there"), // 11 bytes
+		{Role: message.RoleAssistant, Content: []message.Block{
+			message.TextBlock{Text: "hi"}, // 2 bytes
+			message.ToolCallBlock{ID: "c", Name: "calculator", Arguments: []byte(`{"a":1}`)}, // 10 + 7 bytes
+		}},
+		{Role: message.RoleTool, Content: []message.Block{message.ToolResultBlock{ToolCallID: "c", Content: []byte(`"done"`)}}}, // words: done
+		message.Text(message.RoleUser, "what is 2+3*4"),
+	}
+	resp, err := m.Generate(context.Background(), model.Request{Messages: msgs, Tools: tools("calculator")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// 30 bytes of history: 8 tokens; then done, what, is, 2, 3, 4 and the
+	// tool's 7 words.
+	if resp.Usage.InputTokens != 8+6+7 {
+		t.Errorf("input %d, want %d", resp.Usage.InputTokens, 8+6+7)
+	}
+}
+
 func TestConcurrentUse(t *testing.T) {
 	m := load(t)
 	var wg sync.WaitGroup
