@@ -59,7 +59,7 @@ func (v *ModelView) Size() int {
 // sync brings the view to msgs, rewriting only what follows the kept
 // messages when msgs begins with them.
 func (v *ModelView) sync(msgs []Message) {
-	if v.answered == nil || !samePrefix(v.src, msgs) {
+	if v.answered == nil || !SamePrefix(v.src, msgs) {
 		v.src, v.out, v.size = nil, nil, 0
 		v.answered = map[string]ToolResultBlock{}
 		v.open = map[string][]slot{}
@@ -134,10 +134,12 @@ func (v *ModelView) sync(msgs []Message) {
 	}
 }
 
-// samePrefix reports whether msgs begins with the messages of prefix: the
-// same ids, roles and content arrays. It is one pass that allocates
-// nothing.
-func samePrefix(prefix, msgs []Message) bool {
+// SamePrefix reports whether msgs begins with the messages of prefix: the
+// same ids, roles and content arrays (so it assumes, as a graph's state
+// guarantees, that messages are not changed in place). It is one pass over
+// the message headers that allocates nothing, for memos that extend what
+// they computed for a thread instead of computing it again.
+func SamePrefix(prefix, msgs []Message) bool {
 	if len(msgs) < len(prefix) {
 		return false
 	}

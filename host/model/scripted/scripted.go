@@ -72,7 +72,9 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strings"
+	"sync"
 	"time"
 	"unicode"
 
@@ -80,8 +82,9 @@ import (
 	"github.com/tenxgraph/tenxgraph/host/model"
 )
 
-// Model is a scripted model loaded from a script. It is immutable once
-// loaded, so one Model may serve any number of concurrent runs.
+// Model is a scripted model loaded from a script. Its script is immutable
+// once loaded, and what it remembers of threads (the call ids in them) is
+// behind a lock, so one Model may serve any number of concurrent runs.
 type Model struct {
 	// StreamDelay is slept before each streamed chunk when a request has
 	// OnDelta, so a playground shows text arriving as from a real model.
@@ -91,6 +94,8 @@ type Model struct {
 	source   string
 	rules    []*rule
 	fallback string
+
+	ids idMemo // per thread, the call ids in it, to give new calls unused ones
 }
 
 var _ model.ChatModel = (*Model)(nil)
@@ -230,10 +235,11 @@ func (m *Model) answer(req model.Request) ([]message.Block, error) {
 		return []message.Block{message.TextBlock{Text: missingTools(r, missing, req)}}, nil
 	}
 
+	ids := m.ids.callIDs(req.ThreadID, msgs, len(r.calls))
 	blocks := make([]message.Block, len(r.calls))
 	for i, c := range r.calls {
 		args := expand(c.args, r.re, user, match).(map[string]any)
-		blocks[i] = message.ToolCallBlock{ID: callID(len(msgs), i, msgs, blocks[:i]), Name: c.name, Arguments: encodeArgs(args)}
+		blocks[i] = message.ToolCallBlock{ID: ids[i], Name: c.name, Arguments: encodeArgs(args)}
 	}
 	return blocks, nil
 }
@@ -350,46 +356,69 @@ func missingTools(r *rule, missing []string, req model.Request) string {
 		r.index, what, verb, have, verb)
 }
 
-// callID is call_<k>_<i>: k is the number of messages the model was given
-// and i the call's index in the step. k grows with every step of a thread,
-// so ids are unique in it and the same thread always gets the same ids. An
-// id already used in the thread (an edited history) or in the step gets a
-// suffix.
-func callID(k, i int, msgs []message.Message, step []message.Block) string {
-	id := fmt.Sprintf("call_%d_%d", k, i)
-	for j := 2; idUsed(msgs, step, id); j++ {
-		id = fmt.Sprintf("call_%d_%d_%d", k, i, j)
-	}
-	return id
+// maxIDThreads bounds the threads an idMemo keeps; beyond it, one is
+// dropped (its next call reads its thread once).
+const maxIDThreads = 256
+
+// idMemo keeps, per thread, the ids of the calls and results in the
+// messages it was last given, and extends them with the messages added
+// since, so that choosing a new call's id costs what the thread gained
+// rather than its length. Messages that do not extend the kept ones (an
+// edited or re-created thread) are read again from the start.
+type idMemo struct {
+	mu      sync.Mutex
+	threads map[string]*threadIDs
 }
 
-// idUsed reports whether a call or result in msgs or a call in step has the
-// id: one pass that allocates nothing, as the thread may be long.
-func idUsed(msgs []message.Message, step []message.Block, id string) bool {
-	for _, b := range step {
-		if c, ok := b.(message.ToolCallBlock); ok && c.ID == id {
-			return true
-		}
+type threadIDs struct {
+	msgs []message.Message
+	ids  map[string]bool
+}
+
+// callIDs returns the ids of a step's n calls on msgs: call_<k>_<i>, where
+// k is the number of messages the model was given and i the call's index
+// in the step. k grows with every step of a thread, so ids are unique in it
+// and the same thread always gets the same ids. An id already used in the
+// thread (an edited history) gets a suffix.
+func (im *idMemo) callIDs(thread string, msgs []message.Message, n int) []string {
+	im.mu.Lock()
+	defer im.mu.Unlock()
+	if im.threads == nil {
+		im.threads = map[string]*threadIDs{}
 	}
-	for _, m := range msgs {
+	t := im.threads[thread]
+	if t == nil || !message.SamePrefix(t.msgs, msgs) {
+		if t == nil && len(im.threads) >= maxIDThreads {
+			for k := range im.threads {
+				delete(im.threads, k)
+				break
+			}
+		}
+		t = &threadIDs{ids: map[string]bool{}}
+		im.threads[thread] = t
+	}
+	for _, m := range msgs[len(t.msgs):] {
 		for _, b := range m.Content {
 			switch b := b.(type) {
 			case message.ToolCallBlock:
-				if b.ID == id {
-					return true
-				}
+				t.ids[b.ID] = true
 			case message.RemoteToolCallBlock:
-				if b.ID == id {
-					return true
-				}
+				t.ids[b.ID] = true
 			case message.ToolResultBlock:
-				if b.ToolCallID == id {
-					return true
-				}
+				t.ids[b.ToolCallID] = true
 			}
 		}
 	}
-	return false
+	t.msgs = msgs[:len(msgs):len(msgs)]
+	out := make([]string, n)
+	for i := range out {
+		id := fmt.Sprintf("call_%d_%d", len(msgs), i)
+		for j := 2; t.ids[id] || slices.Contains(out[:i], id); j++ {
+			id = fmt.Sprintf("call_%d_%d_%d", len(msgs), i, j)
+		}
+		out[i] = id
+	}
+	return out
 }
 
 func contains(list []string, s string) bool {
@@ -446,25 +475,20 @@ func chunks(s string) []string {
 // arguments). The input counts the words of the messages since the
 // model's last reply (the user's message or the tool results the model
 // answers) and of the offered tools' names, descriptions and schemas, plus
-// one token per four bytes of the text, calls and results of the earlier
-// history, a rule of thumb of real tokenizers: reading lengths instead of
-// every character keeps a call on a long thread as cheap as on a short
-// one. Real tokenizers give roughly 1.3 tokens per English word, so these
-// are rough on purpose: they let usage reporting be exercised offline,
-// nothing more.
+// historyTokens for each message before that: reading the earlier history
+// would make a call on a long thread cost more than one on a short thread.
+// Real tokenizers give roughly 1.3 tokens per English word, so these are
+// rough on purpose: they let usage reporting be exercised offline, nothing
+// more.
 func usage(req model.Request, reply message.Message) model.Usage {
-	in, start := 0, 0
+	start := 0
 	for i := len(req.Messages) - 1; i >= 0; i-- {
 		if req.Messages[i].Role == message.RoleAssistant {
 			start = i + 1
 			break
 		}
 	}
-	earlier := 0
-	for _, m := range req.Messages[:start] {
-		earlier += messageBytes(m)
-	}
-	in += (earlier + 3) / 4
+	in := historyTokens * start
 	for _, m := range req.Messages[start:] {
 		in += messageWords(m)
 	}
@@ -474,23 +498,9 @@ func usage(req model.Request, reply message.Message) model.Usage {
 	return model.Usage{InputTokens: in, OutputTokens: messageWords(reply)}
 }
 
-// messageBytes is the length of what messageWords counts the words of.
-func messageBytes(m message.Message) int {
-	n := 0
-	for _, b := range m.Content {
-		switch b := b.(type) {
-		case message.TextBlock:
-			n += len(b.Text)
-		case message.ToolCallBlock:
-			n += len(b.Name) + len(b.Arguments)
-		case message.ToolResultBlock:
-			n += len(b.Content)
-		case message.RemoteToolCallBlock:
-			n += len(b.Name) + len(b.Arguments)
-		}
-	}
-	return n
-}
+// historyTokens is what usage counts for each message of the earlier
+// history: about a short sentence.
+const historyTokens = 10
 
 func messageWords(m message.Message) int {
 	n := 0
