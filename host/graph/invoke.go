@@ -361,7 +361,7 @@ func (a *App) apply(r *Run, s State, u Update) State {
 func (a *App) appendMessages(r *Run, msgs, add []message.Message) []message.Message {
 	out := r.tail
 	if len(out) == 0 || len(out) != len(msgs) || &out[0] != &msgs[0] {
-		out = make([]message.Message, len(msgs), len(msgs)+len(add)+len(msgs)/4+8)
+		out = make([]message.Message, len(msgs), len(msgs)+len(add)+16)
 		copy(out, msgs)
 	}
 	for _, m := range add {
