@@ -1,9 +1,6 @@
 package message
 
-import (
-	"encoding/json"
-	"slices"
-)
+import "encoding/json"
 
 // Pending returns the remote calls in msgs that no tool_result answers yet,
 // in the order they were made. The pending set is derived from the thread
@@ -33,40 +30,6 @@ func Answered(msgs []Message) map[string]ToolResultBlock {
 					answered[r.ToolCallID] = r
 				}
 			}
-		}
-	}
-	return answered
-}
-
-// AnsweredAmong is Answered restricted to the calls ids: the same first
-// results, for those calls only. It is one pass over msgs that allocates
-// only for the results it finds, for callers that care about a few calls
-// (the last step's) of a long thread.
-func AnsweredAmong(msgs []Message, ids []string) map[string]ToolResultBlock {
-	var want map[string]bool // for many ids; a few are compared in place
-	if len(ids) > 8 {
-		want = make(map[string]bool, len(ids))
-		for _, id := range ids {
-			want[id] = true
-		}
-	}
-	var answered map[string]ToolResultBlock
-	for _, m := range msgs {
-		for _, b := range m.Content {
-			r, ok := b.(ToolResultBlock)
-			if !ok {
-				continue
-			}
-			if want != nil && !want[r.ToolCallID] || want == nil && !slices.Contains(ids, r.ToolCallID) {
-				continue
-			}
-			if _, dup := answered[r.ToolCallID]; dup {
-				continue
-			}
-			if answered == nil {
-				answered = make(map[string]ToolResultBlock, len(ids))
-			}
-			answered[r.ToolCallID] = r
 		}
 	}
 	return answered

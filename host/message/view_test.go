@@ -193,25 +193,3 @@ func TestModelViewConcurrent(t *testing.T) {
 		t.Fatal(e)
 	}
 }
-
-func TestAnsweredAmong(t *testing.T) {
-	for seed := range uint64(200) {
-		rng := rand.New(rand.NewPCG(seed, 2))
-		msgs := genThread(rng, rng.IntN(40))
-		var ids []string
-		for range rng.IntN(12) {
-			ids = append(ids, fmt.Sprintf("c%d", rng.IntN(14)))
-		}
-		all := Answered(msgs)
-		got := AnsweredAmong(msgs, ids)
-		want := map[string]ToolResultBlock{}
-		for _, id := range ids {
-			if r, ok := all[id]; ok {
-				want[id] = r
-			}
-		}
-		if len(got) != len(want) || len(want) > 0 && !reflect.DeepEqual(got, want) {
-			t.Fatalf("seed %d ids %v: got %v want %v", seed, ids, got, want)
-		}
-	}
-}

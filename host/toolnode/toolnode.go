@@ -79,6 +79,8 @@ type Node struct {
 	// gen counts changes of the server tools: a run's tool set is built
 	// once per generation.
 	gen uint64
+
+	answered *message.ThreadMemo[map[string]bool] // per thread, the calls with a result
 }
 
 // source is a provider of server tools and the list it gave last.
@@ -119,7 +121,7 @@ func RequireApproval(p sdk.Provider, names []string) sdk.Provider {
 // remote calls and the run's client tools go through it. Without one, the
 // node uses the bridge in-process (remote.New).
 func New(ctx context.Context, name string, providers ...sdk.Provider) (*Node, error) {
-	n := &Node{name: name}
+	n := &Node{name: name, answered: newAnswered()}
 	var errs []string
 	seen := map[string]string{} // tool name -> provider name
 	for i, p := range providers {

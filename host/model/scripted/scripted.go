@@ -74,7 +74,6 @@ import (
 	"os"
 	"slices"
 	"strings"
-	"sync"
 	"time"
 	"unicode"
 
@@ -95,7 +94,7 @@ type Model struct {
 	rules    []*rule
 	fallback string
 
-	ids idMemo // per thread, the call ids in it, to give new calls unused ones
+	ids *message.ThreadMemo[map[string]bool] // per thread, the call ids in it, to give new calls unused ones
 }
 
 var _ model.ChatModel = (*Model)(nil)
@@ -130,7 +129,7 @@ func newModel(data []byte, source string) (*Model, error) {
 	if err != nil {
 		return nil, err
 	}
-	m := &Model{source: source, rules: rules}
+	m := &Model{source: source, rules: rules, ids: newIDMemo()}
 	if fallback != nil {
 		m.fallback = *fallback
 	} else {
@@ -235,7 +234,7 @@ func (m *Model) answer(req model.Request) ([]message.Block, error) {
 		return []message.Block{message.TextBlock{Text: missingTools(r, missing, req)}}, nil
 	}
 
-	ids := m.ids.callIDs(req.ThreadID, msgs, len(r.calls))
+	ids := callIDs(m.ids, req.ThreadID, msgs, len(r.calls))
 	blocks := make([]message.Block, len(r.calls))
 	for i, c := range r.calls {
 		args := expand(c.args, r.re, user, match).(map[string]any)
@@ -356,23 +355,25 @@ func missingTools(r *rule, missing []string, req model.Request) string {
 		r.index, what, verb, have, verb)
 }
 
-// maxIDThreads bounds the threads an idMemo keeps; beyond it, one is
-// dropped (its next call reads its thread once).
-const maxIDThreads = 256
-
-// idMemo keeps, per thread, the ids of the calls and results in the
-// messages it was last given, and extends them with the messages added
-// since, so that choosing a new call's id costs what the thread gained
-// rather than its length. Messages that do not extend the kept ones (an
-// edited or re-created thread) are read again from the start.
-type idMemo struct {
-	mu      sync.Mutex
-	threads map[string]*threadIDs
-}
-
-type threadIDs struct {
-	msgs []message.Message
-	ids  map[string]bool
+// newIDMemo keeps, per thread, the ids of the calls and results in it, so
+// that choosing a new call's id costs what the thread gained since the
+// last call rather than its length.
+func newIDMemo() *message.ThreadMemo[map[string]bool] {
+	return &message.ThreadMemo[map[string]bool]{
+		New: func() map[string]bool { return map[string]bool{} },
+		Add: func(ids map[string]bool, m message.Message) {
+			for _, b := range m.Content {
+				switch b := b.(type) {
+				case message.ToolCallBlock:
+					ids[b.ID] = true
+				case message.RemoteToolCallBlock:
+					ids[b.ID] = true
+				case message.ToolResultBlock:
+					ids[b.ToolCallID] = true
+				}
+			}
+		},
+	}
 }
 
 // callIDs returns the ids of a step's n calls on msgs: call_<k>_<i>, where
@@ -380,44 +381,17 @@ type threadIDs struct {
 // in the step. k grows with every step of a thread, so ids are unique in it
 // and the same thread always gets the same ids. An id already used in the
 // thread (an edited history) gets a suffix.
-func (im *idMemo) callIDs(thread string, msgs []message.Message, n int) []string {
-	im.mu.Lock()
-	defer im.mu.Unlock()
-	if im.threads == nil {
-		im.threads = map[string]*threadIDs{}
-	}
-	t := im.threads[thread]
-	if t == nil || !message.SamePrefix(t.msgs, msgs) {
-		if t == nil && len(im.threads) >= maxIDThreads {
-			for k := range im.threads {
-				delete(im.threads, k)
-				break
-			}
-		}
-		t = &threadIDs{ids: map[string]bool{}}
-		im.threads[thread] = t
-	}
-	for _, m := range msgs[len(t.msgs):] {
-		for _, b := range m.Content {
-			switch b := b.(type) {
-			case message.ToolCallBlock:
-				t.ids[b.ID] = true
-			case message.RemoteToolCallBlock:
-				t.ids[b.ID] = true
-			case message.ToolResultBlock:
-				t.ids[b.ToolCallID] = true
-			}
-		}
-	}
-	t.msgs = msgs[:len(msgs):len(msgs)]
+func callIDs(memo *message.ThreadMemo[map[string]bool], thread string, msgs []message.Message, n int) []string {
 	out := make([]string, n)
-	for i := range out {
-		id := fmt.Sprintf("call_%d_%d", len(msgs), i)
-		for j := 2; t.ids[id] || slices.Contains(out[:i], id); j++ {
-			id = fmt.Sprintf("call_%d_%d_%d", len(msgs), i, j)
+	memo.With(thread, msgs, func(used map[string]bool) {
+		for i := range out {
+			id := fmt.Sprintf("call_%d_%d", len(msgs), i)
+			for j := 2; used[id] || slices.Contains(out[:i], id); j++ {
+				id = fmt.Sprintf("call_%d_%d_%d", len(msgs), i, j)
+			}
+			out[i] = id
 		}
-		out[i] = id
-	}
+	})
 	return out
 }
 
