@@ -1,6 +1,9 @@
 package message
 
-import "sync"
+import (
+	"sync"
+	"unsafe"
+)
 
 // ModelView is ForModel for a thread that grows. It keeps the rewrite of
 // the messages it was last given, and when the next messages extend those
@@ -39,11 +42,14 @@ func (v *ModelView) ForModel(msgs []Message) []Message {
 	return v.out[:len(v.out):len(v.out)]
 }
 
-// HasCall reports whether a tool_call in msgs has the id.
+// HasCall reports whether a tool_call in msgs has the id. Given the very
+// slice the view was last given, it reads none of it again.
 func (v *ModelView) HasCall(msgs []Message, id string) bool {
 	v.mu.Lock()
 	defer v.mu.Unlock()
-	v.sync(msgs)
+	if len(msgs) == 0 || len(msgs) != len(v.src) || &msgs[0] != &v.src[0] || v.answered == nil {
+		v.sync(msgs)
+	}
 	_, ok := v.calls[id]
 	return ok
 }
@@ -145,7 +151,7 @@ func SamePrefix(prefix, msgs []Message) bool {
 	}
 	for i := range prefix {
 		a, b := &prefix[i], &msgs[i]
-		if a.ID != b.ID || a.Role != b.Role || len(a.Content) != len(b.Content) {
+		if !sameString(a.ID, b.ID) || !sameString(string(a.Role), string(b.Role)) || len(a.Content) != len(b.Content) {
 			return false
 		}
 		if len(a.Content) > 0 && &a.Content[0] != &b.Content[0] {
@@ -153,6 +159,12 @@ func SamePrefix(prefix, msgs []Message) bool {
 		}
 	}
 	return true
+}
+
+// sameString is a == b, without reading the bytes when both are the same
+// string (as a thread's messages are from one call to the next).
+func sameString(a, b string) bool {
+	return len(a) == len(b) && (unsafe.StringData(a) == unsafe.StringData(b) || a == b)
 }
 
 // sizeOf estimates the bytes a message holds.
