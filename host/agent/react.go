@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"sync/atomic"
 
@@ -63,6 +64,8 @@ type ModelNode struct {
 	// MaxSteps bounds the node's model calls per run (DefaultMaxSteps when
 	// zero).
 	MaxSteps int
+
+	views views // per thread: what the model was last sent, to extend
 }
 
 type callsKey struct{ n *ModelNode }
@@ -77,10 +80,9 @@ func (m *ModelNode) Run(ctx context.Context, in *graph.Input) (graph.Update, err
 	if n := counter.(*atomic.Int32).Add(1); int(n) > limit {
 		return graph.Update{}, fmt.Errorf("%w (max_steps is %d; raise model.max_steps if the task needs more)", ErrMaxSteps, limit)
 	}
-	req := model.Request{ThreadID: in.Run.ThreadID, Messages: message.ForModel(in.State.Messages)}
-	if m.SystemPrompt != "" {
-		req.Messages = append([]message.Message{message.Text(message.RoleSystem, m.SystemPrompt)}, req.Messages...)
-	}
+	view := m.views.get(in.Run.ThreadID)
+	defer m.views.counted(view)
+	req := model.Request{ThreadID: in.Run.ThreadID, Messages: view.history(in.State.Messages, m.SystemPrompt)}
 	if m.Tools != nil {
 		ts, err := m.Tools.ToolSet(ctx, in.Run)
 		if err != nil {
@@ -105,32 +107,25 @@ func (m *ModelNode) Run(ctx context.Context, in *graph.Input) (graph.Update, err
 	in.Run.Emit(graph.Event{Type: graph.EventUsage, Data: graph.Usage{Node: in.Node, InputTokens: resp.Usage.InputTokens, OutputTokens: resp.Usage.OutputTokens}})
 	msg := resp.Message
 	msg.ID, msg.Role = id, message.RoleAssistant
-	uniqueCallIDs(in.State.Messages, &msg, in.Run.RunID)
+	uniqueCallIDs(in.State.Messages, &msg, in.Run.RunID, &view.v)
 	return graph.Update{Messages: []message.Message{msg}}, nil
 }
 
 // uniqueCallIDs gives every tool call an id unused in the thread. Some
 // OpenAI-compatible servers reuse ids like "call_0" on every turn, and a
-// reused id would make a new call look already answered.
-func uniqueCallIDs(history []message.Message, msg *message.Message, runID string) {
-	var used map[string]bool
+// reused id would make a new call look already answered. The thread's ids
+// are looked up in its view, which holds them.
+func uniqueCallIDs(history []message.Message, msg *message.Message, runID string, v *message.ModelView) {
+	var mine []string // the ids of msg's calls so far
 	for i, b := range msg.Content {
 		c, ok := b.(message.ToolCallBlock)
 		if !ok {
 			continue
 		}
-		if used == nil {
-			used = map[string]bool{}
-			for _, h := range history {
-				for _, hc := range h.ToolCalls() {
-					used[hc.ID] = true
-				}
-			}
-		}
-		if c.ID == "" || used[c.ID] {
+		if c.ID == "" || slices.Contains(mine, c.ID) || v.HasCall(history, c.ID) {
 			c.ID = "call_" + runID[:8] + "_" + strconv.Itoa(len(history)) + "_" + strconv.Itoa(i)
 			msg.Content[i] = c
 		}
-		used[c.ID] = true
+		mine = append(mine, c.ID)
 	}
 }

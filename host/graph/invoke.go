@@ -354,9 +354,19 @@ func (a *App) apply(r *Run, s State, u Update) State {
 	return s
 }
 
+// appendMessages returns msgs with add appended, in place when msgs is
+// what the run's last append returned: the run then writes past all it
+// has handed out, in an array only it writes. Otherwise (the run's first
+// append) it copies msgs once, with room to grow. The result's capacity is
+// its length, so a node or anyone else appending to a state copies it,
+// and no state handed out ever changes. A run's appends thus cost what
+// they add, not the thread's length.
 func (a *App) appendMessages(r *Run, msgs, add []message.Message) []message.Message {
-	out := make([]message.Message, len(msgs), len(msgs)+len(add))
-	copy(out, msgs)
+	out := r.tail
+	if len(out) == 0 || len(out) != len(msgs) || &out[0] != &msgs[0] {
+		out = make([]message.Message, len(msgs), len(msgs)+len(add)+16)
+		copy(out, msgs)
+	}
 	for _, m := range add {
 		if m.ID == "" {
 			m.ID = r.RunID[:12] + "-" + strconv.Itoa(len(out))
@@ -364,7 +374,8 @@ func (a *App) appendMessages(r *Run, msgs, add []message.Message) []message.Mess
 		out = append(out, m)
 		r.Emit(Event{Type: EventMessage, Data: m})
 	}
-	return out
+	r.tail = out
+	return out[:len(out):len(out)]
 }
 
 // route picks the next nodes from the edges of the nodes that just ran,

@@ -321,13 +321,7 @@ func (a *App) accept(thread string, prev wireState, open []Interrupt, answers []
 	for _, it := range open {
 		byID[it.ID] = it
 	}
-	used := map[string]bool{}
-	for _, h := range prev.Messages {
-		used[h.ID] = true
-	}
-	for _, old := range prev.Answers {
-		used[old.MessageID] = true
-	}
+	var used map[string]bool // message ids taken, read when an answer names one
 	fresh := map[string]Answer{}
 	var unknown, conflicting, late []string
 	var history map[string]message.ToolResultBlock // results in the thread, read when needed
@@ -355,10 +349,21 @@ func (a *App) accept(thread string, prev wireState, open []Interrupt, answers []
 		case isOpen && !it.Deadline.IsZero() && !it.Deadline.After(now):
 			late = append(late, g.id)
 		case isOpen:
-			if g.MessageID != "" && used[g.MessageID] {
-				g.MessageID = ""
+			if g.MessageID != "" {
+				if used == nil {
+					used = map[string]bool{}
+					for _, h := range prev.Messages {
+						used[h.ID] = true
+					}
+					for _, old := range prev.Answers {
+						used[old.MessageID] = true
+					}
+				}
+				if used[g.MessageID] {
+					g.MessageID = ""
+				}
+				used[g.MessageID] = true
 			}
-			used[g.MessageID] = true
 			if c, ok := a.g.nodes[it.Node].(AnswerChecker); ok {
 				if err := c.CheckAnswer(thread, it, g.Answer); err != nil {
 					return nil, err

@@ -93,6 +93,9 @@ type Run struct {
 	prior int
 	// Step is the current super-step (1-based).
 	Step int
+	// tail is the thread as the run's last append left it, with room to
+	// grow (see App.appendMessages).
+	tail []message.Message
 
 	emit      func(Event)
 	listening bool     // a Stream consumer receives the events

@@ -9,9 +9,11 @@ func Pending(msgs []Message) []RemoteToolCallBlock {
 	answered := Answered(msgs)
 	var out []RemoteToolCallBlock
 	for _, m := range msgs {
-		for _, rc := range m.RemoteToolCalls() {
-			if _, ok := answered[rc.ID]; !ok {
-				out = append(out, rc)
+		for _, b := range m.Content {
+			if rc, ok := b.(RemoteToolCallBlock); ok {
+				if _, ok := answered[rc.ID]; !ok {
+					out = append(out, rc)
+				}
 			}
 		}
 	}
@@ -22,9 +24,11 @@ func Pending(msgs []Message) []RemoteToolCallBlock {
 func Answered(msgs []Message) map[string]ToolResultBlock {
 	answered := map[string]ToolResultBlock{}
 	for _, m := range msgs {
-		for _, r := range m.ToolResults() {
-			if _, dup := answered[r.ToolCallID]; !dup {
-				answered[r.ToolCallID] = r
+		for _, b := range m.Content {
+			if r, ok := b.(ToolResultBlock); ok {
+				if _, dup := answered[r.ToolCallID]; !dup {
+					answered[r.ToolCallID] = r
+				}
 			}
 		}
 	}

@@ -226,8 +226,19 @@ func (m Message) ToolResults() []ToolResultBlock { return blocksOf[ToolResultBlo
 // RemoteToolCalls returns the message's remote_tool_call blocks in order.
 func (m Message) RemoteToolCalls() []RemoteToolCallBlock { return blocksOf[RemoteToolCallBlock](m) }
 
+// blocksOf allocates once, exactly, and only when m has such blocks:
+// callers run it over every message of long threads.
 func blocksOf[T Block](m Message) []T {
-	var out []T
+	n := 0
+	for _, c := range m.Content {
+		if _, ok := c.(T); ok {
+			n++
+		}
+	}
+	if n == 0 {
+		return nil
+	}
+	out := make([]T, 0, n)
 	for _, c := range m.Content {
 		if b, ok := c.(T); ok {
 			out = append(out, b)

@@ -37,7 +37,11 @@ func (n *Node) Run(ctx context.Context, in *graph.Input) (graph.Update, error) {
 	if err != nil {
 		return graph.Update{}, err
 	}
-	answered := message.Answered(in.State.Messages)
+	ids := make([]string, len(calls))
+	for i, c := range calls {
+		ids[i] = c.ID
+	}
+	answered := n.answeredAmong(in, ids)
 	blocks := make([]message.Block, len(calls))
 	var jobs []job
 	for i, c := range calls {
@@ -140,7 +144,11 @@ func (n *Node) resume(ctx context.Context, in *graph.Input) (graph.Update, error
 	for i, c := range calls {
 		byID[c.ID] = i
 	}
-	answered := message.Answered(in.State.Messages)
+	ids := make([]string, len(in.Interrupts))
+	for k, it := range in.Interrupts {
+		ids[k] = it.ID
+	}
+	answered := n.answeredAmong(in, ids)
 	blocks := make([]message.Block, len(in.Interrupts))
 	var approved []message.ToolCallBlock
 	var approvedAt []int
@@ -301,6 +309,35 @@ func (n *Node) call(ctx context.Context, r *graph.Run, t *Tool, c message.ToolCa
 		r.Emit(graph.Event{Type: EventToolFinished, Data: ev})
 	}
 	return b, nil
+}
+
+// newAnswered keeps, per thread, the ids of the calls a tool_result
+// answers, so that a step reads only the messages added since the last.
+func newAnswered() *message.ThreadMemo[map[string]bool] {
+	return &message.ThreadMemo[map[string]bool]{
+		New: func() map[string]bool { return map[string]bool{} },
+		Add: func(answered map[string]bool, m message.Message) {
+			for _, b := range m.Content {
+				if r, ok := b.(message.ToolResultBlock); ok {
+					answered[r.ToolCallID] = true
+				}
+			}
+		},
+	}
+}
+
+// answeredAmong returns which of the calls ids a result in the thread
+// answers.
+func (n *Node) answeredAmong(in *graph.Input, ids []string) map[string]bool {
+	out := make(map[string]bool, len(ids))
+	n.answered.With(in.Run.ThreadID, in.State.Messages, func(answered map[string]bool) {
+		for _, id := range ids {
+			if answered[id] {
+				out[id] = true
+			}
+		}
+	})
+	return out
 }
 
 func errorResult(id, msg string) message.ToolResultBlock {

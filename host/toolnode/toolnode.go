@@ -87,6 +87,8 @@ type Node struct {
 	// remoteTimeout is how long a remote call without a timeout of its own
 	// waits for its result (SetRemoteTimeout).
 	remoteTimeout time.Duration
+
+	answered *message.ThreadMemo[map[string]bool] // per thread, the calls with a result
 }
 
 // DefaultRemoteTimeout is how long a remote call waits for the client's
@@ -158,7 +160,7 @@ func RequireApproval(p sdk.Provider, names []string) sdk.Provider {
 // remote calls and the run's client tools go through it. Without one, the
 // node uses the bridge in-process (remote.New).
 func New(ctx context.Context, name string, providers ...sdk.Provider) (*Node, error) {
-	n := &Node{name: name}
+	n := &Node{name: name, answered: newAnswered()}
 	var errs []string
 	seen := map[string]string{} // tool name -> provider name
 	for i, p := range providers {

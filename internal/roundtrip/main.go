@@ -9,7 +9,8 @@
 //     sequentially, then with -c threads in flight, each round trip on a new
 //     thread; with the CPU time the server and its children (the plugins)
 //     spent per round trip, and the plugins' part of it, read from /proc;
-//   - -turns N: one thread, N round trips on it; every 100 turns, the p50
+//   - -turns N: one thread, N round trips on it (asking for only what each
+//     run added, config.response "delta", as the clients do); every 100 turns, the p50
 //     turn latency, the bytes the server wrote (/proc/PID/io), the
 //     database's growth and the server's RSS;
 //   - -threads N: N threads of -thread-bytes each written to the store
@@ -104,6 +105,8 @@ type bench struct {
 	others     []*exec.Cmd // -replicas beyond the first
 	otherBases []string
 	turn       atomic.Int64 // picks the server of the next request
+
+	delta bool // ask for config.response "delta", as the clients do
 }
 
 func run(o options) error {
@@ -248,17 +251,21 @@ func (b *bench) stop() {
 // completed.
 func (b *bench) trip(thread string) (time.Duration, error) {
 	start := time.Now()
+	config := `"thread_id": "` + thread + `"`
+	if b.delta {
+		config += `, "response": "delta"`
+	}
 	var res struct {
 		Status          string
 		RemoteToolCalls []struct{ ID string } `json:"remote_tool_calls"`
 	}
-	if err := b.post(`{"input": {"messages": [{"role": "user", "content": "what is 2+3*4 and what is on my clipboard?"}]}, "config": {"thread_id": "`+thread+`", "response": "delta"}}`, &res); err != nil {
+	if err := b.post(`{"input": {"messages": [{"role": "user", "content": "what is 2+3*4 and what is on my clipboard?"}]}, "config": {`+config+`}}`, &res); err != nil {
 		return 0, err
 	}
 	if res.Status != "interrupted" || len(res.RemoteToolCalls) != 1 {
 		return 0, fmt.Errorf("invoke: status %s, %d remote calls", res.Status, len(res.RemoteToolCalls))
 	}
-	resume := `{"input": {"messages": [{"role": "tool", "content": [{"type": "tool_result", "tool_call_id": "` + res.RemoteToolCalls[0].ID + `", "content": {"text": "hi"}}]}]}, "config": {"thread_id": "` + thread + `", "response": "delta"}}`
+	resume := `{"input": {"messages": [{"role": "tool", "content": [{"type": "tool_result", "tool_call_id": "` + res.RemoteToolCalls[0].ID + `", "content": {"text": "hi"}}]}]}, "config": {` + config + `}}`
 	if err := b.post(resume, &res); err != nil {
 		return 0, err
 	}
@@ -365,6 +372,7 @@ func (b *bench) counters() (server, model int64, stats modelStats, err error) {
 func (b *bench) manyTurns(n int) error {
 	const every = 100
 	thread := b.prefix + "long" // a shared Postgres database may hold earlier runs' threads
+	b.delta = true
 	dbSize := b.storeSize
 	fmt.Println("| turns | p50 ms (last 100) | written per turn KB (/proc io) | database growth per turn KB | database MB | server RSS MiB | server CPU ms per turn |")
 	fmt.Println("|---|---|---|---|---|---|---|")

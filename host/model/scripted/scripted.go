@@ -72,6 +72,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strings"
 	"time"
 	"unicode"
@@ -80,8 +81,9 @@ import (
 	"github.com/tenxgraph/tenxgraph/host/model"
 )
 
-// Model is a scripted model loaded from a script. It is immutable once
-// loaded, so one Model may serve any number of concurrent runs.
+// Model is a scripted model loaded from a script. Its script is immutable
+// once loaded, and what it remembers of threads (the call ids in them) is
+// behind a lock, so one Model may serve any number of concurrent runs.
 type Model struct {
 	// StreamDelay is slept before each streamed chunk when a request has
 	// OnDelta, so a playground shows text arriving as from a real model.
@@ -91,6 +93,8 @@ type Model struct {
 	source   string
 	rules    []*rule
 	fallback string
+
+	ids *message.ThreadMemo[map[string]bool] // per thread, the call ids in it, to give new calls unused ones
 }
 
 var _ model.ChatModel = (*Model)(nil)
@@ -125,7 +129,7 @@ func newModel(data []byte, source string) (*Model, error) {
 	if err != nil {
 		return nil, err
 	}
-	m := &Model{source: source, rules: rules}
+	m := &Model{source: source, rules: rules, ids: newIDMemo()}
 	if fallback != nil {
 		m.fallback = *fallback
 	} else {
@@ -230,11 +234,11 @@ func (m *Model) answer(req model.Request) ([]message.Block, error) {
 		return []message.Block{message.TextBlock{Text: missingTools(r, missing, req)}}, nil
 	}
 
-	used := usedIDs(msgs)
+	ids := callIDs(m.ids, req.ThreadID, msgs, len(r.calls))
 	blocks := make([]message.Block, len(r.calls))
 	for i, c := range r.calls {
 		args := expand(c.args, r.re, user, match).(map[string]any)
-		blocks[i] = message.ToolCallBlock{ID: callID(len(msgs), i, used), Name: c.name, Arguments: encodeArgs(args)}
+		blocks[i] = message.ToolCallBlock{ID: ids[i], Name: c.name, Arguments: encodeArgs(args)}
 	}
 	return blocks, nil
 }
@@ -351,33 +355,44 @@ func missingTools(r *rule, missing []string, req model.Request) string {
 		r.index, what, verb, have, verb)
 }
 
-// callID is call_<k>_<i>: k is the number of messages the model was given
-// and i the call's index in the step. k grows with every step of a thread,
-// so ids are unique in it and the same thread always gets the same ids. An
-// id already used in the thread (an edited history) gets a suffix.
-func callID(k, i int, used map[string]bool) string {
-	id := fmt.Sprintf("call_%d_%d", k, i)
-	for j := 2; used[id]; j++ {
-		id = fmt.Sprintf("call_%d_%d_%d", k, i, j)
+// newIDMemo keeps, per thread, the ids of the calls and results in it, so
+// that choosing a new call's id costs what the thread gained since the
+// last call rather than its length.
+func newIDMemo() *message.ThreadMemo[map[string]bool] {
+	return &message.ThreadMemo[map[string]bool]{
+		New: func() map[string]bool { return map[string]bool{} },
+		Add: func(ids map[string]bool, m message.Message) {
+			for _, b := range m.Content {
+				switch b := b.(type) {
+				case message.ToolCallBlock:
+					ids[b.ID] = true
+				case message.RemoteToolCallBlock:
+					ids[b.ID] = true
+				case message.ToolResultBlock:
+					ids[b.ToolCallID] = true
+				}
+			}
+		},
 	}
-	used[id] = true
-	return id
 }
 
-func usedIDs(msgs []message.Message) map[string]bool {
-	used := map[string]bool{}
-	for _, m := range msgs {
-		for _, c := range m.ToolCalls() {
-			used[c.ID] = true
+// callIDs returns the ids of a step's n calls on msgs: call_<k>_<i>, where
+// k is the number of messages the model was given and i the call's index
+// in the step. k grows with every step of a thread, so ids are unique in it
+// and the same thread always gets the same ids. An id already used in the
+// thread (an edited history) gets a suffix.
+func callIDs(memo *message.ThreadMemo[map[string]bool], thread string, msgs []message.Message, n int) []string {
+	out := make([]string, n)
+	memo.With(thread, msgs, func(used map[string]bool) {
+		for i := range out {
+			id := fmt.Sprintf("call_%d_%d", len(msgs), i)
+			for j := 2; used[id] || slices.Contains(out[:i], id); j++ {
+				id = fmt.Sprintf("call_%d_%d_%d", len(msgs), i, j)
+			}
+			out[i] = id
 		}
-		for _, c := range m.RemoteToolCalls() {
-			used[c.ID] = true
-		}
-		for _, r := range m.ToolResults() {
-			used[r.ToolCallID] = true
-		}
-	}
-	return used
+	})
+	return out
 }
 
 func contains(list []string, s string) bool {
@@ -429,15 +444,26 @@ func chunks(s string) []string {
 	return out
 }
 
-// usage estimates token counts by counting words, where a word is a run of
-// letters and digits: the input counts every text, tool call (name and
-// arguments) and result in the messages, plus the offered tools' names,
-// descriptions and schemas; the output counts the reply the same way. Real
-// tokenizers give roughly 1.3 tokens per English word, so these are rough on
-// purpose: they let usage reporting be exercised offline, nothing more.
+// usage estimates token counts. Words are runs of letters and digits; the
+// output counts the reply's words (its text, tool calls' names and
+// arguments). The input counts the words of the messages since the
+// model's last reply (the user's message or the tool results the model
+// answers) and of the offered tools' names, descriptions and schemas, plus
+// historyTokens for each message before that: reading the earlier history
+// would make a call on a long thread cost more than one on a short thread.
+// Real tokenizers give roughly 1.3 tokens per English word, so these are
+// rough on purpose: they let usage reporting be exercised offline, nothing
+// more.
 func usage(req model.Request, reply message.Message) model.Usage {
-	in := 0
-	for _, m := range req.Messages {
+	start := 0
+	for i := len(req.Messages) - 1; i >= 0; i-- {
+		if req.Messages[i].Role == message.RoleAssistant {
+			start = i + 1
+			break
+		}
+	}
+	in := historyTokens * start
+	for _, m := range req.Messages[start:] {
 		in += messageWords(m)
 	}
 	for _, t := range req.Tools {
@@ -445,6 +471,10 @@ func usage(req model.Request, reply message.Message) model.Usage {
 	}
 	return model.Usage{InputTokens: in, OutputTokens: messageWords(reply)}
 }
+
+// historyTokens is what usage counts for each message of the earlier
+// history: about a short sentence.
+const historyTokens = 10
 
 func messageWords(m message.Message) int {
 	n := 0

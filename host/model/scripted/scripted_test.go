@@ -226,6 +226,45 @@ func TestIDsUniqueAcrossAThread(t *testing.T) {
 	}
 }
 
+// One model on one thread id: the ids it remembers follow the thread as it
+// grows, and a thread re-created under the same id is read again, so a new
+// call never takes an id the thread holds, in a call, a remote call or a
+// result.
+func TestCallIDsFollowTheThread(t *testing.T) {
+	m := load(t)
+	ask := func(msgs []message.Message) string {
+		t.Helper()
+		resp, err := m.Generate(context.Background(), model.Request{ThreadID: "t", Messages: msgs, Tools: allTools})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return resp.Message.ToolCalls()[0].ID
+	}
+	q := message.Text(message.RoleUser, "what is 1+2")
+	if id := ask([]message.Message{q}); id != "call_1_0" {
+		t.Fatalf("id %s, want call_1_0", id)
+	}
+	// Grown by messages that hold the next id, in a remote call.
+	grown := []message.Message{q,
+		{Role: message.RoleTool, Content: []message.Block{message.RemoteToolCallBlock{ID: "call_3_0", Name: "x", Node: "tools"}}},
+		q}
+	if id := ask(grown); id != "call_3_0_2" {
+		t.Fatalf("id %s, want call_3_0_2", id)
+	}
+	// Re-created: other messages, one result holding call_2_0.
+	again := []message.Message{
+		{Role: message.RoleTool, Content: []message.Block{message.ToolResultBlock{ToolCallID: "call_2_0"}}},
+		message.Text(message.RoleUser, "what is 1+2"),
+	}
+	if id := ask(again); id != "call_2_0_2" {
+		t.Fatalf("re-created thread: id %s, want call_2_0_2", id)
+	}
+	// And the first thread's ids are forgotten.
+	if id := ask([]message.Message{message.Text(message.RoleUser, "what is 1+2"), q, q}); id != "call_3_0" {
+		t.Fatalf("id %s, want call_3_0", id)
+	}
+}
+
 func TestDeterministic(t *testing.T) {
 	a := &thread{t: t, m: load(t), tools: allTools}
 	b := &thread{t: t, m: load(t), tools: allTools}
@@ -404,6 +443,30 @@ func TestUsage(t *testing.T) {
 	// calculator + {"expression":"2+3*4"}: calculator, expression, 2, 3, 4.
 	if resp.Usage.OutputTokens != 5 {
 		t.Errorf("output %d, want 5", resp.Usage.OutputTokens)
+	}
+}
+
+// On a longer thread, each message before the model's last reply counts
+// historyTokens; what came after it counts words, as in TestUsage.
+func TestUsageOfHistory(t *testing.T) {
+	m := load(t)
+	msgs := []message.Message{
+		message.Text(message.RoleUser, "hello there"),
+		{Role: message.RoleAssistant, Content: []message.Block{
+			message.TextBlock{Text: "hi"},
+			message.ToolCallBlock{ID: "c", Name: "calculator", Arguments: []byte(`{"a":1}`)},
+		}},
+		{Role: message.RoleTool, Content: []message.Block{message.ToolResultBlock{ToolCallID: "c", Content: []byte(`"done"`)}}},
+		message.Text(message.RoleUser, "what is 2+3*4"),
+	}
+	resp, err := m.Generate(context.Background(), model.Request{Messages: msgs, Tools: tools("calculator")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Two messages of history; then done, what, is, 2, 3, 4 and the
+	// tool's 7 words.
+	if want := 2*historyTokens + 6 + 7; resp.Usage.InputTokens != want {
+		t.Errorf("input %d, want %d", resp.Usage.InputTokens, want)
 	}
 }
 
