@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 )
 
 // The Postgres store's writes (Put, Claim, Extend, Release) go through
@@ -39,10 +40,9 @@ const pgMaxBatch = 64
 // inside the batch's transaction. queue adds them to the batch; read is
 // called with the batch's results once it is sent and reads theirs, in the
 // order queued, into variables the write's caller then interprets. read
-// returns an error only for a statement that failed (the server's error, a
-// broken connection), never for an outcome such as a conflict; a write is
-// committed only when every write of its transaction read without error.
-// Both may run twice (the batch, then alone).
+// returns an error only for a statement that failed (the server's error,
+// which rolls back the whole batch, or a broken connection), never for an
+// outcome such as a conflict. Both may run twice (the batch, then alone).
 type pgWrite struct {
 	// thread is the thread the write touches: a batch takes its writes in
 	// thread order, so two batches lock rows in the same order and do not
@@ -156,10 +156,11 @@ func firstErr(a, b error) error {
 	return b
 }
 
-// runBatch sends the writes as one transaction in one pgx.Batch (BEGIN,
-// the statements) and commits it: two round trips. It sets each write's
-// err and returns the batch's error, if any, and whether the transaction is
-// known not to have committed (so the writes can run again).
+// runBatch sends the writes as one pgx.Batch, which PostgreSQL runs as one
+// implicit transaction (the batch ends with a single Sync): one round trip,
+// one commit. It sets each write's err and returns the batch's error, if
+// any, and whether the transaction is known not to have committed (so the
+// writes can run again).
 func (p *Postgres) runBatch(reqs []*pgReq) (err error, rolledBack bool) {
 	// The writes are already taken: finish them whatever their callers'
 	// contexts do.
@@ -174,37 +175,28 @@ func (p *Postgres) runBatch(reqs []*pgReq) (err error, rolledBack bool) {
 	defer conn.Release()
 
 	var b pgx.Batch
-	b.BeginTx(pgx.TxOptions{})
 	for _, r := range reqs {
 		r.w.queue(&b)
 	}
 	br := conn.SendBatch(ctx, &b)
-	tx := br.Tx()
-	_, err = br.Exec() // BEGIN
-	failed := err != nil
 	for _, r := range reqs {
 		r.err = r.w.read(br)
-		failed = failed || r.err != nil
+		err = firstErr(err, r.err)
 	}
 	if cerr := br.Close(); cerr != nil {
-		err, failed = firstErr(err, cerr), true
+		err = firstErr(err, cerr)
 	}
-	if failed {
-		// COMMIT was never sent: the server rolls back (and does so on
-		// its own if the connection broke).
-		_ = tx.Rollback(ctx) // an error here only closes the connection
-		if err == nil {
-			err = errors.New("a write of the batch failed")
-		}
-		return err, true
+	if err == nil {
+		return nil, false
 	}
-	if err := tx.Commit(ctx); err != nil {
-		if errors.Is(err, pgx.ErrTxCommitRollback) {
-			return fmt.Errorf("commit: %w", err), true
-		}
-		// The connection broke during COMMIT: the outcome is unknown
-		// (Latest or LatestSeq tells).
-		return fmt.Errorf("commit, outcome unknown: %w", err), false
+	// The server's error for any statement aborts the transaction; an
+	// error before anything was sent leaves nothing to abort. Anything
+	// else (the connection broke) leaves the outcome unknown: Latest or
+	// LatestSeq tells.
+	var pe *pgconn.PgError
+	rolledBack = errors.As(err, &pe) || pgconn.SafeToRetry(err)
+	for _, r := range reqs {
+		rolledBack = rolledBack || errors.As(r.err, &pe)
 	}
-	return nil, false
+	return err, rolledBack
 }
