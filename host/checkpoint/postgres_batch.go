@@ -29,7 +29,9 @@ import (
 // pgWriters is how many batches may be in flight at once (each on its own
 // connection). One would serialise every write behind one round trip and
 // one flush; a few keep the server busy while a batch waits for its flush,
-// and each still carries whatever queued meanwhile.
+// and each still carries whatever queued meanwhile. More made smaller
+// batches that cost the server more CPU for no more throughput
+// (docs/benchmarks.md).
 const pgWriters = 4
 
 // pgMaxBatch bounds one batch, so a burst cannot hold its rows' locks for
@@ -43,10 +45,16 @@ const pgMaxBatch = 64
 // returns an error only for a statement that failed (the server's error,
 // which rolls back the whole batch, or a broken connection), never for an
 // outcome such as a conflict. Both may run twice (the batch, then alone).
+//
+// All statements are sent before any result is read, so a statement that
+// must happen only if an earlier one of the same write did says so in SQL
+// (WHERE EXISTS on the row the earlier one wrote, or one statement with
+// data-modifying CTEs); the transaction makes the write's statements
+// atomic.
 type pgWrite struct {
-	// thread is the thread the write touches: a batch takes its writes in
-	// thread order, so two batches lock rows in the same order and do not
-	// deadlock.
+	// thread is the thread whose rows the write touches: a batch takes
+	// its writes in thread order, so two batches lock rows in one order
+	// and do not deadlock over them.
 	thread string
 	queue  func(b *pgx.Batch)
 	read   func(br pgx.BatchResults) error

@@ -394,3 +394,20 @@ func TestPostgresConcurrentLeasedRuns(t *testing.T) {
 		}
 	}
 }
+
+// TestPostgresWriteAfterClose checks that writes after Close fail at once
+// rather than wait for a writer that has stopped.
+func TestPostgresWriteAfterClose(t *testing.T) {
+	ctx := context.Background()
+	p := openPostgres(t, postgresDSN(t))
+	if err := p.Put(ctx, checkpoint.Checkpoint{ThreadID: "t", Seq: 1}); err != nil {
+		t.Fatal(err)
+	}
+	p.Close()
+	if err := p.Put(ctx, checkpoint.Checkpoint{ThreadID: "t", Seq: 2}); err == nil || errors.Is(err, checkpoint.ErrConflict) {
+		t.Errorf("Put after Close = %v; want an error that is not a conflict", err)
+	}
+	if _, err := p.Claim(ctx, "t", time.Minute); err == nil {
+		t.Error("Claim after Close succeeded")
+	}
+}
