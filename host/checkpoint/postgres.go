@@ -98,13 +98,15 @@ const pgMigrationLock int64 = 0x74656e78636b7074
 // The statements. pgx prepares each once per connection and caches it, so
 // after the first use every call is a single round trip.
 const (
-	// pgPut appends a checkpoint in one statement, so one round trip.
+	// pgPut appends a checkpoint in one statement.
 	//
 	// The latest CTE reads the thread's newest row and takes FOR KEY SHARE
 	// on it, and the insert happens only when the new seq is that one plus
 	// one (1 when there is none). Two writers of the same seq both pass the
 	// check, but the primary key makes the second wait for the first and
-	// then fail with a unique violation, which Put reports as ErrConflict.
+	// then insert nothing (ON CONFLICT DO NOTHING, not a unique violation,
+	// which would abort the batch the write shares a transaction with);
+	// Put reports it as ErrConflict.
 	// The row lock orders a Put after a concurrent DeleteThread: the
 	// deleted row is skipped once the delete commits, the check fails, and
 	// a deleted thread never keeps a checkpoint that was appended to its
@@ -140,6 +142,7 @@ const (
 		AND CASE WHEN $11::bigint = 0
 			THEN NOT EXISTS (SELECT 1 FROM lease WHERE token <> 0 OR incarnation <> $10::text)
 			ELSE EXISTS (SELECT 1 FROM lease WHERE token = $11::bigint AND incarnation = $10::text) END
+		ON CONFLICT (thread_id, seq) DO NOTHING
 		RETURNING seq, log_len
 	), logged AS (
 		INSERT INTO tenxgraph_log (thread_id, idx, entry)
@@ -214,13 +217,21 @@ const DefaultPostgresConns = 16
 // share one database: the conditional insert and the primary key keep each
 // thread's sequence free of gaps and duplicates.
 //
-// Every operation is one statement in autocommit mode (DeleteThread is two)
-// over a pgxpool pool (size it with pool_max_conns in the DSN; the default
-// is the larger of DefaultPostgresConns and 4 per CPU). The database must
-// be UTF8.
+// Writes (Put, Claim, Extend, Release) are group-committed: whatever queues
+// while earlier writes are in flight goes in one transaction, so under load
+// many runs' writes share one round trip and one WAL flush (see
+// postgres_batch.go). Reads are one statement each, and DeleteThread is
+// its own transaction. All use a pgxpool pool (size it with pool_max_conns
+// in the DSN; the default is the larger of DefaultPostgresConns and 4 per
+// CPU). The database must be UTF8.
 type Postgres struct {
 	pool *pgxpool.Pool
 	opts options
+
+	// The batch writer (postgres_batch.go).
+	writes  chan *pgReq
+	stop    chan struct{}
+	writers sync.WaitGroup
 
 	closeOnce sync.Once
 }
@@ -273,7 +284,9 @@ func openPostgres(ctx context.Context, dsn string, opts options) (*Postgres, err
 		pool.Close()
 		return nil, err
 	}
-	return &Postgres{pool: pool, opts: opts}, nil
+	p := &Postgres{pool: pool, opts: opts}
+	p.startWriters()
+	return p, nil
 }
 
 // pgCheckEncoding connects and refuses a database whose encoding is not
@@ -376,13 +389,13 @@ func checkPgVersion(version int) error {
 	return nil
 }
 
-// Put appends cp to its thread in one statement (one round trip); a Seq
-// other than the latest plus one writes nothing and returns an error
-// wrapping ErrConflict. ctx bounds the wait for a connection; once the
-// statement is sent, Put waits for the server's answer even if ctx ends
-// meanwhile, so a caller never believes a write failed that the server
-// committed. (Only a broken connection leaves the outcome unknown; Latest
-// or LatestSeq tells.)
+// Put appends cp to its thread in one statement, committed with whatever
+// other writes queued meanwhile; a Seq other than the latest plus one
+// writes nothing and returns an error wrapping ErrConflict. ctx bounds the
+// wait for the writer; once the write is taken, Put waits for the server's
+// answer even if ctx ends meanwhile, so a caller never believes a write
+// failed that the server committed. (Only a broken connection leaves the
+// outcome unknown; Latest or LatestSeq tells.)
 func (p *Postgres) Put(ctx context.Context, cp Checkpoint) error {
 	if err := p.put(ctx, cp); err != nil {
 		return fmt.Errorf("checkpoint: put thread %q seq %d: %w", cp.ThreadID, cp.Seq, err)
@@ -395,19 +408,15 @@ func (p *Postgres) put(ctx context.Context, cp Checkpoint) error {
 	if err != nil {
 		return err
 	}
-	if err := ctx.Err(); err != nil {
-		return err
-	}
-	conn, err := p.pool.Acquire(ctx)
-	if err != nil {
-		return fmt.Errorf("acquire connection: %w", err)
-	}
-	defer conn.Release()
 	var (
 		inserted bool
 		latest   int64
 	)
-	err = conn.QueryRow(context.WithoutCancel(ctx), pgPut, args...).Scan(&inserted, &latest)
+	err = p.write(ctx, pgWrite{
+		thread: cp.ThreadID,
+		queue:  func(b *pgx.Batch) { b.Queue(pgPut, args...) },
+		read:   func(br pgx.BatchResults) error { return br.QueryRow().Scan(&inserted, &latest) },
+	})
 	if err != nil {
 		var pe *pgconn.PgError
 		if errors.As(err, &pe) && pe.Code == pgUniqueViolation {
@@ -665,9 +674,21 @@ func (p *Postgres) deleteIf(ctx context.Context, threadID string, check func(pgx
 func (p *Postgres) Claim(ctx context.Context, threadID string, ttl time.Duration) (Lease, error) {
 	now := time.Now()
 	l := Lease{ThreadID: threadID, Expires: now.Add(ttl)}
-	err := p.pool.QueryRow(ctx, pgClaim, threadID, newIncarnation(), leaseMillis(now), leaseMillis(l.Expires)).
-		Scan(&l.Incarnation, &l.Token, &l.Seq)
-	if errors.Is(err, pgx.ErrNoRows) {
+	args := []any{threadID, newIncarnation(), leaseMillis(now), leaseMillis(l.Expires)}
+	leased := false
+	err := p.write(ctx, pgWrite{
+		thread: threadID,
+		queue:  func(b *pgx.Batch) { b.Queue(pgClaim, args...) },
+		read: func(br pgx.BatchResults) error {
+			err := br.QueryRow().Scan(&l.Incarnation, &l.Token, &l.Seq)
+			leased = errors.Is(err, pgx.ErrNoRows) // an outcome, not a failure
+			if leased {
+				return nil
+			}
+			return err
+		},
+	})
+	if err == nil && leased {
 		err = ErrLeased
 	}
 	if err != nil {
@@ -679,7 +700,12 @@ func (p *Postgres) Claim(ctx context.Context, threadID string, ttl time.Duration
 // Extend implements Leaser.
 func (p *Postgres) Extend(ctx context.Context, l Lease, ttl time.Duration) (Lease, error) {
 	exp := time.Now().Add(ttl)
-	tag, err := p.pool.Exec(ctx, pgExtend, l.ThreadID, l.Token, leaseMillis(exp))
+	var tag pgconn.CommandTag
+	err := p.write(ctx, pgWrite{
+		thread: l.ThreadID,
+		queue:  func(b *pgx.Batch) { b.Queue(pgExtend, l.ThreadID, l.Token, leaseMillis(exp)) },
+		read:   func(br pgx.BatchResults) (err error) { tag, err = br.Exec(); return err },
+	})
 	if err == nil && tag.RowsAffected() == 0 {
 		err = ErrLeaseLost
 	}
@@ -692,7 +718,12 @@ func (p *Postgres) Extend(ctx context.Context, l Lease, ttl time.Duration) (Leas
 
 // Release implements Leaser.
 func (p *Postgres) Release(ctx context.Context, l Lease) error {
-	if _, err := p.pool.Exec(ctx, pgRelease, l.ThreadID, l.Token); err != nil {
+	err := p.write(ctx, pgWrite{
+		thread: l.ThreadID,
+		queue:  func(b *pgx.Batch) { b.Queue(pgRelease, l.ThreadID, l.Token) },
+		read:   func(br pgx.BatchResults) error { _, err := br.Exec(); return err },
+	})
+	if err != nil {
 		return fmt.Errorf("checkpoint: release lease of thread %q: %w", l.ThreadID, err)
 	}
 	return nil
@@ -766,10 +797,15 @@ func (p *Postgres) DeleteIdle(ctx context.Context, cutoff time.Time, limit int) 
 // needs a Put that raced with the previous one.
 const pgDeleteRounds = 10
 
-// Close closes the pool, waiting for the connections in use to be
-// released. Calls after the first do nothing; other methods fail once the
-// store is closed.
+// Close stops the batch writers, after the batches in flight, and closes
+// the pool, waiting for the connections in use to be released; writes
+// still waiting for a writer fail. Calls after the first do nothing; other
+// methods fail once the store is closed.
 func (p *Postgres) Close() error {
-	p.closeOnce.Do(p.pool.Close)
+	p.closeOnce.Do(func() {
+		close(p.stop)
+		p.writers.Wait()
+		p.pool.Close()
+	})
 	return nil
 }

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 
@@ -294,5 +295,130 @@ func TestPostgresOpenErrors(t *testing.T) {
 		if !strings.Contains(err.Error(), "checkpoint: open postgres") {
 			t.Errorf("OpenPostgres error %q should say what failed", err)
 		}
+	}
+}
+
+// TestPostgresBatchConflictCommitsOthers commits one batch, as the writer
+// does with the writes that queued while it was busy, holding Puts that
+// land, a Put with a wrong seq, two Puts of one seq, and a statement that
+// fails: the conflicts and the failure are each their own, and every other
+// Put of the batch is committed.
+func TestPostgresBatchConflictCommitsOthers(t *testing.T) {
+	ctx := context.Background()
+	p := openPostgres(t, postgresDSN(t))
+	defer p.Close()
+	if err := p.Put(ctx, checkpoint.Checkpoint{ThreadID: "existing", Seq: 1}); err != nil {
+		t.Fatal(err)
+	}
+	for _, failing := range []bool{false, true} {
+		round := fmt.Sprintf("failing-%v", failing)
+		var cps []checkpoint.Checkpoint
+		for i := range 8 {
+			cps = append(cps, checkpoint.Checkpoint{ThreadID: fmt.Sprintf("%s-%d", round, i), Seq: 1, RunID: "ok"})
+		}
+		cps = append(cps,
+			checkpoint.Checkpoint{ThreadID: "existing", Seq: 1, RunID: "wrong-seq"},       // 8: conflicts
+			checkpoint.Checkpoint{ThreadID: round + "-3", Seq: 1, RunID: "same-seq-as-3"}, // 9: conflicts with 3
+		)
+		errs := checkpoint.CommitPostgresBatch(p, cps, failing)
+		for i := range 8 {
+			if errs[i] != nil {
+				t.Errorf("%s: Put %d: %v; want it committed", round, i, errs[i])
+			}
+			if cp, err := p.Latest(ctx, cps[i].ThreadID); err != nil || cp.Seq != 1 || cp.RunID != "ok" {
+				t.Errorf("%s: Latest of thread %d = seq %d run %q, %v; want seq 1 run ok", round, i, cp.Seq, cp.RunID, err)
+			}
+		}
+		for _, i := range []int{8, 9} {
+			if !errors.Is(errs[i], checkpoint.ErrConflict) {
+				t.Errorf("%s: Put %d (run %s) = %v; want ErrConflict", round, i, cps[i].RunID, errs[i])
+			}
+		}
+		if failing {
+			if errs[10] == nil || !strings.Contains(errs[10].Error(), "division by zero") {
+				t.Errorf("failing statement = %v; want the server's division by zero", errs[10])
+			}
+		}
+	}
+	if cp, err := p.Latest(ctx, "existing"); err != nil || cp.Seq != 1 || cp.RunID != "" {
+		t.Fatalf("Latest of the existing thread = seq %d run %q, %v; want seq 1 unchanged", cp.Seq, cp.RunID, err)
+	}
+}
+
+// TestPostgresConcurrentLeasedRuns runs many threads at once from two
+// stores, as two replicas would: each claims its thread, writes five
+// checkpoints under the lease and releases it, so claims, Puts and
+// releases of many threads share batches and the two stores' batches lock
+// rows concurrently. Every write must land, in order, with nothing lost.
+func TestPostgresConcurrentLeasedRuns(t *testing.T) {
+	ctx := context.Background()
+	dsn := postgresDSN(t)
+	a, b := openPostgres(t, dsn), openPostgres(t, dsn)
+	defer a.Close()
+	defer b.Close()
+	const (
+		threads = 200
+		steps   = 5
+	)
+	var wg sync.WaitGroup
+	errs := make([]error, threads)
+	for i := range threads {
+		s := []*checkpoint.Postgres{a, b}[i%2]
+		wg.Go(func() {
+			errs[i] = func() error {
+				th := fmt.Sprintf("thread-%d", i)
+				l, err := s.Claim(ctx, th, time.Minute)
+				if err != nil {
+					return err
+				}
+				for seq := int64(1); seq <= steps; seq++ {
+					cp := checkpoint.Checkpoint{ThreadID: th, Seq: seq, RunID: fmt.Sprint(i), Incarnation: l.Incarnation, Token: l.Token}
+					if err := s.Put(ctx, cp); err != nil {
+						return err
+					}
+				}
+				if _, err := s.Extend(ctx, l, time.Minute); err != nil {
+					return err
+				}
+				return s.Release(ctx, l)
+			}()
+		})
+	}
+	wg.Wait()
+	for i, err := range errs {
+		if err != nil {
+			t.Fatalf("thread %d: %v", i, err)
+		}
+	}
+	for i := range threads {
+		th := fmt.Sprintf("thread-%d", i)
+		cps, err := []*checkpoint.Postgres{b, a}[i%2].History(ctx, th, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(cps) != steps || cps[0].Seq != steps || cps[0].RunID != fmt.Sprint(i) {
+			t.Fatalf("thread %d: %d checkpoints, newest first %+v; want %d by run %d", i, len(cps), cps, steps, i)
+		}
+		// Released: the thread can be claimed again at once.
+		if _, err := a.Claim(ctx, th, time.Minute); err != nil {
+			t.Fatalf("thread %d: claim after release: %v", i, err)
+		}
+	}
+}
+
+// TestPostgresWriteAfterClose checks that writes after Close fail at once
+// rather than wait for a writer that has stopped.
+func TestPostgresWriteAfterClose(t *testing.T) {
+	ctx := context.Background()
+	p := openPostgres(t, postgresDSN(t))
+	if err := p.Put(ctx, checkpoint.Checkpoint{ThreadID: "t", Seq: 1}); err != nil {
+		t.Fatal(err)
+	}
+	p.Close()
+	if err := p.Put(ctx, checkpoint.Checkpoint{ThreadID: "t", Seq: 2}); err == nil || errors.Is(err, checkpoint.ErrConflict) {
+		t.Errorf("Put after Close = %v; want an error that is not a conflict", err)
+	}
+	if _, err := p.Claim(ctx, "t", time.Minute); err == nil {
+		t.Error("Claim after Close succeeded")
 	}
 }

@@ -1,0 +1,50 @@
+package checkpoint
+
+import (
+	"context"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// CommitPostgresBatch runs Puts of cps, and then a statement that fails
+// when failing is set, as one batch of p's writer, exactly as the writer
+// commits the writes that queued while it was busy. It returns each
+// write's outcome (a Put that inserted nothing wraps ErrConflict), the
+// failing statement's last.
+func CommitPostgresBatch(p *Postgres, cps []Checkpoint, failing bool) []error {
+	reqs := make([]*pgReq, 0, len(cps)+1)
+	inserted := make([]bool, len(cps))
+	for i, cp := range cps {
+		args, err := pgPutArgs(cp, p.opts.keep)
+		if err != nil {
+			panic(err)
+		}
+		reqs = append(reqs, &pgReq{ctx: context.Background(), done: make(chan error, 1), w: pgWrite{
+			thread: cp.ThreadID,
+			queue:  func(b *pgx.Batch) { b.Queue(pgPut, args...) },
+			read: func(br pgx.BatchResults) error {
+				var latest int64
+				return br.QueryRow().Scan(&inserted[i], &latest)
+			},
+		}})
+	}
+	if failing {
+		reqs = append(reqs, &pgReq{ctx: context.Background(), done: make(chan error, 1), w: pgWrite{
+			queue: func(b *pgx.Batch) { b.Queue(`SELECT 1 / 0`) },
+			read:  func(br pgx.BatchResults) error { _, err := br.Exec(); return err },
+		}})
+	}
+	out := make([]error, len(reqs))
+	byReq := make(map[*pgReq]int, len(reqs))
+	for i, r := range reqs {
+		byReq[r] = i
+	}
+	p.commit(reqs) // sorts reqs in place
+	for r, i := range byReq {
+		out[i] = <-r.done
+		if out[i] == nil && i < len(cps) && !inserted[i] {
+			out[i] = ErrConflict
+		}
+	}
+	return out
+}
