@@ -78,6 +78,10 @@ type Checkpoint struct {
 	// together (History) may share the entries' memory, so treat them as
 	// read-only. Put ignores it.
 	Log [][]byte
+	// Release, with a Token, also ends the Lease the write is made under,
+	// with the same commit, when the checkpoint goes in: a run's last
+	// write frees its thread without a write of its own. Never stored.
+	Release bool
 	// WakeAt, when not zero, asks for the thread to be woken then (the
 	// deadline of a call it waits for, say): while this is the thread's
 	// latest checkpoint, Scheduler.Due lists the thread from that time

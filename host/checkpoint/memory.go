@@ -101,7 +101,10 @@ func (m *Memory) Put(ctx context.Context, cp Checkpoint) error {
 		m.threads[cp.ThreadID] = th
 	}
 	th.log = append(th.log, appended...)
-	cp.Token = 0
+	if cp.Release && cp.Token != 0 {
+		m.leases[cp.ThreadID].until = 0
+	}
+	cp.Token, cp.Release = 0, false
 	th.cps = append(th.cps, memCheckpoint{Checkpoint: cp, logLen: len(th.log)})
 	th.latest = cp.Seq
 	if k := m.opts.keep; k >= 0 && len(th.cps) > k+1 {

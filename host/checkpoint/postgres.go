@@ -122,8 +122,11 @@ const (
 	//
 	// Only once the checkpoint went in, the same statement appends its log
 	// entries ($12, numbered after the previous checkpoint's log_len),
-	// records it in the thread's activity row and deletes the checkpoints
-	// KeepHistory drops (seq <= $15).
+	// records it in the thread's activity row, deletes the checkpoints
+	// KeepHistory drops (seq <= $15) and, for a run's last write ($16),
+	// releases its lease. Only a write holding the lease's token gets that
+	// far, so no racing writer holds the lease row's share lock waiting
+	// for this one.
 	pgPut = `WITH lease AS (
 		SELECT token, incarnation FROM tenxgraph_threads
 		WHERE thread_id = $1::text
@@ -155,6 +158,9 @@ const (
 	), pruned AS (
 		DELETE FROM tenxgraph_checkpoints
 		WHERE thread_id = $1::text AND seq <= $15::bigint AND EXISTS (SELECT 1 FROM ins)
+	), released AS (
+		UPDATE tenxgraph_threads SET lease_until = 0
+		WHERE thread_id = $1::text AND token = $11::bigint AND $16::boolean AND EXISTS (SELECT 1 FROM ins)
 	)
 	SELECT EXISTS (SELECT 1 FROM ins), COALESCE((SELECT seq FROM latest), 0)`
 	pgLatestSeq = `SELECT COALESCE(MAX(seq), 0) FROM tenxgraph_checkpoints WHERE thread_id = $1::text`
@@ -504,7 +510,7 @@ func pgPutArgs(cp Checkpoint, keep int) ([]any, error) {
 		prune = cp.Seq - int64(keep) - 1
 	}
 	return []any{cp.ThreadID, cp.Seq, cp.RunID, int64(cp.Step), string(cp.Status), next, state, json.RawMessage(meta), created,
-		cp.Incarnation, cp.Token, entries, wake, created.UnixMilli(), prune}, nil
+		cp.Incarnation, cp.Token, entries, wake, created.UnixMilli(), prune, cp.Release && cp.Token != 0}, nil
 }
 
 // pgText refuses a string a text column (or a jsonb string, where \u0000 is

@@ -564,6 +564,11 @@ func (s *SQLite) putTx(ctx context.Context, tx *wtx, cp Checkpoint, args []any) 
 	if _, err := tx.stmt(ctx, s.touch).ExecContext(ctx, cp.ThreadID, cp.Incarnation, args[12], args[8].(int64)/1e6); err != nil {
 		return fmt.Errorf("touch the thread: %w", err)
 	}
+	if cp.Release && cp.Token != 0 {
+		if _, err := tx.stmt(ctx, s.release).ExecContext(ctx, cp.ThreadID, cp.Token); err != nil {
+			return fmt.Errorf("release the lease: %w", err)
+		}
+	}
 	if k := s.opts.keep; k >= 0 && cp.Seq > int64(k)+1 {
 		if _, err := tx.stmt(ctx, s.prune).ExecContext(ctx, cp.ThreadID, cp.Seq-int64(k)-1); err != nil {
 			return fmt.Errorf("drop old checkpoints: %w", err)

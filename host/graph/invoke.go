@@ -103,7 +103,7 @@ func (a *App) run(ctx context.Context, input []message.Message, cfg RunConfig, e
 			}
 		}
 	}
-	w := writer{app: a, run: r, lease: h.lease, meta: cfg.Metadata, runTools: s.runTools, pause: s.pause, logged: prev.logged, logBytes: prev.logBytes}
+	w := writer{app: a, run: r, hold: h, lease: h.lease, meta: cfg.Metadata, runTools: s.runTools, pause: s.pause, logged: prev.logged, logBytes: prev.logBytes}
 	if latest != nil {
 		w.seq, w.meta = latest.Seq, latest.Metadata
 	}
@@ -427,6 +427,7 @@ func (a *App) result(r *Run, s State, status Status, p pause) Result {
 type writer struct {
 	app      *App
 	run      *Run
+	hold     *hold
 	lease    checkpoint.Lease // zero without a Leaser store
 	seq      int64
 	meta     map[string]string
@@ -446,7 +447,11 @@ func (w *writer) put(ctx context.Context, s State, next []string, status checkpo
 		return fmt.Errorf("thread %q: encode state: %w", w.run.ThreadID, err)
 	}
 	cp := checkpoint.Checkpoint{ThreadID: w.run.ThreadID, Seq: w.seq + 1, RunID: w.run.RunID, Step: w.run.Step,
-		Status: status, Next: next, State: raw, Append: add, Metadata: w.meta, Incarnation: w.lease.Incarnation, Token: w.lease.Token}
+		Status: status, Next: next, State: raw, Append: add, Metadata: w.meta, Incarnation: w.lease.Incarnation, Token: w.lease.Token,
+		// A run ends with the checkpoint of any status but running (it
+		// paused, completed, failed or was cancelled): that write also
+		// releases its lease, one write fewer per run.
+		Release: w.lease.Token != 0 && status != checkpoint.StatusRunning}
 	if status == checkpoint.StatusInterrupted {
 		cp.WakeAt = w.pause.wakeAt()
 	}
@@ -461,12 +466,15 @@ func (w *writer) put(ctx context.Context, s State, next []string, status checkpo
 		return fmt.Errorf("thread %q: save checkpoint: %w", w.run.ThreadID, err)
 	}
 	w.seq++
+	if cp.Release {
+		w.hold.released.Store(true)
+	}
 	for _, e := range add {
 		ws.logBytes += int64(len(e))
 	}
 	ws.logged = len(s.Messages)
 	w.logged, w.logBytes = ws.logged, ws.logBytes
-	cp.Token, cp.Append = 0, nil // as the store returns it
+	cp.Token, cp.Append, cp.Release = 0, nil, false // as the store returns it
 	w.app.cache.store(w.run.ThreadID, cp, ws, int64(len(raw))+ws.logBytes)
 	return nil
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync/atomic"
 	"time"
 
 	"github.com/tenxgraph/tenxgraph/host/checkpoint"
@@ -37,6 +38,10 @@ type hold struct {
 	leased bool
 	stop   context.CancelFunc // stops the heartbeat
 	done   chan struct{}      // closed when the heartbeat has stopped
+	// released is set once the run's last checkpoint released the lease
+	// with it (checkpoint.Checkpoint.Release): unclaim has nothing left to
+	// release, and the heartbeat finding the lease gone is no loss.
+	released atomic.Bool
 }
 
 // errLeaseLost is the cause a run is cancelled with when its lease is
@@ -127,6 +132,8 @@ func (a *App) heartbeat(ctx context.Context, h *hold, cancel context.CancelCause
 			le = next
 		case ctx.Err() != nil:
 			return
+		case h.released.Load():
+			return
 		case errors.Is(err, checkpoint.ErrLeaseLost) || time.Now().After(le.Expires):
 			cancel(fmt.Errorf("%w: %w", errLeaseLost, err))
 			return
@@ -143,6 +150,9 @@ func (a *App) unclaim(ctx context.Context, h *hold) {
 	}
 	h.stop()
 	<-h.done
+	if h.released.Load() {
+		return
+	}
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), recordTimeout)
 	defer cancel()
 	_ = a.leaser.Release(rctx, h.lease) // a failed release only keeps the thread busy until the lease expires

@@ -159,3 +159,55 @@ func TestSecondRequestBusyOrReplayed(t *testing.T) {
 		t.Fatalf("a different answer: %v, want a 409 conflict", err)
 	}
 }
+
+// releaseCounter counts the store's Release calls.
+type releaseCounter struct {
+	*checkpoint.Memory
+	releases atomic.Int64
+}
+
+func (s *releaseCounter) Release(ctx context.Context, l checkpoint.Lease) error {
+	s.releases.Add(1)
+	return s.Memory.Release(ctx, l)
+}
+
+// A run's last checkpoint releases its lease with the same write: a run
+// that completes or pauses makes no Release of its own, and the thread is
+// free at once for a run elsewhere. A failed run's record releases it too.
+func TestLastCheckpointReleasesTheLease(t *testing.T) {
+	ctx := context.Background()
+	store := &releaseCounter{Memory: checkpoint.NewMemory()}
+	fail := false
+	node := graph.NodeFunc(func(ctx context.Context, in *graph.Input) (graph.Update, error) {
+		if fail {
+			return graph.Update{}, errors.New("boom")
+		}
+		return graph.Update{Messages: []message.Message{message.Text(message.RoleAssistant, "ok")}}, nil
+	})
+	app, err := graph.New().AddNode("a", node).AddNode("b", node).AddEdge(graph.START, "a").AddEdge("a", "b").AddEdge("b", graph.END).Compile(store)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for turn := range 3 {
+		if _, err := app.Invoke(ctx, user("go"), graph.RunConfig{ThreadID: "t"}); err != nil {
+			t.Fatal(err)
+		}
+		le, err := store.Claim(ctx, "t", time.Minute)
+		if err != nil {
+			t.Fatalf("turn %d: the thread is still leased after its run: %v", turn, err)
+		}
+		if err := store.Memory.Release(ctx, le); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := store.releases.Load(); n != 0 {
+		t.Fatalf("three runs made %d Release calls, want 0 (their last checkpoints released)", n)
+	}
+	fail = true
+	if _, err := app.Invoke(ctx, user("go"), graph.RunConfig{ThreadID: "t"}); err == nil {
+		t.Fatal("the failing run succeeded")
+	}
+	if _, err := store.Claim(ctx, "t", time.Minute); err != nil {
+		t.Fatalf("after a failed run (its failure recorded) the thread is still leased: %v", err)
+	}
+}

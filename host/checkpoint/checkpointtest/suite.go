@@ -51,6 +51,7 @@ func Run(t *testing.T, open func(t *testing.T) checkpoint.Checkpointer) {
 		{"LeaseExpires", testLeaseExpires},
 		{"LeaseDeleteStartsIncarnation", testLeaseDeleteIncarnation},
 		{"LeaseRacingClaimsOneWins", testLeaseRacingClaims},
+		{"LeaseReleasedByPut", testLeaseReleasedByPut},
 		{"SchedulerDue", testSchedulerDue},
 		{"LogAppendsOnce", testLog},
 		{"LogConflictAppendsNothing", testLogConflict},
@@ -1069,5 +1070,44 @@ func RunRetention(t *testing.T, open func(t *testing.T, opts ...checkpoint.Optio
 			put(t, s, sample(th, 7))
 			wantEqual(t, "Latest after pruning", latest(t, s, th), withLog(sample(th, 7), log))
 		})
+	}
+}
+
+// testLeaseReleasedByPut: a Put with Release ends its lease with the
+// checkpoint, so the thread can be claimed at once and the old token
+// writes no more; a Put refused (a wrong seq) releases nothing.
+func testLeaseReleasedByPut(t *testing.T, s checkpoint.Checkpointer) {
+	l, ok := s.(checkpoint.Leaser)
+	if !ok {
+		t.Skip("the store does not implement checkpoint.Leaser")
+	}
+	ctx := context.Background()
+	th := threadID(t, "release")
+	le, err := l.Claim(ctx, th, time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wrong := sample(th, 5)
+	wrong.Incarnation, wrong.Token, wrong.Release = le.Incarnation, le.Token, true
+	if err := s.Put(ctx, wrong); !errors.Is(err, checkpoint.ErrConflict) {
+		t.Fatalf("Put of a wrong seq = %v, want ErrConflict", err)
+	}
+	if _, err := l.Claim(ctx, th, time.Minute); !errors.Is(err, checkpoint.ErrLeased) {
+		t.Fatalf("Claim after a refused releasing Put = %v, want ErrLeased (nothing released)", err)
+	}
+	cp := sample(th, 1)
+	cp.Incarnation, cp.Token, cp.Release = le.Incarnation, le.Token, true
+	put(t, s, cp)
+	want := cp
+	want.Incarnation, want.Token, want.Release = le.Incarnation, 0, false
+	wantEqual(t, "Latest after a releasing Put", latest(t, s, th), want)
+	le2, err := l.Claim(ctx, th, time.Minute)
+	if err != nil || le2.Token <= le.Token {
+		t.Fatalf("Claim after a releasing Put = %+v, %v; want a new token", le2, err)
+	}
+	next := sample(th, 2)
+	next.Incarnation, next.Token = le.Incarnation, le.Token
+	if err := s.Put(ctx, next); !errors.Is(err, checkpoint.ErrConflict) {
+		t.Fatalf("Put with the released token = %v, want ErrConflict", err)
 	}
 }
