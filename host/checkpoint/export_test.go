@@ -2,6 +2,7 @@ package checkpoint
 
 import (
 	"context"
+	"errors"
 
 	"github.com/jackc/pgx/v5"
 )
@@ -43,6 +44,41 @@ func CommitPostgresBatch(p *Postgres, cps []Checkpoint, failing bool) []error {
 	for r, i := range byReq {
 		out[i] = <-r.done
 		if out[i] == nil && i < len(cps) && !inserted[i] {
+			out[i] = ErrConflict
+		}
+	}
+	return out
+}
+
+// CommitSQLiteBatch runs Puts of cps, and then a write that inserts a log
+// row of thread "half-done" and then fails, when failing is set, as one
+// batch of s's writer. It returns each write's outcome (a Put whose
+// condition did not hold wraps ErrConflict), the failing write's last.
+func CommitSQLiteBatch(s *SQLite, cps []Checkpoint, failing bool) []error {
+	var reqs []writeReq
+	for _, cp := range cps {
+		args, err := putArgs(cp)
+		if err != nil {
+			panic(err)
+		}
+		reqs = append(reqs, writeReq{ctx: context.Background(), done: make(chan error, 1),
+			fn: func(ctx context.Context, tx *wtx) error { return s.putTx(ctx, tx, cp, args) }})
+	}
+	if failing {
+		reqs = append(reqs, writeReq{ctx: context.Background(), done: make(chan error, 1),
+			fn: func(ctx context.Context, tx *wtx) error {
+				if _, err := tx.tx.ExecContext(ctx, `INSERT INTO log (thread_id, idx, entry) VALUES ('half-done', 0, x'00')`); err != nil {
+					return err
+				}
+				_, err := tx.tx.ExecContext(ctx, `INSERT INTO log (thread_id, idx, entry) VALUES ('half-done', -1, x'00')`)
+				return err
+			}})
+	}
+	s.commit(reqs)
+	out := make([]error, len(reqs))
+	for i, r := range reqs {
+		out[i] = <-r.done
+		if errors.Is(out[i], errNoRow) {
 			out[i] = ErrConflict
 		}
 	}

@@ -683,9 +683,12 @@ func (s *SQLite) runAlone(r writeReq) {
 }
 
 // commit writes a batch in one transaction. Each write decides its own
-// outcome (later ones in the batch see earlier ones) within a savepoint, so
-// one that fails leaves nothing behind and the others commit; a failure of
-// the transaction itself fails every write of the batch.
+// outcome, later ones in the batch seeing earlier ones: one whose condition
+// does not hold (errNoRow) has written nothing, since every write's first
+// statement is its conditional one, and the others commit. A write failing
+// otherwise may have written part of itself, so the transaction is rolled
+// back and each write of the batch runs again in one of its own: no write
+// fails for another's sake, and none is half done.
 func (s *SQLite) commit(batch []writeReq) {
 	live := batch[:0]
 	for _, r := range batch {
@@ -698,45 +701,55 @@ func (s *SQLite) commit(batch []writeReq) {
 	if len(live) == 0 {
 		return
 	}
-	ctx := context.Background()
-	results := make([]error, len(live))
-	err := func() error {
-		tx, err := s.w.BeginTx(ctx, nil) // BEGIN IMMEDIATE: _txlock on the writer
-		if err != nil {
-			return err
+	results, err := s.commitTx(live)
+	if err != nil && len(live) > 1 {
+		for _, r := range live {
+			res, err := s.commitTx([]writeReq{r})
+			if err == nil {
+				err = res[0]
+			}
+			r.done <- err
 		}
-		defer tx.Rollback() //nolint:errcheck // a no-op after Commit
-		w := &wtx{tx: tx, stmts: map[*sql.Stmt]*sql.Stmt{}}
-		for i, r := range live {
-			if len(live) == 1 {
-				if results[i] = r.fn(ctx, w); results[i] != nil {
-					return nil // nothing to keep: roll back
-				}
-				continue
-			}
-			if _, err := tx.ExecContext(ctx, "SAVEPOINT w"); err != nil {
-				return err
-			}
-			if results[i] = r.fn(ctx, w); results[i] != nil {
-				if _, err := tx.ExecContext(ctx, "ROLLBACK TO w"); err != nil {
-					return err
-				}
-			}
-			if _, err := tx.ExecContext(ctx, "RELEASE w"); err != nil {
-				return err
-			}
-		}
-		if err := tx.Commit(); err != nil {
-			return fmt.Errorf("commit: %w", err)
-		}
-		return nil
-	}()
+		return
+	}
 	for i, r := range live {
-		if err != nil && results[i] == nil {
-			results[i] = err
+		if err != nil {
+			r.done <- err
+			continue
 		}
 		r.done <- results[i]
 	}
+}
+
+// commitTx runs writes in one transaction and returns each one's outcome;
+// the error is the transaction's (a write that failed other than by
+// errNoRow fails it, and nothing is committed).
+func (s *SQLite) commitTx(writes []writeReq) ([]error, error) {
+	ctx := context.Background()
+	tx, err := s.w.BeginTx(ctx, nil) // BEGIN IMMEDIATE: _txlock on the writer
+	if err != nil {
+		return nil, err
+	}
+	defer tx.Rollback() //nolint:errcheck // a no-op after Commit
+	w := &wtx{tx: tx, stmts: map[*sql.Stmt]*sql.Stmt{}}
+	results := make([]error, len(writes))
+	wrote := false
+	for i, r := range writes {
+		results[i] = r.fn(ctx, w)
+		switch {
+		case results[i] == nil:
+			wrote = true
+		case !errors.Is(results[i], errNoRow):
+			return nil, results[i]
+		}
+	}
+	if !wrote {
+		return results, nil // nothing to commit: the rollback ends it
+	}
+	if err := tx.Commit(); err != nil {
+		return nil, fmt.Errorf("commit: %w", err)
+	}
+	return results, nil
 }
 
 // Claim implements Leaser; the claim is one statement through the writer.

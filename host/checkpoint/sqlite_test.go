@@ -453,3 +453,48 @@ func TestSQLiteCompactConvertsAnOldFile(t *testing.T) {
 		t.Fatalf("a thread written after Compact: %+v, %v", got, err)
 	}
 }
+
+// One batch of the writer: a Put whose seq is taken and a write that fails
+// half-way fail alone; the others commit, and nothing of the failed write
+// stays.
+func TestSQLiteBatchFailuresStayAlone(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "db")
+	s := openSQLite(t, path)
+	defer s.Close()
+	ctx := context.Background()
+	for _, failing := range []bool{false, true} {
+		var cps []checkpoint.Checkpoint
+		for i := range 8 {
+			cps = append(cps, checkpoint.Checkpoint{ThreadID: fmt.Sprint(failing, "-", i), Seq: 1, RunID: "r",
+				Status: checkpoint.StatusCompleted, Append: [][]byte{[]byte(fmt.Sprint("m", i))}})
+		}
+		taken := cps[0]
+		taken.Append = [][]byte{[]byte("lost")}
+		cps = append(cps, taken) // seq 1 of the first thread again, later in the batch
+		errs := checkpoint.CommitSQLiteBatch(s, cps, failing)
+		for i := range 8 {
+			if errs[i] != nil {
+				t.Fatalf("failing %v: Put %d: %v", failing, i, errs[i])
+			}
+			cp, err := s.Latest(ctx, cps[i].ThreadID)
+			if err != nil || len(cp.Log) != 1 || string(cp.Log[0]) != fmt.Sprint("m", i) {
+				t.Fatalf("failing %v: thread %d: %q, %v", failing, i, cp.Log, err)
+			}
+		}
+		if !errors.Is(errs[8], checkpoint.ErrConflict) {
+			t.Fatalf("failing %v: the Put of a taken seq: %v, want ErrConflict", failing, errs[8])
+		}
+		if failing && (len(errs) != 10 || errs[9] == nil) {
+			t.Fatalf("the failing write: %v, want its error", errs)
+		}
+	}
+	db, err := sql.Open("sqlite", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	var n int
+	if err := db.QueryRow(`SELECT COUNT(*) FROM log WHERE thread_id = 'half-done'`).Scan(&n); err != nil || n != 0 {
+		t.Fatalf("rows of the failed write: %d, %v; want 0", n, err)
+	}
+}
