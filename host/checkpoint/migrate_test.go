@@ -54,35 +54,46 @@ const (
 )
 
 func TestSQLiteMigratesVersion1(t *testing.T) {
+	s := openSQLite(t, oldSQLite(t, sqliteV1))
+	defer s.Close()
+	testMigratedThread(t, s, s)
+}
+
+// oldSQLite writes a database as an earlier release left it (schema, rows
+// and user_version in script) and returns its path.
+func oldSQLite(t *testing.T, script string) string {
+	t.Helper()
 	path := filepath.Join(t.TempDir(), "db")
 	db, err := sql.Open("sqlite", path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := db.Exec(sqliteV1); err != nil {
+	defer db.Close()
+	if _, err := db.Exec(script); err != nil {
 		t.Fatal(err)
 	}
-	db.Close()
-	s, err := checkpoint.OpenSQLite(context.Background(), path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
-	testMigratedThread(t, s, s)
+	return path
 }
 
-func TestPostgresMigratesVersion1(t *testing.T) {
+// oldPostgres runs script (an earlier release's schema and rows) in a
+// database of its own and opens the store on it, which migrates it.
+func oldPostgres(t *testing.T, script string) *checkpoint.Postgres {
+	t.Helper()
 	ctx := context.Background()
 	dsn := postgresDSN(t)
 	conn, err := pgx.Connect(ctx, dsn)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := conn.Exec(ctx, postgresV1); err != nil {
+	defer conn.Close(ctx)
+	if _, err := conn.Exec(ctx, script); err != nil {
 		t.Fatal(err)
 	}
-	conn.Close(ctx)
-	p := openPostgres(t, dsn)
+	return openPostgres(t, dsn)
+}
+
+func TestPostgresMigratesVersion1(t *testing.T) {
+	p := oldPostgres(t, postgresV1)
 	defer p.Close()
 	testMigratedThread(t, p, p)
 }
@@ -142,16 +153,7 @@ const postgresV3 = postgresV1 + `;
 // no log; its next checkpoint starts the log; it is not idle, and not due.
 func TestPostgresMigratesVersion3(t *testing.T) {
 	ctx := context.Background()
-	dsn := postgresDSN(t)
-	conn, err := pgx.Connect(ctx, dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := conn.Exec(ctx, postgresV3); err != nil {
-		t.Fatal(err)
-	}
-	conn.Close(ctx)
-	p := openPostgres(t, dsn)
+	p := oldPostgres(t, postgresV3)
 	defer p.Close()
 	cp, err := p.Latest(ctx, "inline")
 	if err != nil {
@@ -183,23 +185,11 @@ func TestPostgresMigratesVersion3(t *testing.T) {
 
 // The same for SQLite: schema 4, the last before the log.
 func TestSQLiteMigratesVersion4(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "db")
-	db, err := sql.Open("sqlite", path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := db.Exec(strings.Replace(sqliteV1, "PRAGMA user_version = 1;", `
+	s := openSQLite(t, oldSQLite(t, strings.Replace(sqliteV1, "PRAGMA user_version = 1;", `
 	ALTER TABLE checkpoints ADD COLUMN incarnation TEXT NOT NULL DEFAULT '';
 	CREATE TABLE threads (thread_id TEXT NOT NULL PRIMARY KEY, incarnation TEXT NOT NULL, token INTEGER NOT NULL, lease_until INTEGER NOT NULL) WITHOUT ROWID;
 	INSERT INTO threads VALUES ('old', '', 0, 0);
-	PRAGMA user_version = 4;`, 1)); err != nil {
-		t.Fatal(err)
-	}
-	db.Close()
-	s, err := checkpoint.OpenSQLite(context.Background(), path)
-	if err != nil {
-		t.Fatal(err)
-	}
+	PRAGMA user_version = 4;`, 1)))
 	defer s.Close()
 	testMigratedThread(t, s, s)
 	cp, err := s.Latest(context.Background(), "old")

@@ -425,15 +425,7 @@ func TestSQLiteCompactGivesSpaceBack(t *testing.T) {
 // A file created before auto_vacuum was set (schema 1, as that release
 // created it) is converted by its first Compact and shrinks.
 func TestSQLiteCompactConvertsAnOldFile(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "db")
-	db, err := sql.Open("sqlite", path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := db.Exec(sqliteV1); err != nil {
-		t.Fatal(err)
-	}
-	db.Close()
+	path := oldSQLite(t, sqliteV1)
 	s := openSQLite(t, path)
 	defer s.Close()
 	fillAndDelete(t, s, 41) // and the old file's thread, idle since 1970

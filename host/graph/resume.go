@@ -191,13 +191,7 @@ func (a *App) begin(latest *checkpoint.Checkpoint, prev wireState, input []messa
 			s.idle = true
 			return s, nil
 		}
-		s.answered = true
-		s.pause.Answers = maps.Clone(prev.Answers)
-		if s.pause.Answers == nil {
-			s.pause.Answers = map[string]Answer{}
-		}
-		maps.Copy(s.pause.Answers, fresh)
-		s.stillPaused = len(s.pause.unanswered()) > 0
+		s.record(prev, fresh)
 		s.resume = !s.stillPaused
 		return s, nil
 	}
@@ -220,16 +214,23 @@ func (a *App) begin(latest *checkpoint.Checkpoint, prev wireState, input []messa
 		return s, err
 	}
 	if len(fresh) > 0 {
-		s.answered = true
-		s.pause.Answers = maps.Clone(prev.Answers)
-		if s.pause.Answers == nil {
-			s.pause.Answers = map[string]Answer{}
-		}
-		maps.Copy(s.pause.Answers, fresh)
+		s.record(prev, fresh)
 	}
 	s.stillPaused = len(s.pause.unanswered()) > 0
 	s.resume = !s.stillPaused && len(s.pause.Interrupts) > 0
 	return s, nil
+}
+
+// record adds fresh answers to those prev's pause already had, and notes
+// whether the pause is still waiting for others.
+func (s *start) record(prev wireState, fresh map[string]Answer) {
+	s.answered = true
+	s.pause.Answers = maps.Clone(prev.Answers)
+	if s.pause.Answers == nil {
+		s.pause.Answers = map[string]Answer{}
+	}
+	maps.Copy(s.pause.Answers, fresh)
+	s.stillPaused = len(s.pause.unanswered()) > 0
 }
 
 // checkInput refuses content a client may not write. A client may send
