@@ -131,6 +131,20 @@ type Scheduler interface {
 	Due(ctx context.Context, now time.Time, limit int) ([]string, error)
 }
 
+// TailReader is implemented by stores that can read a thread's latest
+// checkpoint with only the end of its log, for a reader that holds the
+// rest: a replica whose copy of a thread another replica has since
+// extended reads what was added, not the whole thread again. Memory,
+// SQLite and Postgres implement it.
+type TailReader interface {
+	// LatestTail is Latest with Log holding only the entries from index
+	// from on (none when the log is not longer), and logLen the length of
+	// the whole log. The caller's entries before from must be of the same
+	// incarnation as the checkpoint (Checkpoint.Incarnation) and from a
+	// log at least from long; otherwise it reads the thread with Latest.
+	LatestTail(ctx context.Context, threadID string, from int) (cp Checkpoint, logLen int, err error)
+}
+
 // Pruner is implemented by stores that can delete the threads nobody has
 // written for a while (an idle-thread TTL). SQLite, Postgres and Memory
 // implement it.

@@ -55,6 +55,7 @@ var (
 	_ Leaser       = (*Memory)(nil)
 	_ Scheduler    = (*Memory)(nil)
 	_ Pruner       = (*Memory)(nil)
+	_ TailReader   = (*Memory)(nil)
 )
 
 // NewMemory returns an empty in-memory store, ready to use; there is nothing
@@ -281,6 +282,28 @@ func (m *Memory) Head(ctx context.Context, threadID string) (Head, error) {
 		h.Incarnation = l.inc
 	}
 	return h, nil
+}
+
+// LatestTail implements TailReader.
+func (m *Memory) LatestTail(ctx context.Context, threadID string, from int) (Checkpoint, int, error) {
+	if err := ctx.Err(); err != nil {
+		return Checkpoint{}, 0, fmt.Errorf("checkpoint: latest of thread %q: %w", threadID, err)
+	}
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	if m.closed {
+		return Checkpoint{}, 0, fmt.Errorf("checkpoint: latest of thread %q: %w", threadID, errMemoryClosed)
+	}
+	th := m.threads[threadID]
+	if th == nil {
+		return Checkpoint{}, 0, fmt.Errorf("checkpoint: latest of thread %q: %w", threadID, ErrNotFound)
+	}
+	c := th.cps[len(th.cps)-1]
+	cp := cloneCheckpoint(c.Checkpoint)
+	for _, e := range th.log[min(max(from, 0), c.logLen):c.logLen] {
+		cp.Log = append(cp.Log, slices.Clone(e))
+	}
+	return cp, c.logLen, nil
 }
 
 // Due implements Scheduler by looking at every thread's latest checkpoint.

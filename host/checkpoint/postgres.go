@@ -165,11 +165,11 @@ const (
 	SELECT EXISTS (SELECT 1 FROM ins), COALESCE((SELECT seq FROM latest), 0)`
 	pgLatestSeq = `SELECT COALESCE(MAX(seq), 0) FROM tenxgraph_checkpoints WHERE thread_id = $1::text`
 	// pgHistory takes LIMIT NULL as no limit. The newest row carries the
-	// log up to its length (the others' logs are prefixes of it), read by
-	// the same statement, so from the same snapshot.
+	// log up to its length from index $3 (the others' logs are prefixes of
+	// it), read by the same statement, so from the same snapshot.
 	pgHistory = `SELECT seq, run_id, step, status, next, state, metadata, created_at, incarnation, log_len, wake_at,
 		CASE WHEN seq = MAX(seq) OVER () AND log_len > 0 THEN
-			(SELECT array_agg(l.entry ORDER BY l.idx) FROM tenxgraph_log l WHERE l.thread_id = $1::text AND l.idx < c.log_len) END
+			(SELECT array_agg(l.entry ORDER BY l.idx) FROM tenxgraph_log l WHERE l.thread_id = $1::text AND l.idx >= $3::bigint AND l.idx < c.log_len) END
 	FROM tenxgraph_checkpoints c WHERE thread_id = $1::text ORDER BY seq DESC LIMIT $2::bigint`
 	pgDelete         = `DELETE FROM tenxgraph_checkpoints WHERE thread_id = $1::text`
 	pgDeleteLog      = `DELETE FROM tenxgraph_log WHERE thread_id = $1::text`
@@ -248,6 +248,7 @@ var (
 	_ Leaser       = (*Postgres)(nil)
 	_ Scheduler    = (*Postgres)(nil)
 	_ Pruner       = (*Postgres)(nil)
+	_ TailReader   = (*Postgres)(nil)
 )
 
 // OpenPostgres connects to the database dsn names (a libpq keyword/value
@@ -537,32 +538,43 @@ func (p *Postgres) LatestSeq(ctx context.Context, threadID string) (int64, error
 // Latest returns the thread's newest checkpoint, or an error wrapping
 // ErrNotFound.
 func (p *Postgres) Latest(ctx context.Context, threadID string) (Checkpoint, error) {
-	cps, err := p.query(ctx, threadID, 1)
+	cps, _, err := p.query(ctx, threadID, 1, 0)
 	return latestFrom(threadID, cps, err)
+}
+
+// LatestTail implements TailReader in one statement.
+func (p *Postgres) LatestTail(ctx context.Context, threadID string, from int) (Checkpoint, int, error) {
+	cps, n, err := p.query(ctx, threadID, 1, max(from, 0))
+	cp, err := latestFrom(threadID, cps, err)
+	return cp, int(n), err
 }
 
 // History returns up to limit checkpoints, newest first (limit <= 0 means
 // all), read in one statement so they come from one consistent snapshot.
 func (p *Postgres) History(ctx context.Context, threadID string, limit int) ([]Checkpoint, error) {
-	cps, err := p.query(ctx, threadID, limit)
+	cps, _, err := p.query(ctx, threadID, limit, 0)
 	return historyFrom(threadID, cps, err)
 }
 
-func (p *Postgres) query(ctx context.Context, threadID string, limit int) ([]Checkpoint, error) {
+// query reads up to limit checkpoints, newest first, with their logs;
+// from > 0 (with limit 1) reads only the entries from there on. It also
+// returns the newest checkpoint's log length.
+func (p *Postgres) query(ctx context.Context, threadID string, limit, from int) ([]Checkpoint, int64, error) {
 	var lim any // NULL: no limit
 	if limit > 0 {
 		lim = int64(limit)
 	}
-	rows, err := p.pool.Query(ctx, pgHistory, threadID, lim)
+	rows, err := p.pool.Query(ctx, pgHistory, threadID, lim, int64(from))
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
 	defer rows.Close()
 	var out []Checkpoint
 	if limit > 0 {
 		out = make([]Checkpoint, 0, min(limit, 64))
 	}
-	var full [][]byte // the newest checkpoint's log
+	var full [][]byte // the newest checkpoint's log (from index from)
+	var newest int64  // its length
 	for rows.Next() {
 		cp := Checkpoint{ThreadID: threadID}
 		var (
@@ -574,12 +586,13 @@ func (p *Postgres) query(ctx context.Context, threadID string, limit int) ([]Che
 			log          [][]byte
 		)
 		if err := rows.Scan(&cp.Seq, &cp.RunID, &step, &status, &cp.Next, &cp.State, &meta, &created, &cp.Incarnation, &logLen, &wake, &log); err != nil {
-			return nil, err
+			return nil, 0, err
 		}
 		switch {
 		case len(out) == 0:
-			if int64(len(log)) != logLen {
-				return nil, fmt.Errorf("seq %d: the log holds %d entries where the checkpoint needs %d; the database was changed outside tenxgraph", cp.Seq, len(log), logLen)
+			newest = logLen
+			if want := max(logLen-int64(from), 0); int64(len(log)) != want {
+				return nil, 0, fmt.Errorf("seq %d: the log holds %d entries from %d where the checkpoint needs %d; the database was changed outside tenxgraph", cp.Seq, len(log), from, want)
 			}
 			for i, e := range log {
 				if e == nil {
@@ -587,10 +600,15 @@ func (p *Postgres) query(ctx context.Context, threadID string, limit int) ([]Che
 				}
 			}
 			full = log
-		case logLen > int64(len(full)):
-			return nil, fmt.Errorf("seq %d: its log is longer than the newest checkpoint's", cp.Seq)
+		case logLen > newest:
+			return nil, 0, fmt.Errorf("seq %d: its log is longer than the newest checkpoint's", cp.Seq)
 		}
-		if logLen > 0 {
+		switch {
+		case from > 0:
+			if len(full) > 0 {
+				cp.Log = full
+			}
+		case logLen > 0:
 			cp.Log = full[:logLen:logLen]
 		}
 		if wake > 0 {
@@ -605,15 +623,15 @@ func (p *Postgres) query(ctx context.Context, threadID string, limit int) ([]Che
 			cp.State = nil
 		}
 		if cp.Metadata, err = decodeMetadata(meta); err != nil {
-			return nil, fmt.Errorf("seq %d: decode metadata: %w", cp.Seq, err)
+			return nil, 0, fmt.Errorf("seq %d: decode metadata: %w", cp.Seq, err)
 		}
 		cp.CreatedAt = created.UTC()
 		out = append(out, cp)
 	}
 	if err := rows.Err(); err != nil {
-		return nil, err
+		return nil, 0, err
 	}
-	return out, nil
+	return out, newest, nil
 }
 
 // DeleteThread removes the thread's checkpoints; its next Put must use Seq

@@ -136,7 +136,7 @@ const (
 	sqlLatestSeq   = `SELECT COALESCE(MAX(seq), 0) FROM checkpoints WHERE thread_id = ?`
 	sqlHistory     = `SELECT seq, run_id, step, status, next, state, metadata, created_at, incarnation, log_len, wake_at
 	FROM checkpoints WHERE thread_id = ? ORDER BY seq DESC LIMIT ?`
-	sqlLog       = `SELECT entry FROM log WHERE thread_id = ? AND idx < ? ORDER BY idx`
+	sqlLog       = `SELECT entry FROM log WHERE thread_id = ? AND idx >= ? AND idx < ? ORDER BY idx`
 	sqlDelete    = `DELETE FROM checkpoints WHERE thread_id = ?`
 	sqlDeleteLog = `DELETE FROM log WHERE thread_id = ?`
 	sqlDue       = `SELECT thread_id FROM threads WHERE wake_at > 0 AND wake_at <= ? ORDER BY wake_at LIMIT ?`
@@ -256,6 +256,7 @@ var (
 	_ Scheduler    = (*SQLite)(nil)
 	_ Pruner       = (*SQLite)(nil)
 	_ Compacter    = (*SQLite)(nil)
+	_ TailReader   = (*SQLite)(nil)
 )
 
 // OpenSQLite opens the store at path, creating the file, its parent
@@ -820,8 +821,15 @@ func (s *SQLite) LatestSeq(ctx context.Context, threadID string) (int64, error) 
 // Latest returns the thread's newest checkpoint, read from the read pool so
 // it never waits behind a Put.
 func (s *SQLite) Latest(ctx context.Context, threadID string) (Checkpoint, error) {
-	cps, err := s.query(ctx, threadID, 1)
+	cps, _, err := s.query(ctx, threadID, 1, 0)
 	return latestFrom(threadID, cps, err)
+}
+
+// LatestTail implements TailReader.
+func (s *SQLite) LatestTail(ctx context.Context, threadID string, from int) (Checkpoint, int, error) {
+	cps, n, err := s.query(ctx, threadID, 1, max(from, 0))
+	cp, err := latestFrom(threadID, cps, err)
+	return cp, int(n), err
 }
 
 // History returns up to limit checkpoints, newest first (limit <= 0 means
@@ -830,23 +838,24 @@ func (s *SQLite) History(ctx context.Context, threadID string, limit int) ([]Che
 	if limit <= 0 {
 		limit = -1 // SQLite: no limit
 	}
-	cps, err := s.query(ctx, threadID, limit)
+	cps, _, err := s.query(ctx, threadID, limit, 0)
 	return historyFrom(threadID, cps, err)
 }
 
 // query reads up to limit checkpoints, newest first, and the log they
 // need, in one read transaction, so both come from one snapshot. The log is
 // read once, up to the newest checkpoint's length, and each checkpoint
-// gets its prefix of it.
-func (s *SQLite) query(ctx context.Context, threadID string, limit int) (_ []Checkpoint, err error) {
+// gets its prefix of it; from > 0 (with limit 1) reads only the entries
+// from there on. It also returns the newest checkpoint's log length.
+func (s *SQLite) query(ctx context.Context, threadID string, limit, from int) (_ []Checkpoint, _ int64, err error) {
 	tx, err := s.r.BeginTx(ctx, nil)
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
 	defer tx.Rollback() //nolint:errcheck // read-only: nothing to commit
 	rows, err := tx.StmtContext(ctx, s.history).QueryContext(ctx, threadID, limit)
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
 	defer rows.Close()
 	var out []Checkpoint
@@ -863,14 +872,14 @@ func (s *SQLite) query(ctx context.Context, threadID string, limit int) (_ []Che
 			logLen, wakeMillis int64
 		)
 		if err := rows.Scan(&cp.Seq, &cp.RunID, &cp.Step, &status, &next, &cp.State, &meta, &createdNano, &cp.Incarnation, &logLen, &wakeMillis); err != nil {
-			return nil, err
+			return nil, 0, err
 		}
 		cp.Status = Status(status)
 		if cp.Next, err = decodeNext(next); err != nil {
-			return nil, fmt.Errorf("seq %d: decode next: %w", cp.Seq, err)
+			return nil, 0, fmt.Errorf("seq %d: decode next: %w", cp.Seq, err)
 		}
 		if cp.Metadata, err = decodeMetadata(meta); err != nil {
-			return nil, fmt.Errorf("seq %d: decode metadata: %w", cp.Seq, err)
+			return nil, 0, fmt.Errorf("seq %d: decode metadata: %w", cp.Seq, err)
 		}
 		if len(cp.State) == 0 {
 			cp.State = nil
@@ -883,33 +892,40 @@ func (s *SQLite) query(ctx context.Context, threadID string, limit int) (_ []Che
 		lens = append(lens, logLen)
 	}
 	if err := rows.Err(); err != nil {
-		return nil, err
+		return nil, 0, err
 	}
 	rows.Close()
-	if len(out) == 0 || lens[0] == 0 {
-		return out, nil
+	if len(out) == 0 || lens[0] <= int64(from) {
+		if len(out) == 0 {
+			return out, 0, nil
+		}
+		return out, lens[0], nil
 	}
-	log, err := readLog(ctx, tx.StmtContext(ctx, s.log), threadID, lens[0])
+	log, err := readLog(ctx, tx.StmtContext(ctx, s.log), threadID, int64(from), lens[0])
 	if err != nil {
-		return nil, err
+		return nil, 0, err
+	}
+	if from > 0 {
+		out[0].Log = log
+		return out, lens[0], nil
 	}
 	for i := range out {
 		if n := lens[i]; n > 0 {
 			out[i].Log = log[:n:n]
 		}
 	}
-	return out, nil
+	return out, lens[0], nil
 }
 
-// readLog reads a thread's first n log entries, and fails unless all n
-// are there.
-func readLog(ctx context.Context, st *sql.Stmt, threadID string, n int64) ([][]byte, error) {
-	rows, err := st.QueryContext(ctx, threadID, n)
+// readLog reads a thread's log entries from index from to n, and fails
+// unless they are all there.
+func readLog(ctx context.Context, st *sql.Stmt, threadID string, from, n int64) ([][]byte, error) {
+	rows, err := st.QueryContext(ctx, threadID, from, n)
 	if err != nil {
 		return nil, fmt.Errorf("read the log: %w", err)
 	}
 	defer rows.Close()
-	log := make([][]byte, 0, n)
+	log := make([][]byte, 0, n-from)
 	for rows.Next() {
 		var e []byte
 		if err := rows.Scan(&e); err != nil {
@@ -923,8 +939,8 @@ func readLog(ctx context.Context, st *sql.Stmt, threadID string, n int64) ([][]b
 	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("read the log: %w", err)
 	}
-	if int64(len(log)) != n {
-		return nil, fmt.Errorf("the log holds %d entries where the checkpoint needs %d; the database was changed outside tenxgraph", len(log), n)
+	if int64(len(log)) != n-from {
+		return nil, fmt.Errorf("the log holds %d entries from %d where the checkpoint needs %d; the database was changed outside tenxgraph", len(log), from, n-from)
 	}
 	return log, nil
 }

@@ -8,6 +8,7 @@ import (
 	"sync"
 
 	"github.com/tenxgraph/tenxgraph/host/checkpoint"
+	"github.com/tenxgraph/tenxgraph/host/message"
 )
 
 // DefaultCacheBytes is the thread cache's budget when none is set: enough
@@ -167,12 +168,22 @@ func (c *threadCache) current(ctx context.Context, hit cached, h *hold) bool {
 // thread (nil for a reader); what is read under a lease is cached, since
 // the lease names its incarnation.
 func (a *App) load(ctx context.Context, thread string, h *hold) (*checkpoint.Checkpoint, wireState, error) {
+	var stale *cached
 	if c := a.cache; c != nil {
 		if hit, ok := c.get(thread); ok {
 			if c.current(ctx, hit, h) {
 				return &hit.cp, hit.state, nil
 			}
 			c.drop(thread)
+			stale = &hit
+		}
+	}
+	if tr, ok := a.cp.(checkpoint.TailReader); ok && stale != nil && stale.state.logged > 0 {
+		// Another process extended the thread since this copy: read only
+		// what it added, if the copy is of the same life of the thread.
+		cp, state, ok, err := a.loadTail(ctx, tr, thread, *stale, h)
+		if err != nil || ok {
+			return cp, state, err
 		}
 	}
 	cp, err := a.cp.Latest(ctx, thread)
@@ -194,4 +205,41 @@ func (a *App) load(ctx context.Context, thread string, h *hold) (*checkpoint.Che
 	// the entry is used only while the store's head is that checkpoint.
 	a.cache.store(thread, cp, state, int64(len(cp.State))+state.logBytes)
 	return &cp, state, nil
+}
+
+// loadTail reads the thread's latest checkpoint with only the log entries
+// stale's copy lacks, and joins them to it. ok is false when the copy
+// cannot be extended (the thread was deleted and started again, or it is
+// not the log's prefix): the caller then reads the thread whole. A thread
+// gone is (nil, ok).
+func (a *App) loadTail(ctx context.Context, tr checkpoint.TailReader, thread string, stale cached, h *hold) (*checkpoint.Checkpoint, wireState, bool, error) {
+	have := stale.state.logged
+	cp, n, err := tr.LatestTail(ctx, thread, have)
+	switch {
+	case errors.Is(err, checkpoint.ErrNotFound):
+		return nil, wireState{}, true, nil
+	case err != nil:
+		return nil, wireState{}, false, fmt.Errorf("thread %q: load: %w", thread, err)
+	}
+	inc := cp.Incarnation
+	if h != nil && h.leased {
+		inc = h.lease.Incarnation
+	}
+	if inc != stale.cp.Incarnation || cp.Incarnation != stale.cp.Incarnation || n < have || len(cp.Log) != n-have {
+		return nil, wireState{}, false, nil
+	}
+	tail, tailBytes, err := decodeLog(cp.Log)
+	if err != nil {
+		return nil, wireState{}, false, fmt.Errorf("thread %q: read checkpoint %d: %w", thread, cp.Seq, err)
+	}
+	msgs := make([]message.Message, have, n)
+	copy(msgs, stale.state.Messages[:have])
+	msgs = append(msgs, tail...)
+	state, err := decodeRest(cp, msgs, n, stale.state.logBytes+tailBytes)
+	if err != nil {
+		return nil, wireState{}, false, fmt.Errorf("thread %q: read checkpoint %d: %w", thread, cp.Seq, err)
+	}
+	cp.Log = nil
+	a.cache.store(thread, cp, state, int64(len(cp.State))+state.logBytes)
+	return &cp, state, true, nil
 }

@@ -3,6 +3,7 @@ package graph_test
 import (
 	"context"
 	"fmt"
+	"reflect"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -161,5 +162,80 @@ func TestReadsAreCachedAndChecked(t *testing.T) {
 	res, err := app.Thread(ctx, "t")
 	if err != nil || len(res.Messages) != 4 {
 		t.Fatalf("after another app wrote: Thread = %d messages, %v; want 4", len(res.Messages), err)
+	}
+}
+
+// logCounter counts the log entries the store hands out, whole (Latest) or
+// as tails (LatestTail).
+type logCounter struct {
+	*checkpoint.Memory
+	whole, tail atomic.Int64
+}
+
+func (s *logCounter) Latest(ctx context.Context, thread string) (checkpoint.Checkpoint, error) {
+	cp, err := s.Memory.Latest(ctx, thread)
+	s.whole.Add(int64(len(cp.Log)))
+	return cp, err
+}
+
+func (s *logCounter) LatestTail(ctx context.Context, thread string, from int) (checkpoint.Checkpoint, int, error) {
+	cp, n, err := s.Memory.LatestTail(ctx, thread, from)
+	s.tail.Add(int64(len(cp.Log)))
+	return cp, n, err
+}
+
+// Two apps on one store (two replicas behind a load balancer) taking turns
+// on a thread: each reads only what the other added since its copy, and
+// both see the thread exactly as a fresh reader does. A thread deleted and
+// started again is read whole.
+func TestReplicasReadOnlyWhatTheOtherAdded(t *testing.T) {
+	store := &logCounter{Memory: checkpoint.NewMemory()}
+	var apps [2]*graph.App
+	for i := range apps {
+		app, err := graph.New().AddNode("a", appendText(10)).AddEdge(graph.START, "a").AddEdge("a", graph.END).Compile(store)
+		if err != nil {
+			t.Fatal(err)
+		}
+		apps[i] = app
+	}
+	const turns = 40
+	for turn := range turns {
+		if _, err := apps[turn%2].Invoke(ctx, user(fmt.Sprint("turn ", turn)), graph.RunConfig{ThreadID: "t"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Each turn adds 2 messages; an app's copy is one turn behind when it
+	// runs, so it reads 2 entries a turn, and only app 1's first run reads
+	// the thread whole (2 entries).
+	if whole, tail := store.whole.Load(), store.tail.Load(); whole > 2 || tail != 2*(turns-2) {
+		t.Fatalf("%d turns read %d entries whole and %d as tails; want at most 2 whole and %d as tails", turns, whole, tail, 2*(turns-2))
+	}
+	fresh, err := graph.New().AddNode("a", appendText(10)).AddEdge(graph.START, "a").AddEdge("a", graph.END).Compile(checkpoint.Checkpointer(store.Memory), graph.WithCacheBytes(0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := fresh.Thread(ctx, "t")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, app := range apps {
+		got, err := app.Thread(ctx, "t")
+		if err != nil || len(got.Messages) != 2*turns || !reflect.DeepEqual(got.Messages, want.Messages) {
+			t.Fatalf("app %d reads %d messages (%v), want the %d a fresh reader sees", i, len(got.Messages), err, len(want.Messages))
+		}
+	}
+	// Deleted and started again by app 0 with as many turns: app 1's copy
+	// is of the old life, so it reads the new one whole.
+	if err := apps[0].DeleteThread(ctx, "t", nil); err != nil {
+		t.Fatal(err)
+	}
+	for turn := range turns {
+		if _, err := apps[0].Invoke(ctx, user(fmt.Sprint("again ", turn)), graph.RunConfig{ThreadID: "t"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got, err := apps[1].Thread(ctx, "t")
+	if err != nil || len(got.Messages) != 2*turns || got.Messages[0].Text() != "again 0" {
+		t.Fatalf("after the thread started again, app 1 reads %d messages starting %q (%v)", len(got.Messages), got.Messages[0].Text(), err)
 	}
 }

@@ -535,7 +535,7 @@ func (a *App) History(ctx context.Context, threadID string, limit int) ([]Snapsh
 		}
 	}
 	for _, cp := range cps {
-		w, err := decodeRest(cp, msgs, logBytes)
+		w, err := decodeRest(cp, msgs, len(cp.Log), logBytes)
 		if err != nil {
 			return nil, fmt.Errorf("thread %q: read checkpoint %d: %w", threadID, cp.Seq, err)
 		}

@@ -186,7 +186,7 @@ func decodeState(cp checkpoint.Checkpoint) (wireState, error) {
 	if err != nil {
 		return wireState{}, err
 	}
-	return decodeRest(cp, msgs, n)
+	return decodeRest(cp, msgs, len(cp.Log), n)
 }
 
 // decodeLog decodes log entries into messages, and sums their size.
@@ -205,21 +205,21 @@ func decodeLog(log [][]byte) ([]message.Message, int64, error) {
 	return msgs, n, nil
 }
 
-// decodeRest decodes cp's State with msgs, its log already decoded (the
-// first len(cp.Log) messages of the log, logBytes in size).
-func decodeRest(cp checkpoint.Checkpoint, msgs []message.Message, logBytes int64) (wireState, error) {
+// decodeRest decodes cp's State with msgs, its log already decoded: the
+// first n messages of msgs are the log as of cp, logBytes in size.
+func decodeRest(cp checkpoint.Checkpoint, msgs []message.Message, n int, logBytes int64) (wireState, error) {
 	var w wireState
 	if len(cp.State) > 0 {
 		if err := json.Unmarshal(cp.State, &w); err != nil {
 			return w, err
 		}
 	}
-	if len(cp.Log) > 0 {
+	if n > 0 {
 		if len(w.Messages) > 0 {
 			return w, errors.New("messages both in the state and in the log")
 		}
-		w.Messages = msgs[:len(cp.Log):len(cp.Log)]
-		w.logged, w.logBytes = len(cp.Log), logBytes
+		w.Messages = msgs[:n:n]
+		w.logged, w.logBytes = n, logBytes
 	}
 	if cp.Status == checkpoint.StatusInterrupted && len(w.Interrupts) == 0 && len(w.Step) == 0 {
 		w.pause = legacyPause(w.Messages, w.pause)

@@ -57,6 +57,7 @@ func Run(t *testing.T, open func(t *testing.T) checkpoint.Checkpointer) {
 		{"LogConflictAppendsNothing", testLogConflict},
 		{"LogDeleteStartsEmpty", testLogDelete},
 		{"LogLarge", testLogLarge},
+		{"LogTail", testLogTail},
 		{"PrunerDeletesIdle", testDeleteIdle},
 	}
 	for _, tt := range tests {
@@ -1109,5 +1110,35 @@ func testLeaseReleasedByPut(t *testing.T, s checkpoint.Checkpointer) {
 	next.Incarnation, next.Token = le.Incarnation, le.Token
 	if err := s.Put(ctx, next); !errors.Is(err, checkpoint.ErrConflict) {
 		t.Fatalf("Put with the released token = %v, want ErrConflict", err)
+	}
+}
+
+// testLogTail: LatestTail is Latest with only the log's end, and the whole
+// log's length.
+func testLogTail(t *testing.T, s checkpoint.Checkpointer) {
+	tr, ok := s.(checkpoint.TailReader)
+	if !ok {
+		t.Skip("the store does not implement checkpoint.TailReader")
+	}
+	ctx := context.Background()
+	th := threadID(t, "tail")
+	cp1, cp2 := sample(th, 1), sample(th, 2)
+	cp1.Append, cp2.Append = entries("a", 3), entries("b", 2)
+	put(t, s, cp1)
+	put(t, s, cp2)
+	all := append(entries("a", 3), entries("b", 2)...)
+	for _, from := range []int{0, 1, 3, 5, 9} {
+		got, n, err := tr.LatestTail(ctx, th, from)
+		if err != nil || n != 5 {
+			t.Fatalf("LatestTail(from %d) = log length %d, %v; want 5", from, n, err)
+		}
+		var want [][]byte
+		if from < 5 {
+			want = all[from:]
+		}
+		wantEqual(t, fmt.Sprintf("LatestTail(from %d)", from), got, withLog(cp2, want))
+	}
+	if _, _, err := tr.LatestTail(ctx, threadID(t, "unknown"), 0); !errors.Is(err, checkpoint.ErrNotFound) {
+		t.Fatalf("LatestTail of an unknown thread = %v, want ErrNotFound", err)
 	}
 }
