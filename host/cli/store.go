@@ -50,16 +50,9 @@ autovacuum reclaims deleted rows by itself and there is nothing to do.
 				if !ok {
 					return fail(fmt.Errorf("--delete-idle: the %s checkpointer cannot delete idle threads", cfg.Checkpointer.Type))
 				}
-				n := 0
-				for {
-					k, err := pr.DeleteIdle(ctx, time.Now().Add(-idle), 500)
-					n += k
-					if err != nil {
-						return fail(fmt.Errorf("deleted %d idle threads, then: %w", n, err))
-					}
-					if k < 500 {
-						break
-					}
+				n, err := service.DeleteIdle(ctx, pr, time.Now().Add(-idle))
+				if err != nil {
+					return fail(fmt.Errorf("deleting idle threads: %w", err))
 				}
 				fmt.Fprintf(out, "deleted %d thread(s) idle for more than %s\n", n, idle)
 			}

@@ -52,7 +52,7 @@ func startSweeper(store checkpoint.Checkpointer, ttl time.Duration, log hclog.Lo
 		t := time.NewTicker(sweepEvery(ttl))
 		defer t.Stop()
 		for {
-			if n, err := sweep(ctx, pr, time.Now().Add(-ttl)); err != nil && ctx.Err() == nil {
+			if n, err := DeleteIdle(ctx, pr, time.Now().Add(-ttl)); err != nil && ctx.Err() == nil {
 				log.Warn("deleting idle threads failed; trying again later", "error", err)
 			} else if n > 0 {
 				log.Info("deleted idle threads", "threads", n, "idle_ttl", ttl)
@@ -67,8 +67,11 @@ func startSweeper(store checkpoint.Checkpointer, ttl time.Duration, log hclog.Lo
 	return sw, nil
 }
 
-// sweep deletes every thread idle since before cutoff, a batch at a time.
-func sweep(ctx context.Context, pr checkpoint.Pruner, cutoff time.Time) (int, error) {
+// DeleteIdle deletes every thread of the store last written before cutoff
+// (and held by no run), a batch at a time, and returns how many it
+// deleted: the sweeper of checkpointer.idle_ttl and `store compact
+// --delete-idle` both use it.
+func DeleteIdle(ctx context.Context, pr checkpoint.Pruner, cutoff time.Time) (int, error) {
 	total := 0
 	for {
 		n, err := pr.DeleteIdle(ctx, cutoff, sweepBatch)
