@@ -221,11 +221,8 @@ func (a *App) loadTail(ctx context.Context, tr checkpoint.TailReader, thread str
 	case err != nil:
 		return nil, wireState{}, false, fmt.Errorf("thread %q: load: %w", thread, err)
 	}
-	inc := cp.Incarnation
-	if h != nil && h.leased {
-		inc = h.lease.Incarnation
-	}
-	if inc != stale.cp.Incarnation || cp.Incarnation != stale.cp.Incarnation || n < have || len(cp.Log) != n-have {
+	sameLife := cp.Incarnation == stale.cp.Incarnation && (h == nil || !h.leased || h.lease.Incarnation == cp.Incarnation)
+	if !sameLife || n < have || len(cp.Log) != n-have {
 		return nil, wireState{}, false, nil
 	}
 	tail, tailBytes, err := decodeLog(cp.Log)
