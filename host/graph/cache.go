@@ -168,6 +168,13 @@ func (c *threadCache) current(ctx context.Context, hit cached, h *hold) bool {
 // thread (nil for a reader); what is read under a lease is cached, since
 // the lease names its incarnation.
 func (a *App) load(ctx context.Context, thread string, h *hold) (*checkpoint.Checkpoint, wireState, error) {
+	if h != nil && h.leased && h.lease.Seq == 0 {
+		// The claim read the thread's head in the statement that leased
+		// it, and the lease keeps it so: a thread without checkpoints (new,
+		// or deleted) has nothing to read.
+		a.cache.drop(thread)
+		return nil, wireState{}, nil
+	}
 	var stale *cached
 	if c := a.cache; c != nil {
 		if hit, ok := c.get(thread); ok {

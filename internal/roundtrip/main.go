@@ -292,6 +292,9 @@ func (b *bench) load(o options) error {
 		n int
 		d time.Duration
 	}{{1, o.seq}, {o.conc, o.dur}} {
+		if c.d <= 0 {
+			continue // -seq 0 or -d 0 skips that measurement
+		}
 		cpu0, model0, conns0, err := b.counters()
 		if err != nil {
 			return err
