@@ -406,7 +406,19 @@ type Checkpointer struct {
 	// IdleTTL, when set, deletes the threads nobody has written for that
 	// long (and that no run holds), and gives their space back.
 	IdleTTL time.Duration
+	// Durability is when runs write their checkpoints, unless a request
+	// says otherwise: DurabilitySync (also when empty) after every
+	// super-step, DurabilityExit only where a run stops (fewer writes; a
+	// crash mid-run loses the run's steps).
+	Durability string
 }
+
+// The values of checkpointer.durability (and of a run request's
+// config.durability), as LangGraph names them.
+const (
+	DurabilitySync = "sync"
+	DurabilityExit = "exit"
+)
 
 // Cache bounds the cache of decoded threads, which saves a run on a thread
 // the host just wrote (a resume, the next turn) from reading and decoding it
@@ -903,7 +915,7 @@ func (c *checker) providerDefaults(o field) sandbox.Profile {
 }
 
 func (c *checker) checkpointer(f field) Checkpointer {
-	o := f.object("type", "path", "dsn_env", "lease", "keep_history", "idle_ttl")
+	o := f.object("type", "path", "dsn_env", "lease", "keep_history", "idle_ttl", "durability")
 	cp := Checkpointer{Type: "sqlite"}
 	cp.Lease, _ = o.get("lease").duration()
 	if n, ok := o.get("keep_history").integer(-1, math.MaxInt32); ok {
@@ -911,6 +923,7 @@ func (c *checker) checkpointer(f field) Checkpointer {
 		cp.KeepHistory = &keep
 	}
 	cp.IdleTTL, _ = o.get("idle_ttl").duration()
+	cp.Durability, _ = o.get("durability").oneOf(DurabilitySync, DurabilityExit)
 	typ := o.get("type")
 	if typ.present() {
 		t, ok := typ.oneOf("sqlite", "memory", "postgres")

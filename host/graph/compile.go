@@ -56,6 +56,8 @@ type App struct {
 
 	leaser   checkpoint.Leaser // the store's leases; nil: runs are serialised in this process only
 	leaseTTL time.Duration
+
+	durability Durability // of runs whose RunConfig names none (WithDurability)
 }
 
 // Observe has fn receive every event of every run, Invoke's included, on the
@@ -125,6 +127,7 @@ func (g *StateGraph) Compile(cp checkpoint.Checkpointer, opts ...Option) (*App, 
 		idGen:          newID,
 		cacheBytes:     DefaultCacheBytes,
 		leaseTTL:       DefaultLease,
+		durability:     DurabilitySync,
 	}
 	a.leaser, _ = cp.(checkpoint.Leaser)
 	for i, n := range g.order {
@@ -132,6 +135,9 @@ func (g *StateGraph) Compile(cp checkpoint.Checkpointer, opts ...Option) (*App, 
 	}
 	for _, o := range opts {
 		o(a)
+	}
+	if err := a.durability.Check(); err != nil {
+		return nil, fmt.Errorf("graph: durability: %w", err)
 	}
 	a.cache = newThreadCache(cp, a.cacheBytes)
 	for n := range a.interruptAfter {

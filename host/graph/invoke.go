@@ -1,6 +1,7 @@
 package graph
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -61,6 +62,10 @@ func (a *App) run(ctx context.Context, input []message.Message, cfg RunConfig, e
 	if err := CheckThreadID("config.thread_id", cfg.ThreadID); err != nil {
 		return Result{}, err
 	}
+	durability := cmp.Or(cfg.Durability, a.durability)
+	if err := durability.Check(); err != nil {
+		return Result{}, invalid("config.durability: %v", err)
+	}
 	r := &Run{ThreadID: cfg.ThreadID, RunID: a.idGen(), emit: emit, listening: emit != nil}
 	if obs := a.observer; obs != nil {
 		if emit == nil {
@@ -103,7 +108,8 @@ func (a *App) run(ctx context.Context, input []message.Message, cfg RunConfig, e
 			}
 		}
 	}
-	w := writer{app: a, run: r, hold: h, lease: h.lease, meta: cfg.Metadata, runTools: s.runTools, pause: s.pause, logged: prev.logged, logBytes: prev.logBytes}
+	w := writer{app: a, run: r, hold: h, lease: h.lease, meta: cfg.Metadata, runTools: s.runTools, pause: s.pause, logged: prev.logged, logBytes: prev.logBytes,
+		atExit: durability == DurabilityExit}
 	if latest != nil {
 		w.seq, w.meta = latest.Seq, latest.Metadata
 	}
@@ -227,9 +233,13 @@ func (a *App) finishStep(ctx context.Context, r *Run, w *writer, state State, ra
 		status = checkpoint.StatusCompleted
 	}
 	// The step finished: it is saved even if the run is being cancelled,
-	// so that its work is never done again.
-	if err := w.put(context.WithoutCancel(ctx), state, next, status); err != nil {
-		return true, stepped{}, err
+	// so that its work is never done again. With DurabilityExit a step
+	// the run goes on from is saved with the run's last checkpoint
+	// instead (or its failure's: see fail).
+	if status != checkpoint.StatusRunning || !w.atExit {
+		if err := w.put(context.WithoutCancel(ctx), state, next, status); err != nil {
+			return true, stepped{}, err
+		}
 	}
 	if interrupt {
 		res := a.result(r, state, StatusInterrupted, w.pause)
@@ -438,6 +448,9 @@ type writer struct {
 	// (wireState's).
 	logged   int
 	logBytes int64
+	// atExit: the run's durability is DurabilityExit, so only the
+	// checkpoint where it stops is written.
+	atExit bool
 }
 
 func (w *writer) put(ctx context.Context, s State, next []string, status checkpoint.Status) error {

@@ -32,6 +32,9 @@ type RunConfig struct {
 	// raises its own interrupts (the generic twin of answer blocks in a
 	// tool message). Never read from a client's JSON.
 	Resume map[string]json.RawMessage `json:"-"`
+	// Durability is when this run's checkpoints are written; "" is the
+	// App's (WithDurability).
+	Durability Durability `json:"durability,omitempty"`
 
 	// expireAt, set by Expire only, makes the run answer the interrupts
 	// whose deadline is not after it as expired, and nothing else.

@@ -41,6 +41,10 @@ type RunConfig struct {
 	// the whole thread) or ResponseDelta (only the messages the run added,
 	// so a long conversation costs the same to answer at every turn).
 	Response string `json:"response,omitempty"`
+	// Durability is when the run writes its checkpoints: "sync" (after
+	// every step) or "exit" (only where it stops); empty is the server's
+	// checkpointer.durability.
+	Durability string `json:"durability,omitempty"`
 	// Dropped lists server-owned keys the client sent and the server
 	// ignored (remote_tools).
 	Dropped []string `json:"-"`
@@ -109,16 +113,23 @@ func DecodeRunRequest(body io.Reader) (RunRequest, error) {
 			if r := req.Config.Response; r != ResponseFull && r != ResponseDelta {
 				return RunRequest{}, fmt.Errorf("%w: config.response: must be %q or %q, got %q", errMalformed, ResponseFull, ResponseDelta, r)
 			}
+		case "durability":
+			if err := strictjson.Unmarshal(v, &req.Config.Durability); err != nil {
+				return RunRequest{}, malformed("config.durability", err)
+			}
+			if err := graph.Durability(req.Config.Durability).Check(); err != nil || req.Config.Durability == "" {
+				return RunRequest{}, fmt.Errorf("%w: config.durability: must be %q or %q, got %q", errMalformed, graph.DurabilitySync, graph.DurabilityExit, req.Config.Durability)
+			}
 		case "remote_tools":
 			req.Config.Dropped = append(req.Config.Dropped, k)
 		default:
 			hint := ""
-			for _, known := range []string{"thread_id", "response"} {
+			for _, known := range []string{"thread_id", "response", "durability"} {
 				if strings.EqualFold(k, known) {
 					hint = fmt.Sprintf(` (keys are case-sensitive: did you mean %q?)`, known)
 				}
 			}
-			return RunRequest{}, fmt.Errorf("%w: config.%s: unknown key%s (allowed: thread_id, response; remote_tools is accepted and ignored)", errMalformed, strictjson.Key(k), hint)
+			return RunRequest{}, fmt.Errorf("%w: config.%s: unknown key%s (allowed: thread_id, response, durability; remote_tools is accepted and ignored)", errMalformed, strictjson.Key(k), hint)
 		}
 	}
 	return req, nil
@@ -177,7 +188,7 @@ func (s *Server) decodeRun(w http.ResponseWriter, r *http.Request) (RunRequest, 
 		writeErr(w, err)
 		return req, graph.RunConfig{}, false
 	}
-	return req, graph.RunConfig{ThreadID: req.Config.ThreadID, Metadata: owner(r)}, true
+	return req, graph.RunConfig{ThreadID: req.Config.ThreadID, Durability: graph.Durability(req.Config.Durability), Metadata: owner(r)}, true
 }
 
 func (s *Server) handleInvoke(w http.ResponseWriter, r *http.Request) {

@@ -97,6 +97,8 @@ type setup struct {
 	remoteTimeout string
 	// toolTimeouts are remote_tools[].timeout by tool name.
 	toolTimeouts map[string]string
+	// durability is checkpointer.durability ("": none).
+	durability string
 }
 
 // env is a live server on a loopback port and the service behind it.
@@ -135,6 +137,9 @@ func start(t *testing.T, s setup) *env {
 		cfg["checkpointer"] = map[string]any{"type": "memory"}
 	} else {
 		cfg["checkpointer"] = map[string]any{"type": "sqlite", "path": filepath.Join(dir, "state.db")}
+	}
+	if s.durability != "" {
+		cfg["checkpointer"].(map[string]any)["durability"] = s.durability
 	}
 	if s.server != nil {
 		cfg["server"] = s.server

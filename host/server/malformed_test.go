@@ -209,6 +209,9 @@ var corpus = []malformed{
 	{name: "response is null", body: `{"input": {"messages": [{"role": "user", "content": "hi"}]}, "config": {"thread_id": "c", "response": null}}`, status: badRequest, code: "malformed_request", want: []string{"config.response"}},
 	{name: "upper-case Response key", body: `{"input": {"messages": [{"role": "user", "content": "hi"}]}, "config": {"thread_id": "c", "Response": "delta"}}`, status: badRequest, code: "malformed_request", want: []string{"config.Response: unknown key", `did you mean "response"`}},
 	{name: "response at the top level", body: `{"input": {"messages": [{"role": "user", "content": "hi"}]}, "config": {"thread_id": "c"}, "response": "delta"}`, status: badRequest, code: "malformed_request", want: []string{"response: unknown key"}},
+	{name: "durability of an unknown mode", body: `{"input": {"messages": [{"role": "user", "content": "hi"}]}, "config": {"thread_id": "c", "durability": "async"}}`, status: badRequest, code: "malformed_request", want: []string{`config.durability: must be "sync" or "exit", got "async"`}},
+	{name: "durability is empty", body: `{"input": {"messages": [{"role": "user", "content": "hi"}]}, "config": {"thread_id": "c", "durability": ""}}`, status: badRequest, code: "malformed_request", want: []string{`config.durability: must be "sync" or "exit", got ""`}},
+	{name: "durability is a boolean", body: `{"input": {"messages": [{"role": "user", "content": "hi"}]}, "config": {"thread_id": "c", "durability": true}}`, status: badRequest, code: "malformed_request", want: []string{"config.durability: must be a string"}},
 	{name: "stream: bad response", path: "/v1/graph/stream", body: `{"input": {"messages": [{"role": "user", "content": "hi"}]}, "config": {"thread_id": "c", "response": "partial"}}`, status: badRequest, code: "malformed_request", want: []string{"config.response"}},
 
 	// Paging a thread.

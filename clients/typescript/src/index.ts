@@ -439,6 +439,20 @@ export interface RunOptions {
    * conversation then costs the same to answer at every turn.
    */
   response?: "full" | "delta";
+  /**
+   * When the server writes this run's checkpoints: `"sync"` after every
+   * step, `"exit"` only where each round stops (a pause, the end, a
+   * failure): fewer writes, but a server crash mid-round loses the round's
+   * steps, and retrying runs them again. Absent: the server's
+   * `checkpointer.durability` (`"sync"` unless configured).
+   */
+  durability?: "sync" | "exit";
+}
+
+// What every request of a run says in its config.
+interface RoundConfig {
+  response: "full" | "delta";
+  durability?: "sync" | "exit";
 }
 
 /** The default of {@link ClientOptions.maxRounds}. */
@@ -572,6 +586,11 @@ export class Client {
     if (response !== "full" && response !== "delta") {
       throw new TypeError(`response must be "full" or "delta", got ${String(options.response)}`);
     }
+    const durability = options.durability;
+    if (durability !== undefined && durability !== "sync" && durability !== "exit") {
+      throw new TypeError(`durability must be "sync" or "exit", got ${String(durability)}`);
+    }
+    const rc: RoundConfig = { response, durability };
     // One controller per run, so ending the run early (an abort, an error,
     // a consumer that stops iterating) cancels everything it started.
     const ctl = new AbortController();
@@ -611,7 +630,7 @@ export class Client {
           res = { ...t, run_id: "" };
         }
       } else {
-        res = collect(yield* this.#round(input, threadId, ctl.signal, streaming, response));
+        res = collect(yield* this.#round(input, threadId, ctl.signal, streaming, rc));
       }
       for (let round = 1; res.status === "interrupted"; round++) {
         const calls = res.remote_tool_calls ?? [];
@@ -622,7 +641,7 @@ export class Client {
         if (round > this.#maxRounds) throw new MaxRoundsError(threadId, this.#maxRounds, calls);
         const decided = await abortable(Promise.all(approvals.map((a) => this.#approve(a, threadId, ctl.signal))), ctl.signal);
         const results = yield* this.#answer(calls, threadId, ctl.signal);
-        res = collect(yield* this.#round([{ role: "tool", content: [...decided, ...results] }], threadId, ctl.signal, streaming, response));
+        res = collect(yield* this.#round([{ role: "tool", content: [...decided, ...results] }], threadId, ctl.signal, streaming, rc));
       }
       done = true;
       return added ? { ...res, offset: added.offset, messages: added.messages } : res;
@@ -637,9 +656,10 @@ export class Client {
 
   // One request: invoke returns the response; stream yields its events and
   // returns the data of its end event.
-  async *#round(messages: MessageInput[], threadId: string, signal: AbortSignal, streaming: boolean, response: "full" | "delta"): AsyncGenerator<StreamEvent, RunResponse, undefined> {
-    const config: { thread_id: string; response?: "delta" } = { thread_id: threadId };
-    if (response === "delta") config.response = "delta";
+  async *#round(messages: MessageInput[], threadId: string, signal: AbortSignal, streaming: boolean, rc: RoundConfig): AsyncGenerator<StreamEvent, RunResponse, undefined> {
+    const config: { thread_id: string; response?: "delta"; durability?: "sync" | "exit" } = { thread_id: threadId };
+    if (rc.response === "delta") config.response = "delta";
+    if (rc.durability) config.durability = rc.durability;
     const body = { input: { messages }, config };
     if (!streaming) {
       const res = await this.#request("POST", "/v1/graph/invoke", body, signal, "application/json");

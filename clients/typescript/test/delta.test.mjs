@@ -143,3 +143,30 @@ describe("getThread paging", () => {
     });
   });
 });
+
+describe("durability", () => {
+  test("every request of a run carries it, and the thread reads the same", async () => {
+    const sent = [];
+    const client = new Client({ baseUrl: base, fetch: recordingFetch(sent) });
+    client.registerToolHandler("read_clipboard", () => ({ text: "durable words" }));
+    const exitThread = thread("durability-exit");
+    const syncThread = thread("durability-sync");
+    const exit = await client.invoke("what is 2+3*4 and what is on my clipboard?", { threadId: exitThread, durability: "exit" });
+    const sync = await client.invoke("what is 2+3*4 and what is on my clipboard?", { threadId: syncThread });
+    assert.equal(exit.status, "completed");
+    const runs = sent.filter((r) => r.method === "POST");
+    const exitRuns = runs.filter((r) => r.body.config.thread_id === exitThread);
+    assert.ok(exitRuns.length >= 2, `a pause and its resume, got ${exitRuns.length} requests`);
+    for (const r of exitRuns) assert.equal(r.body.config.durability, "exit", JSON.stringify(r.body));
+    for (const r of runs.filter((r) => r.body.config.thread_id === syncThread)) assert.equal(r.body.config.durability, undefined, JSON.stringify(r.body));
+    const shape = (ms) => ms.map((m) => [m.role, JSON.stringify(m.content).replace(/call_[\w-]+/g, "ID").replace(/"expires_at":"[^"]*"/g, "")]);
+    assert.deepEqual(shape(exit.messages), shape(sync.messages));
+  });
+
+  test("an unknown mode is refused before any request", async () => {
+    const sent = [];
+    const client = new Client({ baseUrl: base, fetch: recordingFetch(sent) });
+    await assert.rejects(client.invoke("hello", { threadId: thread("durability-bad"), durability: "async" }), TypeError);
+    assert.equal(sent.length, 0);
+  });
+});

@@ -222,6 +222,11 @@ export class Client {
         if (response !== "full" && response !== "delta") {
             throw new TypeError(`response must be "full" or "delta", got ${String(options.response)}`);
         }
+        const durability = options.durability;
+        if (durability !== undefined && durability !== "sync" && durability !== "exit") {
+            throw new TypeError(`durability must be "sync" or "exit", got ${String(durability)}`);
+        }
+        const rc = { response, durability };
         // One controller per run, so ending the run early (an abort, an error,
         // a consumer that stops iterating) cancels everything it started.
         const ctl = new AbortController();
@@ -265,7 +270,7 @@ export class Client {
                 }
             }
             else {
-                res = collect(yield* this.#round(input, threadId, ctl.signal, streaming, response));
+                res = collect(yield* this.#round(input, threadId, ctl.signal, streaming, rc));
             }
             for (let round = 1; res.status === "interrupted"; round++) {
                 const calls = res.remote_tool_calls ?? [];
@@ -277,7 +282,7 @@ export class Client {
                     throw new MaxRoundsError(threadId, this.#maxRounds, calls);
                 const decided = await abortable(Promise.all(approvals.map((a) => this.#approve(a, threadId, ctl.signal))), ctl.signal);
                 const results = yield* this.#answer(calls, threadId, ctl.signal);
-                res = collect(yield* this.#round([{ role: "tool", content: [...decided, ...results] }], threadId, ctl.signal, streaming, response));
+                res = collect(yield* this.#round([{ role: "tool", content: [...decided, ...results] }], threadId, ctl.signal, streaming, rc));
             }
             done = true;
             return added ? { ...res, offset: added.offset, messages: added.messages } : res;
@@ -295,10 +300,12 @@ export class Client {
     }
     // One request: invoke returns the response; stream yields its events and
     // returns the data of its end event.
-    async *#round(messages, threadId, signal, streaming, response) {
+    async *#round(messages, threadId, signal, streaming, rc) {
         const config = { thread_id: threadId };
-        if (response === "delta")
+        if (rc.response === "delta")
             config.response = "delta";
+        if (rc.durability)
+            config.durability = rc.durability;
         const body = { input: { messages }, config };
         if (!streaming) {
             const res = await this.#request("POST", "/v1/graph/invoke", body, signal, "application/json");

@@ -1,0 +1,30 @@
+package config
+
+import (
+	"strings"
+	"testing"
+)
+
+func TestDurability(t *testing.T) {
+	for in, want := range map[string]string{
+		`{"agent": "a"}`: "",
+		`{"agent": "a", "checkpointer": {"durability": "exit"}}`: DurabilityExit,
+		`{"agent": "a", "checkpointer": {"durability": "sync"}}`: DurabilitySync,
+	} {
+		if got := mustParse(t, in, "/p").Checkpointer.Durability; got != want {
+			t.Errorf("%s: durability %q, want %q", in, got, want)
+		}
+	}
+	// A wrong value is reported at its path, with the other problems.
+	_, err := Parse([]byte(`{"agent": "a", "checkpointer": {"durability": "async", "keep_history": -2}}`), "/p")
+	got := map[string]string{}
+	for _, p := range problems(t, err) {
+		got[p.Path] = p.Message
+	}
+	if m := got["checkpointer.durability"]; !strings.Contains(m, `"sync", "exit"`) || !strings.Contains(m, `"async"`) {
+		t.Errorf("checkpointer.durability: %q", m)
+	}
+	if len(got) != 2 {
+		t.Errorf("problems %v, want durability and keep_history", got)
+	}
+}

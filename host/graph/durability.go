@@ -1,0 +1,46 @@
+package graph
+
+import "fmt"
+
+// Durability is when a run's checkpoints are written, as in LangGraph's
+// durability modes of the same names: every super-step, or only where the
+// run stops. It trades what a crash mid-run loses for writes per run.
+type Durability string
+
+// The durability modes. LangGraph's third, "async" (a step's write
+// overlapping the next step), is not offered: writes here are already
+// batched across runs (group commit), so it would save no work.
+const (
+	// DurabilitySync, the default, writes each super-step's checkpoint
+	// before the next step starts. A run that stops mid-way (the process
+	// dies, its lease is lost) is continued from its last finished step,
+	// and the thread's history shows every step.
+	DurabilitySync Durability = "sync"
+	// DurabilityExit writes a run's checkpoint only where the run stops:
+	// when it pauses, completes, fails or is cancelled. A run of n steps
+	// costs one write instead of n. If the process dies mid-run, the run's
+	// steps are lost with it, and the client's retry runs them again
+	// (model calls and server tools included); the history shows one
+	// checkpoint per run.
+	DurabilityExit Durability = "exit"
+)
+
+// Check returns an error naming the allowed values unless d is one of
+// them ("" is the App's default).
+func (d Durability) Check() error {
+	switch d {
+	case "", DurabilitySync, DurabilityExit:
+		return nil
+	}
+	return fmt.Errorf("must be %q or %q, got %q", DurabilitySync, DurabilityExit, string(d))
+}
+
+// WithDurability sets the durability of runs whose RunConfig names none
+// (DurabilitySync when unset).
+func WithDurability(d Durability) Option {
+	return func(a *App) {
+		if d != "" {
+			a.durability = d
+		}
+	}
+}

@@ -1,0 +1,64 @@
+package server_test
+
+import (
+	"context"
+	"slices"
+	"testing"
+)
+
+// The quickstart's round trip (the model calls the calculator and the
+// client's read_clipboard; the resume gets the final answer) writes a
+// checkpoint per super-step with durability "sync", and only where each run
+// stops with "exit", set by the request or by checkpointer.durability. The
+// thread reads the same either way.
+func TestDurabilityOverHTTP(t *testing.T) {
+	roundTrip := func(e *env, thread, durability string) ([]string, int) {
+		t.Helper()
+		body := runBody(thread, mixedQuestion)
+		if durability != "" {
+			body["config"].(map[string]any)["durability"] = durability
+		}
+		res := e.invoke(body)
+		if res.Status != "interrupted" || len(res.RemoteToolCalls) != 1 {
+			t.Fatalf("%s: first run %+v", thread, res)
+		}
+		resume := resumeBody(thread, res.RemoteToolCalls[0].ID, "hi")
+		if durability != "" {
+			resume["config"].(map[string]any)["durability"] = durability
+		}
+		if res = e.invoke(resume); res.Status != "completed" {
+			t.Fatalf("%s: resume %+v", thread, res)
+		}
+		hist, err := e.svc.App.History(context.Background(), thread, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return texts(e.thread(thread)), len(hist)
+	}
+	e := start(t, setup{})
+	syncMsgs, syncN := roundTrip(e, "s", "")
+	exitMsgs, exitN := roundTrip(e, "x", "exit")
+	if syncN != 4 || exitN != 2 {
+		t.Fatalf("checkpoints: %d with sync (want 4: model, tools, the resumed tools, model), %d with exit (want 2: the pause and the end)", syncN, exitN)
+	}
+	if len(syncMsgs) == 0 || !slices.Equal(syncMsgs, exitMsgs) {
+		t.Fatalf("the threads differ:\nsync %q\nexit %q", syncMsgs, exitMsgs)
+	}
+	// The server's default, overridden per request.
+	e = start(t, setup{durability: "exit"})
+	if _, n := roundTrip(e, "d", ""); n != 2 {
+		t.Fatalf("checkpointer.durability exit: %d checkpoints, want 2", n)
+	}
+	if _, n := roundTrip(e, "o", "sync"); n != 4 {
+		t.Fatalf("config.durability sync on an exit server: %d checkpoints, want 4", n)
+	}
+}
+
+// texts are each message's text, in order.
+func texts(r run) []string {
+	var out []string
+	for _, m := range r.Messages {
+		out = append(out, string(m.Role)+": "+m.Text())
+	}
+	return out
+}
