@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/tenxgraph/tenxgraph/host/checkpoint"
 )
@@ -168,6 +169,56 @@ func BenchmarkPutParallel(b *testing.B) {
 						b.Error(err)
 						return
 					}
+				}
+			})
+		})
+	}
+}
+
+// BenchmarkRoundTrip is what a remote-tool round trip asks of the store,
+// on a new thread, with 64 round trips at once (a busy server): a claim,
+// a step's checkpoint (the user's message and the model's answer), the
+// pause's (a tool result; it releases the lease), then the resume's claim
+// and its two checkpoints (the client's result; the final answer, which
+// releases). Each checkpoint's own state is small, as the engine writes it
+// with a message log. One op is one round trip.
+func BenchmarkRoundTrip(b *testing.B) {
+	ctx := context.Background()
+	entry := func(n int) []byte { return make([]byte, n) }
+	for _, bs := range benchStores[1:] {
+		b.Run(bs.name, func(b *testing.B) {
+			s := bs.open(b)
+			defer s.Close()
+			l := s.(checkpoint.Leaser)
+			var next atomic.Int64
+			b.ReportAllocs()
+			b.SetParallelism(32)
+			b.RunParallel(func(pb *testing.PB) {
+				for pb.Next() {
+					thread := fmt.Sprint("rt-", next.Add(1))
+					seq := int64(0)
+					run := func(steps ...[][]byte) {
+						lease, err := l.Claim(ctx, thread, time.Minute)
+						if err != nil {
+							b.Error(err)
+							return
+						}
+						for i, add := range steps {
+							seq++
+							cp := checkpoint.Checkpoint{ThreadID: thread, Seq: seq, RunID: "run-0123456789", Step: int(seq),
+								Status: checkpoint.StatusRunning, Next: []string{"tools"}, State: entry(200), Append: add,
+								Incarnation: lease.Incarnation, Token: lease.Token, Metadata: map[string]string{"owner": "alice"}}
+							if i == len(steps)-1 {
+								cp.Status, cp.Release, cp.Next = checkpoint.StatusInterrupted, true, nil
+							}
+							if err := s.Put(ctx, cp); err != nil {
+								b.Error(err)
+								return
+							}
+						}
+					}
+					run([][]byte{entry(120), entry(300)}, [][]byte{entry(200)})
+					run([][]byte{entry(150)}, [][]byte{entry(200)})
 				}
 			})
 		})

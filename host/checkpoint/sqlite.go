@@ -112,10 +112,13 @@ const (
 	RETURNING log_len`
 	sqlAppend = `INSERT INTO log (thread_id, idx, entry) VALUES (?, ?, ?)`
 	// sqlTouch records the new latest checkpoint on the thread's row
-	// (creating it, never claimed, for an unleased write).
+	// (creating it, never claimed, for an unleased write), and releases
+	// the lease of token ?5 when it is the thread's (a run's last write:
+	// Checkpoint.Release).
 	sqlTouch = `INSERT INTO threads (thread_id, incarnation, token, lease_until, wake_at, touched_at)
 	VALUES (?1, ?2, 0, 0, ?3, ?4)
-	ON CONFLICT (thread_id) DO UPDATE SET wake_at = ?3, touched_at = ?4`
+	ON CONFLICT (thread_id) DO UPDATE SET wake_at = ?3, touched_at = ?4,
+		lease_until = CASE WHEN ?5 <> 0 AND token = ?5 THEN 0 ELSE lease_until END`
 	// sqlPrune drops the checkpoints KeepHistory does not keep.
 	sqlPrune = `DELETE FROM checkpoints WHERE thread_id = ? AND seq <= ?`
 	// sqlClaim takes a free or expired lease (?3: now, ?4: expiry), or
@@ -562,13 +565,12 @@ func (s *SQLite) putTx(ctx context.Context, tx *wtx, cp Checkpoint, args []any) 
 			return fmt.Errorf("append to the log: %w", err)
 		}
 	}
-	if _, err := tx.stmt(ctx, s.touch).ExecContext(ctx, cp.ThreadID, cp.Incarnation, args[12], args[8].(int64)/1e6); err != nil {
-		return fmt.Errorf("touch the thread: %w", err)
+	var release int64
+	if cp.Release {
+		release = cp.Token
 	}
-	if cp.Release && cp.Token != 0 {
-		if _, err := tx.stmt(ctx, s.release).ExecContext(ctx, cp.ThreadID, cp.Token); err != nil {
-			return fmt.Errorf("release the lease: %w", err)
-		}
+	if _, err := tx.stmt(ctx, s.touch).ExecContext(ctx, cp.ThreadID, cp.Incarnation, args[12], args[8].(int64)/1e6, release); err != nil {
+		return fmt.Errorf("touch the thread: %w", err)
 	}
 	if k := s.opts.keep; k >= 0 && cp.Seq > int64(k)+1 {
 		if _, err := tx.stmt(ctx, s.prune).ExecContext(ctx, cp.ThreadID, cp.Seq-int64(k)-1); err != nil {
