@@ -61,7 +61,7 @@ import (
 
 type options struct {
 	bin, model, modelBin, cpuProfile string
-	store                            string
+	store, durability                string
 	replicas                         int
 	seq, dur                         time.Duration
 	conc, turns, threads             int
@@ -82,6 +82,7 @@ func main() {
 	flag.Int64Var(&o.threadBytes, "thread-bytes", 2<<20, "the size of each thread's messages with -threads")
 	flag.Int64Var(&o.cacheBytes, "cache-bytes", 0, "the server's cache.max_bytes (0: its default)")
 	flag.StringVar(&o.store, "store", "sqlite", `the checkpointer: "sqlite" (a file in the temporary folder) or "postgres" (the DSN in $ROUNDTRIP_POSTGRES_DSN)`)
+	flag.StringVar(&o.durability, "durability", "", `the server's checkpointer.durability: "sync" or "exit" ("": its default)`)
 	flag.IntVar(&o.replicas, "replicas", 1, "servers on the one store, taking requests in turn (load mode only)")
 	flag.Parse()
 	if err := run(o); err != nil {
@@ -148,10 +149,14 @@ func run(o options) error {
 	default:
 		return fmt.Errorf("-model %q: want scripted or openai", o.model)
 	}
-	store := `{"type": "sqlite", "path": "state.db"}`
+	durability := ""
+	if o.durability != "" {
+		durability = fmt.Sprintf(`, "durability": %q`, o.durability)
+	}
+	store := `{"type": "sqlite", "path": "state.db"` + durability + `}`
 	switch {
 	case o.store == "postgres":
-		store = `{"type": "postgres", "dsn_env": "ROUNDTRIP_POSTGRES_DSN"}`
+		store = `{"type": "postgres", "dsn_env": "ROUNDTRIP_POSTGRES_DSN"` + durability + `}`
 	case o.store != "sqlite":
 		return fmt.Errorf("-store %q: want sqlite or postgres", o.store)
 	}
