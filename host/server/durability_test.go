@@ -2,6 +2,7 @@ package server_test
 
 import (
 	"context"
+	"reflect"
 	"slices"
 	"testing"
 )
@@ -44,6 +45,22 @@ func TestDurabilityOverHTTP(t *testing.T) {
 	if len(syncMsgs) == 0 || !slices.Equal(syncMsgs, exitMsgs) {
 		t.Fatalf("the threads differ:\nsync %q\nexit %q", syncMsgs, exitMsgs)
 	}
+	// The resume sent again (a retry after a lost response) gets the
+	// recorded outcome from the one checkpoint the resume wrote, and
+	// changes nothing.
+	first := e.invoke(runBody("r", mixedQuestion))
+	resume := resumeBody("r", first.RemoteToolCalls[0].ID, "hi")
+	resume["config"].(map[string]any)["durability"] = "exit"
+	done := e.invoke(resume)
+	before := e.state("r")
+	again := e.invoke(resume)
+	if again.Status != "completed" || again.RunID != done.RunID || !reflect.DeepEqual(again.Messages, done.Messages) {
+		t.Fatalf("the resume again: %+v\nwant the recorded %+v", again, done)
+	}
+	if e.state("r") != before {
+		t.Fatal("a replayed resume changed the thread")
+	}
+
 	// The server's default, overridden per request.
 	e = start(t, setup{durability: "exit"})
 	if _, n := roundTrip(e, "d", ""); n != 2 {
