@@ -174,7 +174,9 @@ func encodeState(w wireState) ([]byte, [][]byte, error) {
 	if n := len(w.Messages) - w.logged; n > 0 {
 		add = make([][]byte, n)
 		for i, m := range w.Messages[w.logged:] {
-			if add[i], err = json.Marshal(m); err != nil {
+			// MarshalJSON's bytes are compact already: json.Marshal would
+			// only scan them again.
+			if add[i], err = m.MarshalJSON(); err != nil {
 				return nil, nil, fmt.Errorf("message %d: %w", w.logged+i, err)
 			}
 		}

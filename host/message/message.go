@@ -256,6 +256,11 @@ func (m Message) MarshalJSON() ([]byte, error) {
 	return m.appendJSON(make([]byte, 0, 128))
 }
 
+// AppendJSON appends MarshalJSON's bytes to b, for an encoder of many
+// messages: they are compact and HTML-safe already, so an enclosing
+// encoder may copy them as they are.
+func (m Message) AppendJSON(b []byte) ([]byte, error) { return m.appendJSON(b) }
+
 func (m Message) appendJSON(b []byte) ([]byte, error) {
 	b = append(b, `{"id":`...)
 	b = appendString(b, m.ID)

@@ -7,8 +7,10 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"strconv"
 
 	"github.com/tenxgraph/tenxgraph/host/graph"
+	"github.com/tenxgraph/tenxgraph/host/message"
 )
 
 // ErrorBody is every error response: {"error": {"code", "message"}}, plus
@@ -86,7 +88,7 @@ func writeError(w http.ResponseWriter, status int, code, msg string, ids []strin
 }
 
 func writeJSON(w http.ResponseWriter, status int, v any) {
-	raw, err := json.Marshal(v)
+	raw, err := marshal(v)
 	if err != nil {
 		status, raw = http.StatusInternalServerError, []byte(`{"error":{"code":"internal","message":"the response could not be encoded"}}`)
 	}
@@ -119,7 +121,7 @@ func writeThread(w http.ResponseWriter, t Thread) {
 		}
 	}
 	for i, m := range t.Messages {
-		raw, err := json.Marshal(m)
+		raw, err := m.MarshalJSON() // compact already: json.Marshal would scan it again
 		if err != nil {
 			panic(http.ErrAbortHandler) // the status is sent: cutting the connection is the only way left to say so
 		}
@@ -183,7 +185,7 @@ func newSSE(w http.ResponseWriter) *sse {
 }
 
 func (s *sse) event(name string, data any) {
-	raw, err := json.Marshal(data)
+	raw, err := marshal(data)
 	if err != nil {
 		raw, _ = json.Marshal(body("internal", "event could not be encoded: "+err.Error(), nil))
 		name = "error"
@@ -198,4 +200,61 @@ func (s *sse) event(name string, data any) {
 	if s.f != nil {
 		s.f.Flush()
 	}
+}
+
+// marshal is json.Marshal, but for a run's response (graph.Result, or a
+// DeltaResult), which it writes around its messages' own encoding
+// (message.Message.AppendJSON): the messages are most of a response, and
+// json.Marshal would scan each message's bytes again to compact them. The
+// bytes are json.Marshal's (TestMarshalRunIsJSONMarshal).
+func marshal(v any) ([]byte, error) {
+	var res graph.Result
+	offset := -1
+	switch r := v.(type) {
+	case graph.Result:
+		res = r
+	case DeltaResult:
+		res, offset = r.Result, r.Offset
+	default:
+		return json.Marshal(v)
+	}
+	head, err := json.Marshal(struct {
+		ThreadID string       `json:"thread_id"`
+		RunID    string       `json:"run_id"`
+		Status   graph.Status `json:"status"`
+	}{res.ThreadID, res.RunID, res.Status})
+	if err != nil {
+		return nil, err
+	}
+	tail, err := json.Marshal(struct {
+		RemoteToolCalls  []message.RemoteToolCallBlock  `json:"remote_tool_calls"`
+		ApprovalRequests []message.ApprovalRequestBlock `json:"approval_requests,omitempty"`
+	}{res.RemoteToolCalls, res.ApprovalRequests})
+	if err != nil {
+		return nil, err
+	}
+	b := make([]byte, 0, len(head)+len(tail)+256*len(res.Messages)+32)
+	b = append(b, head[:len(head)-1]...)
+	b = append(b, `,"messages":`...)
+	if res.Messages == nil {
+		b = append(b, "null"...)
+	} else {
+		b = append(b, '[')
+		for i, m := range res.Messages {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			if b, err = m.AppendJSON(b); err != nil {
+				return nil, fmt.Errorf("messages[%d]: %w", i, err)
+			}
+		}
+		b = append(b, ']')
+	}
+	b = append(b, ',')
+	b = append(b, tail[1:len(tail)-1]...)
+	if offset >= 0 {
+		b = append(b, `,"offset":`...)
+		b = strconv.AppendInt(b, int64(offset), 10)
+	}
+	return append(b, '}'), nil
 }

@@ -36,3 +36,6 @@ func (s *Server) SetTimeouts(readHeader, write time.Duration) {
 	s.http.WriteTimeout = write
 	s.writeTimeout = write
 }
+
+// Marshal is what the server encodes a response or an event with.
+var Marshal = marshal
