@@ -75,50 +75,6 @@ func TestDurabilityExitWritesWhereTheRunStops(t *testing.T) {
 	}
 }
 
-// With durability "exit" a run that fails records the steps it finished in
-// its failure's checkpoint: the retry runs only the failed step.
-func TestDurabilityExitKeepsFinishedStepsOnFailure(t *testing.T) {
-	var fail atomic.Bool
-	fail.Store(true)
-	var firstRuns atomic.Int32
-	first := graph.NodeFunc(func(ctx context.Context, in *graph.Input) (graph.Update, error) {
-		firstRuns.Add(1)
-		return graph.Update{Messages: []message.Message{message.Text(message.RoleAssistant, "first")}}, nil
-	})
-	flaky := graph.NodeFunc(func(ctx context.Context, in *graph.Input) (graph.Update, error) {
-		if fail.Load() {
-			return graph.Update{}, errors.New("upstream is down")
-		}
-		return graph.Update{Messages: []message.Message{message.Text(message.RoleAssistant, "ok")}}, nil
-	})
-	store := &putCounter{Memory: checkpoint.NewMemory()}
-	app, err := graph.New().AddNode("first", first).AddNode("flaky", flaky).
-		AddEdge(graph.START, "first").AddEdge("first", "flaky").AddEdge("flaky", graph.END).
-		Compile(store)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg := graph.RunConfig{ThreadID: "f", Durability: graph.DurabilityExit}
-	if _, err := app.Invoke(ctx, user("x"), cfg); err == nil || !strings.Contains(err.Error(), "upstream is down") {
-		t.Fatalf("err %v", err)
-	}
-	if n := store.puts.Load(); n != 1 {
-		t.Fatalf("%d checkpoints for a failed run, want 1 (its failure's)", n)
-	}
-	th, _ := app.Thread(ctx, "f")
-	if th.Status != graph.StatusFailed || !slices.Equal(texts(th.Messages), []string{"x", "first"}) {
-		t.Fatalf("after failure: %s %v", th.Status, texts(th.Messages))
-	}
-	fail.Store(false)
-	res, err := app.Invoke(ctx, nil, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !slices.Equal(texts(res.Messages), []string{"x", "first", "ok"}) || firstRuns.Load() != 1 {
-		t.Fatalf("retry: %v, first ran %d times (want once)", texts(res.Messages), firstRuns.Load())
-	}
-}
-
 // A pause is where a run stops: with durability "exit" it is written, and
 // the resume writes only where it stops in turn.
 func TestDurabilityExitPauseAndResume(t *testing.T) {

@@ -150,32 +150,46 @@ func TestInterruptAfter(t *testing.T) {
 // A failing node leaves the state before its step; calling the thread
 // again without input retries that step.
 func TestFailureAndRetry(t *testing.T) {
-	var fail atomic.Bool
-	fail.Store(true)
-	flaky := graph.NodeFunc(func(ctx context.Context, in *graph.Input) (graph.Update, error) {
-		if fail.Load() {
-			return graph.Update{}, errors.New("upstream is down")
-		}
-		return graph.Update{Messages: []message.Message{message.Text(message.RoleAssistant, "ok")}}, nil
-	})
-	g := graph.New().AddNode("first", say("first")).AddNode("flaky", flaky).
-		AddEdge(graph.START, "first").AddEdge("first", "flaky").AddEdge("flaky", graph.END)
-	app, _ := g.Compile(checkpoint.NewMemory())
-	cfg := graph.RunConfig{ThreadID: "f"}
-	if _, err := app.Invoke(ctx, user("x"), cfg); err == nil || !strings.Contains(err.Error(), `node "flaky": upstream is down`) {
-		t.Fatalf("err %v", err)
-	}
-	th, _ := app.Thread(ctx, "f")
-	if th.Status != graph.StatusFailed || !slices.Equal(texts(th.Messages), []string{"x", "first"}) {
-		t.Fatalf("after failure: %s %v", th.Status, texts(th.Messages))
-	}
-	fail.Store(false)
-	res, err := app.Invoke(ctx, nil, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !slices.Equal(texts(res.Messages), []string{"x", "first", "ok"}) {
-		t.Fatalf("retry: %v (first must not run again)", texts(res.Messages))
+	// Whatever the durability, the failure's checkpoint holds the steps the
+	// run finished: with "sync" it is the run's second write, with "exit"
+	// its only one.
+	for _, tc := range []struct {
+		d    graph.Durability
+		puts int32
+	}{{graph.DurabilitySync, 2}, {graph.DurabilityExit, 1}} {
+		t.Run(string(tc.d), func(t *testing.T) {
+			var fail atomic.Bool
+			fail.Store(true)
+			flaky := graph.NodeFunc(func(ctx context.Context, in *graph.Input) (graph.Update, error) {
+				if fail.Load() {
+					return graph.Update{}, errors.New("upstream is down")
+				}
+				return graph.Update{Messages: []message.Message{message.Text(message.RoleAssistant, "ok")}}, nil
+			})
+			g := graph.New().AddNode("first", say("first")).AddNode("flaky", flaky).
+				AddEdge(graph.START, "first").AddEdge("first", "flaky").AddEdge("flaky", graph.END)
+			store := &putCounter{Memory: checkpoint.NewMemory()}
+			app, _ := g.Compile(store, graph.WithDurability(tc.d))
+			cfg := graph.RunConfig{ThreadID: "f"}
+			if _, err := app.Invoke(ctx, user("x"), cfg); err == nil || !strings.Contains(err.Error(), `node "flaky": upstream is down`) {
+				t.Fatalf("err %v", err)
+			}
+			if n := store.puts.Load(); n != tc.puts {
+				t.Fatalf("%d checkpoints for the failed run, want %d", n, tc.puts)
+			}
+			th, _ := app.Thread(ctx, "f")
+			if th.Status != graph.StatusFailed || !slices.Equal(texts(th.Messages), []string{"x", "first"}) {
+				t.Fatalf("after failure: %s %v", th.Status, texts(th.Messages))
+			}
+			fail.Store(false)
+			res, err := app.Invoke(ctx, nil, cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !slices.Equal(texts(res.Messages), []string{"x", "first", "ok"}) {
+				t.Fatalf("retry: %v (first must not run again)", texts(res.Messages))
+			}
+		})
 	}
 }
 
