@@ -1,5 +1,6 @@
-// Package checkpoint stores a thread's state after every super-step, so a
-// paused or crashed run resumes exactly where it stopped.
+// Package checkpoint stores a thread's state as its runs write it (after
+// every super-step by default), so a paused or crashed run resumes where
+// it stopped.
 //
 // A Checkpointer is a small append-only log per thread. Each Put names the
 // sequence number it expects to write (the latest plus one); a writer that
