@@ -99,18 +99,19 @@ const (
 	// leased one only with the thread's current token; the incarnation
 	// must be the thread's.
 	//
-	// It returns the log's length after the checkpoint (the previous
-	// checkpoint's plus ?12, the entries appended), from which Put numbers
-	// the entries it then inserts.
+	// It records the log's length after the checkpoint: the previous
+	// checkpoint's plus ?12, the entries appended. sqlAppend numbers each
+	// entry from it (?3: how many entries from the end it is), so that
+	// neither returns a row (a row costs database/sql a watcher goroutine
+	// inside a transaction).
 	sqlPut = `INSERT INTO checkpoints
 		(thread_id, seq, run_id, step, status, next, state, metadata, created_at, incarnation, log_len, wake_at)
 	SELECT ?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10,
 		COALESCE((SELECT log_len FROM checkpoints WHERE thread_id = ?1 AND seq = ?2 - 1), 0) + ?12, ?13
 	WHERE (SELECT COALESCE(MAX(seq), 0) FROM checkpoints WHERE thread_id = ?1) = ?2 - 1
 	AND CASE WHEN ?11 = 0 THEN NOT EXISTS (SELECT 1 FROM threads WHERE thread_id = ?1 AND (token <> 0 OR incarnation <> ?10))
-		ELSE EXISTS (SELECT 1 FROM threads WHERE thread_id = ?1 AND token = ?11 AND incarnation = ?10) END
-	RETURNING log_len`
-	sqlAppend = `INSERT INTO log (thread_id, idx, entry) VALUES (?, ?, ?)`
+		ELSE EXISTS (SELECT 1 FROM threads WHERE thread_id = ?1 AND token = ?11 AND incarnation = ?10) END`
+	sqlAppend = `INSERT INTO log (thread_id, idx, entry) VALUES (?1, (SELECT log_len FROM checkpoints WHERE thread_id = ?1 AND seq = ?2) - ?3, ?4)`
 	// sqlTouch records the new latest checkpoint on the thread's row
 	// (creating it, never claimed, for an unleased write), and releases
 	// the lease of token ?5 when it is the thread's (a run's last write:
@@ -553,15 +554,14 @@ func (s *SQLite) Put(ctx context.Context, cp Checkpoint) error {
 // putTx writes a checkpoint, its log entries and its thread's row, and
 // drops what KeepHistory does not keep, all or nothing.
 func (s *SQLite) putTx(ctx context.Context, tx *wtx, cp Checkpoint, args []any) error {
-	var logLen int64
-	if err := tx.row(ctx, s.put, args, &logLen); err != nil {
+	if err := tx.exec(ctx, s.put, args...); err != nil {
 		return err
 	}
 	for i, e := range cp.Append {
 		if e == nil {
 			e = []byte{} // NOT NULL
 		}
-		if _, err := tx.stmt(ctx, s.appendLog).ExecContext(ctx, cp.ThreadID, logLen-int64(len(cp.Append))+int64(i), e); err != nil {
+		if _, err := tx.stmt(ctx, s.appendLog).ExecContext(ctx, cp.ThreadID, cp.Seq, len(cp.Append)-i, e); err != nil {
 			return fmt.Errorf("append to the log: %w", err)
 		}
 	}
