@@ -28,6 +28,7 @@ import (
 // (TOOL_CALL_* then a plain RUN_FINISHED; the next run carries the tool
 // messages); a client that opts in with forwardedProps.tenxgraph.interrupts
 // gets RUN_FINISHED.outcome interrupts and answers with resume[].
+// forwardedProps.tenxgraph.durability is a run request's config.durability.
 
 func (s *Server) handleAGUI(w http.ResponseWriter, r *http.Request) {
 	var in types.RunAgentInput
@@ -59,6 +60,10 @@ func (s *Server) handleAGUI(w http.ResponseWriter, r *http.Request) {
 		in.RunID = events.GenerateRunID()
 	}
 	cfg := graph.RunConfig{ThreadID: in.ThreadID, Metadata: owner(r)}
+	if cfg.Durability, err = aguiDurability(in.ForwardedProps); err != nil {
+		writeErr(w, err)
+		return
+	}
 	for _, t := range in.Tools {
 		raw, err := json.Marshal(map[string]any{"name": t.Name, "description": t.Description, "parameters": t.Parameters})
 		if err != nil {
@@ -135,6 +140,31 @@ func jsonKind(k reflect.Kind) string {
 		return "a string"
 	}
 	return k.String()
+}
+
+// aguiDurability reads forwardedProps.tenxgraph.durability, the AG-UI
+// twin of a run request's config.durability ("" when absent).
+func aguiDurability(props any) (graph.Durability, error) {
+	m, _ := props.(map[string]any)
+	t, _ := m["tenxgraph"].(map[string]any)
+	v, ok := t["durability"]
+	if !ok {
+		return "", nil
+	}
+	d, _ := v.(string)
+	if err := graph.Durability(d).Check(); err != nil || d == "" {
+		return "", fmt.Errorf("%w: forwardedProps.tenxgraph.durability: must be %q or %q, got %s", errMalformed, graph.DurabilitySync, graph.DurabilityExit, jsonText(v))
+	}
+	return graph.Durability(d), nil
+}
+
+// jsonText is v as JSON, for an error message.
+func jsonText(v any) string {
+	raw, err := json.Marshal(v)
+	if err != nil {
+		return fmt.Sprintf("%v", v)
+	}
+	return string(raw)
 }
 
 func wantsInterrupts(props any) bool {

@@ -79,3 +79,39 @@ func texts(r run) []string {
 	}
 	return out
 }
+
+// An AG-UI client sets a run's durability in forwardedProps.tenxgraph,
+// as config.durability: a run that pauses writes one checkpoint with
+// "exit" (two with the default). A wrong value is a 400 naming it, and
+// nothing runs.
+func TestDurabilityOverAGUI(t *testing.T) {
+	e := start(t, setup{})
+	run := func(thread string, props map[string]any) int {
+		t.Helper()
+		in := aguiInput(thread, userMsg("u1", mixedQuestion))
+		in["forwardedProps"] = props
+		evs := e.agui(in)
+		if last := evs[len(evs)-1]; last.Type != "RUN_FINISHED" {
+			t.Fatalf("%s: %+v", thread, last)
+		}
+		hist, err := e.svc.App.History(context.Background(), thread, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return len(hist)
+	}
+	if n := run("ag-sync", map[string]any{}); n != 2 {
+		t.Fatalf("default: %d checkpoints, want 2 (the model's step, the pause)", n)
+	}
+	if n := run("ag-exit", map[string]any{"tenxgraph": map[string]any{"durability": "exit"}}); n != 1 {
+		t.Fatalf("durability exit: %d checkpoints, want 1 (the pause)", n)
+	}
+	for _, bad := range []any{"async", 1, nil} {
+		in := aguiInput("ag-bad", userMsg("u1", mixedQuestion))
+		in["forwardedProps"] = map[string]any{"tenxgraph": map[string]any{"durability": bad}}
+		errorOf(t, e.do("POST", "/v1/agui", in), 400, "malformed_request", "forwardedProps.tenxgraph.durability: must be \"sync\" or \"exit\", got ")
+	}
+	if r := e.do("GET", "/v1/threads/ag-bad", nil); r.status != 404 {
+		t.Fatalf("a refused run created a thread: %d %s", r.status, r.body)
+	}
+}
