@@ -422,3 +422,92 @@ func TestPostgresWriteAfterClose(t *testing.T) {
 		t.Error("Claim after Close succeeded")
 	}
 }
+
+// A batch stuck behind a row lock (another transaction holds the thread's
+// lease row) holds up no other thread's writes: the dispatcher sends
+// them beside it once it has run past pgHelpAfter. The stuck write
+// completes when the lock goes.
+func TestPostgresStuckBatchHoldsUpNoOther(t *testing.T) {
+	ctx := context.Background()
+	dsn := postgresDSN(t)
+	p := openPostgres(t, dsn)
+	defer p.Close()
+	if _, err := p.Claim(ctx, "stuck", time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	locker, err := pgx.Connect(ctx, dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer locker.Close(ctx)
+	tx, err := locker.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback(ctx)
+	if _, err := tx.Exec(ctx, "SELECT 1 FROM tenxgraph_threads WHERE thread_id = 'stuck' FOR UPDATE"); err != nil {
+		t.Fatal(err)
+	}
+	stuck := make(chan error, 1)
+	go func() {
+		_, err := p.Claim(ctx, "stuck", time.Minute) // waits for the row lock
+		stuck <- err
+	}()
+	// Wait until the stuck claim is in the server, waiting for the lock
+	// (a backend the locker blocks).
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		var waiting int
+		if err := tx.QueryRow(ctx, "SELECT count(*) FROM pg_stat_activity WHERE pg_backend_pid() = ANY(pg_blocking_pids(pid))").Scan(&waiting); err != nil {
+			t.Fatal(err)
+		}
+		if waiting > 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the claim never reached the server")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	// Other threads' writes go through while the lock is held.
+	var wg sync.WaitGroup
+	errs := make(chan error, 20)
+	for i := range 20 {
+		wg.Go(func() {
+			thread := fmt.Sprint("free-", i)
+			l, err := p.Claim(ctx, thread, time.Minute)
+			if err == nil {
+				err = p.Put(ctx, checkpoint.Checkpoint{ThreadID: thread, Seq: 1, Incarnation: l.Incarnation, Token: l.Token, Release: true})
+			}
+			errs <- err
+		})
+	}
+	others := make(chan struct{})
+	go func() { wg.Wait(); close(others) }()
+	select {
+	case <-others:
+	case err := <-stuck:
+		t.Fatalf("the stuck claim returned (%v) before the lock went", err)
+	case <-time.After(60 * time.Second):
+		t.Fatal("the other threads' writes waited for the stuck batch")
+	}
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	select {
+	case err := <-stuck:
+		t.Fatalf("the stuck claim returned (%v) while the lock was held", err)
+	default:
+	}
+	if err := tx.Rollback(ctx); err != nil {
+		t.Fatal(err)
+	}
+	// The lease is held (the first claim's): the stuck claim is refused,
+	// now that it can read the row.
+	if err := <-stuck; !errors.Is(err, checkpoint.ErrLeased) {
+		t.Fatalf("the stuck claim = %v, want ErrLeased", err)
+	}
+}
