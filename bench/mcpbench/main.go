@@ -13,8 +13,8 @@
 // Run it from the repository root, after `npm ci` in
 // plugins/mcp/testdata/npm:
 //
-//	go run ./internal/mcpbench
-//	go run ./internal/mcpbench -server go   # the Go SDK test server instead of server-everything
+//	go run ./bench/mcpbench
+//	go run ./bench/mcpbench -server go   # the Go SDK test server instead of server-everything
 //
 // The program is also the bridge plugin: it re-executes itself as `bench
 // plugin mcp` (service.ServePlugin, what `tenxgraph plugin mcp` runs).

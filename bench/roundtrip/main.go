@@ -28,7 +28,7 @@
 // the next server in turn (no stickiness: a resume rarely goes to the
 // server that paused the thread), as a load balancer may.
 //
-//	go run ./internal/roundtrip -bin "$(go env GOPATH)/bin/tenxgraph" -model openai
+//	go run ./bench/roundtrip -bin "$(go env GOPATH)/bin/tenxgraph" -model openai
 package main
 
 import (

@@ -12,7 +12,7 @@
 //
 // Run it from the repository root:
 //
-//	go run ./internal/pluginbench
+//	go run ./bench/pluginbench
 //
 // The program is also every plugin it measures: it re-executes itself as
 // `pluginbench serve-bare` (plugin.Serve with a minimal toolprovider.v1
@@ -111,7 +111,7 @@ func parseFlags() config {
 	flag.StringVar(&cfg.hostProf, "cpuprofile", "", "write a CPU profile of the host process during the call phases (latency and throughput) to this file")
 	flag.StringVar(&cfg.pluginProf, "plugin-cpuprofile", "", "write CPU profiles of the two echo plugins (bare.pprof, sdk.pprof; their whole life) into this folder")
 	flag.Usage = func() {
-		fmt.Fprintf(flag.CommandLine.Output(), "usage: go run ./internal/pluginbench [flags]\n\nMeasures plugin tool calls, start-up and memory; prints markdown tables.\n\n")
+		fmt.Fprintf(flag.CommandLine.Output(), "usage: go run ./bench/pluginbench [flags]\n\nMeasures plugin tool calls, start-up and memory; prints markdown tables.\n\n")
 		flag.PrintDefaults()
 	}
 	flag.Parse()
