@@ -34,7 +34,7 @@ import (
 // flight have taken pgHelpAfter (a slow flush, a distant server, a write
 // waiting for a row lock), so that one slow batch never holds up the
 // rest. Sending every batch as soon as a connection was free made batches
-// a quarter the size: PostgreSQL then spent 20 to 35 % more CPU per round
+// a third the size: PostgreSQL then spent 20 to 40 % more CPU per round
 // trip, for fewer round trips a second (docs/benchmarks.md).
 const pgWriters = 4
 
