@@ -7,11 +7,8 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/tenxgraph/tenxgraph/host/agent"
-	"github.com/tenxgraph/tenxgraph/host/checkpoint"
 	"github.com/tenxgraph/tenxgraph/host/graph"
 	"github.com/tenxgraph/tenxgraph/host/message"
-	"github.com/tenxgraph/tenxgraph/host/model"
 	"github.com/tenxgraph/tenxgraph/host/toolnode"
 	"github.com/tenxgraph/tenxgraph/sdk"
 )
@@ -20,15 +17,7 @@ import (
 // run of either tool appends its name to the count file, so runs are
 // counted across processes.
 func approvalCrashApp(t testing.TB, dbPath, countPath string) (*graph.App, func()) {
-	appendLine := func(line string) error {
-		f, err := os.OpenFile(countPath, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o600)
-		if err != nil {
-			return err
-		}
-		defer f.Close()
-		_, err = f.WriteString(line + "\n")
-		return err
-	}
+	appendLine := appendTo(countPath)
 	tools := sdk.MustTools("journal", "1",
 		sdk.Func("record", "Record a line.", json.RawMessage(`{"type":"object","properties":{"line":{"type":"string"}},"required":["line"]}`),
 			func(ctx context.Context, args json.RawMessage) (any, error) {
@@ -38,26 +27,7 @@ func approvalCrashApp(t testing.TB, dbPath, countPath string) (*graph.App, func(
 			func(ctx context.Context, args json.RawMessage) (any, error) {
 				return "noted", appendLine("note")
 			}))
-	stepAware := model.Func(func(ctx context.Context, req model.Request) (model.Response, error) {
-		if last := req.Messages[len(req.Messages)-1]; last.Role == message.RoleTool {
-			return model.Response{Message: quoting(req)}, nil
-		}
-		return model.Response{Message: calls(call("n1", "note", `{}`), call("g1", "record", `{"line":"x"}`))(req)}, nil
-	})
-	g, err := agent.React(context.Background(), agent.Env{Model: stepAware,
-		Providers: map[string][]sdk.Provider{"tools": {toolnode.RequireApproval(tools, []string{"record"})}}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	cp, err := checkpoint.OpenSQLite(context.Background(), dbPath)
-	if err != nil {
-		t.Fatal(err)
-	}
-	app, err := g.Compile(cp)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return app, func() { cp.Close() }
+	return reactOnSQLite(t, dbPath, toolnode.RequireApproval(tools, []string{"record"}), nil, call("n1", "note", `{}`), call("g1", "record", `{"line":"x"}`))
 }
 
 // TestApprovalCrashChild is the process that gets killed; it only runs

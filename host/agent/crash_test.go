@@ -19,34 +19,37 @@ import (
 	"github.com/tenxgraph/tenxgraph/sdk"
 )
 
-// crashApp builds the app both processes use: a server tool that records
-// each run in a file (so runs are counted across processes) and the remote
-// clipboard tool, on SQLite at dbPath.
-func crashApp(t testing.TB, dbPath, countPath string) (*graph.App, func()) {
-	log := sdk.MustTools("journal", "1",
-		sdk.Func("record", "Record a line.", json.RawMessage(`{"type":"object","properties":{"line":{"type":"string"}},"required":["line"]}`),
-			func(ctx context.Context, args json.RawMessage) (any, error) {
-				f, err := os.OpenFile(countPath, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o600)
-				if err != nil {
-					return nil, err
-				}
-				defer f.Close()
-				_, err = f.WriteString(string(args) + "\n")
-				return "recorded", err
-			}))
-	// The model decides from the thread alone, as a real one does, so the
-	// second process needs no memory of the first.
+// appendTo returns a function appending a line to the file at path: the
+// tools of the crash tests count their runs there, across processes.
+func appendTo(path string) func(line string) error {
+	return func(line string) error {
+		f, err := os.OpenFile(path, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o600)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		_, err = f.WriteString(line + "\n")
+		return err
+	}
+}
+
+// reactOnSQLite is the react agent both processes of a crash test build:
+// its model calls first on a user message and quotes the results after
+// them, deciding from the thread alone as a real model does (so the second
+// process needs no memory of the first); tools serve the "tools" node,
+// with the remote tools attached; the store is SQLite at dbPath.
+func reactOnSQLite(t testing.TB, dbPath string, tools sdk.Provider, remote []graph.RemoteToolConfig, first ...message.ToolCallBlock) (*graph.App, func()) {
 	stepAware := model.Func(func(ctx context.Context, req model.Request) (model.Response, error) {
 		if last := req.Messages[len(req.Messages)-1]; last.Role == message.RoleTool {
 			return model.Response{Message: quoting(req)}, nil
 		}
-		return model.Response{Message: calls(call("w1", "record", `{"line":"x"}`), call("w2", "read_clipboard", `{}`))(req)}, nil
+		return model.Response{Message: calls(first...)(req)}, nil
 	})
-	g, err := agent.React(context.Background(), agent.Env{Model: stepAware, Providers: map[string][]sdk.Provider{"tools": {log}}})
+	g, err := agent.React(context.Background(), agent.Env{Model: stepAware, Providers: map[string][]sdk.Provider{"tools": {tools}}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := g.AttachRemoteTools([]graph.RemoteToolConfig{clipboard}); err != nil {
+	if err := g.AttachRemoteTools(remote); err != nil {
 		t.Fatal(err)
 	}
 	cp, err := checkpoint.OpenSQLite(context.Background(), dbPath)
@@ -58,6 +61,19 @@ func crashApp(t testing.TB, dbPath, countPath string) (*graph.App, func()) {
 		t.Fatal(err)
 	}
 	return app, func() { cp.Close() }
+}
+
+// crashApp builds the app both processes use: a server tool that records
+// each run in a file (so runs are counted across processes) and the remote
+// clipboard tool, on SQLite at dbPath.
+func crashApp(t testing.TB, dbPath, countPath string) (*graph.App, func()) {
+	record := appendTo(countPath)
+	log := sdk.MustTools("journal", "1",
+		sdk.Func("record", "Record a line.", json.RawMessage(`{"type":"object","properties":{"line":{"type":"string"}},"required":["line"]}`),
+			func(ctx context.Context, args json.RawMessage) (any, error) {
+				return "recorded", record(string(args))
+			}))
+	return reactOnSQLite(t, dbPath, log, []graph.RemoteToolConfig{clipboard}, call("w1", "record", `{"line":"x"}`), call("w2", "read_clipboard", `{}`))
 }
 
 // TestCrashChild is the process that gets killed; it only runs when the
