@@ -55,6 +55,8 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"golang.org/x/sync/errgroup"
+
 	"github.com/tenxgraph/tenxgraph/host/checkpoint"
 	"github.com/tenxgraph/tenxgraph/host/message"
 )
@@ -469,25 +471,10 @@ func writeThreads(path string, n int, size int64) error {
 		size += int64(len(entries[i]))
 	}
 	start := time.Now()
-	var next atomic.Int64
-	var wg sync.WaitGroup
-	errs := make(chan error, 4)
-	for range 4 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := next.Add(1); i <= int64(n); i = next.Add(1) {
-				cp := checkpoint.Checkpoint{ThreadID: fmt.Sprint("big-", i), Seq: 1, RunID: "r", Status: checkpoint.StatusCompleted, State: []byte("{}"), Append: entries}
-				if err := store.Put(ctx, cp); err != nil {
-					errs <- err
-					return
-				}
-			}
-		}()
-	}
-	wg.Wait()
-	close(errs)
-	if err := <-errs; err != nil {
+	err = forEach(n, 4, func(i int) error {
+		return store.Put(ctx, checkpoint.Checkpoint{ThreadID: fmt.Sprint("big-", i), Seq: 1, RunID: "r", Status: checkpoint.StatusCompleted, State: []byte("{}"), Append: entries})
+	})
+	if err != nil {
 		return err
 	}
 	fmt.Printf("wrote %d threads of %d bytes in %s\n", n, size, time.Since(start).Round(time.Second))
@@ -499,35 +486,20 @@ func writeThreads(path string, n int, size int64) error {
 func (b *bench) readThreads(o options) error {
 	pid := b.srv.Process.Pid
 	rss0, _ := status(pid, "VmRSS")
-	var next atomic.Int64
-	var wg sync.WaitGroup
-	errs := make(chan error, 8)
 	start := time.Now()
-	for range 8 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := next.Add(1); i <= int64(o.threads); i = next.Add(1) {
-				resp, err := b.client.Get(fmt.Sprint(b.base, "/v1/threads/big-", i))
-				if err != nil {
-					errs <- err
-					return
-				}
-				n, err := io.Copy(io.Discard, resp.Body)
-				resp.Body.Close()
-				if err == nil && (resp.StatusCode != http.StatusOK || n < o.threadBytes) {
-					err = fmt.Errorf("GET big-%d: HTTP %d, %d bytes", i, resp.StatusCode, n)
-				}
-				if err != nil {
-					errs <- err
-					return
-				}
-			}
-		}()
-	}
-	wg.Wait()
-	close(errs)
-	if err := <-errs; err != nil {
+	err := forEach(o.threads, 8, func(i int) error {
+		resp, err := b.client.Get(fmt.Sprint(b.base, "/v1/threads/big-", i))
+		if err != nil {
+			return err
+		}
+		n, err := io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		if err == nil && (resp.StatusCode != http.StatusOK || n < o.threadBytes) {
+			err = fmt.Errorf("GET big-%d: HTTP %d, %d bytes", i, resp.StatusCode, n)
+		}
+		return err
+	})
+	if err != nil {
 		return err
 	}
 	elapsed := time.Since(start)
@@ -746,4 +718,15 @@ func dbSize(path string) int64 {
 		}
 	}
 	return n
+}
+
+// forEach calls f(1..n), width calls at a time, and returns the first
+// error.
+func forEach(n, width int, f func(i int) error) error {
+	var g errgroup.Group
+	g.SetLimit(width)
+	for i := 1; i <= n; i++ {
+		g.Go(func() error { return f(i) })
+	}
+	return g.Wait()
 }
