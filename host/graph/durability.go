@@ -25,14 +25,25 @@ const (
 	DurabilityExit Durability = "exit"
 )
 
-// Check returns an error naming the allowed values unless d is one of
-// them ("" is the App's default).
+// ParseDurability reads a mode a client or a config named: one of the
+// modes, or an error naming them (the empty string too, since whoever
+// names a mode must name one).
+func ParseDurability(s string) (Durability, error) {
+	switch d := Durability(s); d {
+	case DurabilitySync, DurabilityExit:
+		return d, nil
+	}
+	return "", fmt.Errorf("must be %q or %q, got %q", DurabilitySync, DurabilityExit, s)
+}
+
+// Check returns ParseDurability's error, but accepts "", which in a
+// RunConfig or WithDurability means the default.
 func (d Durability) Check() error {
-	switch d {
-	case "", DurabilitySync, DurabilityExit:
+	if d == "" {
 		return nil
 	}
-	return fmt.Errorf("must be %q or %q, got %q", DurabilitySync, DurabilityExit, string(d))
+	_, err := ParseDurability(string(d))
+	return err
 }
 
 // WithDurability sets the durability of runs whose RunConfig names none

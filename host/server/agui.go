@@ -151,20 +151,16 @@ func aguiDurability(props any) (graph.Durability, error) {
 	if !ok {
 		return "", nil
 	}
-	d, _ := v.(string)
-	if err := graph.Durability(d).Check(); err != nil || d == "" {
-		return "", fmt.Errorf("%w: forwardedProps.tenxgraph.durability: must be %q or %q, got %s", errMalformed, graph.DurabilitySync, graph.DurabilityExit, jsonText(v))
+	s, isString := v.(string)
+	d, err := graph.ParseDurability(s)
+	if !isString {
+		raw, _ := json.Marshal(v) // decoded from JSON: it encodes
+		err = fmt.Errorf("must be %q or %q, got %s", graph.DurabilitySync, graph.DurabilityExit, raw)
 	}
-	return graph.Durability(d), nil
-}
-
-// jsonText is v as JSON, for an error message.
-func jsonText(v any) string {
-	raw, err := json.Marshal(v)
 	if err != nil {
-		return fmt.Sprintf("%v", v)
+		return "", fmt.Errorf("%w: forwardedProps.tenxgraph.durability: %v", errMalformed, err)
 	}
-	return string(raw)
+	return d, nil
 }
 
 func wantsInterrupts(props any) bool {

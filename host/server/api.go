@@ -117,8 +117,8 @@ func DecodeRunRequest(body io.Reader) (RunRequest, error) {
 			if err := strictjson.Unmarshal(v, &req.Config.Durability); err != nil {
 				return RunRequest{}, malformed("config.durability", err)
 			}
-			if err := graph.Durability(req.Config.Durability).Check(); err != nil || req.Config.Durability == "" {
-				return RunRequest{}, fmt.Errorf("%w: config.durability: must be %q or %q, got %q", errMalformed, graph.DurabilitySync, graph.DurabilityExit, req.Config.Durability)
+			if _, err := graph.ParseDurability(req.Config.Durability); err != nil {
+				return RunRequest{}, fmt.Errorf("%w: config.durability: %v", errMalformed, err)
 			}
 		case "remote_tools":
 			req.Config.Dropped = append(req.Config.Dropped, k)
