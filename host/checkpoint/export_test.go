@@ -67,14 +67,17 @@ func CommitSQLiteBatch(s *SQLite, cps []Checkpoint, failing bool) []error {
 	if failing {
 		reqs = append(reqs, writeReq{ctx: context.Background(), done: make(chan error, 1),
 			fn: func(ctx context.Context, tx *wtx) error {
-				if _, err := tx.tx.ExecContext(ctx, `INSERT INTO log (thread_id, idx, entry) VALUES ('half-done', 0, x'00')`); err != nil {
+				if err := tx.sql(ctx, `INSERT INTO log (thread_id, idx, entry) VALUES ('half-done', 0, x'00')`); err != nil {
 					return err
 				}
-				_, err := tx.tx.ExecContext(ctx, `INSERT INTO log (thread_id, idx, entry) VALUES ('half-done', -1, x'00')`)
-				return err
+				return tx.sql(ctx, `INSERT INTO log (thread_id, idx, entry) VALUES ('half-done', -1, x'00')`)
 			}})
 	}
-	s.commit(reqs)
+	// The batch commits on the writer's connection, as one of its own.
+	if err := s.send(context.Background(), writeReq{ctx: context.Background(), done: make(chan error, 1),
+		alone: func(_ context.Context, w *wtx) error { s.commit(w, reqs); return nil }}); err != nil {
+		panic(err)
+	}
 	out := make([]error, len(reqs))
 	for i, r := range reqs {
 		out[i] = <-r.done

@@ -3,6 +3,7 @@ package checkpoint
 import (
 	"context"
 	"database/sql"
+	"database/sql/driver"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -165,17 +166,7 @@ type SQLite struct {
 	w    *sql.DB // one connection: SQLite allows one writer at a time
 	r    *sql.DB // a read-only pool; WAL readers do not block the writer
 
-	put       *sql.Stmt // on w
-	appendLog *sql.Stmt // on w
-	touch     *sql.Stmt // on w
-	prune     *sql.Stmt // on w
-	del       *sql.Stmt // on w
-	delLog    *sql.Stmt // on w
-	delLease  *sql.Stmt // on w
-	claim     *sql.Stmt // on w
-	extend    *sql.Stmt // on w
-	release   *sql.Stmt // on w
-	idle      *sql.Stmt // on w
+	// The writes' statements are the writer's (see wstmt).
 	head      *sql.Stmt // on r
 	latestSeq *sql.Stmt // on r
 	history   *sql.Stmt // on r
@@ -192,66 +183,6 @@ type SQLite struct {
 	closeOnce sync.Once
 	closeErr  error
 }
-
-// maxBatch bounds one group commit, so a burst cannot hold the write lock
-// for long.
-const maxBatch = 64
-
-// writeReq is a write (a Put, a lease change) waiting for the writer.
-type writeReq struct {
-	ctx context.Context
-	// fn makes the write inside the batch's transaction; if it fails, what
-	// it wrote is rolled back and the rest of the batch commits.
-	fn func(ctx context.Context, tx *wtx) error
-	// alone, instead of fn, runs on the writer's connection outside any
-	// transaction, in a batch of its own (VACUUM).
-	alone func(ctx context.Context) error
-	done  chan error
-}
-
-// wtx is a batch's transaction, with the store's statements bound to it.
-type wtx struct {
-	tx    *sql.Tx
-	stmts map[*sql.Stmt]*sql.Stmt
-}
-
-func (w *wtx) stmt(ctx context.Context, st *sql.Stmt) *sql.Stmt {
-	if b := w.stmts[st]; b != nil {
-		return b
-	}
-	b := w.tx.StmtContext(ctx, st)
-	w.stmts[st] = b
-	return b
-}
-
-// exec runs a statement that must change a row (errNoRow when it did not).
-func (w *wtx) exec(ctx context.Context, st *sql.Stmt, args ...any) error {
-	res, err := w.stmt(ctx, st).ExecContext(ctx, args...)
-	if err != nil {
-		return err
-	}
-	n, err := res.RowsAffected()
-	if err != nil {
-		return err
-	}
-	if n == 0 {
-		return errNoRow
-	}
-	return nil
-}
-
-// row runs a statement returning one row into dest (errNoRow for none).
-func (w *wtx) row(ctx context.Context, st *sql.Stmt, args []any, dest ...any) error {
-	err := w.stmt(ctx, st).QueryRowContext(ctx, args...).Scan(dest...)
-	if errors.Is(err, sql.ErrNoRows) {
-		return errNoRow
-	}
-	return err
-}
-
-// errNoRow: a write's condition did not hold (a Put's seq or lease, a
-// claim of a leased thread); the caller says which.
-var errNoRow = errors.New("no row written")
 
 var (
 	_ Checkpointer = (*SQLite)(nil)
@@ -273,8 +204,10 @@ func OpenSQLite(ctx context.Context, path string, opts ...Option) (*SQLite, erro
 	if err != nil {
 		return nil, fmt.Errorf("checkpoint: open sqlite %q: %w", path, err)
 	}
-	s.puts, s.stop, s.stopped = make(chan writeReq, maxBatch), make(chan struct{}), make(chan struct{})
-	go s.writer()
+	if err := s.startWriter(); err != nil {
+		s.Close()
+		return nil, fmt.Errorf("checkpoint: open sqlite %q: %w", path, err)
+	}
 	return s, nil
 }
 
@@ -350,17 +283,6 @@ func openSQLite(ctx context.Context, path string, opts options) (_ *SQLite, err 
 		query string
 		stmt  **sql.Stmt
 	}{
-		{s.w, sqlPut, &s.put},
-		{s.w, sqlAppend, &s.appendLog},
-		{s.w, sqlTouch, &s.touch},
-		{s.w, sqlPrune, &s.prune},
-		{s.w, sqlDelete, &s.del},
-		{s.w, sqlDeleteLog, &s.delLog},
-		{s.w, sqlDeleteLease, &s.delLease},
-		{s.w, sqlClaim, &s.claim},
-		{s.w, sqlExtend, &s.extend},
-		{s.w, sqlRelease, &s.release},
-		{s.w, sqlIdle, &s.idle},
 		{s.r, sqlHead, &s.head},
 		{s.r, sqlLatestSeq, &s.latestSeq},
 		{s.r, sqlHistory, &s.history},
@@ -554,14 +476,14 @@ func (s *SQLite) Put(ctx context.Context, cp Checkpoint) error {
 // putTx writes a checkpoint, its log entries and its thread's row, and
 // drops what KeepHistory does not keep, all or nothing.
 func (s *SQLite) putTx(ctx context.Context, tx *wtx, cp Checkpoint, args []any) error {
-	if err := tx.exec(ctx, s.put, args...); err != nil {
+	if err := tx.exec(ctx, wPut, args...); err != nil {
 		return err
 	}
 	for i, e := range cp.Append {
 		if e == nil {
 			e = []byte{} // NOT NULL
 		}
-		if _, err := tx.stmt(ctx, s.appendLog).ExecContext(ctx, cp.ThreadID, cp.Seq, len(cp.Append)-i, e); err != nil {
+		if _, err := tx.run(ctx, wAppend, cp.ThreadID, cp.Seq, len(cp.Append)-i, e); err != nil {
 			return fmt.Errorf("append to the log: %w", err)
 		}
 	}
@@ -569,34 +491,16 @@ func (s *SQLite) putTx(ctx context.Context, tx *wtx, cp Checkpoint, args []any) 
 	if cp.Release {
 		release = cp.Token
 	}
-	if _, err := tx.stmt(ctx, s.touch).ExecContext(ctx, cp.ThreadID, cp.Incarnation, args[12], args[8].(int64)/1e6, release); err != nil {
+	if _, err := tx.run(ctx, wTouch, cp.ThreadID, cp.Incarnation, args[12], args[8].(int64)/1e6, release); err != nil {
 		return fmt.Errorf("touch the thread: %w", err)
 	}
 	if k := s.opts.keep; k >= 0 && cp.Seq > int64(k)+1 {
-		if _, err := tx.stmt(ctx, s.prune).ExecContext(ctx, cp.ThreadID, cp.Seq-int64(k)-1); err != nil {
+		if _, err := tx.run(ctx, wPrune, cp.ThreadID, cp.Seq-int64(k)-1); err != nil {
 			return fmt.Errorf("drop old checkpoints: %w", err)
 		}
 	}
 	return nil
 }
-
-// write hands one write to the writer and waits for it.
-func (s *SQLite) write(ctx context.Context, fn func(context.Context, *wtx) error) error {
-	return s.send(ctx, writeReq{ctx: ctx, fn: fn, done: make(chan error, 1)})
-}
-
-func (s *SQLite) send(ctx context.Context, req writeReq) error {
-	select {
-	case s.puts <- req:
-		return <-req.done
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-s.stop:
-		return errSQLiteClosed
-	}
-}
-
-var errSQLiteClosed = errors.New("the store is closed")
 
 // minNanos and maxNanos bound the times a unix-nanosecond column can hold
 // (the years 1678 to 2262).
@@ -632,158 +536,13 @@ func putArgs(cp Checkpoint) ([]any, error) {
 	return []any{cp.ThreadID, cp.Seq, cp.RunID, cp.Step, string(cp.Status), next, state, meta, created.UnixNano(), cp.Incarnation, cp.Token, len(cp.Append), wake}, nil
 }
 
-// writer commits queued Puts: each batch is whatever queued while the
-// previous one was being written and while gather yielded, so an idle store
-// commits each Put at once and a busy one commits many per transaction.
-func (s *SQLite) writer() {
-	defer close(s.stopped)
-	batch := make([]writeReq, 0, maxBatch)
-	for {
-		select {
-		case <-s.stop:
-			for {
-				select {
-				case r := <-s.puts:
-					r.done <- errSQLiteClosed
-				default:
-					return
-				}
-			}
-		case r := <-s.puts:
-			if r.alone != nil {
-				s.runAlone(r)
-				continue
-			}
-			s.gather()
-			batch = append(batch[:0], r)
-			var alone *writeReq
-		fill:
-			for len(batch) < maxBatch {
-				select {
-				case r := <-s.puts:
-					if r.alone != nil {
-						alone = &r
-						break fill
-					}
-					batch = append(batch, r)
-				default:
-					break fill
-				}
-			}
-			s.commit(batch)
-			if alone != nil {
-				s.runAlone(*alone)
-			}
-		}
-	}
-}
-
-// maxYields bounds how many turns gather gives up before a batch.
-const maxYields = 8
-
-// gather lets writes that are about to be sent join the batch: it yields
-// the writer's turn (runtime.Gosched) for as long as the queue keeps
-// growing, since runnable goroutines are likely runs on their way to a
-// write. A busy server's commit then carries about 21 writes instead of 4,
-// and a commit is most of a write's cost; an idle store loses nothing, as
-// a yield with nothing else runnable returns at once. (gRPC's writer
-// yields the same way before it flushes.)
-func (s *SQLite) gather() {
-	for n, i := len(s.puts), 0; n+1 < maxBatch && i < maxYields; i++ {
-		runtime.Gosched()
-		m := len(s.puts)
-		if m == n {
-			return
-		}
-		n = m
-	}
-}
-
-func (s *SQLite) runAlone(r writeReq) {
-	if err := r.ctx.Err(); err != nil {
-		r.done <- err
-		return
-	}
-	r.done <- r.alone(r.ctx)
-}
-
-// commit writes a batch in one transaction. Each write decides its own
-// outcome, later ones in the batch seeing earlier ones: one whose condition
-// does not hold (errNoRow) has written nothing, since every write's first
-// statement is its conditional one, and the others commit. A write failing
-// otherwise may have written part of itself, so the transaction is rolled
-// back and each write of the batch runs again in one of its own: no write
-// fails for another's sake, and none is half done.
-func (s *SQLite) commit(batch []writeReq) {
-	live := batch[:0]
-	for _, r := range batch {
-		if err := r.ctx.Err(); err != nil {
-			r.done <- err
-			continue
-		}
-		live = append(live, r)
-	}
-	if len(live) == 0 {
-		return
-	}
-	results, err := s.commitTx(live)
-	if err != nil && len(live) > 1 {
-		for _, r := range live {
-			res, err := s.commitTx([]writeReq{r})
-			if err == nil {
-				err = res[0]
-			}
-			r.done <- err
-		}
-		return
-	}
-	for i, r := range live {
-		if err != nil {
-			r.done <- err
-			continue
-		}
-		r.done <- results[i]
-	}
-}
-
-// commitTx runs writes in one transaction and returns each one's outcome;
-// the error is the transaction's (a write that failed other than by
-// errNoRow fails it, and nothing is committed).
-func (s *SQLite) commitTx(writes []writeReq) ([]error, error) {
-	ctx := context.Background()
-	tx, err := s.w.BeginTx(ctx, nil) // BEGIN IMMEDIATE: _txlock on the writer
-	if err != nil {
-		return nil, err
-	}
-	defer tx.Rollback() //nolint:errcheck // a no-op after Commit
-	w := &wtx{tx: tx, stmts: map[*sql.Stmt]*sql.Stmt{}}
-	results := make([]error, len(writes))
-	wrote := false
-	for i, r := range writes {
-		results[i] = r.fn(ctx, w)
-		switch {
-		case results[i] == nil:
-			wrote = true
-		case !errors.Is(results[i], errNoRow):
-			return nil, results[i]
-		}
-	}
-	if !wrote {
-		return results, nil // nothing to commit: the rollback ends it
-	}
-	if err := tx.Commit(); err != nil {
-		return nil, fmt.Errorf("commit: %w", err)
-	}
-	return results, nil
-}
-
 // Claim implements Leaser; the claim is one statement through the writer.
 func (s *SQLite) Claim(ctx context.Context, threadID string, ttl time.Duration) (Lease, error) {
 	now := time.Now()
 	l := Lease{ThreadID: threadID, Expires: now.Add(ttl)}
 	args := []any{threadID, newIncarnation(), leaseMillis(now), leaseMillis(l.Expires)}
 	err := s.write(ctx, func(ctx context.Context, tx *wtx) error {
-		return tx.row(ctx, s.claim, args, &l.Incarnation, &l.Token, &l.Seq)
+		return tx.row(ctx, wClaim, args, &l.Incarnation, &l.Token, &l.Seq)
 	})
 	if errors.Is(err, errNoRow) {
 		err = ErrLeased
@@ -798,7 +557,7 @@ func (s *SQLite) Claim(ctx context.Context, threadID string, ttl time.Duration) 
 func (s *SQLite) Extend(ctx context.Context, l Lease, ttl time.Duration) (Lease, error) {
 	exp := time.Now().Add(ttl)
 	err := s.write(ctx, func(ctx context.Context, tx *wtx) error {
-		return tx.exec(ctx, s.extend, l.ThreadID, l.Token, leaseMillis(exp))
+		return tx.exec(ctx, wExtend, l.ThreadID, l.Token, leaseMillis(exp))
 	})
 	if errors.Is(err, errNoRow) {
 		err = ErrLeaseLost
@@ -813,7 +572,7 @@ func (s *SQLite) Extend(ctx context.Context, l Lease, ttl time.Duration) (Lease,
 // Release implements Leaser.
 func (s *SQLite) Release(ctx context.Context, l Lease) error {
 	err := s.write(ctx, func(ctx context.Context, tx *wtx) error {
-		return tx.exec(ctx, s.release, l.ThreadID, l.Token)
+		return tx.exec(ctx, wRelease, l.ThreadID, l.Token)
 	})
 	if err != nil && !errors.Is(err, errNoRow) {
 		return fmt.Errorf("checkpoint: release lease of thread %q: %w", l.ThreadID, err)
@@ -996,21 +755,16 @@ func (s *SQLite) Due(ctx context.Context, now time.Time, limit int) ([]string, e
 func (s *SQLite) DeleteIdle(ctx context.Context, cutoff time.Time, limit int) (int, error) {
 	var n int
 	err := s.write(ctx, func(ctx context.Context, tx *wtx) error {
-		rows, err := tx.stmt(ctx, s.idle).QueryContext(ctx, cutoff.UnixMilli(), leaseMillis(time.Now()), limit)
-		if err != nil {
-			return err
-		}
 		var ids []string
-		for rows.Next() {
+		err := tx.query(ctx, wIdle, []any{cutoff.UnixMilli(), leaseMillis(time.Now()), limit}, func(row []driver.Value) error {
 			var id string
-			if err := rows.Scan(&id); err != nil {
-				rows.Close()
+			if err := assign(&id, row[0]); err != nil {
 				return err
 			}
 			ids = append(ids, id)
-		}
-		rows.Close()
-		if err := rows.Err(); err != nil {
+			return nil
+		})
+		if err != nil {
 			return err
 		}
 		for _, id := range ids {
@@ -1020,7 +774,7 @@ func (s *SQLite) DeleteIdle(ctx context.Context, cutoff time.Time, limit int) (i
 		}
 		n = len(ids)
 		if n > 0 {
-			if _, err := tx.tx.ExecContext(ctx, "PRAGMA incremental_vacuum"); err != nil {
+			if err := tx.sql(ctx, "PRAGMA incremental_vacuum"); err != nil {
 				return fmt.Errorf("incremental_vacuum: %w", err)
 			}
 		}
@@ -1040,9 +794,9 @@ func (s *SQLite) DeleteIdle(ctx context.Context, cutoff time.Time, limit int) (i
 // WAL is then truncated.
 func (s *SQLite) Compact(ctx context.Context) (int64, error) {
 	before := s.fileBytes()
-	err := s.send(ctx, writeReq{ctx: ctx, done: make(chan error, 1), alone: func(ctx context.Context) error {
-		var mode int
-		if err := s.w.QueryRowContext(ctx, "PRAGMA auto_vacuum").Scan(&mode); err != nil {
+	err := s.send(ctx, writeReq{ctx: ctx, done: make(chan error, 1), alone: func(ctx context.Context, c *wtx) error {
+		mode, err := c.sqlInt(ctx, "PRAGMA auto_vacuum")
+		if err != nil {
 			return fmt.Errorf("read auto_vacuum: %w", err)
 		}
 		stmts := []string{"PRAGMA incremental_vacuum"}
@@ -1050,7 +804,7 @@ func (s *SQLite) Compact(ctx context.Context) (int64, error) {
 			stmts = []string{"PRAGMA auto_vacuum = INCREMENTAL", "VACUUM"}
 		}
 		for _, q := range append(stmts, "PRAGMA wal_checkpoint(TRUNCATE)") {
-			if _, err := s.w.ExecContext(ctx, q); err != nil {
+			if err := c.sql(ctx, q); err != nil {
 				return fmt.Errorf("%s: %w", q, err)
 			}
 		}
@@ -1087,8 +841,8 @@ func (s *SQLite) deleteThread(ctx context.Context, threadID string) error {
 }
 
 func (s *SQLite) deleteTx(ctx context.Context, tx *wtx, threadID string) error {
-	for _, st := range []*sql.Stmt{s.del, s.delLog, s.delLease} {
-		if _, err := tx.stmt(ctx, st).ExecContext(ctx, threadID); err != nil {
+	for _, st := range []wstmt{wDelete, wDeleteLog, wDeleteLease} {
+		if _, err := tx.run(ctx, st, threadID); err != nil {
 			return err
 		}
 	}
@@ -1113,8 +867,7 @@ func (s *SQLite) Close() error {
 
 func (s *SQLite) closeAll() error {
 	var errs []error
-	for _, st := range []*sql.Stmt{s.put, s.appendLog, s.touch, s.prune, s.del, s.delLog, s.delLease, s.claim, s.extend,
-		s.release, s.idle, s.head, s.latestSeq, s.history, s.log, s.due} {
+	for _, st := range []*sql.Stmt{s.head, s.latestSeq, s.history, s.log, s.due} {
 		if st != nil {
 			errs = append(errs, st.Close())
 		}
