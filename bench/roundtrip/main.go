@@ -84,7 +84,7 @@ func main() {
 	flag.Int64Var(&o.threadBytes, "thread-bytes", 2<<20, "the size of each thread's messages with -threads")
 	flag.Int64Var(&o.cacheBytes, "cache-bytes", 0, "the server's cache.max_bytes (0: its default)")
 	flag.StringVar(&o.store, "store", "sqlite", `the checkpointer: "sqlite" (a file in the temporary folder) or "postgres" (the DSN in $ROUNDTRIP_POSTGRES_DSN)`)
-	flag.StringVar(&o.durability, "durability", "", `the server's checkpointer.durability: "sync" or "exit" ("": its default)`)
+	flag.StringVar(&o.durability, "durability", "", `the server's checkpointer.durability: "sync", "async" or "exit" ("": its default)`)
 	flag.IntVar(&o.replicas, "replicas", 1, "servers on the one store, taking requests in turn (load mode only)")
 	flag.Parse()
 	if err := run(o); err != nil {

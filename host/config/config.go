@@ -408,16 +408,19 @@ type Checkpointer struct {
 	IdleTTL time.Duration
 	// Durability is when runs write their checkpoints, unless a request
 	// says otherwise: DurabilitySync (also when empty) after every
-	// super-step, DurabilityExit only where a run stops (fewer writes; a
-	// crash mid-run loses the run's steps).
+	// super-step, DurabilityAsync after every super-step but while the
+	// next one runs (a crash mid-run may lose the last step or two),
+	// DurabilityExit only where a run stops (fewer writes; a crash mid-run
+	// loses the run's steps).
 	Durability string
 }
 
 // The values of checkpointer.durability (and of a run request's
 // config.durability), as LangGraph names them.
 const (
-	DurabilitySync = "sync"
-	DurabilityExit = "exit"
+	DurabilitySync  = "sync"
+	DurabilityAsync = "async"
+	DurabilityExit  = "exit"
 )
 
 // Cache bounds the cache of decoded threads, which saves a run on a thread
@@ -923,7 +926,7 @@ func (c *checker) checkpointer(f field) Checkpointer {
 		cp.KeepHistory = &keep
 	}
 	cp.IdleTTL, _ = o.get("idle_ttl").duration()
-	cp.Durability, _ = o.get("durability").oneOf(DurabilitySync, DurabilityExit)
+	cp.Durability, _ = o.get("durability").oneOf(DurabilitySync, DurabilityAsync, DurabilityExit)
 	typ := o.get("type")
 	if typ.present() {
 		t, ok := typ.oneOf("sqlite", "memory", "postgres")

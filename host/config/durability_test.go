@@ -8,20 +8,21 @@ import (
 func TestDurability(t *testing.T) {
 	for in, want := range map[string]string{
 		`{"agent": "a"}`: "",
-		`{"agent": "a", "checkpointer": {"durability": "exit"}}`: DurabilityExit,
-		`{"agent": "a", "checkpointer": {"durability": "sync"}}`: DurabilitySync,
+		`{"agent": "a", "checkpointer": {"durability": "exit"}}`:  DurabilityExit,
+		`{"agent": "a", "checkpointer": {"durability": "sync"}}`:  DurabilitySync,
+		`{"agent": "a", "checkpointer": {"durability": "async"}}`: DurabilityAsync,
 	} {
 		if got := mustParse(t, in, "/p").Checkpointer.Durability; got != want {
 			t.Errorf("%s: durability %q, want %q", in, got, want)
 		}
 	}
 	// A wrong value is reported at its path, with the other problems.
-	_, err := Parse([]byte(`{"agent": "a", "checkpointer": {"durability": "async", "keep_history": -2}}`), "/p")
+	_, err := Parse([]byte(`{"agent": "a", "checkpointer": {"durability": "eventually", "keep_history": -2}}`), "/p")
 	got := map[string]string{}
 	for _, p := range problems(t, err) {
 		got[p.Path] = p.Message
 	}
-	if m := got["checkpointer.durability"]; !strings.Contains(m, `"sync", "exit"`) || !strings.Contains(m, `"async"`) {
+	if m := got["checkpointer.durability"]; !strings.Contains(m, `"sync", "async", "exit"`) || !strings.Contains(m, `"eventually"`) {
 		t.Errorf("checkpointer.durability: %q", m)
 	}
 	if len(got) != 2 {

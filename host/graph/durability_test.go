@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/tenxgraph/tenxgraph/host/checkpoint"
 	"github.com/tenxgraph/tenxgraph/host/graph"
@@ -118,15 +119,138 @@ func TestDurabilityUnknown(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, err = app.Invoke(ctx, user("x"), graph.RunConfig{ThreadID: "t", Durability: "async"})
-	if !errors.Is(err, graph.ErrInvalidInput) || !strings.Contains(err.Error(), `config.durability: must be "sync" or "exit", got "async"`) {
+	_, err = app.Invoke(ctx, user("x"), graph.RunConfig{ThreadID: "t", Durability: "eventually"})
+	if !errors.Is(err, graph.ErrInvalidInput) || !strings.Contains(err.Error(), `config.durability: must be "sync", "async" or "exit", got "eventually"`) {
 		t.Fatalf("err %v", err)
 	}
 	if n := store.puts.Load(); n != 0 {
 		t.Fatalf("%d checkpoints written for a refused run", n)
 	}
 	if _, err := graph.New().AddNode("a", say("a")).AddEdge(graph.START, "a").AddEdge("a", graph.END).
-		Compile(store, graph.WithDurability("always")); err == nil || !strings.Contains(err.Error(), `durability: must be "sync" or "exit", got "always"`) {
+		Compile(store, graph.WithDurability("always")); err == nil || !strings.Contains(err.Error(), `durability: must be "sync", "async" or "exit", got "always"`) {
 		t.Fatalf("Compile: %v", err)
+	}
+}
+
+// gatedStore holds the Put of one checkpoint until gate closes, and fails
+// the Put of another.
+type gatedStore struct {
+	*checkpoint.Memory
+	puts   atomic.Int32
+	holdAt int64         // the seq whose Put waits for gate
+	gate   chan struct{} // closed by the test
+	failAt int64         // the seq whose Put fails
+}
+
+var errDiskFull = errors.New("disk full")
+
+func (s *gatedStore) Put(ctx context.Context, cp checkpoint.Checkpoint) error {
+	s.puts.Add(1)
+	if cp.Seq == s.holdAt {
+		select {
+		case <-s.gate:
+		case <-time.After(10 * time.Second):
+			return errors.New("the write was held for 10 s: nothing ran while it was in flight")
+		}
+	}
+	if cp.Seq == s.failAt {
+		return errDiskFull
+	}
+	return s.Memory.Put(ctx, cp)
+}
+
+// With durability "async" a step's checkpoint is written while the next
+// step runs: the write of step 1 is held until step 2 has started, which
+// under "sync" would never happen. Where the run stops, every write is in
+// the store, one per step, as with "sync".
+func TestDurabilityAsyncOverlapsTheNextStep(t *testing.T) {
+	for _, tc := range []struct {
+		d       graph.Durability
+		overlap bool
+	}{
+		{graph.DurabilityAsync, true},
+		{graph.DurabilitySync, false},
+	} {
+		t.Run(string(tc.d), func(t *testing.T) {
+			store := &gatedStore{Memory: checkpoint.NewMemory(), holdAt: 1, gate: make(chan struct{})}
+			if !tc.overlap {
+				close(store.gate) // else the run would wait out the hold
+			}
+			started := false
+			second := graph.NodeFunc(func(ctx context.Context, in *graph.Input) (graph.Update, error) {
+				if tc.overlap {
+					started = true
+					close(store.gate)
+				}
+				return graph.Update{Messages: []message.Message{message.Text(message.RoleAssistant, "b")}}, nil
+			})
+			app, err := graph.New().AddNode("a", say("a")).AddNode("b", second).AddNode("c", say("c")).
+				AddEdge(graph.START, "a").AddEdge("a", "b").AddEdge("b", "c").AddEdge("c", graph.END).
+				Compile(store, graph.WithDurability(tc.d))
+			if err != nil {
+				t.Fatal(err)
+			}
+			res, err := app.Invoke(ctx, user("x"), graph.RunConfig{ThreadID: "t"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if tc.overlap && !started {
+				t.Fatal("step 2 did not run")
+			}
+			if got := texts(res.Messages); !slices.Equal(got, []string{"x", "a", "b", "c"}) {
+				t.Fatalf("messages %v", got)
+			}
+			h, err := store.History(ctx, "t", 0)
+			if err != nil || len(h) != 3 || store.puts.Load() != 3 {
+				t.Fatalf("%d checkpoints in the store after %d writes (%v), want 3 and 3", len(h), store.puts.Load(), err)
+			}
+			for i, cp := range h {
+				if want := int64(3 - i); cp.Seq != want {
+					t.Fatalf("history[%d] is seq %d, want %d", i, cp.Seq, want)
+				}
+			}
+			if h[0].Status != checkpoint.StatusCompleted {
+				t.Fatalf("latest checkpoint %s", h[0].Status)
+			}
+		})
+	}
+}
+
+// A background write that fails fails the run where the run next writes,
+// with the store's error; the thread keeps what was written before it, and
+// calling it again runs the lost steps again.
+func TestDurabilityAsyncWriteFails(t *testing.T) {
+	store := &gatedStore{Memory: checkpoint.NewMemory(), failAt: 2}
+	var runs atomic.Int32
+	counted := func(name string) graph.Node {
+		return graph.NodeFunc(func(ctx context.Context, in *graph.Input) (graph.Update, error) {
+			runs.Add(1)
+			return graph.Update{Messages: []message.Message{message.Text(message.RoleAssistant, name)}}, nil
+		})
+	}
+	app, err := graph.New().AddNode("a", counted("a")).AddNode("b", counted("b")).AddNode("c", counted("c")).
+		AddEdge(graph.START, "a").AddEdge("a", "b").AddEdge("b", "c").AddEdge("c", graph.END).
+		Compile(store, graph.WithDurability(graph.DurabilityAsync))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = app.Invoke(ctx, user("x"), graph.RunConfig{ThreadID: "f"})
+	if !errors.Is(err, errDiskFull) {
+		t.Fatalf("err %v, want the store's", err)
+	}
+	h, err := store.History(ctx, "f", 0)
+	if err != nil || len(h) != 1 || h[0].Seq != 1 {
+		t.Fatalf("history %d checkpoints (%v), want the first step's alone", len(h), err)
+	}
+	store.failAt = 0
+	res, err := app.Invoke(ctx, nil, graph.RunConfig{ThreadID: "f"})
+	if err != nil || res.Status != graph.StatusCompleted {
+		t.Fatalf("retry: %s, %v", res.Status, err)
+	}
+	if got := texts(res.Messages); !slices.Equal(got, []string{"x", "a", "b", "c"}) {
+		t.Fatalf("messages %v", got)
+	}
+	if n := runs.Load(); n != 5 {
+		t.Fatalf("%d node runs, want 5 (a, b, c, then b and c again)", n)
 	}
 }

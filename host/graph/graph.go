@@ -1,6 +1,7 @@
 // Package graph is the StateGraph engine: named nodes joined by static and
 // conditional edges, run in super-steps, with a checkpoint after every step
-// (or, with DurabilityExit, where a run stops).
+// (written while the next step runs with DurabilityAsync, or only where a
+// run stops with DurabilityExit).
 //
 // A run starts from the thread's latest checkpoint. Each super-step runs the
 // active nodes concurrently, applies their updates in declaration order,

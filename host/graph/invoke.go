@@ -109,10 +109,14 @@ func (a *App) run(ctx context.Context, input []message.Message, cfg RunConfig, e
 		}
 	}
 	w := writer{app: a, run: r, hold: h, lease: h.lease, meta: cfg.Metadata, runTools: s.runTools, pause: s.pause, logged: prev.logged, logBytes: prev.logBytes,
-		atExit: durability == DurabilityExit}
+		atExit: durability == DurabilityExit, async: durability == DurabilityAsync}
 	if latest != nil {
 		w.seq, w.meta = latest.Seq, latest.Metadata
 	}
+	// Every path that returns after an asynchronous write writes again,
+	// which waits for it; this only keeps a write from outliving the run
+	// (and its lease, released by unclaim) on any other.
+	defer w.settle() //nolint:errcheck // see above
 	r.Emit(Event{Type: EventRunStarted, Data: RunStarted{ThreadID: r.ThreadID, RunID: r.RunID, Resumed: s.resumed}})
 	if s.replay {
 		res := a.result(r, s.state, StatusCompleted, prev.pause)
@@ -451,9 +455,21 @@ type writer struct {
 	// atExit: the run's durability is DurabilityExit, so only the
 	// checkpoint where it stops is written.
 	atExit bool
+	// async: the run's durability is DurabilityAsync, so a step's
+	// checkpoint the run goes on from is written while the next step
+	// runs; pending has its outcome meanwhile.
+	async   bool
+	pending chan error
 }
 
+// put writes the run's next checkpoint: at once, or, for a step the run
+// goes on from under DurabilityAsync, in the background. Either way it
+// first waits for the write in flight, since a thread's checkpoints are
+// written in order, and returns that write's error if it failed.
 func (w *writer) put(ctx context.Context, s State, next []string, status checkpoint.Status) error {
+	if err := w.settle(); err != nil {
+		return err
+	}
 	ws := wireState{State: s, RunTools: w.runTools, pause: w.pause, logged: w.logged, logBytes: w.logBytes}
 	raw, add, err := encodeState(ws)
 	if err != nil {
@@ -468,6 +484,38 @@ func (w *writer) put(ctx context.Context, s State, next []string, status checkpo
 	if status == checkpoint.StatusInterrupted {
 		cp.WakeAt = w.pause.wakeAt()
 	}
+	for _, e := range add {
+		ws.logBytes += int64(len(e))
+	}
+	ws.logged = len(s.Messages)
+	size := int64(len(raw)) + ws.logBytes
+	if w.async && status == checkpoint.StatusRunning {
+		// The state written is never changed (see appendMessages), so the
+		// next step may run on it meanwhile.
+		done := make(chan error, 1)
+		go func() { done <- w.save(ctx, cp, ws, size) }()
+		w.pending = done
+	} else if err := w.save(ctx, cp, ws, size); err != nil {
+		return err
+	}
+	w.seq++
+	w.logged, w.logBytes = ws.logged, ws.logBytes
+	return nil
+}
+
+// settle waits for the write in flight, if any, and returns its error.
+func (w *writer) settle() error {
+	if w.pending == nil {
+		return nil
+	}
+	err := <-w.pending
+	w.pending = nil
+	return err
+}
+
+// save writes cp and keeps it, as ws, in the thread cache. It reads only
+// what never changes during a run, so a background write can use it.
+func (w *writer) save(ctx context.Context, cp checkpoint.Checkpoint, ws wireState, size int64) error {
 	if err := w.app.cp.Put(ctx, cp); err != nil {
 		w.app.cache.drop(w.run.ThreadID)
 		if errors.Is(err, checkpoint.ErrLeaseLost) {
@@ -478,17 +526,11 @@ func (w *writer) put(ctx context.Context, s State, next []string, status checkpo
 		}
 		return fmt.Errorf("thread %q: save checkpoint: %w", w.run.ThreadID, err)
 	}
-	w.seq++
 	if cp.Release {
 		w.hold.released.Store(true)
 	}
-	for _, e := range add {
-		ws.logBytes += int64(len(e))
-	}
-	ws.logged = len(s.Messages)
-	w.logged, w.logBytes = ws.logged, ws.logBytes
 	cp.Token, cp.Append, cp.Release = 0, nil, false // as the store returns it
-	w.app.cache.store(w.run.ThreadID, cp, ws, int64(len(raw))+ws.logBytes)
+	w.app.cache.store(w.run.ThreadID, cp, ws, size)
 	return nil
 }
 

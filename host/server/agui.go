@@ -155,7 +155,7 @@ func aguiDurability(props any) (graph.Durability, error) {
 	d, err := graph.ParseDurability(s)
 	if !isString {
 		raw, _ := json.Marshal(v) // decoded from JSON: it encodes
-		err = fmt.Errorf("must be %q or %q, got %s", graph.DurabilitySync, graph.DurabilityExit, raw)
+		err = fmt.Errorf("must be %q, %q or %q, got %s", graph.DurabilitySync, graph.DurabilityAsync, graph.DurabilityExit, raw)
 	}
 	if err != nil {
 		return "", fmt.Errorf("%w: forwardedProps.tenxgraph.durability: %v", errMalformed, err)

@@ -42,7 +42,8 @@ type RunConfig struct {
 	// so a long conversation costs the same to answer at every turn).
 	Response string `json:"response,omitempty"`
 	// Durability is when the run writes its checkpoints: "sync" (after
-	// every step) or "exit" (only where it stops); empty is the server's
+	// every step), "async" (after every step, while the next one runs) or
+	// "exit" (only where it stops); empty is the server's
 	// checkpointer.durability.
 	Durability string `json:"durability,omitempty"`
 	// Dropped lists server-owned keys the client sent and the server

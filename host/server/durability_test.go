@@ -9,9 +9,9 @@ import (
 
 // The quickstart's round trip (the model calls the calculator and the
 // client's read_clipboard; the resume gets the final answer) writes a
-// checkpoint per super-step with durability "sync", and only where each run
-// stops with "exit", set by the request or by checkpointer.durability. The
-// thread reads the same either way.
+// checkpoint per super-step with durability "sync" and "async", and only
+// where each run stops with "exit", set by the request or by
+// checkpointer.durability. The thread reads the same either way.
 func TestDurabilityOverHTTP(t *testing.T) {
 	roundTrip := func(e *env, thread, durability string) ([]string, int) {
 		t.Helper()
@@ -39,11 +39,12 @@ func TestDurabilityOverHTTP(t *testing.T) {
 	e := start(t, setup{})
 	syncMsgs, syncN := roundTrip(e, "s", "")
 	exitMsgs, exitN := roundTrip(e, "x", "exit")
-	if syncN != 4 || exitN != 2 {
-		t.Fatalf("checkpoints: %d with sync (want 4: model, tools, the resumed tools, model), %d with exit (want 2: the pause and the end)", syncN, exitN)
+	asyncMsgs, asyncN := roundTrip(e, "a", "async")
+	if syncN != 4 || asyncN != 4 || exitN != 2 {
+		t.Fatalf("checkpoints: %d with sync and %d with async (want 4: model, tools, the resumed tools, model), %d with exit (want 2: the pause and the end)", syncN, asyncN, exitN)
 	}
-	if len(syncMsgs) == 0 || !slices.Equal(syncMsgs, exitMsgs) {
-		t.Fatalf("the threads differ:\nsync %q\nexit %q", syncMsgs, exitMsgs)
+	if len(syncMsgs) == 0 || !slices.Equal(syncMsgs, exitMsgs) || !slices.Equal(syncMsgs, asyncMsgs) {
+		t.Fatalf("the threads differ:\nsync %q\nexit %q\nasync %q", syncMsgs, exitMsgs, asyncMsgs)
 	}
 	// The resume sent again (a retry after a lost response) gets the
 	// recorded outcome from the one checkpoint the resume wrote, and
@@ -82,7 +83,7 @@ func texts(r run) []string {
 
 // An AG-UI client sets a run's durability in forwardedProps.tenxgraph,
 // as config.durability: a run that pauses writes one checkpoint with
-// "exit" (two with the default). A wrong value is a 400 naming it, and
+// "exit" (two with the default, and with "async"). A wrong value is a 400 naming it, and
 // nothing runs.
 func TestDurabilityOverAGUI(t *testing.T) {
 	e := start(t, setup{})
@@ -106,10 +107,13 @@ func TestDurabilityOverAGUI(t *testing.T) {
 	if n := run("ag-exit", map[string]any{"tenxgraph": map[string]any{"durability": "exit"}}); n != 1 {
 		t.Fatalf("durability exit: %d checkpoints, want 1 (the pause)", n)
 	}
-	for _, bad := range []any{"async", 1, nil} {
+	if n := run("ag-async", map[string]any{"tenxgraph": map[string]any{"durability": "async"}}); n != 2 {
+		t.Fatalf("durability async: %d checkpoints, want 2 (the model's step, the pause)", n)
+	}
+	for _, bad := range []any{"eventually", 1, nil} {
 		in := aguiInput("ag-bad", userMsg("u1", mixedQuestion))
 		in["forwardedProps"] = map[string]any{"tenxgraph": map[string]any{"durability": bad}}
-		errorOf(t, e.do("POST", "/v1/agui", in), 400, "malformed_request", "forwardedProps.tenxgraph.durability: must be \"sync\" or \"exit\", got ")
+		errorOf(t, e.do("POST", "/v1/agui", in), 400, "malformed_request", "forwardedProps.tenxgraph.durability: must be \"sync\", \"async\" or \"exit\", got ")
 	}
 	if r := e.do("GET", "/v1/threads/ag-bad", nil); r.status != 404 {
 		t.Fatalf("a refused run created a thread: %d %s", r.status, r.body)

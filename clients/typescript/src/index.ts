@@ -441,18 +441,23 @@ export interface RunOptions {
   response?: "full" | "delta";
   /**
    * When the server writes this run's checkpoints: `"sync"` after every
-   * step, `"exit"` only where each round stops (a pause, the end, a
-   * failure): fewer writes, but a server crash mid-round loses the round's
-   * steps, and retrying runs them again. Absent: the server's
+   * step; `"async"` after every step too, but while the next step runs, so
+   * a round does not wait for them (a server crash mid-round may lose the
+   * last step or two, and retrying runs them again); `"exit"` only where
+   * each round stops (a pause, the end, a failure): fewer writes, but a
+   * server crash mid-round loses the round's steps. Absent: the server's
    * `checkpointer.durability` (`"sync"` unless configured).
    */
-  durability?: "sync" | "exit";
+  durability?: Durability;
 }
+
+/** When the server writes a run's checkpoints (see {@link RunOptions.durability}). */
+export type Durability = "sync" | "async" | "exit";
 
 // What every request of a run says in its config.
 interface RoundConfig {
   response: "full" | "delta";
-  durability?: "sync" | "exit";
+  durability?: Durability;
 }
 
 /** The default of {@link ClientOptions.maxRounds}. */
@@ -587,8 +592,8 @@ export class Client {
       throw new TypeError(`response must be "full" or "delta", got ${String(options.response)}`);
     }
     const durability = options.durability;
-    if (durability !== undefined && durability !== "sync" && durability !== "exit") {
-      throw new TypeError(`durability must be "sync" or "exit", got ${String(durability)}`);
+    if (durability !== undefined && durability !== "sync" && durability !== "async" && durability !== "exit") {
+      throw new TypeError(`durability must be "sync", "async" or "exit", got ${String(durability)}`);
     }
     const rc: RoundConfig = { response, durability };
     // One controller per run, so ending the run early (an abort, an error,
@@ -657,7 +662,7 @@ export class Client {
   // One request: invoke returns the response; stream yields its events and
   // returns the data of its end event.
   async *#round(messages: MessageInput[], threadId: string, signal: AbortSignal, streaming: boolean, rc: RoundConfig): AsyncGenerator<StreamEvent, RunResponse, undefined> {
-    const config: { thread_id: string; response?: "delta"; durability?: "sync" | "exit" } = { thread_id: threadId };
+    const config: { thread_id: string; response?: "delta"; durability?: Durability } = { thread_id: threadId };
     if (rc.response === "delta") config.response = "delta";
     if (rc.durability) config.durability = rc.durability;
     const body = { input: { messages }, config };

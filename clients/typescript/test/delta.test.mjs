@@ -151,22 +151,29 @@ describe("durability", () => {
     client.registerToolHandler("read_clipboard", () => ({ text: "durable words" }));
     const exitThread = thread("durability-exit");
     const syncThread = thread("durability-sync");
+    const asyncThread = thread("durability-async");
     const exit = await client.invoke("what is 2+3*4 and what is on my clipboard?", { threadId: exitThread, durability: "exit" });
     const sync = await client.invoke("what is 2+3*4 and what is on my clipboard?", { threadId: syncThread });
+    const asyncRun = await client.invoke("what is 2+3*4 and what is on my clipboard?", { threadId: asyncThread, durability: "async" });
     assert.equal(exit.status, "completed");
+    assert.equal(asyncRun.status, "completed");
     const runs = sent.filter((r) => r.method === "POST");
     const exitRuns = runs.filter((r) => r.body.config.thread_id === exitThread);
     assert.ok(exitRuns.length >= 2, `a pause and its resume, got ${exitRuns.length} requests`);
     for (const r of exitRuns) assert.equal(r.body.config.durability, "exit", JSON.stringify(r.body));
     for (const r of runs.filter((r) => r.body.config.thread_id === syncThread)) assert.equal(r.body.config.durability, undefined, JSON.stringify(r.body));
+    const asyncRuns = runs.filter((r) => r.body.config.thread_id === asyncThread);
+    assert.ok(asyncRuns.length >= 2, `a pause and its resume, got ${asyncRuns.length} requests`);
+    for (const r of asyncRuns) assert.equal(r.body.config.durability, "async", JSON.stringify(r.body));
     const shape = (ms) => ms.map((m) => [m.role, JSON.stringify(m.content).replace(/call_[\w-]+/g, "ID").replace(/"expires_at":"[^"]*"/g, "")]);
     assert.deepEqual(shape(exit.messages), shape(sync.messages));
+    assert.deepEqual(shape(asyncRun.messages), shape(sync.messages));
   });
 
   test("an unknown mode is refused before any request", async () => {
     const sent = [];
     const client = new Client({ baseUrl: base, fetch: recordingFetch(sent) });
-    await assert.rejects(client.invoke("hello", { threadId: thread("durability-bad"), durability: "async" }), TypeError);
+    await assert.rejects(client.invoke("hello", { threadId: thread("durability-bad"), durability: "eventually" }), TypeError);
     assert.equal(sent.length, 0);
   });
 });

@@ -223,8 +223,8 @@ export class Client {
             throw new TypeError(`response must be "full" or "delta", got ${String(options.response)}`);
         }
         const durability = options.durability;
-        if (durability !== undefined && durability !== "sync" && durability !== "exit") {
-            throw new TypeError(`durability must be "sync" or "exit", got ${String(durability)}`);
+        if (durability !== undefined && durability !== "sync" && durability !== "async" && durability !== "exit") {
+            throw new TypeError(`durability must be "sync", "async" or "exit", got ${String(durability)}`);
         }
         const rc = { response, durability };
         // One controller per run, so ending the run early (an abort, an error,
