@@ -174,7 +174,7 @@ func run(o options) error {
 	cfg := `{"agent": "tenxgraph:react", "model": ` + modelCfg + `,
 	  "builtin_tools": {"enable": ["calculator"]},
 	  "remote_tools": [{"name": "read_clipboard", "description": "Read the clipboard.", "parameters": {"type": "object", "properties": {}}}],
-	  "checkpointer": ` + store + cache + os.Getenv("RT_EXTRA") + `}`
+	  "checkpointer": ` + store + cache + `}`
 	if err := os.WriteFile(filepath.Join(dir, "10xgraph.json"), []byte(cfg), 0o600); err != nil {
 		return err
 	}

@@ -26,6 +26,18 @@ func (s *putCounter) Put(ctx context.Context, cp checkpoint.Checkpoint) error {
 	return s.Memory.Put(ctx, cp)
 }
 
+// threeSteps compiles START → a → b → c → END on store.
+func threeSteps(t *testing.T, store checkpoint.Checkpointer, d graph.Durability, a, b, c graph.Node) *graph.App {
+	t.Helper()
+	app, err := graph.New().AddNode("a", a).AddNode("b", b).AddNode("c", c).
+		AddEdge(graph.START, "a").AddEdge("a", "b").AddEdge("b", "c").AddEdge("c", graph.END).
+		Compile(store, graph.WithDurability(d))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return app
+}
+
 // A run of three steps writes three checkpoints with durability "sync" and
 // one with "exit", which holds all the run did; the third step sees, in
 // the store, every earlier step (sync) or nothing of the run (exit).
@@ -49,12 +61,7 @@ func TestDurabilityExitWritesWhereTheRunStops(t *testing.T) {
 				seen = len(h)
 				return graph.Update{Messages: []message.Message{message.Text(message.RoleAssistant, "c")}}, nil
 			})
-			app, err := graph.New().AddNode("a", say("a")).AddNode("b", say("b")).AddNode("c", third).
-				AddEdge(graph.START, "a").AddEdge("a", "b").AddEdge("b", "c").AddEdge("c", graph.END).
-				Compile(store, graph.WithDurability(tc.d))
-			if err != nil {
-				t.Fatal(err)
-			}
+			app := threeSteps(t, store, tc.d, say("a"), say("b"), third)
 			res, err := app.Invoke(ctx, user("x"), graph.RunConfig{ThreadID: "t"})
 			if err != nil {
 				t.Fatal(err)
@@ -184,12 +191,7 @@ func TestDurabilityAsyncOverlapsTheNextStep(t *testing.T) {
 				}
 				return graph.Update{Messages: []message.Message{message.Text(message.RoleAssistant, "b")}}, nil
 			})
-			app, err := graph.New().AddNode("a", say("a")).AddNode("b", second).AddNode("c", say("c")).
-				AddEdge(graph.START, "a").AddEdge("a", "b").AddEdge("b", "c").AddEdge("c", graph.END).
-				Compile(store, graph.WithDurability(tc.d))
-			if err != nil {
-				t.Fatal(err)
-			}
+			app := threeSteps(t, store, tc.d, say("a"), second, say("c"))
 			res, err := app.Invoke(ctx, user("x"), graph.RunConfig{ThreadID: "t"})
 			if err != nil {
 				t.Fatal(err)
@@ -228,13 +230,8 @@ func TestDurabilityAsyncWriteFails(t *testing.T) {
 			return graph.Update{Messages: []message.Message{message.Text(message.RoleAssistant, name)}}, nil
 		})
 	}
-	app, err := graph.New().AddNode("a", counted("a")).AddNode("b", counted("b")).AddNode("c", counted("c")).
-		AddEdge(graph.START, "a").AddEdge("a", "b").AddEdge("b", "c").AddEdge("c", graph.END).
-		Compile(store, graph.WithDurability(graph.DurabilityAsync))
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, err = app.Invoke(ctx, user("x"), graph.RunConfig{ThreadID: "f"})
+	app := threeSteps(t, store, graph.DurabilityAsync, counted("a"), counted("b"), counted("c"))
+	_, err := app.Invoke(ctx, user("x"), graph.RunConfig{ThreadID: "f"})
 	if !errors.Is(err, errDiskFull) {
 		t.Fatalf("err %v, want the store's", err)
 	}
