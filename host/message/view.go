@@ -150,15 +150,20 @@ func SamePrefix(prefix, msgs []Message) bool {
 		return false
 	}
 	for i := range prefix {
-		a, b := &prefix[i], &msgs[i]
-		if !sameString(a.ID, b.ID) || !sameString(string(a.Role), string(b.Role)) || len(a.Content) != len(b.Content) {
-			return false
-		}
-		if len(a.Content) > 0 && &a.Content[0] != &b.Content[0] {
+		if !Same(&prefix[i], &msgs[i]) {
 			return false
 		}
 	}
 	return true
+}
+
+// Same reports whether a and b are the same message: the same id, role
+// and content array, as SamePrefix compares them.
+func Same(a, b *Message) bool {
+	if !sameString(a.ID, b.ID) || !sameString(string(a.Role), string(b.Role)) || len(a.Content) != len(b.Content) {
+		return false
+	}
+	return len(a.Content) == 0 || &a.Content[0] == &b.Content[0]
 }
 
 // sameString is a == b, without reading the bytes when both are the same

@@ -122,6 +122,7 @@ type Model struct {
 	maxRetries int
 	chat       oai.ChatCompletionService
 	schemas    schemaCache
+	histories  histories
 }
 
 var _ model.ChatModel = (*Model)(nil)

@@ -19,8 +19,10 @@ import (
 // server's CPU per round trip; the SDK still sends it (retries, middleware,
 // error answers).
 type chatRequest struct {
-	Model             string         `json:"model"`
-	Messages          []chatMessage  `json:"messages"`
+	Model string `json:"model"`
+	// messages are the chat messages, encoded as the elements of the JSON
+	// array "messages" (see histories); encode puts them in.
+	messages          []byte
 	Tools             []chatTool     `json:"tools,omitempty"`
 	ParallelToolCalls bool           `json:"parallel_tool_calls,omitempty"`
 	Stream            bool           `json:"stream,omitempty"`
@@ -68,14 +70,14 @@ type streamOptions struct {
 // callers that use the model directly.
 func (m *Model) params(req model.Request) (chatRequest, error) {
 	p := chatRequest{Model: m.name}
-	msgs, err := chatMessages(message.ForModel(req.Messages))
+	msgs, n, err := m.histories.messages(req.ThreadID, req.Messages)
 	if err != nil {
 		return p, err
 	}
-	if len(msgs) == 0 {
+	if n == 0 {
 		return p, fmt.Errorf("openai: no messages to send")
 	}
-	p.Messages = msgs
+	p.messages = msgs
 	if len(req.Tools) > 0 {
 		tools, err := m.schemas.chatTools(req.Tools)
 		if err != nil {
@@ -88,28 +90,66 @@ func (m *Model) params(req model.Request) (chatRequest, error) {
 	return p, nil
 }
 
-// chatMessages maps a model-shaped thread to chat messages: one per
-// message, except that a tool message becomes one chat message per result,
-// in the order the results are listed (which ForModel makes the call order).
-func chatMessages(thread []message.Message) ([]chatMessage, error) {
-	out := make([]chatMessage, 0, len(thread))
-	for i, msg := range thread {
-		switch msg.Role {
-		case message.RoleSystem, message.RoleUser:
-			text := msg.Text()
-			out = append(out, chatMessage{Role: string(msg.Role), Content: &text})
-		case message.RoleAssistant:
-			out = append(out, assistantMessage(msg))
-		case message.RoleTool:
-			for _, r := range msg.ToolResults() {
-				text := ResultText(r)
-				out = append(out, chatMessage{Role: "tool", Content: &text, ToolCallID: r.ToolCallID})
-			}
-		default:
-			return nil, fmt.Errorf("openai: messages[%d]: role %q cannot be sent to a chat model", i, msg.Role)
-		}
+// encode writes the request's body: encoding/json's encoding of its
+// fields, in their order, with the messages as they were encoded.
+func (p chatRequest) encode() ([]byte, error) {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(p.Model); err != nil {
+		return nil, err
 	}
-	return out, nil
+	model := bytes.TrimSuffix(b.Bytes(), []byte("\n"))
+	rest := chatRequestRest{Tools: p.Tools, ParallelToolCalls: p.ParallelToolCalls, Stream: p.Stream, StreamOptions: p.StreamOptions}
+	var r bytes.Buffer
+	enc = json.NewEncoder(&r)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(rest); err != nil {
+		return nil, err
+	}
+	tail := bytes.TrimSuffix(r.Bytes(), []byte("\n")) // {...}
+	out := make([]byte, 0, len(model)+len(p.messages)+len(tail)+32)
+	out = append(out, `{"model":`...)
+	out = append(out, model...)
+	out = append(out, `,"messages":[`...)
+	out = append(out, p.messages...)
+	out = append(out, ']')
+	if len(tail) > 2 {
+		out = append(out, ',')
+		out = append(out, tail[1:]...)
+	} else {
+		out = append(out, '}')
+	}
+	return append(out, '\n'), nil
+}
+
+// chatRequestRest is chatRequest's fields after the messages.
+type chatRequestRest struct {
+	Tools             []chatTool     `json:"tools,omitempty"`
+	ParallelToolCalls bool           `json:"parallel_tool_calls,omitempty"`
+	Stream            bool           `json:"stream,omitempty"`
+	StreamOptions     *streamOptions `json:"stream_options,omitempty"`
+}
+
+// chatMessagesOf maps a model-shaped thread's i-th message to chat messages:
+// one, except that a tool message becomes one per result, in the order
+// the results are listed (which ForModel makes the call order).
+func chatMessagesOf(i int, msg message.Message) ([]chatMessage, error) {
+	switch msg.Role {
+	case message.RoleSystem, message.RoleUser:
+		text := msg.Text()
+		return []chatMessage{{Role: string(msg.Role), Content: &text}}, nil
+	case message.RoleAssistant:
+		return []chatMessage{assistantMessage(msg)}, nil
+	case message.RoleTool:
+		var out []chatMessage
+		for _, r := range msg.ToolResults() {
+			text := ResultText(r)
+			out = append(out, chatMessage{Role: "tool", Content: &text, ToolCallID: r.ToolCallID})
+		}
+		return out, nil
+	}
+	return nil, fmt.Errorf("openai: messages[%d]: role %q cannot be sent to a chat model", i, msg.Role)
 }
 
 func assistantMessage(msg message.Message) chatMessage {

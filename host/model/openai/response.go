@@ -22,14 +22,12 @@ import (
 // post sends the request and returns the raw answer once its status is a
 // success (the SDK has retried what deserved it by then).
 func (m *Model) post(ctx context.Context, p chatRequest, stream bool) (*http.Response, error) {
-	var body bytes.Buffer
-	enc := json.NewEncoder(&body)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(p); err != nil {
+	body, err := p.encode()
+	if err != nil {
 		return nil, fmt.Errorf("encoding the request: %w", err)
 	}
 	var res *http.Response
-	opts := []option.RequestOption{option.WithRequestBody("application/json", body.Bytes()), option.WithResponseBodyInto(&res)}
+	opts := []option.RequestOption{option.WithRequestBody("application/json", body), option.WithResponseBodyInto(&res)}
 	if stream {
 		opts = append(opts, option.WithHeader("Accept", "text/event-stream"))
 	}

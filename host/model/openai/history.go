@@ -1,0 +1,182 @@
+package openai
+
+import (
+	"bytes"
+	"container/list"
+	"encoding/json"
+	"fmt"
+	"sync"
+
+	"github.com/tenxgraph/tenxgraph/host/message"
+)
+
+// The bounds of a Model's encoded histories: beyond either, the least
+// recently used thread's is dropped (its next call encodes the whole
+// thread once). They hold the JSON of what was sent, about the size of
+// the thread's messages.
+const (
+	maxHistories    = 256
+	maxHistoryBytes = 64 << 20
+	historyOverhead = 64 // bytes counted per message beside its JSON
+	// minHistory is the length from which a thread's history is kept:
+	// encoding a shorter thread again costs less than keeping it.
+	minHistory = 32
+)
+
+// histories keeps, per thread, the chat messages a Model last sent,
+// encoded, so that a call on a long thread encodes what the thread gained
+// since the last one instead of the whole thread: a thread of 5,000
+// messages is about a megabyte of JSON, sent on every call, and encoding
+// it was most of the server's CPU per turn. Each message's encoding is
+// kept apart and recognised by the message's id, role and content array
+// (message.Same), so a message the thread's rewrite for the model
+// (message.ForModel) replaced is encoded again, and a deleted and
+// re-created thread starts over.
+type histories struct {
+	mu    sync.Mutex
+	byID  map[string]*list.Element // of *history
+	lru   list.List                // front: most recently used
+	bytes int
+}
+
+// history is one thread's.
+type history struct {
+	thread string
+	bytes  int // the size counted for it in histories
+
+	mu    sync.Mutex
+	view  message.ModelView // the thread rewritten for the model
+	sent  []message.Message // what frags encode: the view's last output
+	frags [][]byte          // frags[i]: sent[i]'s chat messages, comma-separated
+	count []int             // count[i]: how many chat messages frags[i] holds
+	size  int               // bytes of frags, plus historyOverhead a message
+}
+
+// messages returns the chat messages of a thread's call, encoded as the
+// elements of a JSON array (without the brackets), and how many there
+// are. The thread is rewritten for the model (message.ForModel) first.
+// With no thread id nothing is kept.
+func (hs *histories) messages(thread string, msgs []message.Message) ([]byte, int, error) {
+	if thread == "" || len(msgs) < minHistory {
+		var h history
+		return h.encode(message.ForModel(msgs))
+	}
+	h := hs.get(thread)
+	h.mu.Lock()
+	out, n, err := h.encode(h.view.ForModel(msgs))
+	size := h.size
+	h.mu.Unlock()
+	hs.counted(h, size)
+	return out, n, err
+}
+
+// encode brings frags to msgs, encoding only the messages that are not
+// the ones sent last time, and joins them. h.mu is held (or h is not
+// shared).
+func (h *history) encode(msgs []message.Message) ([]byte, int, error) {
+	keep := min(len(h.sent), len(msgs))
+	h.frags, h.count = h.frags[:keep], h.count[:keep]
+	for i := range keep {
+		if !message.Same(&h.sent[i], &msgs[i]) {
+			f, n, err := encodeMessage(i, msgs[i])
+			if err != nil {
+				h.reset()
+				return nil, 0, err
+			}
+			h.frags[i], h.count[i] = f, n
+		}
+	}
+	for i := keep; i < len(msgs); i++ {
+		f, n, err := encodeMessage(i, msgs[i])
+		if err != nil {
+			h.reset()
+			return nil, 0, err
+		}
+		h.frags, h.count = append(h.frags, f), append(h.count, n)
+	}
+	h.sent = msgs[:len(msgs):len(msgs)]
+
+	size, total, chats := 0, 0, 0
+	for i, f := range h.frags {
+		total += len(f) + 1
+		chats += h.count[i]
+	}
+	out := make([]byte, 0, total)
+	for i, f := range h.frags {
+		if h.count[i] == 0 {
+			continue
+		}
+		if len(out) > 0 {
+			out = append(out, ',')
+		}
+		out = append(out, f...)
+		size += len(f) + historyOverhead
+	}
+	h.size = size
+	return out, chats, nil
+}
+
+// reset forgets what was sent, after an error.
+func (h *history) reset() {
+	h.sent, h.frags, h.count, h.size = nil, nil, nil, 0
+}
+
+// encodeMessage encodes the chat messages of the thread's i-th message,
+// comma-separated, as encoding/json writes them inside the request.
+func encodeMessage(i int, msg message.Message) ([]byte, int, error) {
+	chats, err := chatMessagesOf(i, msg)
+	if err != nil {
+		return nil, 0, err
+	}
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	for j, c := range chats {
+		if j > 0 {
+			b.WriteByte(',')
+		}
+		if err := enc.Encode(c); err != nil {
+			return nil, 0, fmt.Errorf("openai: messages[%d]: %w", i, err)
+		}
+		b.Truncate(b.Len() - 1) // Encode's newline
+	}
+	return b.Bytes(), len(chats), nil
+}
+
+// get returns the thread's history, made if needed.
+func (hs *histories) get(thread string) *history {
+	hs.mu.Lock()
+	defer hs.mu.Unlock()
+	if hs.byID == nil {
+		hs.byID = map[string]*list.Element{}
+	}
+	if e, ok := hs.byID[thread]; ok {
+		hs.lru.MoveToFront(e)
+		return e.Value.(*history)
+	}
+	h := &history{thread: thread}
+	hs.byID[thread] = hs.lru.PushFront(h)
+	hs.evict()
+	return h
+}
+
+// counted records h's size after a call and drops histories beyond the
+// bounds.
+func (hs *histories) counted(h *history, size int) {
+	hs.mu.Lock()
+	defer hs.mu.Unlock()
+	if e, ok := hs.byID[h.thread]; !ok || e.Value != h {
+		return // dropped meanwhile
+	}
+	hs.bytes += size - h.bytes
+	h.bytes = size
+	hs.evict()
+}
+
+func (hs *histories) evict() {
+	for hs.lru.Len() > 0 && (hs.lru.Len() > maxHistories || hs.bytes > maxHistoryBytes) {
+		h := hs.lru.Remove(hs.lru.Back()).(*history)
+		delete(hs.byID, h.thread)
+		hs.bytes -= h.bytes
+	}
+}

@@ -1,0 +1,154 @@
+package openai
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"testing"
+
+	"github.com/tenxgraph/tenxgraph/host/message"
+	"github.com/tenxgraph/tenxgraph/host/model"
+	"github.com/tenxgraph/tenxgraph/sdk"
+)
+
+// wholeRequest is a request encoded the plain way, every message every
+// time: what the histories must reproduce byte for byte.
+type wholeRequest struct {
+	Model             string         `json:"model"`
+	Messages          []chatMessage  `json:"messages"`
+	Tools             []chatTool     `json:"tools,omitempty"`
+	ParallelToolCalls bool           `json:"parallel_tool_calls,omitempty"`
+	Stream            bool           `json:"stream,omitempty"`
+	StreamOptions     *streamOptions `json:"stream_options,omitempty"`
+}
+
+func wholeBody(t *testing.T, m *Model, req model.Request) []byte {
+	t.Helper()
+	var msgs []chatMessage
+	for i, msg := range message.ForModel(req.Messages) {
+		c, err := chatMessagesOf(i, msg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		msgs = append(msgs, c...)
+	}
+	w := wholeRequest{Model: m.name, Messages: msgs}
+	if len(req.Tools) > 0 {
+		tools, err := m.schemas.chatTools(req.Tools)
+		if err != nil {
+			t.Fatal(err)
+		}
+		w.Tools, w.ParallelToolCalls = tools, true
+	}
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(w); err != nil {
+		t.Fatal(err)
+	}
+	return b.Bytes()
+}
+
+func body(t *testing.T, m *Model, req model.Request) []byte {
+	t.Helper()
+	p, err := m.params(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := p.encode()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// turns is a thread of remote-tool turns, as a graph's state grows: each
+// turn a user message, the model's two calls, a tool message with the
+// server tool's result and the pending remote call, the client's result,
+// and the answer. Until the client's result comes, the model is sent a
+// filler for the pending call (message.ForModel), which the result then
+// replaces: an earlier message's rewrite changes.
+func turns(n int, tag string) []message.Message {
+	var out []message.Message
+	for i := range n {
+		id := func(s string) string { return fmt.Sprintf("%s-%d-%s", tag, i, s) }
+		calc, clip := id("c0"), id("c1")
+		out = append(out,
+			message.Message{ID: id("u"), Role: message.RoleUser, Content: []message.Block{message.TextBlock{Text: fmt.Sprintf("turn %d <&> \u2028 %q", i, tag)}}},
+			message.Message{ID: id("a"), Role: message.RoleAssistant, Content: []message.Block{
+				message.ToolCallBlock{ID: calc, Name: "calculator", Arguments: json.RawMessage(`{"expression":"2+3*4"}`)},
+				message.ToolCallBlock{ID: clip, Name: "read_clipboard", Arguments: json.RawMessage(`{}`)}}},
+			message.Message{ID: id("t"), Role: message.RoleTool, Content: []message.Block{
+				message.ToolResultBlock{ToolCallID: calc, Content: json.RawMessage(`{"result":14}`)},
+				message.RemoteToolCallBlock{ID: clip, Name: "read_clipboard", Arguments: json.RawMessage(`{}`), Node: "tools"}}},
+			message.Message{ID: id("r"), Role: message.RoleTool, Content: []message.Block{
+				message.ToolResultBlock{ToolCallID: clip, Content: json.RawMessage(`{"text":"hi"}`)}}},
+			message.Message{ID: id("z"), Role: message.RoleAssistant, Content: []message.Block{message.TextBlock{Text: "14, and hi"}}},
+		)
+	}
+	return out
+}
+
+// A thread's every call, as it grows one message at a time (through the
+// pause, whose filler the client's result replaces), is the body the whole
+// thread encoded anew would be; so is a thread deleted and re-created
+// under its id with other messages, and a call without a thread id.
+func TestHistoriesEncodeWhatTheWholeThreadWould(t *testing.T) {
+	m, err := New(Config{Model: "gpt-test", BaseURL: "http://127.0.0.1:1/v1", APIKey: "k"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tools := []sdk.ToolSpec{{Name: "calculator", Description: "calc", Parameters: json.RawMessage(`{"type":"object","properties":{"expression":{"type":"string"}}}`)}}
+	thread := turns(12, "one")
+	for n := 1; n <= len(thread); n++ {
+		req := model.Request{ThreadID: "t", Messages: thread[:n], Tools: tools}
+		if got, want := body(t, m, req), wholeBody(t, m, req); !bytes.Equal(got, want) {
+			t.Fatalf("%d messages:\ngot  %s\nwant %s", n, got, want)
+		}
+	}
+	if h, want := m.histories.get("t"), len(message.ForModel(thread)); len(h.sent) != want {
+		t.Fatalf("the history holds %d messages, want %d (it was not kept)", len(h.sent), want)
+	}
+	other := turns(10, "two")
+	for _, req := range []model.Request{
+		{ThreadID: "t", Messages: other},
+		{ThreadID: "t", Messages: other[:len(other)-3]},
+		{Messages: thread},
+	} {
+		if got, want := body(t, m, req), wholeBody(t, m, req); !bytes.Equal(got, want) {
+			t.Fatalf("%d messages of thread %q:\ngot  %s\nwant %s", len(req.Messages), req.ThreadID, got, want)
+		}
+	}
+}
+
+// Histories are bounded in number and in bytes, the least recently used
+// going first.
+func TestHistoriesBounded(t *testing.T) {
+	m, err := New(Config{Model: "gpt-test", BaseURL: "http://127.0.0.1:1/v1", APIKey: "k"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	thread := turns(8, "b")
+	for i := range maxHistories + 10 {
+		body(t, m, model.Request{ThreadID: fmt.Sprint("t", i), Messages: thread})
+	}
+	hs := &m.histories
+	if hs.lru.Len() != maxHistories || len(hs.byID) != maxHistories {
+		t.Fatalf("%d histories kept, want %d", hs.lru.Len(), maxHistories)
+	}
+	if _, ok := hs.byID["t0"]; ok {
+		t.Fatal("the least recently used history was kept")
+	}
+	one := hs.get(fmt.Sprint("t", maxHistories+9))
+	if hs.bytes != maxHistories*one.bytes || one.bytes < 1000 {
+		t.Fatalf("%d bytes counted for %d histories of %d", hs.bytes, maxHistories, one.bytes)
+	}
+	// A history larger than the byte bound is not kept.
+	big := turns(1, "x")
+	big[0].Content = []message.Block{message.TextBlock{Text: string(bytes.Repeat([]byte("a"), maxHistoryBytes))}}
+	long := append(turns(8, "y"), big[0])
+	body(t, m, model.Request{ThreadID: "big", Messages: long})
+	if _, ok := hs.byID["big"]; ok || hs.bytes > maxHistoryBytes {
+		t.Fatalf("a history over the bound was kept: %d bytes", hs.bytes)
+	}
+}
