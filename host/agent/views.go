@@ -1,36 +1,23 @@
 package agent
 
 import (
-	"container/list"
 	"sync"
 
 	"github.com/tenxgraph/tenxgraph/host/message"
 )
 
-// The bounds of a ModelNode's views: beyond either, the least recently
-// used thread's view is dropped (its next model call rewrites the whole
-// thread once). A view shares its messages with the thread's state, but
-// keeps them alive after the thread cache lets them go, hence the bytes.
-const (
-	maxViews     = 256
-	maxViewBytes = 64 << 20
-)
-
 // views keeps, per thread, the model's view of the thread (message.ModelView),
 // so that each model call of a long thread costs what the thread gained
 // since the last one. A thread deleted and re-created has other messages,
-// which a view recognises and rewrites from scratch.
-type views struct {
-	mu    sync.Mutex
-	byID  map[string]*list.Element // of *view
-	lru   list.List                // front: most recently used
-	bytes int
-}
+// which a view recognises and rewrites from scratch. Beyond the memo's
+// bounds the least recently used thread's view is dropped (its next model
+// call rewrites the whole thread once); a view shares its messages with
+// the thread's state, but keeps them alive after the thread cache lets
+// them go, hence the bound in bytes.
+type views = message.PerThread[view]
 
 type view struct {
-	thread string
-	v      message.ModelView
-	bytes  int // v's size when last counted
+	v message.ModelView
 
 	mu sync.Mutex
 	// withPrompt is the system prompt followed by base, the output of v it
@@ -38,44 +25,6 @@ type view struct {
 	prompt     string
 	base       []message.Message
 	withPrompt []message.Message
-}
-
-// get returns the thread's view, made if needed.
-func (vs *views) get(thread string) *view {
-	vs.mu.Lock()
-	defer vs.mu.Unlock()
-	if vs.byID == nil {
-		vs.byID = map[string]*list.Element{}
-	}
-	if e, ok := vs.byID[thread]; ok {
-		vs.lru.MoveToFront(e)
-		return e.Value.(*view)
-	}
-	v := &view{thread: thread}
-	vs.byID[thread] = vs.lru.PushFront(v)
-	vs.evict()
-	return v
-}
-
-// counted records v's size after a call and drops views beyond the bounds.
-func (vs *views) counted(v *view) {
-	n := v.v.Size()
-	vs.mu.Lock()
-	defer vs.mu.Unlock()
-	if e, ok := vs.byID[v.thread]; !ok || e.Value != v {
-		return // dropped meanwhile
-	}
-	vs.bytes += n - v.bytes
-	v.bytes = n
-	vs.evict()
-}
-
-func (vs *views) evict() {
-	for vs.lru.Len() > 1 && (vs.lru.Len() > maxViews || vs.bytes > maxViewBytes) {
-		v := vs.lru.Remove(vs.lru.Back()).(*view)
-		delete(vs.byID, v.thread)
-		vs.bytes -= v.bytes
-	}
 }
 
 // history is what the model is sent: message.ForModel(msgs), after the

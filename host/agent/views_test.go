@@ -79,29 +79,31 @@ func TestModelNodeSendsForModel(t *testing.T) {
 // The views stay within their bounds, dropping the least recently used.
 func TestViewsBounded(t *testing.T) {
 	var vs views
+	const maxViews, maxViewBytes = message.DefaultMemoThreads, message.DefaultMemoBytes
 	for i := range maxViews + 10 {
-		v := vs.get(fmt.Sprintf("t%d", i))
+		thread := fmt.Sprintf("t%d", i)
+		v := vs.Get(thread)
 		v.history([]message.Message{message.Text(message.RoleUser, "hi")}, "")
-		vs.counted(v)
+		vs.Counted(thread, v, v.v.Size())
 	}
-	if vs.lru.Len() != maxViews || len(vs.byID) != maxViews {
-		t.Fatalf("%d views, %d in the map, want %d", vs.lru.Len(), len(vs.byID), maxViews)
+	if vs.Len() != maxViews {
+		t.Fatalf("%d views, want %d", vs.Len(), maxViews)
 	}
-	if _, ok := vs.byID["t0"]; ok {
+	if vs.Has("t0") {
 		t.Fatal("the least recently used view was kept")
 	}
-	big := vs.get("big")
+	big := vs.Get("big")
 	text := string(make([]byte, maxViewBytes/4))
 	var msgs []message.Message
 	for range 5 {
 		msgs = append(msgs, message.Text(message.RoleUser, text))
 	}
 	big.history(msgs, "")
-	vs.counted(big)
-	if vs.bytes > maxViewBytes && vs.lru.Len() > 1 {
-		t.Fatalf("%d bytes in %d views, over the bound %d", vs.bytes, vs.lru.Len(), maxViewBytes)
+	vs.Counted("big", big, big.v.Size())
+	if vs.Bytes() > maxViewBytes && vs.Len() > 1 {
+		t.Fatalf("%d bytes in %d views, over the bound %d", vs.Bytes(), vs.Len(), maxViewBytes)
 	}
-	if vs.lru.Len() != 1 || vs.lru.Front().Value != big {
-		t.Fatalf("%d views after one over the byte bound, want that one alone", vs.lru.Len())
+	if vs.Len() != 1 || !vs.Has("big") || vs.Get("big") != big {
+		t.Fatalf("%d views after one over the byte bound, want that one alone", vs.Len())
 	}
 }

@@ -7,8 +7,9 @@ import "sync"
 // that reading it costs what the thread gained rather than its length
 // (plus one comparison of the message headers, see SamePrefix). Messages
 // that do not extend the ones it saw (an edited or re-created thread) are
-// folded again from the start. It keeps up to Max threads (256 when zero)
-// holding up to MaxBytes of messages (64 MiB when zero, estimated), and
+// folded again from the start. It keeps up to Max threads
+// (DefaultMemoThreads when zero) holding up to MaxBytes of messages
+// (DefaultMemoBytes when zero, estimated), and
 // drops threads beyond either: it shares the messages with the thread's
 // state, but would keep them alive after the thread cache let them go. It
 // is safe for concurrent use.
@@ -57,10 +58,10 @@ func (m *ThreadMemo[T]) With(thread string, msgs []Message, f func(v T)) {
 	f(t.v)
 	max, maxBytes := m.Max, m.MaxBytes
 	if max <= 0 {
-		max = 256
+		max = DefaultMemoThreads
 	}
 	if maxBytes <= 0 {
-		maxBytes = 64 << 20
+		maxBytes = DefaultMemoBytes
 	}
 	for k, o := range m.threads {
 		if len(m.threads) <= max && m.bytes <= maxBytes {

@@ -2,7 +2,6 @@ package openai
 
 import (
 	"bytes"
-	"container/list"
 	"encoding/json"
 	"fmt"
 	"sync"
@@ -10,13 +9,11 @@ import (
 	"github.com/tenxgraph/tenxgraph/host/message"
 )
 
-// The bounds of a Model's encoded histories: beyond either, the least
-// recently used thread's is dropped (its next call encodes the whole
-// thread once). They hold the JSON of what was sent, about the size of
-// the thread's messages.
+// A Model's encoded histories are bounded as message.PerThread's
+// defaults are: beyond 256 threads or 64 MiB of JSON (about the size of
+// the threads' messages), the least recently used thread's is dropped and
+// its next call encodes the whole thread once.
 const (
-	maxHistories    = 256
-	maxHistoryBytes = 64 << 20
 	historyOverhead = 64 // bytes counted per message beside its JSON
 	// minHistory is the length from which a thread's history is kept:
 	// encoding a shorter thread again costs less than keeping it.
@@ -32,18 +29,10 @@ const (
 // (message.Same), so a message the thread's rewrite for the model
 // (message.ForModel) replaced is encoded again, and a deleted and
 // re-created thread starts over.
-type histories struct {
-	mu    sync.Mutex
-	byID  map[string]*list.Element // of *history
-	lru   list.List                // front: most recently used
-	bytes int
-}
+type histories = message.PerThread[history]
 
 // history is one thread's.
 type history struct {
-	thread string
-	bytes  int // the size counted for it in histories
-
 	mu    sync.Mutex
 	view  message.ModelView // the thread rewritten for the model
 	sent  []message.Message // what frags encode: the view's last output
@@ -56,17 +45,17 @@ type history struct {
 // elements of a JSON array (without the brackets), and how many there
 // are. The thread is rewritten for the model (message.ForModel) first.
 // With no thread id nothing is kept.
-func (hs *histories) messages(thread string, msgs []message.Message) ([]byte, int, error) {
+func (m *Model) messages(thread string, msgs []message.Message) ([]byte, int, error) {
 	if thread == "" || len(msgs) < minHistory {
 		var h history
 		return h.encode(message.ForModel(msgs))
 	}
-	h := hs.get(thread)
+	h := m.histories.Get(thread)
 	h.mu.Lock()
 	out, n, err := h.encode(h.view.ForModel(msgs))
 	size := h.size
 	h.mu.Unlock()
-	hs.counted(h, size)
+	m.histories.Counted(thread, h, size)
 	return out, n, err
 }
 
@@ -141,42 +130,4 @@ func encodeMessage(i int, msg message.Message) ([]byte, int, error) {
 		b.Truncate(b.Len() - 1) // Encode's newline
 	}
 	return b.Bytes(), len(chats), nil
-}
-
-// get returns the thread's history, made if needed.
-func (hs *histories) get(thread string) *history {
-	hs.mu.Lock()
-	defer hs.mu.Unlock()
-	if hs.byID == nil {
-		hs.byID = map[string]*list.Element{}
-	}
-	if e, ok := hs.byID[thread]; ok {
-		hs.lru.MoveToFront(e)
-		return e.Value.(*history)
-	}
-	h := &history{thread: thread}
-	hs.byID[thread] = hs.lru.PushFront(h)
-	hs.evict()
-	return h
-}
-
-// counted records h's size after a call and drops histories beyond the
-// bounds.
-func (hs *histories) counted(h *history, size int) {
-	hs.mu.Lock()
-	defer hs.mu.Unlock()
-	if e, ok := hs.byID[h.thread]; !ok || e.Value != h {
-		return // dropped meanwhile
-	}
-	hs.bytes += size - h.bytes
-	h.bytes = size
-	hs.evict()
-}
-
-func (hs *histories) evict() {
-	for hs.lru.Len() > 0 && (hs.lru.Len() > maxHistories || hs.bytes > maxHistoryBytes) {
-		h := hs.lru.Remove(hs.lru.Back()).(*history)
-		delete(hs.byID, h.thread)
-		hs.bytes -= h.bytes
-	}
 }

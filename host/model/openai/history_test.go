@@ -106,7 +106,7 @@ func TestHistoriesEncodeWhatTheWholeThreadWould(t *testing.T) {
 			t.Fatalf("%d messages:\ngot  %s\nwant %s", n, got, want)
 		}
 	}
-	if h, want := m.histories.get("t"), len(message.ForModel(thread)); len(h.sent) != want {
+	if h, want := m.histories.Get("t"), len(message.ForModel(thread)); len(h.sent) != want {
 		t.Fatalf("the history holds %d messages, want %d (it was not kept)", len(h.sent), want)
 	}
 	other := turns(10, "two")
@@ -122,33 +122,38 @@ func TestHistoriesEncodeWhatTheWholeThreadWould(t *testing.T) {
 }
 
 // Histories are bounded in number and in bytes, the least recently used
-// going first.
+// going first, and short threads keep none.
 func TestHistoriesBounded(t *testing.T) {
 	m, err := New(Config{Model: "gpt-test", BaseURL: "http://127.0.0.1:1/v1", APIKey: "k"})
 	if err != nil {
 		t.Fatal(err)
 	}
+	const max, maxBytes = message.DefaultMemoThreads, message.DefaultMemoBytes
+	hs := &m.histories
+	body(t, m, model.Request{ThreadID: "short", Messages: turns(1, "s")})
+	if hs.Len() != 0 {
+		t.Fatalf("a thread of 5 messages keeps its history (%d kept)", hs.Len())
+	}
 	thread := turns(8, "b")
-	for i := range maxHistories + 10 {
+	for i := range max + 10 {
 		body(t, m, model.Request{ThreadID: fmt.Sprint("t", i), Messages: thread})
 	}
-	hs := &m.histories
-	if hs.lru.Len() != maxHistories || len(hs.byID) != maxHistories {
-		t.Fatalf("%d histories kept, want %d", hs.lru.Len(), maxHistories)
+	if hs.Len() != max {
+		t.Fatalf("%d histories kept, want %d", hs.Len(), max)
 	}
-	if _, ok := hs.byID["t0"]; ok {
+	if hs.Has("t0") {
 		t.Fatal("the least recently used history was kept")
 	}
-	one := hs.get(fmt.Sprint("t", maxHistories+9))
-	if hs.bytes != maxHistories*one.bytes || one.bytes < 1000 {
-		t.Fatalf("%d bytes counted for %d histories of %d", hs.bytes, maxHistories, one.bytes)
+	one := hs.Get(fmt.Sprint("t", max+9))
+	if hs.Bytes() != max*one.size || one.size < 1000 {
+		t.Fatalf("%d bytes counted for %d histories of %d", hs.Bytes(), max, one.size)
 	}
-	// A history larger than the byte bound is not kept.
+	// One history larger than the byte bound is kept alone.
 	big := turns(1, "x")
-	big[0].Content = []message.Block{message.TextBlock{Text: string(bytes.Repeat([]byte("a"), maxHistoryBytes))}}
+	big[0].Content = []message.Block{message.TextBlock{Text: string(bytes.Repeat([]byte("a"), maxBytes))}}
 	long := append(turns(8, "y"), big[0])
 	body(t, m, model.Request{ThreadID: "big", Messages: long})
-	if _, ok := hs.byID["big"]; ok || hs.bytes > maxHistoryBytes {
-		t.Fatalf("a history over the bound was kept: %d bytes", hs.bytes)
+	if hs.Len() != 1 || !hs.Has("big") {
+		t.Fatalf("%d histories after one over the byte bound, want that one alone", hs.Len())
 	}
 }

@@ -70,7 +70,7 @@ type streamOptions struct {
 // callers that use the model directly.
 func (m *Model) params(req model.Request) (chatRequest, error) {
 	p := chatRequest{Model: m.name}
-	msgs, n, err := m.histories.messages(req.ThreadID, req.Messages)
+	msgs, n, err := m.messages(req.ThreadID, req.Messages)
 	if err != nil {
 		return p, err
 	}
