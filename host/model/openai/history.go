@@ -41,11 +41,11 @@ type history struct {
 	size  int               // bytes of frags, plus historyOverhead a message
 }
 
-// messages returns the chat messages of a thread's call, encoded as the
-// elements of a JSON array (without the brackets), and how many there
-// are. The thread is rewritten for the model (message.ForModel) first.
-// With no thread id nothing is kept.
-func (m *Model) messages(thread string, msgs []message.Message) ([]byte, int, error) {
+// messages returns the chat messages of a thread's call, encoded (each
+// element one or more elements of the JSON array, comma-separated), and
+// how many there are. The thread is rewritten for the model
+// (message.ForModel) first. With no thread id nothing is kept.
+func (m *Model) messages(thread string, msgs []message.Message) ([][]byte, int, error) {
 	if thread == "" || len(msgs) < minHistory {
 		var h history
 		return h.encode(message.ForModel(msgs))
@@ -60,9 +60,10 @@ func (m *Model) messages(thread string, msgs []message.Message) ([]byte, int, er
 }
 
 // encode brings frags to msgs, encoding only the messages that are not
-// the ones sent last time, and joins them. h.mu is held (or h is not
-// shared).
-func (h *history) encode(msgs []message.Message) ([]byte, int, error) {
+// the ones sent last time, and returns the encodings to send, in order
+// (each never changes: a later call replaces it), and how many chat
+// messages they hold. h.mu is held (or h is not shared).
+func (h *history) encode(msgs []message.Message) ([][]byte, int, error) {
 	keep := min(len(h.sent), len(msgs))
 	h.frags, h.count = h.frags[:keep], h.count[:keep]
 	for i := range keep {
@@ -85,20 +86,14 @@ func (h *history) encode(msgs []message.Message) ([]byte, int, error) {
 	}
 	h.sent = msgs[:len(msgs):len(msgs)]
 
-	size, total, chats := 0, 0, 0
-	for i, f := range h.frags {
-		total += len(f) + 1
-		chats += h.count[i]
-	}
-	out := make([]byte, 0, total)
+	size, chats := 0, 0
+	out := make([][]byte, 0, len(h.frags))
 	for i, f := range h.frags {
 		if h.count[i] == 0 {
 			continue
 		}
-		if len(out) > 0 {
-			out = append(out, ',')
-		}
-		out = append(out, f...)
+		out = append(out, f)
+		chats += h.count[i]
 		size += len(f) + historyOverhead
 	}
 	h.size = size

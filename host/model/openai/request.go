@@ -20,9 +20,9 @@ import (
 // error answers).
 type chatRequest struct {
 	Model string `json:"model"`
-	// messages are the chat messages, encoded as the elements of the JSON
-	// array "messages" (see histories); encode puts them in.
-	messages          []byte
+	// messages are the chat messages, encoded (see Model.messages);
+	// encode puts them in the JSON array "messages".
+	messages          [][]byte
 	Tools             []chatTool     `json:"tools,omitempty"`
 	ParallelToolCalls bool           `json:"parallel_tool_calls,omitempty"`
 	Stream            bool           `json:"stream,omitempty"`
@@ -108,11 +108,20 @@ func (p chatRequest) encode() ([]byte, error) {
 		return nil, err
 	}
 	tail := bytes.TrimSuffix(r.Bytes(), []byte("\n")) // {...}
-	out := make([]byte, 0, len(model)+len(p.messages)+len(tail)+32)
+	n := len(model) + len(tail) + 32
+	for _, m := range p.messages {
+		n += len(m) + 1
+	}
+	out := make([]byte, 0, n)
 	out = append(out, `{"model":`...)
 	out = append(out, model...)
 	out = append(out, `,"messages":[`...)
-	out = append(out, p.messages...)
+	for i, m := range p.messages {
+		if i > 0 {
+			out = append(out, ',')
+		}
+		out = append(out, m...)
+	}
 	out = append(out, ']')
 	if len(tail) > 2 {
 		out = append(out, ',')
