@@ -13,16 +13,23 @@ import (
 	"github.com/tenxgraph/tenxgraph/sdk"
 )
 
-// chatRequest is a Chat Completions request as it goes on the wire. It is
-// encoded with encoding/json from these few types rather than through the
-// SDK's parameter types, whose reflective encoder took a tenth of the
-// server's CPU per round trip; the SDK still sends it (retries, middleware,
-// error answers).
+// chatRequest is a Chat Completions request. encode writes it as it goes
+// on the wire, with encoding/json from these few types rather than through
+// the SDK's parameter types, whose reflective encoder took a tenth of the
+// server's CPU per round trip, and with each message's encoding kept from
+// the thread's last call (see Model.messages); the SDK still sends it
+// (retries, middleware, error answers).
 type chatRequest struct {
-	Model string `json:"model"`
+	Model string
 	// messages are the chat messages, encoded (see Model.messages);
 	// encode puts them in the JSON array "messages".
-	messages          [][]byte
+	messages [][]byte
+	chatRequestRest
+}
+
+// chatRequestRest is a request's fields after the messages, as they go on
+// the wire.
+type chatRequestRest struct {
 	Tools             []chatTool     `json:"tools,omitempty"`
 	ParallelToolCalls bool           `json:"parallel_tool_calls,omitempty"`
 	Stream            bool           `json:"stream,omitempty"`
@@ -100,11 +107,10 @@ func (p chatRequest) encode() ([]byte, error) {
 		return nil, err
 	}
 	model := bytes.TrimSuffix(b.Bytes(), []byte("\n"))
-	rest := chatRequestRest{Tools: p.Tools, ParallelToolCalls: p.ParallelToolCalls, Stream: p.Stream, StreamOptions: p.StreamOptions}
 	var r bytes.Buffer
 	enc = json.NewEncoder(&r)
 	enc.SetEscapeHTML(false)
-	if err := enc.Encode(rest); err != nil {
+	if err := enc.Encode(p.chatRequestRest); err != nil {
 		return nil, err
 	}
 	tail := bytes.TrimSuffix(r.Bytes(), []byte("\n")) // {...}
@@ -130,14 +136,6 @@ func (p chatRequest) encode() ([]byte, error) {
 		out = append(out, '}')
 	}
 	return append(out, '\n'), nil
-}
-
-// chatRequestRest is chatRequest's fields after the messages.
-type chatRequestRest struct {
-	Tools             []chatTool     `json:"tools,omitempty"`
-	ParallelToolCalls bool           `json:"parallel_tool_calls,omitempty"`
-	Stream            bool           `json:"stream,omitempty"`
-	StreamOptions     *streamOptions `json:"stream_options,omitempty"`
 }
 
 // chatMessagesOf maps a model-shaped thread's i-th message to chat messages:
