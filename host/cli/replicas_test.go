@@ -82,7 +82,8 @@ const modelLatency = 30 * time.Millisecond
 // model is the OpenAI-compatible model server both replicas call. A user
 // message gets calls to calculator and read_clipboard (a remote tool, so
 // the run pauses); tool results get the final text; a message containing
-// "hold" blocks its first call until the test ends, counting it in held.
+// "hold" (a user's, or the client's tool result) blocks its first call
+// until the test ends, counting it in held.
 type model struct {
 	*openaitest.Server
 	held    atomic.Int64
@@ -95,6 +96,10 @@ func newModel(t *testing.T) *model {
 	var calls, holds atomic.Int64
 	m.Handle(func(req openaitest.Request) openaitest.Reply {
 		last := req.Messages[len(req.Messages)-1]
+		if strings.Contains(fmt.Sprint(last.Content), "hold") && holds.Add(1) == 1 {
+			m.held.Add(1)
+			<-m.release
+		}
 		if last.Role == "tool" {
 			// A hosted model takes its time: long enough that duplicate
 			// resumes reach the model before the first one's answer is
@@ -103,10 +108,6 @@ func newModel(t *testing.T) *model {
 			return openaitest.Text("2+3*4 = 14. Your clipboard holds: hi")
 		}
 		if strings.Contains(fmt.Sprint(last.Content), "hold") {
-			if holds.Add(1) == 1 {
-				m.held.Add(1)
-				<-m.release
-			}
 			return openaitest.Text("not held")
 		}
 		time.Sleep(modelLatency)
@@ -231,8 +232,13 @@ func ask(t *testing.T, r *replica, token, thread, text string) reply {
 }
 
 func answer(t *testing.T, r *replica, token, thread, callID string) reply {
+	return answerText(t, r, token, thread, callID, "hi")
+}
+
+// answerText answers the call with {"text": text}.
+func answerText(t *testing.T, r *replica, token, thread, callID, text string) reply {
 	return do(t, "POST", r.base+"/v1/graph/invoke", token,
-		`{"input": {"messages": [{"role": "tool", "content": [{"type": "tool_result", "tool_call_id": `+quote(callID)+`, "content": {"text": "hi"}}]}]}, "config": {"thread_id": `+quote(thread)+`}}`)
+		`{"input": {"messages": [{"role": "tool", "content": [{"type": "tool_result", "tool_call_id": `+quote(callID)+`, "content": {"text": `+quote(text)+`}}]}]}, "config": {"thread_id": `+quote(thread)+`}}`)
 }
 
 // paused starts thread on r with text and returns the remote call it
@@ -479,6 +485,62 @@ func TestReplicasKilledMidRun(t *testing.T) {
 				t.Fatalf("the thread holds the answer %d times, want once: %s", n, got.messages())
 			}
 		})
+	}
+}
+
+// kill -9 of a replica while a resume's model call runs, under each
+// durability: under "async" the checkpoint of the step before it (the
+// client's result) may have been in flight. The client's resume, sent again
+// to the other replica once the dead one's lease has expired, completes the
+// run once: the client's result, the calculator's and the answer each
+// appear once.
+func TestReplicasKilledMidResume(t *testing.T) {
+	bin, _ := built(t)
+	for _, st := range stores(t, "") {
+		for _, durability := range []string{"sync", "async"} {
+			t.Run(st.name+"/"+durability, func(t *testing.T) {
+				m := newModel(t)
+				st := st
+				st.cfg = strings.TrimSuffix(st.cfg, "}") + `, "durability": ` + quote(durability) + `}`
+				rs := startReplicas(t, bin, t.TempDir(), m, st, false, 2)
+				a, b := rs[0], rs[1]
+				thread := "M-" + rand.Text()
+				call := paused(t, a, "", thread, "what is 2+3*4 and what is on my clipboard?")
+				go answerText(t, a, "", thread, call, "hold on")
+				deadline := time.Now().Add(20 * time.Second)
+				for m.held.Load() == 0 {
+					if time.Now().After(deadline) {
+						t.Fatal("the resume on A never reached the model")
+					}
+					time.Sleep(5 * time.Millisecond)
+				}
+				if err := a.cmd.Process.Kill(); err != nil { // SIGKILL
+					t.Fatal(err)
+				}
+				a.cmd.Wait()
+				killed := time.Now()
+				var got reply
+				for {
+					got = answerText(t, b, "", thread, call, "hold on")
+					if got.code != 409 {
+						break
+					}
+					if time.Since(killed) > replicaLease+10*time.Second {
+						t.Fatalf("the thread was still busy %s after the kill, with a lease of %s: %s", time.Since(killed), replicaLease, got.raw)
+					}
+					time.Sleep(50 * time.Millisecond)
+				}
+				if got.code != 200 || got.status() != "completed" {
+					t.Fatalf("the resume again on B: %d %s", got.code, got.raw)
+				}
+				msgs := got.messages()
+				for _, want := range []string{`"hold on"`, `"result":14`, "Your clipboard holds"} {
+					if n := strings.Count(msgs, want); n != 1 {
+						t.Fatalf("the thread holds %s %d times, want once: %s", want, n, msgs)
+					}
+				}
+			})
+		}
 	}
 }
 

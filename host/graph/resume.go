@@ -142,6 +142,14 @@ func (a *App) begin(latest *checkpoint.Checkpoint, prev wireState, input []messa
 				return s, nil
 			}
 		}
+		if len(answers) > 0 && latest != nil && len(latest.Next) > 0 && latest.Status != checkpoint.StatusCompleted &&
+			replays(prev.Messages, answers) {
+			// The run these results resumed stopped mid-way before it
+			// answered (its process died, a step failed, it was
+			// cancelled): sent again, unchanged, they carry it on from
+			// where it stopped, as a call without input does.
+			input, answers = nil, nil
+		}
 		if len(answers) > 0 {
 			return s, &StateError{Kind: ErrNotPaused, ThreadID: cfg.ThreadID, CallIDs: answerIDs(answers),
 				Detail: "send tool results only while the thread waits for them"}
