@@ -68,14 +68,14 @@ func (p *PerThread[T]) Counted(thread string, v *T, bytes int) {
 	p.evict()
 }
 
-// Len and Bytes are how many values are kept and the bytes counted for
-// them; Has reports whether the thread's is.
+// Len is how many threads' values are kept, so that a caller can check
+// (and report) the bounds.
 func (p *PerThread[T]) Len() int { p.mu.Lock(); defer p.mu.Unlock(); return p.lru.Len() }
 
-// Bytes: see Len.
+// Bytes is the sum of the sizes last counted for the values kept.
 func (p *PerThread[T]) Bytes() int { p.mu.Lock(); defer p.mu.Unlock(); return p.bytes }
 
-// Has: see Len.
+// Has reports whether the thread's value is kept, without making one.
 func (p *PerThread[T]) Has(thread string) bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
