@@ -442,18 +442,7 @@ func TestReplicasKilledMidRun(t *testing.T) {
 			a, b := rs[0], rs[1]
 			thread := "K-" + rand.Text()
 			go ask(t, a, "", thread, "hold this")
-			deadline := time.Now().Add(20 * time.Second)
-			for m.held.Load() == 0 {
-				if time.Now().After(deadline) {
-					t.Fatal("the run on A never reached the model")
-				}
-				time.Sleep(5 * time.Millisecond)
-			}
-			if err := a.cmd.Process.Kill(); err != nil { // SIGKILL
-				t.Fatal(err)
-			}
-			a.cmd.Wait()
-			killed := time.Now()
+			killed := killWhenHeld(t, m, a)
 
 			// Within the lease the thread is busy on B, and nothing runs.
 			served := m.Served()
@@ -464,17 +453,7 @@ func TestReplicasKilledMidRun(t *testing.T) {
 				t.Fatal("a refused request called the model")
 			}
 			// Once the lease expires, B runs it.
-			var got reply
-			for {
-				got = ask(t, b, "", thread, "hold this")
-				if got.code != 409 {
-					break
-				}
-				if time.Since(killed) > replicaLease+10*time.Second {
-					t.Fatalf("the thread was still busy %s after the kill, with a lease of %s", time.Since(killed), replicaLease)
-				}
-				time.Sleep(50 * time.Millisecond)
-			}
+			got := untilNotBusy(t, killed, func() reply { return ask(t, b, "", thread, "hold this") })
 			if got.code != 200 || got.status() != "completed" {
 				t.Fatalf("on B after the lease expired: %d %s", got.code, got.raw)
 			}
@@ -507,29 +486,8 @@ func TestReplicasKilledMidResume(t *testing.T) {
 				thread := "M-" + rand.Text()
 				call := paused(t, a, "", thread, "what is 2+3*4 and what is on my clipboard?")
 				go answerText(t, a, "", thread, call, "hold on")
-				deadline := time.Now().Add(20 * time.Second)
-				for m.held.Load() == 0 {
-					if time.Now().After(deadline) {
-						t.Fatal("the resume on A never reached the model")
-					}
-					time.Sleep(5 * time.Millisecond)
-				}
-				if err := a.cmd.Process.Kill(); err != nil { // SIGKILL
-					t.Fatal(err)
-				}
-				a.cmd.Wait()
-				killed := time.Now()
-				var got reply
-				for {
-					got = answerText(t, b, "", thread, call, "hold on")
-					if got.code != 409 {
-						break
-					}
-					if time.Since(killed) > replicaLease+10*time.Second {
-						t.Fatalf("the thread was still busy %s after the kill, with a lease of %s: %s", time.Since(killed), replicaLease, got.raw)
-					}
-					time.Sleep(50 * time.Millisecond)
-				}
+				killed := killWhenHeld(t, m, a)
+				got := untilNotBusy(t, killed, func() reply { return answerText(t, b, "", thread, call, "hold on") })
 				if got.code != 200 || got.status() != "completed" {
 					t.Fatalf("the resume again on B: %d %s", got.code, got.raw)
 				}
@@ -541,6 +499,41 @@ func TestReplicasKilledMidResume(t *testing.T) {
 				}
 			})
 		}
+	}
+}
+
+// killWhenHeld kills r with SIGKILL once the model holds a call (r's run
+// is then in the middle of a step), and returns when it was killed.
+func killWhenHeld(t *testing.T, m *model, r *replica) time.Time {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for m.held.Load() == 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("the run never reached the model")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	if err := r.cmd.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	r.cmd.Wait()
+	return time.Now()
+}
+
+// untilNotBusy sends a request until it is not refused with 409, which it
+// may be while the lease of a replica killed at killed lasts (and no
+// longer), and returns the answer.
+func untilNotBusy(t *testing.T, killed time.Time, send func() reply) reply {
+	t.Helper()
+	for {
+		got := send()
+		if got.code != 409 {
+			return got
+		}
+		if time.Since(killed) > replicaLease+10*time.Second {
+			t.Fatalf("the thread was still busy %s after the kill, with a lease of %s: %s", time.Since(killed), replicaLease, got.raw)
+		}
+		time.Sleep(50 * time.Millisecond)
 	}
 }
 
