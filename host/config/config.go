@@ -407,21 +407,10 @@ type Checkpointer struct {
 	// long (and that no run holds), and gives their space back.
 	IdleTTL time.Duration
 	// Durability is when runs write their checkpoints, unless a request
-	// says otherwise: DurabilitySync (also when empty) after every
-	// super-step, DurabilityAsync after every super-step but while the
-	// next one runs (a crash mid-run may lose the last step or two),
-	// DurabilityExit only where a run stops (fewer writes; a crash mid-run
-	// loses the run's steps).
-	Durability string
+	// says otherwise: one of graph's durability modes, "" for the default
+	// (graph.DurabilitySync).
+	Durability graph.Durability
 }
-
-// The values of checkpointer.durability (and of a run request's
-// config.durability), as LangGraph names them.
-const (
-	DurabilitySync  = "sync"
-	DurabilityAsync = "async"
-	DurabilityExit  = "exit"
-)
 
 // Cache bounds the cache of decoded threads, which saves a run on a thread
 // the host just wrote (a resume, the next turn) from reading and decoding it
@@ -926,7 +915,8 @@ func (c *checker) checkpointer(f field) Checkpointer {
 		cp.KeepHistory = &keep
 	}
 	cp.IdleTTL, _ = o.get("idle_ttl").duration()
-	cp.Durability, _ = o.get("durability").oneOf(DurabilitySync, DurabilityAsync, DurabilityExit)
+	d, _ := o.get("durability").oneOf(string(graph.DurabilitySync), string(graph.DurabilityAsync), string(graph.DurabilityExit))
+	cp.Durability = graph.Durability(d)
 	typ := o.get("type")
 	if typ.present() {
 		t, ok := typ.oneOf("sqlite", "memory", "postgres")

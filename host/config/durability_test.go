@@ -3,14 +3,16 @@ package config
 import (
 	"strings"
 	"testing"
+
+	"github.com/tenxgraph/tenxgraph/host/graph"
 )
 
 func TestDurability(t *testing.T) {
-	for in, want := range map[string]string{
+	for in, want := range map[string]graph.Durability{
 		`{"agent": "a"}`: "",
-		`{"agent": "a", "checkpointer": {"durability": "exit"}}`:  DurabilityExit,
-		`{"agent": "a", "checkpointer": {"durability": "sync"}}`:  DurabilitySync,
-		`{"agent": "a", "checkpointer": {"durability": "async"}}`: DurabilityAsync,
+		`{"agent": "a", "checkpointer": {"durability": "exit"}}`:  graph.DurabilityExit,
+		`{"agent": "a", "checkpointer": {"durability": "sync"}}`:  graph.DurabilitySync,
+		`{"agent": "a", "checkpointer": {"durability": "async"}}`: graph.DurabilityAsync,
 	} {
 		if got := mustParse(t, in, "/p").Checkpointer.Durability; got != want {
 			t.Errorf("%s: durability %q, want %q", in, got, want)

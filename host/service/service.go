@@ -128,7 +128,7 @@ func New(ctx context.Context, cfg *config.Config, opts Options) (s *Service, err
 	if cfg.Cache.MaxBytes > 0 {
 		gopts = append(gopts, graph.WithCacheBytes(cfg.Cache.MaxBytes))
 	}
-	gopts = append(gopts, graph.WithLease(cfg.Checkpointer.Lease), graph.WithDurability(graph.Durability(cfg.Checkpointer.Durability)))
+	gopts = append(gopts, graph.WithLease(cfg.Checkpointer.Lease), graph.WithDurability(cfg.Checkpointer.Durability))
 	if cfg.Model != nil && cfg.Model.MaxSteps > 0 {
 		// Each model call is followed by at most one tool step.
 		gopts = append(gopts, graph.WithStepLimit(max(graph.DefaultStepLimit, 2*cfg.Model.MaxSteps+2)))
