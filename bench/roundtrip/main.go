@@ -62,12 +62,12 @@ import (
 )
 
 type options struct {
-	bin, model, modelBin, cpuProfile string
-	store, durability                string
-	replicas                         int
-	seq, dur                         time.Duration
-	conc, turns, threads             int
-	threadBytes, cacheBytes          int64
+	bin, model, modelBin, cpuProfile, modelProfile string
+	store, durability                              string
+	replicas                                       int
+	seq, dur                                       time.Duration
+	conc, turns, threads                           int
+	threadBytes, cacheBytes                        int64
 }
 
 func main() {
@@ -76,6 +76,7 @@ func main() {
 	flag.StringVar(&o.model, "model", "scripted", `the model: "scripted" (in the server) or "openai" (the OpenAI provider and the openaitest command in its own process)`)
 	flag.StringVar(&o.modelBin, "openaitest", "", "the openaitest binary for -model openai (default: build one)")
 	flag.StringVar(&o.cpuProfile, "cpuprofile", "", "write a CPU profile of the server (tenxgraph serve --cpuprofile) to this file")
+	flag.StringVar(&o.modelProfile, "model-cpuprofile", "", "with -model openai, write a CPU profile of the model server (openaitest -cpuprofile) to this file")
 	flag.DurationVar(&o.seq, "seq", 5*time.Second, "how long to run the sequential measurement")
 	flag.DurationVar(&o.dur, "d", 10*time.Second, "how long to run the concurrent measurement")
 	flag.IntVar(&o.conc, "c", 100, "threads in flight in the concurrent measurement")
@@ -143,7 +144,15 @@ func run(o options) error {
 				return err
 			}
 		}
-		b.model = exec.Command(o.modelBin, "-addr", "127.0.0.1:0")
+		margs := []string{"-addr", "127.0.0.1:0"}
+		if o.modelProfile != "" {
+			abs, err := filepath.Abs(o.modelProfile)
+			if err != nil {
+				return err
+			}
+			margs = append(margs, "-cpuprofile", abs)
+		}
+		b.model = exec.Command(o.modelBin, margs...)
 		if b.modelURL, err = startAndRead(b.model, `listening on (http://\S+)`); err != nil {
 			return fmt.Errorf("openaitest: %w", err)
 		}

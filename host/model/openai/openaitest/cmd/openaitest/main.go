@@ -5,7 +5,7 @@
 // clipboard?": a user message gets calls to calculator and read_clipboard
 // in one step, tool results get the final text.
 //
-//	openaitest -addr 127.0.0.1:0
+//	openaitest -addr 127.0.0.1:0 [-cpuprofile FILE]
 //
 // It prints "openaitest: listening on http://ADDR/v1" on stdout, serves
 // GET /stats ({"requests", "connections", "problems"}) beside the API, and
@@ -21,6 +21,7 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"runtime/pprof"
 	"sync/atomic"
 	"syscall"
 
@@ -29,14 +30,26 @@ import (
 
 func main() {
 	addr := flag.String("addr", "127.0.0.1:0", "where to listen")
+	profile := flag.String("cpuprofile", "", "write a CPU profile to this file until the server stops")
 	flag.Parse()
-	if err := run(*addr); err != nil {
+	if err := run(*addr, *profile); err != nil {
 		fmt.Fprintln(os.Stderr, "openaitest:", err)
 		os.Exit(1)
 	}
 }
 
-func run(addr string) error {
+func run(addr, profile string) error {
+	if profile != "" {
+		f, err := os.Create(profile)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			return err
+		}
+		defer pprof.StopCPUProfile()
+	}
 	model := openaitest.New()
 	var calls atomic.Int64
 	model.Handle(func(req openaitest.Request) openaitest.Reply {
