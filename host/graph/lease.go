@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -36,12 +37,22 @@ type hold struct {
 	thread string
 	lease  checkpoint.Lease
 	leased bool
-	stop   context.CancelFunc // stops the heartbeat
-	done   chan struct{}      // closed when the heartbeat has stopped
 	// released is set once the run's last checkpoint released the lease
 	// with it (checkpoint.Checkpoint.Release): unclaim has nothing left to
 	// release, and the heartbeat finding the lease gone is no loss.
 	released atomic.Bool
+
+	// The heartbeat is a timer, not a goroutine: most runs end before
+	// their first renewal is due, and then cost neither a goroutine nor
+	// the wait for one to notice it should stop.
+	beat      *time.Timer
+	renewed   checkpoint.Lease   // the lease as last renewed; only beat touches it
+	beatCtx   context.Context    // the renewals' context, done once stopped
+	stopBeat  context.CancelFunc // ends beatCtx
+	cancelRun context.CancelCauseFunc
+	mu        sync.Mutex
+	stopped   bool
+	beating   chan struct{} // closed when the renewal in progress ends; nil when none is
 }
 
 // errLeaseLost is the cause a run is cancelled with when its lease is
@@ -104,41 +115,67 @@ func (a *App) claim(ctx context.Context, thread string, want map[string]string) 
 	if err != nil {
 		return ctx, nil, fmt.Errorf("thread %q: claim: %w", thread, err)
 	}
-	h.lease, h.leased = le, true
+	h.lease, h.leased, h.renewed = le, true, le
 	runCtx, cancel := context.WithCancelCause(ctx)
-	hbCtx, stop := context.WithCancel(context.WithoutCancel(ctx))
-	h.stop, h.done = func() { stop(); cancel(nil) }, make(chan struct{})
-	go a.heartbeat(hbCtx, h, cancel)
+	h.cancelRun = cancel
+	h.beatCtx, h.stopBeat = context.WithCancel(context.WithoutCancel(ctx))
+	h.mu.Lock() // the timer's first beat reads h.beat
+	h.beat = time.AfterFunc(a.leaseTTL/3, func() { a.heartbeat(h) })
+	h.mu.Unlock()
 	return runCtx, h, nil
 }
 
-// heartbeat renews h's lease every third of its duration until stopped;
-// when the lease is lost, or cannot be renewed before it expires, it
-// cancels the run.
-func (a *App) heartbeat(ctx context.Context, h *hold, cancel context.CancelCauseFunc) {
-	defer close(h.done)
-	t := time.NewTicker(a.leaseTTL / 3)
-	defer t.Stop()
-	le := h.lease
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
-		next, err := a.leaser.Extend(ctx, le, a.leaseTTL)
-		switch {
-		case err == nil:
-			le = next
-		case ctx.Err() != nil:
-			return
-		case h.released.Load():
-			return
-		case errors.Is(err, checkpoint.ErrLeaseLost) || time.Now().After(le.Expires):
-			cancel(fmt.Errorf("%w: %w", errLeaseLost, err))
-			return
-		}
+// heartbeat renews h's lease, then sets its timer for the next renewal, a
+// third of the lease's duration later; when the lease is lost, or cannot
+// be renewed before it expires, it cancels the run instead.
+func (a *App) heartbeat(h *hold) {
+	h.mu.Lock()
+	if h.stopped {
+		h.mu.Unlock()
+		return
 	}
+	done := make(chan struct{})
+	h.beating = done
+	h.mu.Unlock()
+	again := a.renew(h)
+	h.mu.Lock()
+	h.beating = nil
+	if again && !h.stopped {
+		h.beat.Reset(a.leaseTTL / 3)
+	}
+	h.mu.Unlock()
+	close(done)
+}
+
+// renew extends h's lease once and reports whether to go on.
+func (a *App) renew(h *hold) bool {
+	next, err := a.leaser.Extend(h.beatCtx, h.renewed, a.leaseTTL)
+	switch {
+	case err == nil:
+		h.renewed = next
+		return true
+	case h.beatCtx.Err() != nil, h.released.Load():
+		return false
+	case errors.Is(err, checkpoint.ErrLeaseLost) || time.Now().After(h.renewed.Expires):
+		h.cancelRun(fmt.Errorf("%w: %w", errLeaseLost, err))
+		return false
+	}
+	return true // a failed renewal is tried again while the lease lasts
+}
+
+// stop ends the heartbeat: no renewal starts after it returns, and one in
+// progress has ended. It ends the run's context too.
+func (h *hold) stop() {
+	h.mu.Lock()
+	h.stopped = true
+	h.beat.Stop()
+	beating := h.beating
+	h.mu.Unlock()
+	h.stopBeat()
+	if beating != nil {
+		<-beating
+	}
+	h.cancelRun(nil)
 }
 
 // unclaim stops the heartbeat and releases the store's lease, bounded even
@@ -149,7 +186,6 @@ func (a *App) unclaim(ctx context.Context, h *hold) {
 		return
 	}
 	h.stop()
-	<-h.done
 	if h.released.Load() {
 		return
 	}

@@ -92,6 +92,60 @@ func TestLostLeaseStopsTheRun(t *testing.T) {
 	}
 }
 
+// A run that outlives its lease's duration keeps the thread: its
+// heartbeat renews the lease, again and again, so another replica is
+// refused for as long as the run goes on, and the run ends well.
+func TestLongRunKeepsItsLease(t *testing.T) {
+	ctx := context.Background()
+	const lease = 60 * time.Millisecond
+	started, finish := make(chan struct{}), make(chan struct{})
+	var runs atomic.Int32
+	slow := graph.NodeFunc(func(ctx context.Context, in *graph.Input) (graph.Update, error) {
+		if runs.Add(1) > 1 {
+			return graph.Update{Messages: []message.Message{message.Text(message.RoleAssistant, "quick")}}, nil
+		}
+		close(started)
+		select {
+		case <-finish:
+			return graph.Update{Messages: []message.Message{message.Text(message.RoleAssistant, "done")}}, nil
+		case <-ctx.Done():
+			return graph.Update{}, context.Cause(ctx)
+		}
+	})
+	g := graph.New().AddNode("slow", slow).AddEdge(graph.START, "slow").AddEdge("slow", graph.END)
+	cp := checkpoint.NewMemory()
+	a, err := g.Compile(cp, graph.WithLease(lease))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := g.Compile(cp, graph.WithLease(lease))
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() {
+		_, err := a.Invoke(ctx, user("go"), graph.RunConfig{ThreadID: "K"})
+		done <- err
+	}()
+	<-started
+	// Five leases' worth of time: without renewals the lease would have
+	// expired four times over, and b's claim would take the thread.
+	for start := time.Now(); time.Since(start) < 5*lease; {
+		_, err := b.Invoke(ctx, user("me too"), graph.RunConfig{ThreadID: "K"})
+		if !errors.Is(err, graph.ErrThreadBusy) {
+			t.Fatalf("the other replica's run, %v after the first run started: %v, want ErrThreadBusy", time.Since(start), err)
+		}
+	}
+	close(finish)
+	if err := <-done; err != nil {
+		t.Fatalf("the long run: %v", err)
+	}
+	res, err := b.Invoke(ctx, user("now"), graph.RunConfig{ThreadID: "K"})
+	if err != nil || res.Status != graph.StatusCompleted {
+		t.Fatalf("after the long run ended, the other replica's run: %v, %v", res.Status, err)
+	}
+}
+
 // Two requests for one thread at once, on two apps: new input is refused
 // at once and runs nothing; the same answers again wait for the first run
 // and are then refused (a generic answer is not a tool result, which
