@@ -88,6 +88,19 @@ func main() {
 	flag.StringVar(&o.durability, "durability", "", `the server's checkpointer.durability: "sync", "async" or "exit" ("": its default)`)
 	flag.IntVar(&o.replicas, "replicas", 1, "servers on the one store, taking requests in turn (load mode only)")
 	flag.Parse()
+	// The profiles are written by other processes: their paths go to them
+	// absolute, whatever folder those run in.
+	for _, p := range []*string{&o.cpuProfile, &o.modelProfile} {
+		if *p == "" {
+			continue
+		}
+		abs, err := filepath.Abs(*p)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "roundtrip:", err)
+			os.Exit(1)
+		}
+		*p = abs
+	}
 	if err := run(o); err != nil {
 		fmt.Fprintln(os.Stderr, "roundtrip:", err)
 		os.Exit(1)
@@ -146,11 +159,7 @@ func run(o options) error {
 		}
 		margs := []string{"-addr", "127.0.0.1:0"}
 		if o.modelProfile != "" {
-			abs, err := filepath.Abs(o.modelProfile)
-			if err != nil {
-				return err
-			}
-			margs = append(margs, "-cpuprofile", abs)
+			margs = append(margs, "-cpuprofile", o.modelProfile)
 		}
 		b.model = exec.Command(o.modelBin, margs...)
 		if b.modelURL, err = startAndRead(b.model, `listening on (http://\S+)`); err != nil {
@@ -194,11 +203,7 @@ func run(o options) error {
 	}
 	args := []string{"serve", "--config", filepath.Join(dir, "10xgraph.json"), "--addr", "127.0.0.1:0"}
 	if o.cpuProfile != "" {
-		abs, err := filepath.Abs(o.cpuProfile)
-		if err != nil {
-			return err
-		}
-		args = append(args, "--cpuprofile", abs)
+		args = append(args, "--cpuprofile", o.cpuProfile)
 	}
 	b.srv = exec.Command(o.bin, args...)
 	b.srv.Env = append(os.Environ(), "TENXGRAPH_LOG_LEVEL=error")
