@@ -46,11 +46,11 @@ type hold struct {
 	// their first renewal is due, and then cost neither a goroutine nor
 	// the wait for one to notice it should stop.
 	beat      *time.Timer
-	renewed   checkpoint.Lease   // the lease as last renewed; only beat touches it
-	beatCtx   context.Context    // the renewals' context, done once stopped
-	stopBeat  context.CancelFunc // ends beatCtx
-	cancelRun context.CancelCauseFunc
-	mu        sync.Mutex
+	renewed   checkpoint.Lease        // the lease as last renewed; only beat touches it
+	beatCtx   context.Context         // the renewals' context, done once stopped
+	stopBeat  context.CancelFunc      // ends beatCtx
+	cancelRun context.CancelCauseFunc // ends the run's context, with errLeaseLost when the lease is lost
+	mu        sync.Mutex              // guards stopped, beating and the timer's resets
 	stopped   bool
 	beating   chan struct{} // closed when the renewal in progress ends; nil when none is
 }
