@@ -7,69 +7,47 @@ import "sync"
 // that reading it costs what the thread gained rather than its length
 // (plus one comparison of the message headers, see SamePrefix). Messages
 // that do not extend the ones it saw (an edited or re-created thread) are
-// folded again from the start. It keeps up to Max threads
-// (DefaultMemoThreads when zero) holding up to MaxBytes of messages
-// (DefaultMemoBytes when zero, estimated), and
-// drops threads beyond either: it shares the messages with the thread's
-// state, but would keep them alive after the thread cache let them go. It
-// is safe for concurrent use.
+// folded again from the start. It keeps threads within PerThread's
+// bounds, Max threads and MaxBytes of messages (estimated): it shares the
+// messages with the thread's state, but would keep them alive after the
+// thread cache let them go. It is safe for concurrent use.
 type ThreadMemo[T any] struct {
 	// New returns an empty value; Add folds one message into it.
 	New func() T
 	Add func(v T, m Message)
-	// Max and MaxBytes bound the threads kept.
+	// Max and MaxBytes bound the threads kept (PerThread's defaults when
+	// zero); set them before the first With.
 	Max, MaxBytes int
 
-	mu      sync.Mutex
-	threads map[string]*memoed[T]
-	bytes   int // of the messages of every thread kept
+	once    sync.Once
+	threads PerThread[memoed[T]]
 }
 
 type memoed[T any] struct {
+	mu    sync.Mutex
 	msgs  []Message
 	v     T
 	bytes int
+	made  bool
 }
 
 // With calls f with the value folded over msgs, the messages of thread.
-// f runs under the memo's lock: it must be quick, do no I/O and not keep v.
+// f runs under the thread's lock: it must be quick, do no I/O and not keep
+// v.
 func (m *ThreadMemo[T]) With(thread string, msgs []Message, f func(v T)) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if m.threads == nil {
-		m.threads = map[string]*memoed[T]{}
-	}
-	t := m.threads[thread]
-	if t != nil && !SamePrefix(t.msgs, msgs) {
-		m.bytes -= t.bytes
-		t = nil
-	}
-	if t == nil {
-		t = &memoed[T]{v: m.New()}
-		m.threads[thread] = t
+	m.once.Do(func() { m.threads.Max, m.threads.MaxBytes = m.Max, m.MaxBytes })
+	t := m.threads.Get(thread)
+	t.mu.Lock()
+	if !t.made || !SamePrefix(t.msgs, msgs) {
+		t.v, t.msgs, t.bytes, t.made = m.New(), nil, 0, true
 	}
 	for _, msg := range msgs[len(t.msgs):] {
 		m.Add(t.v, msg)
-		n := sizeOf(msg)
-		t.bytes += n
-		m.bytes += n
+		t.bytes += sizeOf(msg)
 	}
 	t.msgs = msgs[:len(msgs):len(msgs)]
 	f(t.v)
-	max, maxBytes := m.Max, m.MaxBytes
-	if max <= 0 {
-		max = DefaultMemoThreads
-	}
-	if maxBytes <= 0 {
-		maxBytes = DefaultMemoBytes
-	}
-	for k, o := range m.threads {
-		if len(m.threads) <= max && m.bytes <= maxBytes {
-			break
-		}
-		if o != t {
-			delete(m.threads, k)
-			m.bytes -= o.bytes
-		}
-	}
+	bytes := t.bytes
+	t.mu.Unlock()
+	m.threads.Counted(thread, t, bytes)
 }

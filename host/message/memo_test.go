@@ -72,17 +72,17 @@ func TestThreadMemoBounded(t *testing.T) {
 	for i := range 10 {
 		m.With(fmt.Sprintf("t%d", i), []Message{Text(RoleUser, "hi")}, func(map[string]int) {})
 	}
-	if len(m.threads) != 4 {
-		t.Fatalf("%d threads kept, want 4", len(m.threads))
+	if m.threads.Len() != 4 {
+		t.Fatalf("%d threads kept, want 4", m.threads.Len())
 	}
 	big := []Message{Text(RoleUser, strings.Repeat("x", 20_000))}
 	m.With("big", big, func(map[string]int) {})
-	if len(m.threads) != 1 || m.threads["big"] == nil {
-		t.Fatalf("%d threads kept after one over the byte bound, want it alone", len(m.threads))
+	if m.threads.Len() != 1 || !m.threads.Has("big") {
+		t.Fatalf("%d threads kept after one over the byte bound, want it alone", m.threads.Len())
 	}
 	m.With("small", []Message{Text(RoleUser, "hi")}, func(map[string]int) {})
-	if m.threads["big"] != nil || m.bytes > m.MaxBytes {
-		t.Fatalf("%d bytes kept, over the bound %d", m.bytes, m.MaxBytes)
+	if m.threads.Has("big") || m.threads.Bytes() > m.MaxBytes {
+		t.Fatalf("%d bytes kept, over the bound %d", m.threads.Bytes(), m.MaxBytes)
 	}
 }
 
