@@ -22,6 +22,10 @@
 // OpenAI-compatible server in its own process (-model openai), whose
 // connections and CPU are reported too.
 //
+// -idle-poll keeps idle CPUs polling for the run: what is left is the
+// processes' own work, without the machine's cost of waking a sleeping CPU
+// at each hand-off between them (see bench/wakeup).
+//
 // -store postgres keeps the threads in the PostgreSQL database whose DSN is
 // in the environment variable ROUNDTRIP_POSTGRES_DSN instead of SQLite, and
 // -replicas N starts N servers on the one store and sends each request to
@@ -57,6 +61,7 @@ import (
 
 	"golang.org/x/sync/errgroup"
 
+	"github.com/tenxgraph/tenxgraph/bench/internal/idlepoll"
 	"github.com/tenxgraph/tenxgraph/host/checkpoint"
 	"github.com/tenxgraph/tenxgraph/host/message"
 )
@@ -65,6 +70,7 @@ type options struct {
 	bin, model, modelBin, cpuProfile, modelProfile string
 	store, durability                              string
 	replicas                                       int
+	idlePoll                                       bool
 	seq, dur                                       time.Duration
 	conc, turns, threads                           int
 	threadBytes, cacheBytes                        int64
@@ -87,6 +93,7 @@ func main() {
 	flag.StringVar(&o.store, "store", "sqlite", `the checkpointer: "sqlite" (a file in the temporary folder) or "postgres" (the DSN in $ROUNDTRIP_POSTGRES_DSN)`)
 	flag.StringVar(&o.durability, "durability", "", `the server's checkpointer.durability: "sync", "async" or "exit" ("": its default)`)
 	flag.IntVar(&o.replicas, "replicas", 1, "servers on the one store, taking requests in turn (load mode only)")
+	flag.BoolVar(&o.idlePoll, "idle-poll", false, "keep idle CPUs polling for the whole run, so that no process waits for its CPU to wake (Linux, root; see bench/wakeup)")
 	flag.Parse()
 	// The profiles are written by other processes: their paths go to them
 	// absolute, whatever folder those run in.
@@ -127,6 +134,13 @@ type bench struct {
 }
 
 func run(o options) error {
+	if o.idlePoll {
+		release, err := idlepoll.Hold()
+		if err != nil {
+			return err
+		}
+		defer release()
+	}
 	dir, err := os.MkdirTemp("", "roundtrip")
 	if err != nil {
 		return err
