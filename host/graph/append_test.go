@@ -62,3 +62,70 @@ func TestAppendsLeaveHandedOutStatesAlone(t *testing.T) {
 		}
 	}
 }
+
+// A thread's messages stay in one array from run to run: each run appends
+// where the previous one stopped, so a run costs what it adds, not the
+// thread's length. A run whose state comes from the store instead (another
+// app wrote the thread) copies it once and goes on from there.
+func TestRunsAppendWhereTheLastOneStopped(t *testing.T) {
+	reply := graph.NodeFunc(func(ctx context.Context, in *graph.Input) (graph.Update, error) {
+		return graph.Update{Messages: []message.Message{message.Text(message.RoleAssistant, "ok")}}, nil
+	})
+	g := graph.New().AddNode("reply", reply).AddEdge(graph.START, "reply").AddEdge("reply", graph.END)
+	store := checkpoint.NewMemory()
+	app, err := g.Compile(store)
+	if err != nil {
+		t.Fatal(err)
+	}
+	other, err := g.Compile(store)
+	if err != nil {
+		t.Fatal(err)
+	}
+	invoke := func(app *graph.App, in string) []message.Message {
+		t.Helper()
+		res, err := app.Invoke(ctx, user(in), graph.RunConfig{ThreadID: "t"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res.Messages
+	}
+	first := invoke(app, "u0")
+	var results [][]message.Message
+	for i := 1; i <= 40; i++ {
+		msgs := invoke(app, fmt.Sprint("u", i))
+		if len(msgs) != 2*(i+1) {
+			t.Fatalf("run %d: %d messages, want %d", i, len(msgs), 2*(i+1))
+		}
+		results = append(results, msgs)
+	}
+	// The array grows as a slice does, by reallocating now and then: most
+	// runs, but not all, are in the first run's array or its successor's.
+	same := 0
+	for i := 1; i < len(results); i++ {
+		if &results[i][0] == &results[i-1][0] {
+			same++
+		}
+	}
+	if same < len(results)/2 {
+		t.Errorf("%d of %d runs appended in the previous run's array; want most", same, len(results)-1)
+	}
+	if &results[0][0] != &first[0] {
+		t.Errorf("the second run copied the thread instead of appending to the first run's array")
+	}
+
+	// The other app writes the thread; this app reads it back from the store
+	// and appends to its own copy, never to the array the other one has.
+	last := results[len(results)-1]
+	lastTexts := texts(last)
+	theirs := invoke(other, "from the other app")
+	ours := invoke(app, "and back")
+	if &ours[0] == &last[0] || &ours[0] == &theirs[0] {
+		t.Errorf("a run on a thread another app changed appended to an array it was not handed")
+	}
+	if got := texts(last); !slices.Equal(got, lastTexts) {
+		t.Errorf("an earlier result changed: %q, was %q", got, lastTexts)
+	}
+	if got, want := texts(ours)[len(ours)-4:], []string{"from the other app", "ok", "and back", "ok"}; !slices.Equal(got, want) {
+		t.Errorf("thread ends %q, want %q", got, want)
+	}
+}

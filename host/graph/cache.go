@@ -77,6 +77,11 @@ type cached struct {
 	cp     checkpoint.Checkpoint // State left nil: state holds it decoded; Incarnation is the thread's
 	state  wireState
 	size   int64
+	// tail is state.Messages with the room to grow of the array they are
+	// in, handed over by the run that wrote them (giveTail) for the next
+	// run to append to in place (takeTail). Whoever holds it is the only
+	// one to write past state.Messages in that array.
+	tail []message.Message
 }
 
 // Per-entry and per-message overheads of a decoded thread beyond its JSON
@@ -146,6 +151,48 @@ func (c *threadCache) get(thread string) (cached, bool) {
 	}
 	c.lru.MoveToFront(e)
 	return *e.Value.(*cached), true
+}
+
+// giveTail hands over the array a run appended its messages to, tail being
+// all it appended: the thread's entry keeps it when its messages are
+// exactly tail's, that is when the run ended having saved every message it
+// appended, and the entry is that save's. A run that appended messages it
+// did not save (it failed or was cancelled mid-step) keeps its array, and
+// the next run copies the thread into a new one.
+func (c *threadCache) giveTail(thread string, tail []message.Message) {
+	if c == nil || len(tail) == 0 {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if e, ok := c.m[thread]; ok {
+		hit := e.Value.(*cached)
+		if msgs := hit.state.Messages; len(msgs) == len(tail) && &msgs[0] == &tail[0] {
+			hit.tail = tail
+		}
+	}
+}
+
+// takeTail returns the thread's tail when msgs are its messages (the run's
+// state came from the entry), for a run to append to: the entry gives it up,
+// so one run at a time writes past msgs. It returns nil otherwise.
+func (c *threadCache) takeTail(thread string, msgs []message.Message) []message.Message {
+	if c == nil || len(msgs) == 0 {
+		return nil
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	e, ok := c.m[thread]
+	if !ok {
+		return nil
+	}
+	hit := e.Value.(*cached)
+	t := hit.tail
+	if len(t) != len(msgs) || &t[0] != &msgs[0] {
+		return nil
+	}
+	hit.tail = nil
+	return t
 }
 
 // current reports whether hit is still the thread's latest checkpoint: as

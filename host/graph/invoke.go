@@ -115,8 +115,13 @@ func (a *App) run(ctx context.Context, input []message.Message, cfg RunConfig, e
 	}
 	// Every path that returns after an asynchronous write writes again,
 	// which waits for it; this only keeps a write from outliving the run
-	// (and its lease, released by unclaim) on any other.
-	defer w.settle() //nolint:errcheck // see above
+	// (and its lease, released by unclaim) on any other. Then the run hands
+	// the array it appended to over to the next run, if it saved all it
+	// appended.
+	defer func() {
+		w.settle() //nolint:errcheck // see above
+		a.cache.giveTail(r.ThreadID, r.tail)
+	}()
 	r.Emit(Event{Type: EventRunStarted, Data: RunStarted{ThreadID: r.ThreadID, RunID: r.RunID, Resumed: s.resumed}})
 	if s.replay {
 		res := a.result(r, s.state, StatusCompleted, prev.pause)
@@ -370,16 +375,21 @@ func (a *App) apply(r *Run, s State, u Update) State {
 
 // appendMessages returns msgs with add appended, in place when msgs is
 // what the run's last append returned: the run then writes past all it
-// has handed out, in an array only it writes. Otherwise (the run's first
-// append) it copies msgs once, with room to grow. The result's capacity is
-// its length, so a node or anyone else appending to a state copies it,
-// and no state handed out ever changes. A run's appends thus cost what
-// they add, not the thread's length.
+// has handed out, in an array only it writes. A run's first append does
+// the same in the array the previous run on the thread handed over with
+// the thread (threadCache.takeTail), and otherwise copies msgs once, with
+// room to grow. The result's capacity is its length, so a node or anyone
+// else appending to a state copies it, and no state handed out ever
+// changes. A run's appends thus cost what they add, not the thread's
+// length, and a thread's messages stay in one array from run to run, which
+// the memos over them recognise at once (message.SamePrefix).
 func (a *App) appendMessages(r *Run, msgs, add []message.Message) []message.Message {
 	out := r.tail
 	if len(out) == 0 || len(out) != len(msgs) || &out[0] != &msgs[0] {
-		out = make([]message.Message, len(msgs), len(msgs)+len(add)+16)
-		copy(out, msgs)
+		if out = a.cache.takeTail(r.ThreadID, msgs); out == nil {
+			out = make([]message.Message, len(msgs), len(msgs)+len(add)+16)
+			copy(out, msgs)
+		}
 	}
 	for _, m := range add {
 		if m.ID == "" {

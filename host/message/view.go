@@ -144,10 +144,15 @@ func (v *ModelView) sync(msgs []Message) {
 // same ids, roles and content arrays (so it assumes, as a graph's state
 // guarantees, that messages are not changed in place). It is one pass over
 // the message headers that allocates nothing, for memos that extend what
-// they computed for a thread instead of computing it again.
+// they computed for a thread instead of computing it again; none when
+// msgs extends prefix in the same array, as a run's appends do (see
+// graph's appendMessages), since a message there is its own prefix's.
 func SamePrefix(prefix, msgs []Message) bool {
 	if len(msgs) < len(prefix) {
 		return false
+	}
+	if len(prefix) == 0 || &prefix[0] == &msgs[0] {
+		return true
 	}
 	for i := range prefix {
 		if !Same(&prefix[i], &msgs[i]) {

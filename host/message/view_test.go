@@ -193,3 +193,59 @@ func TestModelViewConcurrent(t *testing.T) {
 		t.Fatal(e)
 	}
 }
+
+func TestSamePrefix(t *testing.T) {
+	arr := make([]Message, 0, 8)
+	for i := range 4 {
+		arr = append(arr, Text(RoleUser, fmt.Sprint("m", i)))
+		arr[i].ID = fmt.Sprint("id", i)
+	}
+	prefix := arr[:3:3]
+	copied := append([]Message(nil), arr...)
+	renamed := append([]Message(nil), arr...)
+	renamed[1].ID = "other"
+	rebuilt := append([]Message(nil), arr...)
+	rebuilt[2] = Text(RoleUser, "m2") // the same text in a content array of its own
+	rebuilt[2].ID = "id2"
+	for _, c := range []struct {
+		name         string
+		prefix, msgs []Message
+		want         bool
+	}{
+		{"nothing seen", nil, arr, true},
+		{"extended in the same array", prefix, arr, true},
+		{"the same messages in a copy", prefix, copied, true},
+		{"the same array, shorter", arr, prefix, false},
+		{"a message of another id", prefix, renamed, false},
+		{"a message rebuilt", prefix, rebuilt, false},
+	} {
+		if got := SamePrefix(c.prefix, c.msgs); got != c.want {
+			t.Errorf("%s: SamePrefix = %v, want %v", c.name, got, c.want)
+		}
+	}
+}
+
+// BenchmarkSamePrefix compares a 10,000-message thread with the messages a
+// memo saw before the last two: in the same array, as a run's appends
+// leave them, and in a copy.
+func BenchmarkSamePrefix(b *testing.B) {
+	thread := make([]Message, 10_000)
+	for i := range thread {
+		thread[i] = Text(RoleUser, "m")
+		thread[i].ID = fmt.Sprint("id", i)
+	}
+	seen := thread[: len(thread)-2 : len(thread)-2]
+	copied := append([]Message(nil), thread...)
+	for _, c := range []struct {
+		name string
+		msgs []Message
+	}{{"same-array", thread}, {"copy", copied}} {
+		b.Run(c.name, func(b *testing.B) {
+			for b.Loop() {
+				if !SamePrefix(seen, c.msgs) {
+					b.Fatal("not the same prefix")
+				}
+			}
+		})
+	}
+}
