@@ -141,7 +141,8 @@ func (c *threadCache) drop(thread string) {
 	c.mu.Unlock()
 }
 
-// get returns thread's entry, marking it used.
+// get returns a copy of thread's entry, marking it used. The copy has no
+// tail: that goes to one run, through takeTail.
 func (c *threadCache) get(thread string) (cached, bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -150,7 +151,9 @@ func (c *threadCache) get(thread string) (cached, bool) {
 		return cached{}, false
 	}
 	c.lru.MoveToFront(e)
-	return *e.Value.(*cached), true
+	hit := *e.Value.(*cached)
+	hit.tail = nil
+	return hit, true
 }
 
 // giveTail hands over the array a run appended its messages to, tail being
