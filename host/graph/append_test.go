@@ -2,7 +2,9 @@ package graph_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"math/rand/v2"
 	"slices"
 	"sync"
 	"testing"
@@ -127,5 +129,98 @@ func TestRunsAppendWhereTheLastOneStopped(t *testing.T) {
 	}
 	if got, want := texts(ours)[len(ours)-4:], []string{"from the other app", "ok", "and back", "ok"}; !slices.Equal(got, want) {
 		t.Errorf("thread ends %q, want %q", got, want)
+	}
+}
+
+// flakyPuts fails some writes, as a store that loses its connection would.
+type flakyPuts struct {
+	*checkpoint.Memory
+	mu  sync.Mutex
+	rng *rand.Rand
+}
+
+func (f *flakyPuts) Put(ctx context.Context, cp checkpoint.Checkpoint) error {
+	f.mu.Lock()
+	fail := f.rng.IntN(5) == 0
+	f.mu.Unlock()
+	if fail {
+		return errors.New("flaky store: write lost")
+	}
+	return f.Memory.Put(ctx, cp)
+}
+
+// Runs that fail anywhere (a node, a write, at any durability) never
+// change a state handed out before, theirs or an earlier run's, however
+// the thread's array passes from run to run; and the thread read back is
+// what was saved.
+func TestHandedOutStatesSurviveFailures(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	type seen struct {
+		msgs  []message.Message
+		texts []string
+	}
+	var mu sync.Mutex
+	var states []seen
+	record := func(msgs []message.Message) {
+		mu.Lock()
+		states = append(states, seen{msgs, texts(msgs)})
+		mu.Unlock()
+	}
+	node := func(name string) graph.Node {
+		return graph.NodeFunc(func(ctx context.Context, in *graph.Input) (graph.Update, error) {
+			record(in.State.Messages)
+			mu.Lock()
+			n, fail := 1+rng.IntN(3), rng.IntN(6) == 0
+			mu.Unlock()
+			if fail {
+				return graph.Update{}, errors.New("node failed")
+			}
+			var add []message.Message
+			for i := range n {
+				add = append(add, message.Text(message.RoleAssistant, fmt.Sprint(name, i)))
+			}
+			return graph.Update{Messages: add}, nil
+		})
+	}
+	g := graph.New().AddNode("a", node("a")).AddNode("b", node("b")).AddNode("c", node("c")).
+		AddEdge(graph.START, "a").AddEdge("a", "b").AddEdge("a", "c").AddEdge("b", graph.END).AddEdge("c", graph.END)
+	store := &flakyPuts{Memory: checkpoint.NewMemory(), rng: rand.New(rand.NewPCG(3, 4))}
+	app, err := g.Compile(store)
+	if err != nil {
+		t.Fatal(err)
+	}
+	modes := []graph.Durability{graph.DurabilitySync, graph.DurabilityAsync, graph.DurabilityExit}
+	failed := 0
+	for i := range 300 {
+		res, err := app.Invoke(ctx, user(fmt.Sprint("u", i)), graph.RunConfig{ThreadID: "t", Durability: modes[i%len(modes)]})
+		if err != nil {
+			failed++
+			continue
+		}
+		record(res.Messages)
+	}
+	if failed == 0 || failed == 300 {
+		t.Fatalf("%d of 300 runs failed; want some of each", failed)
+	}
+	for i, s := range states {
+		if got := texts(s.msgs); !slices.Equal(got, s.texts) {
+			t.Fatalf("state %d changed after it was handed out: %q, was %q", i, got, s.texts)
+		}
+	}
+	// What the app holds is what the store holds.
+	mine, err := app.Thread(ctx, "t")
+	if err != nil {
+		t.Fatal(err)
+	}
+	fresh, err := g.Compile(store.Memory)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stored, err := fresh.Thread(ctx, "t")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(texts(mine.Messages), texts(stored.Messages)) {
+		t.Fatalf("the app's thread differs from the store's:\n%q\n%q", texts(mine.Messages), texts(stored.Messages))
 	}
 }
