@@ -92,7 +92,7 @@ func main() {
 	flag.Int64Var(&o.cacheBytes, "cache-bytes", 0, "the server's cache.max_bytes (0: its default)")
 	flag.StringVar(&o.store, "store", "sqlite", `the checkpointer: "sqlite" (a file in the temporary folder) or "postgres" (the DSN in $ROUNDTRIP_POSTGRES_DSN)`)
 	flag.StringVar(&o.durability, "durability", "", `the server's checkpointer.durability: "sync", "async" or "exit" ("": its default)`)
-	flag.IntVar(&o.replicas, "replicas", 1, "servers on the one store, taking requests in turn (load mode only)")
+	flag.IntVar(&o.replicas, "replicas", 1, "servers on the one store, taking requests in turn (not with -threads)")
 	flag.BoolVar(&o.idlePoll, "idle-poll", false, "keep idle CPUs polling for the whole run, so that no process waits for its CPU to wake (Linux, root; see bench/wakeup)")
 	flag.Parse()
 	// The profiles are written by other processes: their paths go to them
@@ -194,8 +194,8 @@ func run(o options) error {
 	case o.store != "sqlite":
 		return fmt.Errorf("-store %q: want sqlite or postgres", o.store)
 	}
-	if o.replicas < 1 || o.replicas > 1 && (o.turns > 0 || o.threads > 0) {
-		return fmt.Errorf("-replicas %d: want 1, or more in load mode", o.replicas)
+	if o.replicas < 1 || o.replicas > 1 && o.threads > 0 {
+		return fmt.Errorf("-replicas %d: want 1, or more without -threads", o.replicas)
 	}
 	b.prefix = fmt.Sprintf("rt-%d-", time.Now().UnixNano())
 	b.store = o.store
@@ -406,7 +406,8 @@ func (b *bench) counters() (server, model int64, stats modelStats, err error) {
 	return server, model, modelStats{s.Requests, s.Connections, s.Problems}, err
 }
 
-// manyTurns drives one thread n turns and reports every 100.
+// manyTurns drives one thread n turns and reports every 100: what the
+// servers wrote, their CPU and their RSS, summed over the replicas.
 func (b *bench) manyTurns(n int) error {
 	const every = 100
 	thread := b.prefix + "long" // a shared Postgres database may hold earlier runs' threads
@@ -415,12 +416,12 @@ func (b *bench) manyTurns(n int) error {
 	fmt.Println("| turns | p50 ms (last 100) | written per turn KB (/proc io) | database growth per turn KB | database MB | server RSS MiB | server CPU ms per turn |")
 	fmt.Println("|---|---|---|---|---|---|---|")
 	var lat []time.Duration
-	wrote0, err := writeBytes(b.srv.Process.Pid)
+	wrote0, err := b.sumServers(writeBytes)
 	if err != nil {
 		return err
 	}
 	size0, cpu0 := dbSize(), int64(0)
-	if cpu0, err = treeCPU(b.srv.Process.Pid); err != nil {
+	if cpu0, err = b.sumServers(treeCPU); err != nil {
 		return err
 	}
 	for turn := 1; turn <= n; turn++ {
@@ -432,15 +433,15 @@ func (b *bench) manyTurns(n int) error {
 		if turn%every != 0 && turn != n {
 			continue
 		}
-		wrote, err := writeBytes(b.srv.Process.Pid)
+		wrote, err := b.sumServers(writeBytes)
 		if err != nil {
 			return err
 		}
-		cpu, err := treeCPU(b.srv.Process.Pid)
+		cpu, err := b.sumServers(treeCPU)
 		if err != nil {
 			return err
 		}
-		rss, _ := status(b.srv.Process.Pid, "VmRSS")
+		rss, _ := b.sumServers(func(pid int) (int64, error) { return status(pid, "VmRSS") })
 		size := dbSize()
 		k := float64(len(lat))
 		slices.Sort(lat)
@@ -458,10 +459,12 @@ func (b *bench) manyTurns(n int) error {
 		return err
 	}
 	running := dbSize()
-	// Afterwards: the server stopped, so SQLite's WAL is checkpointed into
+	// Afterwards: the servers stopped, so SQLite's WAL is checkpointed into
 	// the file and removed.
-	b.srv.Process.Signal(syscall.SIGTERM)
-	b.srv.Wait()
+	for _, srv := range append([]*exec.Cmd{b.srv}, b.others...) {
+		srv.Process.Signal(syscall.SIGTERM)
+		srv.Wait()
+	}
 	after := dbSize()
 	fmt.Printf("\nthe thread's JSON (GET /v1/threads/%s): %.2f MB; the store %.1f MB while serving (%.1f×), %.1f MB once the server stopped (%.1f×)\n",
 		thread, float64(len(body))/1e6, float64(running)/1e6, float64(running)/float64(len(body)), float64(after)/1e6, float64(after)/float64(len(body)))
@@ -621,6 +624,20 @@ func (b *bench) post(body string, v any) error {
 		return fmt.Errorf("HTTP %d: %s", resp.StatusCode, raw)
 	}
 	return json.Unmarshal(raw, v)
+}
+
+// sumServers adds up f over the server processes (the first and the
+// -replicas beyond it).
+func (b *bench) sumServers(f func(pid int) (int64, error)) (int64, error) {
+	var total int64
+	for _, srv := range append([]*exec.Cmd{b.srv}, b.others...) {
+		n, err := f(srv.Process.Pid)
+		if err != nil {
+			return 0, err
+		}
+		total += n
+	}
+	return total, nil
 }
 
 // clockTick is the unit of /proc/PID/stat's CPU times (USER_HZ), 100 on

@@ -67,67 +67,79 @@ func TestAppendsLeaveHandedOutStatesAlone(t *testing.T) {
 
 // A thread's messages stay in one array from run to run: each run appends
 // where the previous one stopped, so a run costs what it adds, not the
-// thread's length. A run whose state comes from the store instead (another
-// app wrote the thread) copies it once and goes on from there.
+// thread's length. So do two apps (replicas) taking turns on one store:
+// each extends its own array with what the other added.
 func TestRunsAppendWhereTheLastOneStopped(t *testing.T) {
 	reply := graph.NodeFunc(func(ctx context.Context, in *graph.Input) (graph.Update, error) {
 		return graph.Update{Messages: []message.Message{message.Text(message.RoleAssistant, "ok")}}, nil
 	})
 	g := graph.New().AddNode("reply", reply).AddEdge(graph.START, "reply").AddEdge("reply", graph.END)
 	store := checkpoint.NewMemory()
-	app, err := g.Compile(store)
-	if err != nil {
-		t.Fatal(err)
+	apps := make([]*graph.App, 2)
+	for i := range apps {
+		var err error
+		if apps[i], err = g.Compile(store); err != nil {
+			t.Fatal(err)
+		}
 	}
-	other, err := g.Compile(store)
-	if err != nil {
-		t.Fatal(err)
+	type result struct {
+		msgs  []message.Message
+		texts []string
 	}
-	invoke := func(app *graph.App, in string) []message.Message {
+	invoke := func(app *graph.App, in string) result {
 		t.Helper()
 		res, err := app.Invoke(ctx, user(in), graph.RunConfig{ThreadID: "t"})
 		if err != nil {
 			t.Fatal(err)
 		}
-		return res.Messages
+		return result{res.Messages, texts(res.Messages)}
 	}
-	first := invoke(app, "u0")
-	var results [][]message.Message
-	for i := 1; i <= 40; i++ {
-		msgs := invoke(app, fmt.Sprint("u", i))
-		if len(msgs) != 2*(i+1) {
-			t.Fatalf("run %d: %d messages, want %d", i, len(msgs), 2*(i+1))
+	// inPlace counts the results in the array of the one before, which
+	// a slice's growth reallocates now and then.
+	inPlace := func(rs []result) int {
+		n := 0
+		for i := 1; i < len(rs); i++ {
+			if &rs[i].msgs[0] == &rs[i-1].msgs[0] {
+				n++
+			}
 		}
-		results = append(results, msgs)
+		return n
 	}
-	// The array grows as a slice does, by reallocating now and then: most
-	// runs, but not all, are in the first run's array or its successor's.
-	same := 0
-	for i := 1; i < len(results); i++ {
-		if &results[i][0] == &results[i-1][0] {
-			same++
-		}
+	var alone []result
+	for i := range 40 {
+		alone = append(alone, invoke(apps[0], fmt.Sprint("u", i)))
 	}
-	if same < len(results)/2 {
-		t.Errorf("%d of %d runs appended in the previous run's array; want most", same, len(results)-1)
-	}
-	if &results[0][0] != &first[0] {
+	if &alone[1].msgs[0] != &alone[0].msgs[0] {
 		t.Errorf("the second run copied the thread instead of appending to the first run's array")
 	}
+	if n := inPlace(alone); n < len(alone)/2 {
+		t.Errorf("%d of %d runs appended in the previous run's array; want most", n, len(alone)-1)
+	}
 
-	// The other app writes the thread; this app reads it back from the store
-	// and appends to its own copy, never to the array the other one has.
-	last := results[len(results)-1]
-	lastTexts := texts(last)
-	theirs := invoke(other, "from the other app")
-	ours := invoke(app, "and back")
-	if &ours[0] == &last[0] || &ours[0] == &theirs[0] {
-		t.Errorf("a run on a thread another app changed appended to an array it was not handed")
+	byApp := make([][]result, 2)
+	for i := range 80 {
+		byApp[i%2] = append(byApp[i%2], invoke(apps[i%2], fmt.Sprint("r", i)))
 	}
-	if got := texts(last); !slices.Equal(got, lastTexts) {
-		t.Errorf("an earlier result changed: %q, was %q", got, lastTexts)
+	for k, rs := range byApp {
+		if n := inPlace(rs); n < len(rs)/2 {
+			t.Errorf("app %d: %d of %d runs appended in its previous run's array; want most", k, n, len(rs)-1)
+		}
+		for _, r := range rs {
+			for _, o := range byApp[1-k] {
+				if &r.msgs[0] == &o.msgs[0] {
+					t.Fatalf("app %d appended in the array of the other app", k)
+				}
+			}
+		}
 	}
-	if got, want := texts(ours)[len(ours)-4:], []string{"from the other app", "ok", "and back", "ok"}; !slices.Equal(got, want) {
+	all := append(alone, append(byApp[0], byApp[1]...)...)
+	for i, r := range all {
+		if got := texts(r.msgs); !slices.Equal(got, r.texts) {
+			t.Fatalf("result %d changed: %q, was %q", i, got, r.texts)
+		}
+	}
+	last := byApp[1][len(byApp[1])-1].texts
+	if got, want := last[len(last)-4:], []string{"r78", "ok", "r79", "ok"}; !slices.Equal(got, want) {
 		t.Errorf("thread ends %q, want %q", got, want)
 	}
 }
@@ -149,10 +161,10 @@ func (f *flakyPuts) Put(ctx context.Context, cp checkpoint.Checkpoint) error {
 	return f.Memory.Put(ctx, cp)
 }
 
-// Runs that fail anywhere (a node, a write, at any durability) never
-// change a state handed out before, theirs or an earlier run's, however
-// the thread's array passes from run to run; and the thread read back is
-// what was saved.
+// Runs that fail anywhere (a node, a write, at any durability), on two
+// apps sharing the store in no set order, never change a state handed out
+// before, theirs or an earlier run's, however the thread's arrays pass
+// from run to run; and each app's thread read back is what was saved.
 func TestHandedOutStatesSurviveFailures(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 2))
 	type seen struct {
@@ -185,13 +197,17 @@ func TestHandedOutStatesSurviveFailures(t *testing.T) {
 	g := graph.New().AddNode("a", node("a")).AddNode("b", node("b")).AddNode("c", node("c")).
 		AddEdge(graph.START, "a").AddEdge("a", "b").AddEdge("a", "c").AddEdge("b", graph.END).AddEdge("c", graph.END)
 	store := &flakyPuts{Memory: checkpoint.NewMemory(), rng: rand.New(rand.NewPCG(3, 4))}
-	app, err := g.Compile(store)
-	if err != nil {
-		t.Fatal(err)
+	apps := make([]*graph.App, 2)
+	for i := range apps {
+		var err error
+		if apps[i], err = g.Compile(store); err != nil {
+			t.Fatal(err)
+		}
 	}
 	modes := []graph.Durability{graph.DurabilitySync, graph.DurabilityAsync, graph.DurabilityExit}
 	failed := 0
 	for i := range 300 {
+		app := apps[rng.IntN(3)/2] // two runs in three on the first
 		res, err := app.Invoke(ctx, user(fmt.Sprint("u", i)), graph.RunConfig{ThreadID: "t", Durability: modes[i%len(modes)]})
 		if err != nil {
 			failed++
@@ -207,11 +223,7 @@ func TestHandedOutStatesSurviveFailures(t *testing.T) {
 			t.Fatalf("state %d changed after it was handed out: %q, was %q", i, got, s.texts)
 		}
 	}
-	// What the app holds is what the store holds.
-	mine, err := app.Thread(ctx, "t")
-	if err != nil {
-		t.Fatal(err)
-	}
+	// What each app holds is what the store holds.
 	fresh, err := g.Compile(store.Memory)
 	if err != nil {
 		t.Fatal(err)
@@ -220,7 +232,13 @@ func TestHandedOutStatesSurviveFailures(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !slices.Equal(texts(mine.Messages), texts(stored.Messages)) {
-		t.Fatalf("the app's thread differs from the store's:\n%q\n%q", texts(mine.Messages), texts(stored.Messages))
+	for k, app := range apps {
+		mine, err := app.Thread(ctx, "t")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !slices.Equal(texts(mine.Messages), texts(stored.Messages)) {
+			t.Fatalf("app %d's thread differs from the store's:\n%q\n%q", k, texts(mine.Messages), texts(stored.Messages))
+		}
 	}
 }

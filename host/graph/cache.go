@@ -132,6 +132,25 @@ func (c *threadCache) remove(thread string) {
 	}
 }
 
+// dropTakingTail drops thread's entry and returns its tail when the entry
+// holds msgs (it is the one the caller read) and has one: the caller then
+// holds the array, to extend with what another process added.
+func (c *threadCache) dropTakingTail(thread string, msgs []message.Message) []message.Message {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	e, ok := c.m[thread]
+	if !ok {
+		return nil
+	}
+	hit := e.Value.(*cached)
+	var t []message.Message
+	if held := hit.state.Messages; len(held) == len(msgs) && len(msgs) > 0 && &held[0] == &msgs[0] && len(hit.tail) == len(msgs) {
+		t = hit.tail
+	}
+	c.remove(thread)
+	return t
+}
+
 func (c *threadCache) drop(thread string) {
 	if c == nil {
 		return
@@ -231,7 +250,7 @@ func (a *App) load(ctx context.Context, thread string, h *hold) (*checkpoint.Che
 			if c.current(ctx, hit, h) {
 				return &hit.cp, hit.state, nil
 			}
-			c.drop(thread)
+			hit.tail = c.dropTakingTail(thread, hit.state.Messages)
 			stale = &hit
 		}
 	}
@@ -286,8 +305,14 @@ func (a *App) loadTail(ctx context.Context, tr checkpoint.TailReader, thread str
 	if err != nil {
 		return nil, wireState{}, false, fmt.Errorf("thread %q: read checkpoint %d: %w", thread, cp.Seq, err)
 	}
-	msgs := make([]message.Message, have, n)
-	copy(msgs, stale.state.Messages[:have])
+	// The new messages go after the copy's, in its array when this process
+	// holds it (stale.tail, see takeTail) and else in a new one; either
+	// way the array is this load's to hand to the next run.
+	msgs := stale.tail
+	if len(msgs) != have {
+		msgs = make([]message.Message, have, n+16)
+		copy(msgs, stale.state.Messages[:have])
+	}
 	msgs = append(msgs, tail...)
 	state, err := decodeRest(cp, msgs, n, stale.state.logBytes+tailBytes)
 	if err != nil {
@@ -295,5 +320,6 @@ func (a *App) loadTail(ctx context.Context, tr checkpoint.TailReader, thread str
 	}
 	cp.Log = nil
 	a.cache.store(thread, cp, state, int64(len(cp.State))+state.logBytes)
+	a.cache.giveTail(thread, msgs)
 	return &cp, state, true, nil
 }

@@ -45,6 +45,25 @@ func TestTailHandOver(t *testing.T) {
 	if got := c.takeTail("t", saved); got != nil {
 		t.Fatalf("a tail outlived the entry it was given with")
 	}
+	// An entry dropped as stale gives its tail to the one load that drops
+	// it, when it is the entry that load read.
+	c.store("t", checkpoint.Checkpoint{ThreadID: "t", Seq: 3}, wireState{State: State{Messages: arr[:2:2]}}, 10)
+	c.giveTail("t", arr[:2])
+	if got := c.dropTakingTail("t", arr[:1:1]); got != nil {
+		t.Fatalf("a load that read other messages took the tail")
+	}
+	if _, ok := c.get("t"); ok {
+		t.Fatalf("the stale entry was not dropped")
+	}
+	c.store("t", checkpoint.Checkpoint{ThreadID: "t", Seq: 4}, wireState{State: State{Messages: arr[:2:2]}}, 10)
+	c.giveTail("t", arr[:2])
+	if got := c.dropTakingTail("t", arr[:2:2]); len(got) != 2 || cap(got) != 8 {
+		t.Fatalf("the load that read the entry took len %d cap %d, want its array", len(got), cap(got))
+	}
+	if got := c.dropTakingTail("t", arr[:2:2]); got != nil {
+		t.Fatalf("the tail was taken twice")
+	}
+
 	// No cache: nothing to hand over.
 	var none *threadCache
 	none.giveTail("t", arr[:2])
