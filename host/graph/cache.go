@@ -142,11 +142,7 @@ func (c *threadCache) dropTakingTail(thread string, msgs []message.Message) []me
 	if !ok {
 		return nil
 	}
-	hit := e.Value.(*cached)
-	var t []message.Message
-	if held := hit.state.Messages; len(held) == len(msgs) && len(msgs) > 0 && &held[0] == &msgs[0] && len(hit.tail) == len(msgs) {
-		t = hit.tail
-	}
+	t := e.Value.(*cached).tailOf(msgs)
 	c.remove(thread)
 	return t
 }
@@ -188,8 +184,7 @@ func (c *threadCache) giveTail(thread string, tail []message.Message) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if e, ok := c.m[thread]; ok {
-		hit := e.Value.(*cached)
-		if msgs := hit.state.Messages; len(msgs) == len(tail) && &msgs[0] == &tail[0] {
+		if hit := e.Value.(*cached); sameArray(hit.state.Messages, tail) {
 			hit.tail = tail
 		}
 	}
@@ -209,12 +204,27 @@ func (c *threadCache) takeTail(thread string, msgs []message.Message) []message.
 		return nil
 	}
 	hit := e.Value.(*cached)
-	t := hit.tail
-	if len(t) != len(msgs) || &t[0] != &msgs[0] {
-		return nil
+	t := hit.tailOf(msgs)
+	if t != nil {
+		hit.tail = nil
 	}
-	hit.tail = nil
 	return t
+}
+
+// tailOf returns the entry's tail if it holds msgs, the entry's messages as
+// a caller read them, and nil otherwise. (A tail is only ever set to the
+// entry's messages, see giveTail.)
+func (e *cached) tailOf(msgs []message.Message) []message.Message {
+	if sameArray(e.tail, msgs) {
+		return e.tail
+	}
+	return nil
+}
+
+// sameArray reports whether a and b are the same messages, in one place of
+// one array.
+func sameArray(a, b []message.Message) bool {
+	return len(a) == len(b) && len(a) > 0 && &a[0] == &b[0]
 }
 
 // current reports whether hit is still the thread's latest checkpoint: as
