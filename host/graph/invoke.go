@@ -385,7 +385,7 @@ func (a *App) apply(r *Run, s State, u Update) State {
 // the memos over them recognise at once (message.SamePrefix).
 func (a *App) appendMessages(r *Run, msgs, add []message.Message) []message.Message {
 	out := r.tail
-	if len(out) == 0 || len(out) != len(msgs) || &out[0] != &msgs[0] {
+	if !sameArray(out, msgs) {
 		if out = a.cache.takeTail(r.ThreadID, msgs); out == nil {
 			out = make([]message.Message, len(msgs), len(msgs)+len(add)+16)
 			copy(out, msgs)
