@@ -54,10 +54,11 @@ var Handshake = plugin.HandshakeConfig{
 // PluginName is the name the provider is dispensed under.
 const PluginName = "toolprovider"
 
-// MaxMessageBytes bounds one gRPC message in either direction. gRPC's 4 MiB
-// default cuts off ordinary tool outputs (a file, a web page); unbounded
-// lets a broken plugin exhaust the host. 256 MiB is Terraform's choice for
-// the same trade-off. Both sides set it.
+// MaxMessageBytes bounds one gRPC message a plugin built with Serve sends
+// or receives. gRPC's 4 MiB default cuts off ordinary tool outputs (a file,
+// a web page); 256 MiB is Terraform's choice for the same trade-off. A host
+// receives less: what a result of the provider's max_result_bytes takes
+// (MessageBytes), so what a plugin sends does not become the host's memory.
 const MaxMessageBytes = 256 << 20
 
 // MessageBytes is the size of the largest toolprovider.v1 message a plugin
