@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -15,6 +16,7 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/encoding/protowire"
 
 	pb "github.com/tenxgraph/tenxgraph/sdk/proto/toolprovider/v1"
 )
@@ -52,11 +54,42 @@ var Handshake = plugin.HandshakeConfig{
 // PluginName is the name the provider is dispensed under.
 const PluginName = "toolprovider"
 
-// MaxMessageBytes bounds one gRPC message in either direction. gRPC's 4 MiB
-// default cuts off ordinary tool outputs (a file, a web page); unbounded
-// lets a broken plugin exhaust the host. 256 MiB is Terraform's choice for
-// the same trade-off. Both sides set it.
+// MaxMessageBytes bounds one gRPC message a plugin built with Serve sends
+// or receives. gRPC's 4 MiB default cuts off ordinary tool outputs (a file,
+// a web page); 256 MiB is Terraform's choice for the same trade-off. A host
+// receives less: what a result of the provider's max_result_bytes takes
+// (MessageBytes), so what a plugin sends does not become the host's memory.
 const MaxMessageBytes = 256 << 20
+
+// MessageBytes is the size of the largest toolprovider.v1 message a plugin
+// sends that carries n bytes of content: a result whose content_json is n
+// bytes (CallTool's answer, or the last event of CallToolStream), or a
+// progress report whose message is n bytes (on CallToolStream or on the
+// lifeline), with every other field at its largest. A host that receives
+// messages of up to this size takes every result and report of up to n
+// bytes, and refuses any larger message as it arrives (ErrMessageTooLarge),
+// before it is held whole: what one answer costs the host is bounded by
+// about n bytes, however much the plugin sends.
+func MessageBytes(n int) int {
+	n = max(n, 0)
+	bytesField := func(num protowire.Number, n int) int { return protowire.SizeTag(num) + protowire.SizeBytes(n) }
+	boolField := func(num protowire.Number) int { return protowire.SizeTag(num) + protowire.SizeVarint(1) }
+	doubleField := func(num protowire.Number) int { return protowire.SizeTag(num) + protowire.SizeFixed64() }
+	// CallTool.Response: content_json = 1, is_error = 2, deferred = 3.
+	response := bytesField(1, n) + boolField(2) + boolField(3)
+	// CallTool.Progress: progress = 1, total = 2, message = 3.
+	progress := doubleField(1) + doubleField(2) + bytesField(3, n)
+	// CallTool.Event: progress = 1 | response = 2.
+	event := max(bytesField(1, progress), bytesField(2, response))
+	// Watch.Event: tools_changed = 1, progress_token = 2, progress = 3.
+	watch := boolField(1) + protowire.SizeTag(2) + protowire.SizeVarint(math.MaxUint64) + bytesField(3, progress)
+	return max(response, event, watch)
+}
+
+// ErrMessageTooLarge: a message from the plugin was larger than the host
+// receives (see MessageBytes); it was refused as it arrived. The call
+// fails; the plugin and its connection stay up.
+var ErrMessageTooLarge = errors.New("message too large")
 
 // HostPlugins are the protocol versions a host can speak, for
 // plugin.ClientConfig.VersionedPlugins. The dispensed value implements
@@ -518,6 +551,8 @@ func fromStatus(err error) error {
 		return fmt.Errorf("%w: %s", context.DeadlineExceeded, st.Message())
 	case codes.Unavailable:
 		return fmt.Errorf("%w: %s", ErrProviderUnavailable, st.Message())
+	case codes.ResourceExhausted:
+		return fmt.Errorf("%w: %s", ErrMessageTooLarge, st.Message())
 	}
 	return errors.New(st.Message())
 }

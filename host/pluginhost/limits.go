@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync/atomic"
 	"time"
 
 	"github.com/tenxgraph/tenxgraph/sdk"
@@ -26,7 +27,10 @@ type Limits struct {
 	// reaches the plugin.
 	MaxArgumentBytes int64
 	// MaxResultBytes bounds a result; a larger one is dropped and the call
-	// fails.
+	// fails. The host refuses any message of the plugin's larger than a
+	// result of this size as it arrives (see sdk.MessageBytes), so a
+	// plugin cannot make the host hold more, and the text of one call's
+	// progress reports together is bounded by it too.
 	MaxResultBytes int64
 	// Key is the config path of the provider's entry ("plugins[0]"): an
 	// error caused by a limit names the key that sets it, so the reader
@@ -39,6 +43,26 @@ var ErrLimit = errors.New("limit exceeded")
 
 // errTimeout is the cause of a call cancelled by its timeout.
 var errTimeout = errors.New("timeout")
+
+// errProgress is the cause of a call cancelled for the size of its
+// progress reports.
+var errProgress = errors.New("progress over the limit")
+
+// minReceiveBytes is the least the host receives in one message from a
+// plugin, whatever its MaxResultBytes: gRPC's own default. Every message
+// crosses whole, a tool list too, which a small max_result_bytes must not
+// refuse.
+const minReceiveBytes = 4 << 20
+
+// receiveBytes is the largest message the host takes from the plugin: one
+// carrying a result of MaxResultBytes. A larger one is refused as it
+// arrives (gRPC reads its length first), never held whole.
+func (l Limits) receiveBytes() int {
+	if l.MaxResultBytes <= 0 {
+		return sdk.MaxMessageBytes
+	}
+	return max(sdk.MessageBytes(int(min(l.MaxResultBytes, sdk.MaxMessageBytes))), minReceiveBytes)
+}
 
 func (l Limits) key(name string) string {
 	if l.Key == "" {
@@ -73,26 +97,53 @@ func (l Limits) checkResult(tool string, resp sdk.CallToolResponse) error {
 	return nil
 }
 
+// tooLarge is the error of a call whose answer the host refused as it
+// arrived (sdk.ErrMessageTooLarge): the same as checkResult's, without the
+// size, which the host did not read.
+func (l Limits) tooLarge(tool string) error {
+	return fmt.Errorf("tool %q returned more than the limit of %d bytes (%s); the result was dropped: %w",
+		tool, l.MaxResultBytes, l.key("max_result_bytes"), ErrLimit)
+}
+
 // bound runs call under the tool's timeout. The timer restarts whenever the
 // tool reports progress, which is passed on to the caller's listener, if
-// any. A call cut off by the timeout gives an error naming the limit; the
-// caller's own cancellation is returned as it is.
+// any, while the text of the call's reports together stays within
+// MaxResultBytes. A call cut off by the timeout or for its reports gives an
+// error naming the limit; the caller's own cancellation is returned as it
+// is.
 func (l Limits) bound(ctx context.Context, tool string, call func(context.Context) error) error {
 	d, key := l.timeout(tool)
-	if d <= 0 {
+	if d <= 0 && l.MaxResultBytes <= 0 {
 		return call(ctx)
 	}
 	cctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
-	idle := time.AfterFunc(d, func() { cancel(errTimeout) })
-	defer idle.Stop()
+	var idle *time.Timer
+	if d > 0 {
+		idle = time.AfterFunc(d, func() { cancel(errTimeout) })
+		defer idle.Stop()
+	}
+	var reported atomic.Int64 // bytes of progress text so far
 	cctx = sdk.WithProgress(cctx, func(p sdk.Progress) {
-		idle.Reset(d)
+		if l.MaxResultBytes > 0 && reported.Add(int64(len(p.Message))) > l.MaxResultBytes {
+			cancel(errProgress)
+			return
+		}
+		if idle != nil {
+			idle.Reset(d)
+		}
 		sdk.ReportProgress(ctx, p.Progress, p.Total, p.Message)
 	})
 	err := call(cctx)
-	if err != nil && ctx.Err() == nil && errors.Is(context.Cause(cctx), errTimeout) {
+	if err == nil || ctx.Err() != nil {
+		return err
+	}
+	switch cause := context.Cause(cctx); {
+	case errors.Is(cause, errTimeout):
 		return fmt.Errorf("tool %q sent neither a result nor progress within %s (%s); the call was cancelled: %w", tool, d, key, ErrLimit)
+	case errors.Is(cause, errProgress):
+		return fmt.Errorf("tool %q sent more than %d bytes of progress messages (%s); the call was cancelled: %w",
+			tool, l.MaxResultBytes, l.key("max_result_bytes"), ErrLimit)
 	}
 	return err
 }

@@ -4,13 +4,16 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/tenxgraph/tenxgraph/host/pluginhost"
+	"github.com/tenxgraph/tenxgraph/sdk"
 )
 
 // A tool sleeping past its timeout is cancelled, and the caller gets an
@@ -188,5 +191,56 @@ func TestShutdownCancelsTheBackoff(t *testing.T) {
 	}
 	if pid := p.PID(); pid != 0 {
 		t.Fatalf("a process (%d) runs after Shutdown returned", pid)
+	}
+}
+
+// A result over max_result_bytes is refused by gRPC as it arrives, not
+// received whole and then dropped: the host's receive limit (set after
+// go-plugin's, which is 2 GiB) follows the plugin's MaxResultBytes. A result
+// at the limit still arrives whole; the plugin is not blamed (not
+// restarted) and its next call works.
+func TestResultRefusedAsItArrives(t *testing.T) {
+	const limit = 8 << 20
+	p, _, _ := start(t, pluginhost.Config{Limits: pluginhost.Limits{MaxResultBytes: limit, Key: "plugins[0]"}})
+	pid := p.PID()
+	resp, err := call(ctx, p, "big", fmt.Sprintf(`{"bytes":%d}`, limit-2)) // a JSON string: 2 quotes
+	if err != nil || len(resp.Content) != limit {
+		t.Fatalf("a result at the limit: %d bytes, %v", len(resp.Content), err)
+	}
+	_, err = call(ctx, p, "big", fmt.Sprintf(`{"bytes":%d}`, limit+(1<<20)))
+	// The size is not in the message: the host never read the result.
+	if !errors.Is(err, pluginhost.ErrLimit) || !strings.Contains(err.Error(), `tool "big" returned more than the limit of 8388608 bytes (plugins[0].max_result_bytes); the result was dropped`) {
+		t.Fatalf("a result 1 MiB over the limit: %v", err)
+	}
+	if _, err := call(ctx, p, "echo", `{}`); err != nil {
+		t.Fatalf("the call after: %v", err)
+	}
+	if p.PID() != pid {
+		t.Fatalf("the plugin was restarted for a result the host refused (pid %d, then %d)", pid, p.PID())
+	}
+}
+
+// The text of one call's progress reports counts against max_result_bytes
+// too: a tool that reports without end is cancelled with an error naming
+// the limit, and its plugin keeps serving.
+func TestProgressBoundedPerCall(t *testing.T) {
+	p, _, marks := start(t, pluginhost.Config{Limits: pluginhost.Limits{MaxResultBytes: 100, Key: "plugins[0]"}})
+	pid := p.PID()
+	var reported atomic.Int64
+	pctx := sdk.WithProgress(ctx, func(pr sdk.Progress) { reported.Add(int64(len(pr.Message))) })
+	began := time.Now()
+	_, err := call(pctx, p, "sleep", `{"ms":30000,"every_ms":5,"tag":"chatty"}`)
+	if !errors.Is(err, pluginhost.ErrLimit) || !strings.Contains(err.Error(), `tool "sleep" sent more than 100 bytes of progress messages (plugins[0].max_result_bytes); the call was cancelled`) {
+		t.Fatalf("a call reporting without end: %v", err)
+	}
+	if took := time.Since(began); took > 10*time.Second {
+		t.Fatalf("cancelled after %s", took)
+	}
+	if n := reported.Load(); n > 100 {
+		t.Fatalf("%d bytes of progress reached the caller, over the limit of 100", n)
+	}
+	waitMark(t, marks, "cancelled chatty")
+	if _, err := call(ctx, p, "echo", `{}`); err != nil || p.PID() != pid {
+		t.Fatalf("the call after: %v (pid %d, then %d)", err, pid, p.PID())
 	}
 }

@@ -281,6 +281,10 @@ func (p *Plugin) CallTool(ctx context.Context, req sdk.CallToolRequest) (sdk.Cal
 	switch {
 	case errors.Is(err, ErrLimit):
 		return sdk.CallToolResponse{}, fmt.Errorf("plugin %q: %w", p.cfg.Name, err)
+	case errors.Is(err, sdk.ErrMessageTooLarge) && ctx.Err() == nil:
+		// Refused by the host as it arrived: the plugin is well, and
+		// keeps serving.
+		return sdk.CallToolResponse{}, fmt.Errorf("plugin %q: %w", p.cfg.Name, lim.tooLarge(req.Name))
 	case err != nil:
 		return resp, p.callError(ctx, inst, "running tool "+req.Name, err)
 	}
@@ -416,8 +420,11 @@ func (p *Plugin) spawn() (*instance, error) {
 		StartTimeout:     p.cfg.StartTimeout,
 		SyncStdout:       logWriter{p.log, "plugin wrote to stdout"},
 		SyncStderr:       logWriter{p.log, "plugin wrote to stderr"},
+		// After go-plugin's own options, which receive up to 2 GiB: what
+		// the host receives from the plugin is bounded by its
+		// max_result_bytes, refused as it arrives.
 		GRPCDialOptions: []grpc.DialOption{grpc.WithDefaultCallOptions(
-			grpc.MaxCallRecvMsgSize(sdk.MaxMessageBytes), grpc.MaxCallSendMsgSize(sdk.MaxMessageBytes))},
+			grpc.MaxCallRecvMsgSize(p.cfg.Limits.receiveBytes()), grpc.MaxCallSendMsgSize(sdk.MaxMessageBytes))},
 	})
 	inst.pc = pc
 	fail := func(err error) (*instance, error) {
@@ -467,6 +474,10 @@ func (p *Plugin) spawn() (*instance, error) {
 	mctx, mcancel := context.WithTimeout(ctx, p.cfg.StartTimeout)
 	inst.md, err = c.Metadata(mctx, sdk.MetadataRequest{})
 	mcancel()
+	if errors.Is(err, sdk.ErrMessageTooLarge) {
+		err = fmt.Errorf("%w (the host receives at most %d bytes in one message from it; raise %s to take more)",
+			err, p.cfg.Limits.receiveBytes(), p.cfg.Limits.key("max_result_bytes"))
+	}
 	if err != nil {
 		return stop(fmt.Errorf("plugin %q: read its tools: %w", p.cfg.Name, err))
 	}

@@ -9,15 +9,18 @@
 //
 //   - the protocol version pinned to 2025-11-25 (no server/discover probe)
 //     and no roots capability advertised;
-//   - stdio frames up to well above max_output_bytes (the SDK's stdio
-//     transport stops at 16 MiB and then ends the session);
+//   - what it reads of one message from a server bounded by the server's
+//     max_result_bytes on every transport (the SDK reads an HTTP answer
+//     whole, however large): a larger message is refused as it arrives,
+//     and the connection made again;
 //   - a timeout on every call, reset by progress, with
 //     notifications/cancelled when it runs out;
 //   - connections made again when a server exits or an HTTP session ends,
 //     and read-only or idempotent calls retried once;
 //   - tool names that fit model APIs and never collide (server prefix on a
 //     collision, mapped back on the call);
-//   - results of any size, truncated with a marker past max_output_bytes.
+//   - results truncated with a marker past max_output_bytes, and progress
+//     bounded per call.
 package mcp
 
 import (

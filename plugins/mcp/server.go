@@ -46,8 +46,8 @@ type server struct {
 	cfg    Server // ${VAR}s expanded
 	log    hclog.Logger
 	client *mcpsdk.Client
-	http   *http.Client
-	frame  int // the largest JSON-RPC message read, in bytes
+	http   http.RoundTripper // nil for stdio
+	frame  int               // the most read of one message, in bytes (Server.frameBytes)
 
 	// sup keeps the connection: one dial at a time, reconnects with
 	// backoff, a shutdown that waits for a dial under way.
@@ -65,6 +65,7 @@ type server struct {
 type conn struct {
 	cs     *mcpsdk.ClientSession
 	proc   *process
+	over   *atomic.Bool       // the server sent a message past frame, which ended the connection
 	cancel context.CancelFunc // ends the connection's context
 	dead   chan struct{}      // closed when the session has ended
 	ended  chan struct{}      // closed once its process is gone too and reason set
@@ -97,11 +98,7 @@ func newServer(b *Bridge, cfg Server) *server {
 		// call waits out a backoff of up to maxHold.
 		First: 250 * time.Millisecond, Max: 30 * time.Second, Reset: longLife, Hold: maxHold,
 	})
-	// A frame holds the whole result, often twice (text and structured
-	// content); truncation happens after it is read, so the frame limit is
-	// well above max_output_bytes. A larger frame ends the session (the
-	// SDK cannot skip it), and the next call connects again.
-	s.frame = max(128<<20, 4*cfg.maxOutput()+(1<<20))
+	s.frame = cfg.frameBytes()
 	s.client = mcpsdk.NewClient(&mcpsdk.Implementation{Name: "tenxgraph", Version: Version}, &mcpsdk.ClientOptions{
 		// No roots: the SDK's default advertises them, and servers react
 		// (server-filesystem replaces its directories with the client's
@@ -122,9 +119,7 @@ func newServer(b *Bridge, cfg Server) *server {
 	if cfg.Type != "stdio" {
 		base := http.DefaultTransport.(*http.Transport).Clone()
 		base.MaxIdleConnsPerHost = 16
-		// No http.Client.Timeout: it would also cut the long-lived event
-		// stream. Calls have their own deadlines.
-		s.http = &http.Client{Transport: headerTransport{base: base, headers: cfg.Headers}}
+		s.http = headerTransport{base: base, headers: cfg.Headers}
 	}
 	return s
 }
@@ -165,6 +160,12 @@ func (s *server) dial() (*conn, error) {
 	ctx, cancel := context.WithCancel(context.Background())
 	var t mcpsdk.Transport
 	var proc *process
+	over := new(atomic.Bool)
+	// No http.Client.Timeout: it would also cut the long-lived event
+	// stream. Calls have their own deadlines.
+	hc := func() *http.Client {
+		return &http.Client{Transport: limitTransport{base: s.http, limit: s.frame, over: over}}
+	}
 	switch s.cfg.Type {
 	case "stdio":
 		p, err := startStdio(s.cfg, s.log)
@@ -173,11 +174,14 @@ func (s *server) dial() (*conn, error) {
 			return nil, err
 		}
 		proc = p
-		t = &mcpsdk.IOTransport{Reader: p.stdout, Writer: p.stdin, MaxLineLength: s.frame}
+		// The bridge bounds each line itself; the SDK's bound, on a JSON
+		// value, is for one spread over lines, which MCP forbids.
+		out := &frameLimiter{r: p.stdout, limit: s.frame, framing: lines, enforce: true, over: over}
+		t = &mcpsdk.IOTransport{Reader: limitedBody{out, p.stdout}, Writer: p.stdin, MaxLineLength: 2 * s.frame}
 	case "sse":
-		t = &mcpsdk.SSEClientTransport{Endpoint: s.cfg.URL, HTTPClient: s.http, MaxEventSize: s.frame}
+		t = &mcpsdk.SSEClientTransport{Endpoint: s.cfg.URL, HTTPClient: hc(), MaxEventSize: s.frame}
 	default:
-		t = &mcpsdk.StreamableClientTransport{Endpoint: s.cfg.URL, HTTPClient: s.http, MaxEventSize: s.frame}
+		t = &mcpsdk.StreamableClientTransport{Endpoint: s.cfg.URL, HTTPClient: hc(), MaxEventSize: s.frame}
 	}
 	if w := s.b.wire; w != nil {
 		t = &mcpsdk.LoggingTransport{Transport: t, Writer: w.prefixed(s.cfg.Name)}
@@ -212,7 +216,7 @@ func (s *server) dial() (*conn, error) {
 		}
 		return nil, err
 	}
-	c := &conn{cs: cs, proc: proc, cancel: cancel, dead: make(chan struct{}), ended: make(chan struct{}), tools: tools, since: time.Now()}
+	c := &conn{cs: cs, proc: proc, over: over, cancel: cancel, dead: make(chan struct{}), ended: make(chan struct{}), tools: tools, since: time.Now()}
 	go s.watch(c)
 	return c, nil
 }
@@ -327,15 +331,21 @@ type failure struct{ msg string }
 
 func (f *failure) Error() string { return f.msg }
 
-var errIdle = errors.New("idle timeout")
+var (
+	errIdle     = errors.New("idle timeout")
+	errProgress = errors.New("progress over the limit")
+)
 
 // call is one tool call in flight, for its progress notifications.
 type call struct {
 	ctx     context.Context // the host's call, which progress is reported on
 	timeout time.Duration
 	idle    *time.Timer
+	budget  int64                   // bytes of progress text the call may report (0: no bound)
+	stop    context.CancelCauseFunc // cancels the call
 	mu      sync.Mutex
 	done    bool
+	sent    int64 // bytes of progress text so far
 }
 
 func (c *call) progress(p *mcpsdk.ProgressNotificationParams) {
@@ -343,6 +353,10 @@ func (c *call) progress(p *mcpsdk.ProgressNotificationParams) {
 	defer c.mu.Unlock()
 	if c.done {
 		return // the result is out: a late report has no one to go to
+	}
+	if c.sent += int64(len(p.Message)); c.budget > 0 && c.sent > c.budget {
+		c.stop(errProgress)
+		return
 	}
 	c.idle.Reset(c.timeout)
 	sdk.ReportProgress(c.ctx, p.Progress, p.Total, p.Message)
@@ -364,7 +378,7 @@ func (s *server) call(ctx context.Context, tool *mcpsdk.Tool, args json.RawMessa
 	timeout, key := s.cfg.toolTimeout(tool.Name)
 	cctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
-	c := &call{ctx: ctx, timeout: timeout}
+	c := &call{ctx: ctx, timeout: timeout, budget: s.cfg.MaxResultBytes, stop: cancel}
 	c.idle = time.AfterFunc(timeout, func() { cancel(errIdle) })
 	defer c.finish()
 	token := fmt.Sprintf("tenxgraph-%d", s.seq.Add(1))
@@ -387,6 +401,11 @@ func (s *server) call(ctx context.Context, tool *mcpsdk.Tool, args json.RawMessa
 		}
 		if cctx.Err() != nil {
 			return nil, s.stopped(ctx, cctx, tool, timeout, key)
+		}
+		if conn.over.Load() {
+			// Never retried: the server would send it again.
+			s.drop(conn)
+			return nil, &failure{s.tooLarge()}
 		}
 		var werr *jsonrpc.Error
 		if errors.As(err, &werr) || !s.lost(conn, err) {
@@ -413,10 +432,24 @@ func (s *server) stopped(ctx, cctx context.Context, tool *mcpsdk.Tool, timeout t
 	if ctx.Err() != nil {
 		return ctx.Err()
 	}
-	if errors.Is(context.Cause(cctx), errIdle) {
+	switch cause := context.Cause(cctx); {
+	case errors.Is(cause, errIdle):
 		return &failure{fmt.Sprintf("%s sent neither a result nor progress for %q within %s (%s); the call was cancelled", s.describe(), tool.Name, timeout, key)}
+	case errors.Is(cause, errProgress):
+		return &failure{fmt.Sprintf("%s sent more than %d bytes of progress messages for %q (%s); the call was cancelled", s.describe(), s.cfg.MaxResultBytes, tool.Name, s.cfg.key("max_result_bytes"))}
 	}
 	return context.Cause(cctx)
+}
+
+// tooLarge explains a call whose connection ended because the server sent
+// a message past frameBytes.
+func (s *server) tooLarge() string {
+	why := ""
+	if s.cfg.MaxResultBytes > 0 {
+		why = fmt.Sprintf(": twice %s (%d), and %d bytes for the envelope", s.cfg.key("max_result_bytes"), s.cfg.MaxResultBytes, frameEnvelope)
+	}
+	return fmt.Sprintf("%s sent a message of more than %d bytes, the most the bridge reads of one%s; the result was dropped, and the server is connected again for the next call",
+		s.describe(), s.frame, why)
 }
 
 // lost says whether err means the connection is gone (the process exited,

@@ -110,6 +110,7 @@ func main() {
 			c.Close()
 			return "connected", nil
 		}),
+		bigTool(),
 	))
 }
 
@@ -130,5 +131,6 @@ func serveMCP() {
 			os.Exit(5)
 			return nil, nil, nil
 		})
+	addMCPBig(s)
 	_ = s.Run(context.Background(), &mcpsdk.StdioTransport{})
 }

@@ -5,6 +5,8 @@
 //
 //	testserver            serve on stdin/stdout
 //	testserver -http ADDR serve Streamable HTTP at ADDR/mcp; prints the address
+//	  -json               answer each call with a JSON body, not an SSE stream
+//	  -sse                serve the legacy HTTP+SSE transport at ADDR/sse instead
 package main
 
 import (
@@ -30,7 +32,8 @@ type addArgs struct {
 }
 
 type sleepArgs struct {
-	MS int `json:"ms" jsonschema:"how long to sleep, in milliseconds"`
+	MS      int    `json:"ms" jsonschema:"how long to sleep, in milliseconds"`
+	Message string `json:"message,omitempty" jsonschema:"the message of each progress report"`
 }
 
 type bigArgs struct {
@@ -59,7 +62,7 @@ func newServer() *mcp.Server {
 				case <-time.After(min(100*time.Millisecond, time.Until(end))):
 				}
 				if tok := req.Params.GetProgressToken(); tok != nil {
-					_ = req.Session.NotifyProgress(ctx, &mcp.ProgressNotificationParams{ProgressToken: tok, Progress: float64(i)})
+					_ = req.Session.NotifyProgress(ctx, &mcp.ProgressNotificationParams{ProgressToken: tok, Progress: float64(i), Message: in.Message})
 				}
 			}
 			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "slept"}}}, nil, nil
@@ -73,6 +76,8 @@ func newServer() *mcp.Server {
 
 func main() {
 	addr := flag.String("http", "", "serve Streamable HTTP on this address (host:port) instead of stdio")
+	jsonBodies := flag.Bool("json", false, "with -http: answer each call with a JSON body rather than an SSE stream")
+	sse := flag.Bool("sse", false, "with -http: serve the legacy HTTP+SSE transport at /sse instead")
 	flag.Parse()
 	if *addr == "" {
 		if err := newServer().Run(context.Background(), &mcp.StdioTransport{}); err != nil {
@@ -84,9 +89,14 @@ func main() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	fmt.Fprintf(os.Stdout, "http://%s/mcp\n", ln.Addr())
-	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return newServer() }, nil)
 	mux := http.NewServeMux()
-	mux.Handle("/mcp", h)
+	if *sse {
+		fmt.Fprintf(os.Stdout, "http://%s/sse\n", ln.Addr())
+		mux.Handle("/sse", mcp.NewSSEHandler(func(*http.Request) *mcp.Server { return newServer() }, nil))
+	} else {
+		fmt.Fprintf(os.Stdout, "http://%s/mcp\n", ln.Addr())
+		mux.Handle("/mcp", mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return newServer() },
+			&mcp.StreamableHTTPOptions{JSONResponse: *jsonBodies}))
+	}
 	log.Fatal(http.Serve(ln, mux))
 }
