@@ -150,9 +150,19 @@ func (c *checker) checkSecrets(cfg *Config) {
 			c.add(path, "%v", err)
 		}
 	}
-	for _, env := range c.envs {
-		for _, k := range slices.Sorted(maps.Keys(env.vars)) {
-			check(toolspec.Join(env.path, pathKey(k)), env.vars[k], false)
+	checkEnv := func(at envAt) {
+		for _, k := range slices.Sorted(maps.Keys(at.vars)) {
+			check(toolspec.Join(at.path, pathKey(k)), at.vars[k], false)
+		}
+	}
+	// In the file's order: provider_defaults and builtin_tools, the MCP
+	// servers, the plugins.
+	mcpEnv := map[string]envAt{}
+	for _, at := range c.envs {
+		if strings.HasPrefix(at.path, "mcp_servers") {
+			mcpEnv[at.path] = at
+		} else if !strings.HasPrefix(at.path, "plugins") {
+			checkEnv(at)
 		}
 	}
 	for _, name := range cfg.MCPServerOrder {
@@ -162,24 +172,30 @@ func (c *checker) checkSecrets(cfg *Config) {
 		for i, a := range s.Args {
 			check(toolspec.Join(path, "args"+toolspec.Index(i)), a, true)
 		}
-		check(toolspec.Join(path, "url"), s.URL, false)
+		checkEnv(mcpEnv[toolspec.Join(path, "env")])
 		check(toolspec.Join(path, "cwd"), s.Cwd, false)
+		check(toolspec.Join(path, "url"), s.URL, false)
 		for _, k := range slices.Sorted(maps.Keys(s.Headers)) {
 			check(toolspec.Join(path, toolspec.Join("headers", pathKey(k))), s.Headers[k], false)
 		}
 	}
-}
-
-// passEnvAt is a pass_env list where the file has it.
-type passEnvAt struct {
-	path  string
-	names []string
+	for _, at := range c.envs {
+		if strings.HasPrefix(at.path, "plugins") {
+			checkEnv(at)
+		}
+	}
 }
 
 // envAt is an entry's own env where the file has it.
 type envAt struct {
 	path string
 	vars map[string]string
+}
+
+// passEnvAt is a pass_env list where the file has it.
+type passEnvAt struct {
+	path  string
+	names []string
 }
 
 // literal is the value of s when it names no variable.
