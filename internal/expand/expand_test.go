@@ -42,6 +42,7 @@ func TestExpand(t *testing.T) {
 		"${B:-${NOPE}}":             "bee",    // NOPE is not needed, so not read
 		"${MISSING:-x}}":            "x}",
 		"${MISSING:-}":              "",
+		"${MISSING:-${NOPE:-http://127.0.0.1:3001}/mcp}": "http://127.0.0.1:3001/mcp", // docs/mcp.md
 	} {
 		got, err := String(in, lookup)
 		if err != nil || got != want {
