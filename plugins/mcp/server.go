@@ -326,7 +326,7 @@ func (s *server) relister() {
 		tools, err := s.list(ctx, c.cs)
 		cancel()
 		if err != nil {
-			s.log.Warn("could not list the tools of "+s.describe()+" after it said they changed", "error", err)
+			s.log.Warn("could not list the tools of "+s.describe()+" after it said they changed", "error", s.redact(err))
 			continue
 		}
 		if cur, live := s.sup.Current(); !live || cur != c {
