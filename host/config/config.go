@@ -319,8 +319,9 @@ type MCPServer struct {
 	Type string
 	// Command starts a stdio server. A relative path containing a
 	// separator is made absolute; a bare name is looked up in PATH.
-	// ${VAR} references here and in Args, Env, URL and Headers are kept
-	// verbatim for the bridge to expand, so secrets stay out of the file.
+	// ${VAR} references here and in Args, Env, Cwd, URL and Headers
+	// (internal/expand's grammar) are kept verbatim for the bridge to
+	// expand, so secrets stay out of the file.
 	Command string
 	Args    []string
 	Env     map[string]string
@@ -366,7 +367,8 @@ type Plugin struct {
 	// exporting one name can sit on one node. Per-tool settings such as
 	// tool_timeouts keep the plugin's own names.
 	Prefix string
-	// Env is added to the plugin's environment.
+	// Env is added to the plugin's environment, its ${VAR}s unexpanded
+	// (the host expands them when it starts the plugin).
 	Env map[string]string
 	// Start is "startup" (default: a broken plugin fails the start, not the
 	// first run) or "lazy" (started on first use, for costly plugins).
@@ -779,8 +781,8 @@ func (c *checker) mcpServer(f field) MCPServer {
 		s.Cwd = d
 	}
 	if addr, ok := u.text(); ok {
-		if !strings.Contains(addr, "${") { // checked after expansion instead
-			if err := checkURL(addr); err != nil {
+		if v, ok := literal(addr); ok { // one with ${VAR}s is checked once expanded
+			if err := checkURL(v); err != nil {
 				c.add(u.path, "%v", err)
 			}
 		}

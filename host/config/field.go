@@ -22,6 +22,9 @@ type checker struct {
 	// passEnv lists every pass_env read, to check against the secrets
 	// once the whole file is read.
 	passEnv []passEnvAt
+	// envs lists every entry's own env, to check its expressions the
+	// same way.
+	envs []envAt
 }
 
 func (c *checker) add(path, format string, args ...any) { c.ps.Add(path, format, args...) }

@@ -1,10 +1,12 @@
 package config
 
 import (
+	"maps"
 	"math"
 	"slices"
 	"strings"
 
+	"github.com/tenxgraph/tenxgraph/internal/expand"
 	"github.com/tenxgraph/tenxgraph/internal/sandbox"
 	"github.com/tenxgraph/tenxgraph/sdk/toolspec"
 )
@@ -22,6 +24,9 @@ var limitKeys = []string{"memory_mb", "cpu_seconds", "open_files", "processes"}
 // puts them on top of provider_defaults'.
 func (c *checker) profile(o field, env map[string]string) sandbox.Profile {
 	p := sandbox.Profile{Env: env}
+	if len(env) > 0 {
+		c.envs = append(c.envs, envAt{o.get("env").path, env})
+	}
 	p.PassEnv, _ = o.get("pass_env").list(field.envName)
 	c.passEnv = append(c.passEnv, passEnvAt{o.get("pass_env").path, p.PassEnv})
 	lim := o.get("limits").object(limitKeys...)
@@ -99,9 +104,11 @@ func withDefaults(def, p sandbox.Profile) sandbox.Profile {
 }
 
 // Secrets are the host's environment variables that hold its own secrets:
-// the API's bearer tokens, the model key and the store's DSN. No provider
-// is ever given them: a profile naming one is refused here, and the
-// launcher drops them whatever it is told.
+// the API's bearer tokens, the model key, the store's DSN and, for a
+// postgres store, the libpq variables that carry its password (the driver
+// reads them when the DSN has none). No provider is ever given them: a
+// profile or an expression naming one is refused here, and the launcher
+// drops them whatever it is told.
 func (cfg *Config) Secrets() []string {
 	var out []string
 	if cfg.Server.Auth != nil {
@@ -113,47 +120,76 @@ func (cfg *Config) Secrets() []string {
 	if cfg.Checkpointer.DSNEnv != "" {
 		out = append(out, cfg.Checkpointer.DSNEnv)
 	}
+	if cfg.Checkpointer.Type == "postgres" {
+		out = append(out, postgresSecrets...)
+	}
 	return out
 }
 
+// postgresSecrets are the libpq variables holding a password, which the
+// postgres store's driver (pgx) reads as libpq does.
+var postgresSecrets = []string{"PGPASSWORD", "PGSSLPASSWORD"}
+
 // checkSecrets refuses every profile that passes one of the host's
-// secrets to a provider, by pass_env or by a ${VAR} in an MCP server's
-// settings, reporting each at its path.
+// secrets to a provider by pass_env, and checks every expression (an MCP
+// server's command, args, cwd, url and headers, every provider's env)
+// with the one rule of internal/expand: its syntax, no host secret named
+// anywhere in it, no credential on a command line. Each problem is
+// reported at its path.
 func (c *checker) checkSecrets(cfg *Config) {
 	secrets := cfg.Secrets()
-	refuse := func(path, name string) {
-		c.add(path, "%s holds a secret of the host (an API token, the model key or the store's DSN) and is never given to a provider; give the provider a credential of its own", name)
-	}
 	for _, pe := range c.passEnv {
 		for i, k := range pe.names {
 			if slices.Contains(secrets, k) {
-				refuse(toolspec.Join(pe.path, toolspec.Index(i)), k)
+				c.add(toolspec.Join(pe.path, toolspec.Index(i)), "%s holds a secret of the host (an API token, the model key or the store's credentials) and is never given to a provider; give the provider a credential of its own", k)
 			}
+		}
+	}
+	check := func(path, v string, argv bool) {
+		for _, err := range expand.Check(v, expand.Rule{Secrets: secrets, Argv: argv}) {
+			c.add(path, "%v", err)
+		}
+	}
+	checkEnv := func(at envAt) {
+		for _, k := range slices.Sorted(maps.Keys(at.vars)) {
+			check(toolspec.Join(at.path, pathKey(k)), at.vars[k], false)
+		}
+	}
+	// In the file's order: provider_defaults and builtin_tools, the MCP
+	// servers, the plugins.
+	mcpEnv := map[string]envAt{}
+	for _, at := range c.envs {
+		if strings.HasPrefix(at.path, "mcp_servers") {
+			mcpEnv[at.path] = at
+		} else if !strings.HasPrefix(at.path, "plugins") {
+			checkEnv(at)
 		}
 	}
 	for _, name := range cfg.MCPServerOrder {
 		s := cfg.MCPServers[name]
 		path := toolspec.Join("mcp_servers", pathKey(name))
-		check := func(key, v string) {
-			for _, ref := range varRefs(v) {
-				if slices.Contains(secrets, ref) {
-					refuse(toolspec.Join(path, key), "${"+ref+"}")
-				}
-			}
-		}
-		check("command", s.Command)
-		check("url", s.URL)
-		check("cwd", s.Cwd)
+		check(toolspec.Join(path, "command"), s.Command, true)
 		for i, a := range s.Args {
-			check("args"+toolspec.Index(i), a)
+			check(toolspec.Join(path, "args"+toolspec.Index(i)), a, true)
 		}
-		for k, v := range s.Env {
-			check(toolspec.Join("env", pathKey(k)), v)
-		}
-		for k, v := range s.Headers {
-			check(toolspec.Join("headers", pathKey(k)), v)
+		checkEnv(mcpEnv[toolspec.Join(path, "env")])
+		check(toolspec.Join(path, "cwd"), s.Cwd, false)
+		check(toolspec.Join(path, "url"), s.URL, false)
+		for _, k := range slices.Sorted(maps.Keys(s.Headers)) {
+			check(toolspec.Join(path, toolspec.Join("headers", pathKey(k))), s.Headers[k], false)
 		}
 	}
+	for _, at := range c.envs {
+		if strings.HasPrefix(at.path, "plugins") {
+			checkEnv(at)
+		}
+	}
+}
+
+// envAt is an entry's own env where the file has it.
+type envAt struct {
+	path string
+	vars map[string]string
 }
 
 // passEnvAt is a pass_env list where the file has it.
@@ -162,19 +198,12 @@ type passEnvAt struct {
 	names []string
 }
 
-// varRefs are the names of the ${VAR} references in s.
-func varRefs(s string) []string {
-	var out []string
-	for {
-		i := strings.Index(s, "${")
-		if i < 0 {
-			return out
-		}
-		j := strings.IndexByte(s[i:], '}')
-		if j < 0 {
-			return out
-		}
-		out = append(out, s[i+2:i+j])
-		s = s[i+j+1:]
+// literal is the value of s when it names no variable.
+func literal(s string) (string, bool) {
+	e, err := expand.Parse(s)
+	if err != nil || !e.Literal() {
+		return "", false
 	}
+	v, err := e.Expand(func(string) (string, bool) { return "", false })
+	return v, err == nil
 }

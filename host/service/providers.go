@@ -20,6 +20,7 @@ import (
 	"github.com/tenxgraph/tenxgraph/host/graph"
 	"github.com/tenxgraph/tenxgraph/host/pluginhost"
 	"github.com/tenxgraph/tenxgraph/host/toolnode"
+	"github.com/tenxgraph/tenxgraph/internal/expand"
 	"github.com/tenxgraph/tenxgraph/internal/sandbox"
 	"github.com/tenxgraph/tenxgraph/plugins/builtin"
 	"github.com/tenxgraph/tenxgraph/plugins/mcp"
@@ -87,6 +88,16 @@ func (s *Service) startProviders(ctx context.Context, opts Options, env *agent.E
 		jobs = append(jobs, job{path: key, node: pl.Node, cfg: pluginhost.Config{
 			Name: pl.Name, Command: pl.Command, SHA256: pl.SHA256, Lazy: pl.Start == "lazy", Prefix: pl.Prefix,
 			Sandbox: pl.Sandbox, Key: key, Dir: pl.Cwd, Limits: limits(pl.ProviderSettings, key)}, approve: pl.RequireApproval})
+	}
+	// Each profile's env is expanded here, from the host's environment:
+	// the launcher sets literal values.
+	vars := hostVars(cfg)
+	for i := range jobs {
+		env, problems := expandEnv(jobs[i].cfg.Sandbox.Env, vars)
+		for _, p := range problems {
+			ps.Add(toolspec.Join(envPath(cfg, jobs[i].path, jobs[i].cfg.Sandbox.Env, p.Path), p.Path), "%s", p.Message)
+		}
+		jobs[i].cfg.Sandbox.Env = env
 	}
 	if len(ps) > 0 {
 		return ps
@@ -172,7 +183,7 @@ func (s *Service) startMCP(ctx context.Context, self string, log hclog.Logger, e
 	var wg sync.WaitGroup
 	for i, node := range nodes {
 		opts := mcp.Options{Servers: byNode[node], Taken: takenNames(ctx, env.Providers[node], cfg.RemoteTools, node),
-			Vars: mcpVars(byNode[node]), WireLog: os.Getenv(mcp.EnvWireLog)}
+			Vars: mcpVars(byNode[node], hostVars(cfg)), WireLog: os.Getenv(mcp.EnvWireLog)}
 		raw, err := opts.Encode()
 		if err != nil {
 			return err
@@ -238,21 +249,61 @@ func mcpServer(sc config.MCPServer) mcp.Server {
 		MaxArgumentBytes: l.MaxArgumentBytes, MaxResultBytes: l.MaxResultBytes}
 }
 
-// mcpVars are the host variables the servers' ${VAR}s name, the values the
-// bridge expands them with: it has no other way to see them.
-func mcpVars(servers []mcp.Server) map[string]string {
+// mcpVars are the host variables the servers' ${VAR}s name, wherever in
+// their expressions, with their values read by lookup: the values the
+// bridge expands them with, as it has no other way to see them.
+func mcpVars(servers []mcp.Server, lookup func(string) (string, bool)) map[string]string {
 	vars := map[string]string{}
-	lookup := func(k string) (string, bool) {
-		v, ok := os.LookupEnv(k)
-		if ok {
-			vars[k] = v
-		}
-		return v, ok
-	}
 	for _, s := range servers {
-		_, _ = s.Expanded(lookup)
+		for _, k := range s.Vars() {
+			if v, ok := lookup(k); ok {
+				vars[k] = v
+			}
+		}
 	}
 	return vars
+}
+
+// hostVars looks a variable up in the host's environment, except the
+// host's own secrets, which read as unset whatever a config that escaped
+// the check names: no expansion ever reads them.
+func hostVars(cfg *config.Config) func(string) (string, bool) {
+	secrets := cfg.Secrets()
+	return func(k string) (string, bool) {
+		if slices.Contains(secrets, k) {
+			return "", false
+		}
+		return os.LookupEnv(k)
+	}
+}
+
+// expandEnv expands a profile's env, each value by the grammar of
+// internal/expand; a problem's path is the variable's name.
+func expandEnv(env map[string]string, lookup func(string) (string, bool)) (map[string]string, toolspec.Problems) {
+	if env == nil {
+		return nil, nil
+	}
+	var ps toolspec.Problems
+	out := make(map[string]string, len(env))
+	for _, k := range slices.Sorted(maps.Keys(env)) {
+		v, err := expand.String(env[k], lookup)
+		if err != nil {
+			ps.Add(k, "%v", err)
+			continue
+		}
+		out[k] = v
+	}
+	return out, ps
+}
+
+// envPath is the config path of the env where a provider entry's
+// variable k is set: provider_defaults' when the entry has the default's
+// value, else the entry's own.
+func envPath(cfg *config.Config, entry string, env map[string]string, k string) string {
+	if d, ok := cfg.SandboxDefaults.Env[k]; entry == "remote_tools" || ok && env[k] == d {
+		return "provider_defaults.env"
+	}
+	return toolspec.Join(entry, "env")
 }
 
 // mcpTimeoutMargin is how much longer than its servers' timeouts the host
@@ -336,17 +387,45 @@ func takenNames(ctx context.Context, providers []sdk.Provider, remoteTools []gra
 	return names
 }
 
-// checkMCPEnv reports each ${VAR} of an enabled MCP server that is not
-// set, at its config path, before anything starts.
-func checkMCPEnv(cfg *config.Config, ps *toolspec.Problems) {
+// checkEnv reports each ${VAR} of the config that cannot be expanded from
+// the host's environment (a variable not set, with no default), at its
+// config path, before anything starts: every provider's env, and each
+// enabled MCP server's settings.
+func checkEnv(cfg *config.Config, ps *toolspec.Problems) {
+	vars := hostVars(cfg)
+	seen := map[sdk.Problem]bool{}
+	add := func(path, msg string) {
+		if p := (sdk.Problem{Path: path, Message: msg}); !seen[p] {
+			seen[p] = true
+			ps.Add(path, "%s", msg)
+		}
+	}
+	profiles := map[string]map[string]string{"remote_tools": cfg.SandboxDefaults.Env}
+	if bt := cfg.BuiltinTools; bt != nil && len(bt.Enable) > 0 {
+		profiles["builtin_tools"] = bt.Sandbox.Env
+	}
+	for i, pl := range cfg.Plugins {
+		profiles[fmt.Sprintf("plugins[%d]", i)] = pl.Sandbox.Env
+	}
+	for _, entry := range slices.Sorted(maps.Keys(profiles)) {
+		_, problems := expandEnv(profiles[entry], vars)
+		for _, p := range problems {
+			add(toolspec.Join(envPath(cfg, entry, profiles[entry], p.Path), p.Path), p.Message)
+		}
+	}
 	for _, name := range cfg.MCPServerOrder {
 		sc := cfg.MCPServers[name]
 		if sc.Disabled {
 			continue
 		}
-		_, problems := mcpServer(sc).Expanded(nil)
+		entry := toolspec.Join("mcp_servers", name)
+		_, problems := mcpServer(sc).Expanded(vars)
 		for _, p := range problems {
-			ps.Add("mcp_servers."+name+"."+p.Path, "%s", p.Message)
+			path := toolspec.Join(entry, p.Path)
+			if k, ok := strings.CutPrefix(p.Path, "env."); ok {
+				path = toolspec.Join(envPath(cfg, entry, sc.Sandbox.Env, k), k)
+			}
+			add(path, p.Message)
 		}
 	}
 }

@@ -90,7 +90,7 @@ func New(ctx context.Context, cfg *config.Config, opts Options) (s *Service, err
 	if !ok {
 		ps.Add("agent", "no graph is registered as %q (registered: %s)", cfg.Agent, join(agent.Names()))
 	}
-	checkMCPEnv(cfg, &ps)
+	checkEnv(cfg, &ps)
 	if len(ps) > 0 {
 		return s, ps
 	}

@@ -112,10 +112,11 @@ func New(opts Options, log hclog.Logger) (*Bridge, error) {
 			errs = append(errs, fmt.Sprintf("mcp_servers.%s: no command to start", cfg.Name))
 		case exp.Type != "stdio" && exp.Type != "http" && exp.Type != "sse":
 			errs = append(errs, fmt.Sprintf("mcp_servers.%s: unknown type %q (want stdio, http or sse)", cfg.Name, exp.Type))
-		case exp.Type != "stdio" && !strings.HasPrefix(exp.URL, "http://") && !strings.HasPrefix(exp.URL, "https://"):
-			errs = append(errs, fmt.Sprintf("mcp_servers.%s.url: %q is not an http or https URL", cfg.Name, exp.URL))
+		case len(ps) == 0 && exp.Type != "stdio" && !strings.HasPrefix(exp.URL, "http://") && !strings.HasPrefix(exp.URL, "https://"):
+			// The URL as written: its expanded form may hold a token.
+			errs = append(errs, fmt.Sprintf("mcp_servers.%s.url: %q is not an http or https URL once expanded", cfg.Name, cfg.URL))
 		}
-		b.servers = append(b.servers, newServer(b, exp))
+		b.servers = append(b.servers, newServer(b, exp, cfg))
 	}
 	if len(errs) > 0 {
 		return nil, errors.New(strings.Join(errs, "\n"))

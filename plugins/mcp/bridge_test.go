@@ -13,6 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hashicorp/go-hclog"
+
 	"github.com/tenxgraph/tenxgraph/sdk"
 	"github.com/tenxgraph/tenxgraph/sdk/sdktest"
 )
@@ -390,6 +392,41 @@ func TestStartErrors(t *testing.T) {
 	_, err = New(Options{Servers: []Server{{Name: "s", Type: "http", URL: "http://127.0.0.1:1/mcp", Headers: map[string]string{"Authorization": "Bearer ${TENXGRAPH_TEST_UNSET}"}}}}, nil)
 	if err == nil || !strings.Contains(err.Error(), "mcp_servers.s.headers.Authorization: environment variable TENXGRAPH_TEST_UNSET is not set") {
 		t.Fatalf("error %v", err)
+	}
+}
+
+// Start errors and logs quote a server's settings as written: the values
+// of its ${VAR}s (a token in a URL's query, an argument) never show, nor a
+// credential passed on its command line, which is refused.
+func TestStartErrorsHoldNoValues(t *testing.T) {
+	const value = "v4lue-7c1e-never-printed"
+	vars := map[string]string{"KEY": value, "LEVEL": value, "GITHUB_TOKEN": value}
+	logs := &logBuffer{}
+	log := hclog.New(&hclog.LoggerOptions{Output: logs, Level: hclog.Trace})
+	b, err := New(Options{Vars: vars, Servers: []Server{
+		{Name: "web", Type: "http", URL: "http://127.0.0.1:1/mcp?key=${KEY}", Timeout: 2 * time.Second},
+		{Name: "cli", Type: "stdio", Command: "sh", Args: []string{"-c", "exit 3", "sh", "--level=${LEVEL}"}, Timeout: 2 * time.Second},
+	}}, log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Shutdown(context.Background())
+	_, err = b.Metadata(context.Background(), sdk.MetadataRequest{})
+	if err == nil || !strings.Contains(err.Error(), "mcp_servers.web: ") || !strings.Contains(err.Error(), "mcp_servers.cli: ") {
+		t.Fatalf("want both servers unavailable, got %v", err)
+	}
+	for _, want := range []string{"?key=${KEY}", "--level=${LEVEL}"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("the error does not quote %q as written: %v", want, err)
+		}
+	}
+	if strings.Contains(err.Error(), value) || strings.Contains(logs.String(), value) {
+		t.Errorf("a value of a variable was printed:\nerror: %v\nlogs: %s", err, logs)
+	}
+
+	_, err = New(Options{Vars: vars, Servers: []Server{{Name: "gh", Type: "stdio", Command: "srv", Args: []string{"--token", "${X:-${GITHUB_TOKEN}}"}}}}, nil)
+	if err == nil || !strings.Contains(err.Error(), "mcp_servers.gh.args[1]: ${X:-${GITHUB_TOKEN}} would put GITHUB_TOKEN on the command line") || strings.Contains(err.Error(), value) {
+		t.Fatalf("a credential in args: %v", err)
 	}
 }
 

@@ -44,6 +44,7 @@ const longLife = 30 * time.Second
 type server struct {
 	b      *Bridge
 	cfg    Server // ${VAR}s expanded
+	raw    Server // as written, for messages: cfg may hold secrets
 	log    hclog.Logger
 	client *mcpsdk.Client
 	http   http.RoundTripper // nil for stdio
@@ -74,8 +75,8 @@ type conn struct {
 	since  time.Time
 }
 
-func newServer(b *Bridge, cfg Server) *server {
-	s := &server{b: b, cfg: cfg, log: b.log.Named(cfg.Name), relist: make(chan struct{}, 1)}
+func newServer(b *Bridge, cfg, raw Server) *server {
+	s := &server{b: b, cfg: cfg, raw: raw, log: b.log.Named(cfg.Name), relist: make(chan struct{}, 1)}
 	s.sup = supervise.New(supervise.Config[*conn]{
 		Start: s.dial,
 		Done:  func(c *conn) <-chan struct{} { return c.ended },
@@ -142,13 +143,35 @@ func (h headerTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 	return h.base.RoundTrip(r)
 }
 
-// describe names the server for messages: its key and what it runs.
+// describe names the server for messages: its key and what it runs, as
+// the config writes it (${VAR}s unexpanded, so a message never holds their
+// values).
 func (s *server) describe() string {
 	if s.cfg.Type == "stdio" {
-		return fmt.Sprintf("MCP server %q (%s)", s.cfg.Name, strings.Join(append([]string{s.cfg.Command}, s.cfg.Args...), " "))
+		return fmt.Sprintf("MCP server %q (%s)", s.cfg.Name, strings.Join(append([]string{s.raw.Command}, s.raw.Args...), " "))
 	}
-	return fmt.Sprintf("MCP server %q (%s)", s.cfg.Name, s.cfg.URL)
+	return fmt.Sprintf("MCP server %q (%s)", s.cfg.Name, s.raw.URL)
 }
+
+// redact replaces the expanded URL in an error with the URL as written:
+// net/http quotes the URL it failed on, and a ${VAR} in it (a query's
+// key) may hold a secret.
+func (s *server) redact(err error) error {
+	if err == nil || s.cfg.URL == s.raw.URL || s.cfg.URL == "" || !strings.Contains(err.Error(), s.cfg.URL) {
+		return err
+	}
+	return redacted{msg: strings.ReplaceAll(err.Error(), s.cfg.URL, s.raw.URL), err: err}
+}
+
+// redacted is an error whose message is rewritten, still matching what it
+// wraps with errors.Is and errors.As.
+type redacted struct {
+	msg string
+	err error
+}
+
+func (r redacted) Error() string { return r.msg }
+func (r redacted) Unwrap() error { return r.err }
 
 // dial connects: starts the process or opens the session, completes the
 // handshake and lists the tools, all within the server's timeout.
@@ -214,7 +237,7 @@ func (s *server) dial() (*conn, error) {
 			proc.release()
 			err = fmt.Errorf("%w%s", err, proc.tail)
 		}
-		return nil, err
+		return nil, s.redact(err)
 	}
 	c := &conn{cs: cs, proc: proc, over: over, cancel: cancel, dead: make(chan struct{}), ended: make(chan struct{}), tools: tools, since: time.Now()}
 	go s.watch(c)
@@ -251,7 +274,7 @@ func (s *server) watch(c *conn) {
 			err = c.proc.err
 		}
 	}
-	c.reason = fmt.Errorf("the connection broke: %v", err)
+	c.reason = fmt.Errorf("the connection broke: %v", s.redact(err))
 	if c.proc != nil {
 		c.reason = fmt.Errorf("the server exited (%v)%s", c.proc.err, c.proc.tail)
 	}
@@ -307,7 +330,7 @@ func (s *server) relister() {
 		tools, err := s.list(ctx, c.cs)
 		cancel()
 		if err != nil {
-			s.log.Warn("could not list the tools of "+s.describe()+" after it said they changed", "error", err)
+			s.log.Warn("could not list the tools of "+s.describe()+" after it said they changed", "error", s.redact(err))
 			continue
 		}
 		if cur, live := s.sup.Current(); !live || cur != c {
@@ -399,6 +422,7 @@ func (s *server) call(ctx context.Context, tool *mcpsdk.Tool, args json.RawMessa
 		if err == nil {
 			return res, nil
 		}
+		err = s.redact(err)
 		if cctx.Err() != nil {
 			return nil, s.stopped(ctx, cctx, tool, timeout, key)
 		}

@@ -239,3 +239,29 @@ func text(t testing.TB, resp sdk.CallToolResponse) string {
 	}
 	return s
 }
+
+// $${...} is the literal ${...}: real npm servers receive it as it is, in
+// their arguments (server-filesystem's allowed directory, a folder named
+// "${TENXGRAPH_TEST_X}") and their environment, beside forms that expand,
+// nested defaults included.
+func TestLiteralsReachNpmServers(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "${TENXGRAPH_TEST_X}")
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	fs := filesystem(t, "files", strings.ReplaceAll(dir, "$", "$$"))
+	ev := everything(t, "ev")
+	ev.Env = map[string]string{"LIT": "$${TENXGRAPH_TEST_X}", "N": "${TENXGRAPH_TEST_NOPE:-${TENXGRAPH_TEST_X}}", "D": "$$HOME"}
+	b, _ := start(t, Options{Servers: []Server{fs, ev}, Vars: map[string]string{"TENXGRAPH_TEST_X": "xval"}})
+
+	if s := string(callT(t, b, "list_allowed_directories", map[string]any{}).Content); !strings.Contains(s, string(filepath.Separator)+"${TENXGRAPH_TEST_X}") {
+		t.Errorf("server-filesystem's directories: %s, want the folder %s", s, dir)
+	}
+	var env map[string]string
+	if err := json.Unmarshal([]byte(text(t, callT(t, b, "get-env", map[string]any{}))), &env); err != nil {
+		t.Fatal(err)
+	}
+	if env["LIT"] != "${TENXGRAPH_TEST_X}" || env["N"] != "xval" || env["D"] != "$HOME" {
+		t.Errorf("server-everything's env: LIT=%q N=%q D=%q", env["LIT"], env["N"], env["D"])
+	}
+}
