@@ -55,8 +55,9 @@ type Config struct {
 	// Deny names host variables never passed to the plugin, whatever its
 	// profile says: the API's tokens, the model key, the store's DSN.
 	Deny []string
-	// Trampoline is the executable that applies the profile's limits (the
-	// host's own; see sandbox.Exec). Required when limits are set.
+	// Trampoline is the executable that sandboxes the plugin and stays as
+	// its init (the host's own; see sandbox.Exec). Without it the plugin
+	// gets only its environment, process group and account.
 	Trampoline string
 	// Dir is the plugin's working directory ("" for the host's).
 	Dir string
@@ -82,12 +83,6 @@ type Config struct {
 	// (default 1s). A provider that stops processes of its own (the MCP
 	// bridge) needs theirs.
 	StopTimeout time.Duration
-	// Init makes the plugin the init of a PID namespace of its own where
-	// the host may (as root): when it ends, however it ends, the kernel
-	// ends everything it started, even processes that left its group. For
-	// a provider that starts processes of its own (the MCP bridge), which
-	// handles SIGTERM (sdk.Serve does).
-	Init bool
 	// Limits bound each call (none when zero).
 	Limits Limits
 }
@@ -133,6 +128,7 @@ type Plugin struct {
 	changed  chan struct{} // closed when md changes; nil until asked for
 	closed   bool
 	inflight sync.WaitGroup
+	warnOnce sync.Once // the sandbox's warnings are logged at the first start
 }
 
 // Start verifies and starts a plugin and reads its tool list. A plugin that
@@ -403,7 +399,7 @@ func (p *Plugin) spawn() (*instance, error) {
 			}
 			proc, err := sandbox.Command(sandbox.Spec{Name: p.cfg.Name, Key: p.cfg.Key,
 				Path: p.cfg.Command[0], Args: p.cfg.Command[1:], Dir: p.cfg.Dir, Profile: profile,
-				Extra: c.Env, Deny: p.cfg.Deny, Trampoline: p.cfg.Trampoline, HomeIn: socketDir, Init: p.cfg.Init})
+				Extra: c.Env, Deny: p.cfg.Deny, Trampoline: p.cfg.Trampoline, HomeIn: socketDir})
 			if err != nil {
 				return nil, err
 			}
@@ -445,6 +441,13 @@ func (p *Plugin) spawn() (*instance, error) {
 		return fail(fmt.Errorf("plugin %q: unexpected client type %T", p.cfg.Name, raw))
 	}
 	inst.c = c
+	if inst.proc != nil {
+		p.warnOnce.Do(func() {
+			for _, w := range inst.proc.Isolation().Warnings {
+				p.log.Warn("weak sandbox", "warning", w)
+			}
+		})
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	go c.Watch(ctx) //nolint:errcheck // ends when the plugin or the host goes
 	inst.watching, inst.stopWatch = ctx, cancel
@@ -566,6 +569,16 @@ func (p *Plugin) Shutdown(ctx context.Context) error {
 		err = errors.Join(err, fmt.Errorf("plugin %q: still starting at shutdown: %w", p.cfg.Name, serr))
 	}
 	return err
+}
+
+// Isolation is what the running process got from the kernel (see
+// sandbox.Isolation); false when no process runs.
+func (p *Plugin) Isolation() (sandbox.Isolation, bool) {
+	inst, live := p.sup.Current()
+	if !live || inst.proc == nil {
+		return sandbox.Isolation{}, false
+	}
+	return inst.proc.Isolation(), true
 }
 
 // PID is the running process's id, or 0; for tests and diagnostics.

@@ -187,10 +187,11 @@ func (s *Service) startMCP(ctx context.Context, self string, log hclog.Logger, e
 		pc := pluginhost.Config{Name: name, Command: []string{self, "plugin", "mcp"}, Options: raw,
 			Key: "mcp_servers", Deny: cfg.Secrets(), Trampoline: self,
 			// It stops its servers (stdin closed, SIGTERM, SIGKILL, a second
-			// each) before it exits, and as an init it takes them along
-			// however it ends.
-			StopTimeout: 2*mcp.StopGrace + time.Second, Init: true,
-			Logger: log, StartTimeout: wait[node] + 30*time.Second, Limits: bound[node]}
+			// each) before it exits; each server is the target of an init of
+			// its own, which takes the server's processes along however it
+			// ends.
+			StopTimeout: 2*mcp.StopGrace + time.Second,
+			Logger:      log, StartTimeout: wait[node] + 30*time.Second, Limits: bound[node]}
 		wg.Add(1)
 		go func() {
 			defer wg.Done()

@@ -218,8 +218,9 @@ func TestPluginKilledMidCallGivesAnErrorResult(t *testing.T) {
 			}
 			time.Sleep(20 * time.Millisecond)
 		}
-		// By pid, found among this test's children: never by name.
-		for pid, cmd := range children(os.Getpid()) {
+		// By pid, found among this test's descendants (the plugin runs
+		// below its sandbox's init): never by name.
+		for pid, cmd := range descendants(os.Getpid()) {
 			if strings.TrimSpace(cmd) == bin {
 				syscall.Kill(pid, syscall.SIGKILL)
 			}
