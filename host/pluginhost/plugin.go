@@ -128,7 +128,9 @@ type Plugin struct {
 	changed  chan struct{} // closed when md changes; nil until asked for
 	closed   bool
 	inflight sync.WaitGroup
-	warnOnce sync.Once // the sandbox's warnings are logged at the first start
+	warnOnce sync.Once         // the sandbox's warnings are logged at the first start
+	iso      sandbox.Isolation // the last process's, once started
+	started  bool
 }
 
 // Start verifies and starts a plugin and reads its tool list. A plugin that
@@ -442,8 +444,12 @@ func (p *Plugin) spawn() (*instance, error) {
 	}
 	inst.c = c
 	if inst.proc != nil {
+		iso := inst.proc.Isolation()
+		p.mu.Lock()
+		p.iso, p.started = iso, true
+		p.mu.Unlock()
 		p.warnOnce.Do(func() {
-			for _, w := range inst.proc.Isolation().Warnings {
+			for _, w := range iso.Warnings {
 				p.log.Warn("weak sandbox", "warning", w)
 			}
 		})
@@ -571,14 +577,15 @@ func (p *Plugin) Shutdown(ctx context.Context) error {
 	return err
 }
 
-// Isolation is what the running process got from the kernel (see
-// sandbox.Isolation); false when no process runs.
+// Name is the plugin's configured name.
+func (p *Plugin) Name() string { return p.cfg.Name }
+
+// Isolation is what the plugin's last process got from the kernel (see
+// sandbox.Isolation); false before one started.
 func (p *Plugin) Isolation() (sandbox.Isolation, bool) {
-	inst, live := p.sup.Current()
-	if !live || inst.proc == nil {
-		return sandbox.Isolation{}, false
-	}
-	return inst.proc.Isolation(), true
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.iso, p.started
 }
 
 // PID is the running process's id, or 0; for tests and diagnostics.

@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -657,4 +658,34 @@ func zombies(pid int) []int {
 		}
 	}
 	return out
+}
+
+// `tenxgraph tools` says what each provider process actually got: as
+// root a PID namespace with its own /proc, the kernel's Landlock ABI, and
+// a warning that a provider running as root is not contained.
+func TestProfilesSayWhatTheKernelGave(t *testing.T) {
+	s := startHostile(t, "", "")
+	var got *service.Profile
+	for _, p := range s.Profiles() {
+		if p.Provider == "plugins[0] hostile" {
+			got = &p
+		}
+	}
+	if got == nil {
+		t.Fatalf("no plugins[0] hostile in %+v", s.Profiles())
+	}
+	host := sandbox.Host()
+	t.Logf("this host: %s\nthe plugin: %s %v", host, got.Isolation, got.Warnings)
+	if m := regexp.MustCompile(`landlock: ABI (\d+)`).FindStringSubmatch(host); m != nil && !strings.Contains(got.Isolation, "landlock ABI "+m[1]) {
+		t.Errorf("the kernel has Landlock ABI %s, the plugin's isolation says %q", m[1], got.Isolation)
+	}
+	if os.Geteuid() != 0 {
+		return
+	}
+	if strings.Contains(host, "pid namespaces: yes") && !strings.Contains(got.Isolation, "pid namespace with its own /proc") {
+		t.Errorf("as root, want a pid namespace with its own /proc: %q", got.Isolation)
+	}
+	if !strings.Contains(strings.Join(got.Warnings, "\n"), "runs as root") {
+		t.Errorf("a plugin running as root: want a warning, got %v", got.Warnings)
+	}
 }

@@ -89,9 +89,13 @@ func assess(i Isolation) Isolation {
 		i.Warnings = append(i.Warnings, "it runs as root with every capability, which no sandbox contains (CAP_SYS_ADMIN reads other processes' environments despite Landlock; it may leave its cgroups): set user")
 	}
 	if !i.PIDNamespace && i.Cgroup == "" {
-		i.Warnings = append(i.Warnings, "only its init holds its process tree: a process that kills the init escapes, and what is left when the host is killed is not found again")
+		w := "only its init holds its process tree: if the init is killed (the OOM killer, another process of the account), what the provider started outside its process group survives"
+		if i.Landlock < 6 {
+			w += ", and the provider itself can kill it (Landlock ABI 6 scopes signals)"
+		}
+		i.Warnings = append(i.Warnings, w)
 	}
-	if i.Landlock > 0 && i.Landlock < 6 && !i.PIDNamespace {
+	if i.Landlock > 0 && i.Landlock < 6 && !i.PIDNamespace && i.Cgroup != "" {
 		i.Warnings = append(i.Warnings, "it can signal every process of its account (Landlock signal scoping needs ABI 6, Linux 6.12)")
 	}
 	if i.Memory == "RLIMIT_DATA" {

@@ -7,9 +7,11 @@ import (
 	"os/exec"
 	"os/user"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -107,8 +109,99 @@ func pidNamespaces(trampoline string) bool {
 		if !ws.Exited() || ws.ExitStatus() != 0 {
 			pidnsErr = fmt.Errorf("the probe exited with status %d", ws.ExitStatus())
 		}
+		pidnsProbed.Store(true)
 	})
 	return pidnsErr == nil
+}
+
+// pidnsProbed is set once pidNamespaces tried.
+var pidnsProbed atomic.Bool
+
+// Predict is the isolation a process with profile p gets on this host
+// when started through the trampoline, worked out from the same probes
+// Command uses, without starting anything: for processes the host does
+// not start itself (the MCP bridge's servers).
+func Predict(p Profile) Isolation {
+	root := os.Geteuid() == 0 && (p.User == "" || p.User == "root" || p.User == "0")
+	pidns := os.Geteuid() == 0 && (!pidnsProbed.Load() || pidnsErr == nil)
+	iso := Isolation{PIDNamespace: pidns, FreshProc: pidns, Landlock: landlockABI(), Root: root, HostDumpable: hostDumpable()}
+	hs := hierarchies()
+	v2, v1 := false, false
+	for _, h := range hs {
+		if h.v2 {
+			v2 = true
+		}
+	}
+	need := func(ctl string, asked bool) string {
+		if !asked {
+			return ""
+		}
+		h, ok := find(hs, ctl)
+		switch {
+		case !ok:
+			return ""
+		case h.v2:
+			return "v2"
+		}
+		v1 = true
+		return "v1"
+	}
+	if m := need("memory", p.Limits.MemoryMB > 0); m != "" {
+		iso.Memory = "cgroup " + m
+	} else if p.Limits.MemoryMB > 0 {
+		iso.Memory = "RLIMIT_DATA"
+	}
+	need("pids", p.Limits.Processes > 0)
+	if !v2 && len(hs) > 0 {
+		v1 = true
+	}
+	iso.Cgroup = map[[2]bool]string{{true, true}: "v2+v1", {true, false}: "v2", {false, true}: "v1"}[[2]bool{v2, v1}]
+	return assess(iso)
+}
+
+// Host describes what this host's kernel gives providers: PID
+// namespaces, the Landlock ABI, the cgroup hierarchies where cgroups can
+// be made (with their controllers), and whether the host is dumpable.
+func Host() string {
+	var parts []string
+	switch {
+	case os.Geteuid() != 0:
+		parts = append(parts, "pid namespaces: no (the host is not root)")
+	case pidnsProbed.Load() && pidnsErr != nil:
+		parts = append(parts, fmt.Sprintf("pid namespaces: refused (%v)", pidnsErr))
+	default:
+		parts = append(parts, "pid namespaces: yes")
+	}
+	if abi := landlockABI(); abi > 0 {
+		parts = append(parts, fmt.Sprintf("landlock: ABI %d", abi))
+	} else {
+		parts = append(parts, "landlock: none")
+	}
+	var cgs []string
+	for _, h := range hierarchies() {
+		if !h.v2 && !slices.ContainsFunc(h.ctl, func(c string) bool { return c == "pids" || c == "memory" || c == "freezer" }) {
+			continue // a controller the sandbox does not use
+		}
+		kind := "v1"
+		if h.v2 {
+			kind = "v2"
+		}
+		ctl := strings.Join(h.ctl, " ")
+		if ctl == "" {
+			ctl = "no controllers"
+		}
+		cgs = append(cgs, fmt.Sprintf("%s %s (%s)", kind, h.own, ctl))
+	}
+	if len(cgs) == 0 {
+		cgs = append(cgs, "none writable")
+	}
+	parts = append(parts, "cgroups: "+strings.Join(cgs, ", "))
+	if hostDumpable() {
+		parts = append(parts, "host: dumpable")
+	} else {
+		parts = append(parts, "host: not dumpable")
+	}
+	return strings.Join(parts, "; ")
 }
 
 // haveTrampoline: on Linux every process with a trampoline starts
