@@ -234,6 +234,23 @@ func TestServeAsAnotherUserKeepsItsSecrets(t *testing.T) {
 	if !isErr || !strings.Contains(out, "network is unreachable") {
 		t.Fatalf("a plugin with network none dialling the host's address: want it unreachable, got %s", out)
 	}
+	// No PID namespace and no cgroup here: the plugin's init holds its
+	// tree. Children that left the plugin's session die with serve killed
+	// with SIGKILL all the same.
+	t.Cleanup(func() {
+		for _, pid := range escapees(mark) {
+			_ = syscall.Kill(pid, syscall.SIGKILL)
+		}
+	})
+	if out, isErr := s.toolResult(t, "escape5"); isErr {
+		t.Fatalf("escape: %s", out)
+	}
+	if n := len(escapees(mark)); n != 5 {
+		t.Fatalf("%d escaped children run, want 5", n)
+	}
+	_ = s.cmd.Process.Kill()
+	_ = s.cmd.Wait()
+	waitFor(t, 10*time.Second, "no escaped child is left after SIGKILL of serve", func() bool { return len(escapees(mark)) == 0 })
 }
 
 // escapees lists the live processes marked mark that left their
