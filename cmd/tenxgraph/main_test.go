@@ -1,8 +1,6 @@
 package main
 
 import (
-	"github.com/tenxgraph/tenxgraph/internal/sandbox"
-
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -16,7 +14,7 @@ import (
 func TestMain(m *testing.M) {
 	// The providers the program starts get no TENXGRAPH_BE_MAIN (their
 	// environment is default-deny): they are told apart by their arguments.
-	if os.Getenv("TENXGRAPH_BE_MAIN") == "1" || len(os.Args) > 1 && (os.Args[1] == "plugin" || os.Args[1] == sandbox.ExecArg) {
+	if os.Getenv("TENXGRAPH_BE_MAIN") == "1" || len(os.Args) > 1 && os.Args[1] == "plugin" {
 		main()
 		return
 	}

@@ -10,13 +10,12 @@ import (
 	"testing"
 
 	"github.com/tenxgraph/tenxgraph/host/cli"
-	"github.com/tenxgraph/tenxgraph/internal/sandbox"
 )
 
 // TestMain lets the test binary serve the builtin providers, as the
 // tenxgraph binary does: the host starts "<this program> plugin NAME".
 func TestMain(m *testing.M) {
-	if len(os.Args) > 1 && (os.Args[1] == "plugin" || os.Args[1] == sandbox.ExecArg) {
+	if len(os.Args) > 1 && os.Args[1] == "plugin" {
 		cli.Main()
 	}
 	os.Exit(m.Run())

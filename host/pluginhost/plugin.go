@@ -56,7 +56,7 @@ type Config struct {
 	// profile says: the API's tokens, the model key, the store's DSN.
 	Deny []string
 	// Trampoline is the executable that sandboxes the plugin and stays as
-	// its init (the host's own; see sandbox.Exec). Without it the plugin
+	// its init (the host's own; see sandbox.ExecArg). Without it the plugin
 	// gets only its environment, process group and account.
 	Trampoline string
 	// Dir is the plugin's working directory ("" for the host's).

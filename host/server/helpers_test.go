@@ -25,15 +25,11 @@ import (
 	"github.com/tenxgraph/tenxgraph/host/message"
 	"github.com/tenxgraph/tenxgraph/host/server"
 	"github.com/tenxgraph/tenxgraph/host/service"
-	"github.com/tenxgraph/tenxgraph/internal/sandbox"
 )
 
 // TestMain lets this test binary serve the builtin providers, as the
 // tenxgraph binary does: the service starts "<this program> plugin NAME".
 func TestMain(m *testing.M) {
-	if len(os.Args) > 1 && os.Args[1] == sandbox.ExecArg {
-		sandbox.Exec() // the trampoline every provider starts through
-	}
 	if len(os.Args) == 3 && os.Args[1] == "plugin" {
 		if err := service.ServePlugin(os.Args[2]); err != nil {
 			fmt.Fprintln(os.Stderr, err)

@@ -11,12 +11,6 @@ import (
 	"time"
 )
 
-// Exec exits: the trampoline is never started off Linux.
-func Exec() {
-	fmt.Fprintln(os.Stderr, "tenxgraph sandbox: the sandbox's trampoline needs Linux")
-	os.Exit(126)
-}
-
 // errUnsupported: the protection needs Linux.
 var errUnsupported = errors.New("this protection needs Linux")
 

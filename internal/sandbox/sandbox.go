@@ -151,8 +151,8 @@ type Spec struct {
 	// removes itself when its host dies.
 	HomeIn string
 	// Trampoline is the executable that sandboxes the process and stays
-	// as its init: a program whose main calls Exec when its first argument
-	// is ExecArg (every tenxgraph binary does). Without it the process
+	// as its init: a program that imports this package (every tenxgraph
+	// binary does), run with ExecArg. Without it the process
 	// gets only its environment, private folder, process group and
 	// account, and limits, filesystem and network "none" are refused.
 	Trampoline string

@@ -1,9 +1,9 @@
 package sandbox
 
-// ExecArg is the first argument that makes a tenxgraph binary act as the
-// trampoline: Exec sets up the process's sandbox, then becomes (or starts)
-// the target. A program that starts providers (every tenxgraph binary)
-// checks for it first thing in main.
+// ExecArg is the first argument that makes a binary importing this
+// package act as the trampoline: the package's init sets up the
+// process's sandbox and starts the target, and the program's own main
+// never runs. Every tenxgraph binary is a trampoline.
 const ExecArg = "__tenxgraph-sandbox-exec"
 
 // envTrampoline carries the trampoline's instructions. It is the

@@ -17,7 +17,18 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// Exec is the trampoline, run as `EXE ExecArg STAGE`. It never returns.
+// A binary that imports this package is the trampoline when its first
+// argument is ExecArg: the stages start here, before the packages that
+// come later in initialization order (most of a program) initialize,
+// which makes a start cheaper.
+func init() {
+	if len(os.Args) > 1 && os.Args[1] == ExecArg {
+		trampolineMain()
+	}
+}
+
+// trampolineMain is the trampoline, run as `EXE ExecArg STAGE`. It never
+// returns.
 //
 // The init stage stays for the life of the provider, as its reaper: it
 // joins the provider's cgroups, mounts a fresh /proc when it is the init
@@ -35,7 +46,7 @@ import (
 // without a SIGTERM handler would not stop when asked. The init is also
 // outside the target's Landlock domain, so the target can neither trace
 // it nor (Landlock ABI 6) signal it.
-func Exec() {
+func trampolineMain() {
 	if len(os.Args) > 2 {
 		switch os.Args[2] {
 		case stageInit:
@@ -110,8 +121,57 @@ func runInit() {
 	sigs := make(chan os.Signal, 8)
 	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP, syscall.SIGQUIT, syscall.SIGUSR1, syscall.SIGUSR2)
 
-	next := t
-	raw, _ := json.Marshal(next)
+	var pid int
+	if t.PIDNS {
+		// The init of a PID namespace is safe from its target without a
+		// domain of its own (a namespace's init gets only the signals it
+		// handles, never SIGKILL, from inside), so it confines itself and
+		// starts the target directly: one exec of the host's binary
+		// fewer per start.
+		pid = startTarget(st, t)
+	} else {
+		pid = startExecStage(st, t)
+	}
+	_ = st.f.Close() // the host reads until the target runs
+
+	go func() {
+		for sig := range sigs {
+			if !t.PIDNS && (sig == syscall.SIGUSR2 || sig == syscall.SIGTERM && os.Getppid() != parent) {
+				// The host asks for the whole tree to end (SIGUSR2), or is
+				// gone (the parent-death signal). In a PID namespace the
+				// parent-death signal is SIGKILL and the kernel ends
+				// everything.
+				_ = syscall.Kill(pid, syscall.SIGKILL)
+				killChildren()
+				os.Exit(128 + int(syscall.SIGKILL))
+			}
+			_ = syscall.Kill(pid, sig.(syscall.Signal))
+		}
+	}()
+	ws := reap(pid)
+	if !t.PIDNS {
+		// In a PID namespace the kernel ends what is left when this
+		// process exits; here the orphans it adopted are its own to end.
+		killChildren()
+	}
+	if ws.Signaled() {
+		if ws.Signal() == syscall.SIGKILL {
+			// Die the same way, so the host sees that the target was
+			// killed (by the OOM killer, its CPU limit); the init of a
+			// PID namespace cannot, and exits 137 like a shell.
+			_ = syscall.Kill(os.Getpid(), syscall.SIGKILL)
+		}
+		os.Exit(128 + int(ws.Signal()))
+	}
+	os.Exit(ws.ExitStatus())
+}
+
+// startExecStage starts the exec stage, which confines itself and
+// becomes the target, and returns its pid. This init stays outside the
+// target's Landlock domain, so the target can neither trace nor (ABI 6)
+// signal it.
+func startExecStage(st status, t trampoline) int {
+	raw, _ := json.Marshal(t)
 	sys := &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	if t.NetNone {
 		sys.Cloneflags |= syscall.CLONE_NEWNET
@@ -135,35 +195,37 @@ func runInit() {
 		}
 		st.fail("start %s: %v", t.Self, err)
 	}
-	_ = st.f.Close() // the exec stage has its own; the host reads until it execs
+	return pid
+}
 
-	go func() {
-		for sig := range sigs {
-			if sig == syscall.SIGTERM && !t.PIDNS && os.Getppid() != parent {
-				// The parent-death signal: the host is gone. In a PID
-				// namespace it is SIGKILL and the kernel ends everything.
-				killChildren()
-				os.Exit(128 + int(syscall.SIGTERM))
-			}
-			_ = syscall.Kill(pid, sig.(syscall.Signal))
+// startTarget confines this process as the exec stage would (rlimits,
+// no_new_privs, Landlock), then starts the target as its child, as the
+// profile's account, and returns its pid.
+func startTarget(st status, t trampoline) int {
+	confineSelf(st, t)
+	sys := &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	if t.UID != nil {
+		cred := &syscall.Credential{Uid: *t.UID, Gid: *t.UID, Groups: []uint32{}}
+		if t.GID != nil {
+			cred.Gid = *t.GID
 		}
-	}()
-	ws := reap(pid)
-	if !t.PIDNS {
-		// In a PID namespace the kernel ends what is left when this
-		// process exits; here the orphans it adopted are its own to end.
-		killChildren()
+		sys.Credential = cred
 	}
-	if ws.Signaled() {
-		if ws.Signal() == syscall.SIGKILL {
-			// Die the same way, so the host sees that the target was
-			// killed (by the OOM killer, its CPU limit); the init of a
-			// PID namespace cannot, and exits 137 like a shell.
-			_ = syscall.Kill(os.Getpid(), syscall.SIGKILL)
+	if t.NetNone {
+		sys.Cloneflags |= syscall.CLONE_NEWNET // as root: no user namespace needed
+	}
+	syscall.CloseOnExec(statusFD)
+	pid, err := syscall.ForkExec(t.Path, t.Args, &syscall.ProcAttr{Env: t.Env, Files: []uintptr{0, 1, 2}, Sys: sys})
+	if err != nil {
+		switch {
+		case t.NetNone && refused(err):
+			st.fail("%s is \"none\", and the kernel refused a new network namespace (%v)", t.key("network"), err)
+		case t.UID != nil && refused(err):
+			st.fail("%s: the kernel refused to start the process as uid %d: %v", t.key("user"), *t.UID, err)
 		}
-		os.Exit(128 + int(ws.Signal()))
+		st.fail("start %s: %v", t.Path, err)
 	}
-	os.Exit(ws.ExitStatus())
+	return pid
 }
 
 // mountProc gives the init's mount namespace a /proc that shows only its
@@ -254,6 +316,38 @@ func runExec() {
 	st := newStatus()
 	t := instructions(st)
 	ppid := os.Getppid()
+	setRlimits(st, t)
+	if t.UID != nil {
+		if err := syscall.Setgroups([]int{}); err != nil {
+			st.fail("%s: setgroups: %v", t.key("user"), err)
+		}
+		if t.GID != nil {
+			if err := syscall.Setgid(int(*t.GID)); err != nil {
+				st.fail("%s: setgid %d: %v", t.key("group"), *t.GID, err)
+			}
+		}
+		if err := syscall.Setuid(int(*t.UID)); err != nil {
+			st.fail("%s: setuid %d: %v", t.key("user"), *t.UID, err)
+		}
+		// A change of account clears the parent-death signal.
+		if err := unix.Prctl(unix.PR_SET_PDEATHSIG, uintptr(syscall.SIGKILL), 0, 0, 0); err != nil || os.Getppid() != ppid {
+			os.Exit(126)
+		}
+	}
+	landlockSelf(st, t)
+	syscall.CloseOnExec(statusFD)
+	err := syscall.Exec(t.Path, t.Args, t.Env)
+	st.fail("exec %s: %v", t.Path, err)
+}
+
+// confineSelf applies the profile's rlimits, no_new_privs and Landlock
+// domain to this process, and so to what it starts.
+func confineSelf(st status, t trampoline) {
+	setRlimits(st, t)
+	landlockSelf(st, t)
+}
+
+func setRlimits(st status, t trampoline) {
 	set := func(key string, res int, v uint64) {
 		// syscall's Setrlimit, not x/sys's: it also stops Exec from
 		// restoring the open-files limit Go raised at start.
@@ -275,23 +369,13 @@ func runExec() {
 	if t.NProc > 0 {
 		set("limits.processes", unix.RLIMIT_NPROC, uint64(t.NProc))
 	}
-	if t.UID != nil {
-		if err := syscall.Setgroups(nil); err != nil {
-			st.fail("%s: setgroups: %v", t.key("user"), err)
-		}
-		if t.GID != nil {
-			if err := syscall.Setgid(int(*t.GID)); err != nil {
-				st.fail("%s: setgid %d: %v", t.key("group"), *t.GID, err)
-			}
-		}
-		if err := syscall.Setuid(int(*t.UID)); err != nil {
-			st.fail("%s: setuid %d: %v", t.key("user"), *t.UID, err)
-		}
-		// A change of account clears the parent-death signal.
-		if err := unix.Prctl(unix.PR_SET_PDEATHSIG, uintptr(syscall.SIGKILL), 0, 0, 0); err != nil || os.Getppid() != ppid {
-			os.Exit(126)
-		}
-	}
+}
+
+// landlockSelf sets no_new_privs and puts this process in the profile's
+// Landlock domain: the filesystem confinement when asked (an error if the
+// kernel refuses it), else the default domain where the kernel has
+// Landlock (a warning if it refuses).
+func landlockSelf(st status, t trampoline) {
 	if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
 		st.fail("set no_new_privs: %v", err)
 	}
@@ -309,9 +393,6 @@ func runExec() {
 			st.send("landlock", strconv.Itoa(abi))
 		}
 	}
-	syscall.CloseOnExec(statusFD)
-	err := syscall.Exec(t.Path, t.Args, t.Env)
-	st.fail("exec %s: %v", t.Path, err)
 }
 
 // landlockABI is the kernel's Landlock ABI, 0 without Landlock. An ABI 6

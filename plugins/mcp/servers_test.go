@@ -15,7 +15,6 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 
-	"github.com/tenxgraph/tenxgraph/internal/sandbox"
 	"github.com/tenxgraph/tenxgraph/sdk"
 )
 
@@ -148,9 +147,6 @@ func (e *buildError) Error() string {
 }
 
 func TestMain(m *testing.M) {
-	if len(os.Args) > 1 && os.Args[1] == sandbox.ExecArg {
-		sandbox.Exec() // the trampoline every server starts through
-	}
 	code := m.Run()
 	if testServerBin != "" {
 		_ = os.RemoveAll(filepath.Dir(testServerBin))
