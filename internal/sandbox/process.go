@@ -146,7 +146,8 @@ func Command(spec Spec) (_ *Process, err error) {
 			t.Write = append(t.Write, spec.HomeIn) // a plugin's socket goes there
 		}
 	}
-	t.PIDNS, iso.PIDNamespace = pidNamespaces(spec.Trampoline), false
+	t.PIDNS = pidNamespaces(spec.Trampoline)
+	iso.PIDNamespace = t.PIDNS
 	raw, err := json.Marshal(t)
 	if err != nil {
 		return nil, err
@@ -157,7 +158,6 @@ func Command(spec Spec) (_ *Process, err error) {
 	cmd.Env = stageEnv(raw)
 	initAttr(cmd, t.PIDNS)
 	p.Cmd, p.tramp, p.iso = cmd, true, iso
-	p.iso.PIDNamespace = t.PIDNS
 	p.reaperOnly = !t.PIDNS && p.cg == nil
 	return p, nil
 }

@@ -204,12 +204,8 @@ func startExecStage(st status, t trampoline) int {
 func startTarget(st status, t trampoline) int {
 	confineSelf(st, t)
 	sys := &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	if t.UID != nil {
-		cred := &syscall.Credential{Uid: *t.UID, Gid: *t.UID, Groups: []uint32{}}
-		if t.GID != nil {
-			cred.Gid = *t.GID
-		}
-		sys.Credential = cred
+	if t.UID != nil && t.GID != nil {
+		sys.Credential = &syscall.Credential{Uid: *t.UID, Gid: *t.GID, Groups: []uint32{}}
 	}
 	if t.NetNone {
 		sys.Cloneflags |= syscall.CLONE_NEWNET // as root: no user namespace needed
