@@ -18,8 +18,15 @@ func TestMain(m *testing.M) {
 		main()
 		return
 	}
-	os.Exit(m.Run())
+	code := m.Run()
+	for _, f := range cleanups {
+		f()
+	}
+	os.Exit(code)
 }
+
+// cleanups run once every test has.
+var cleanups []func()
 
 func tenxgraph(t *testing.T, stdin string, args ...string) (string, string, int) {
 	t.Helper()

@@ -35,6 +35,7 @@ func hostileBin(t *testing.T) (bin, self string) {
 		if hostileDir, hostileErr = os.MkdirTemp("", "hostile"); hostileErr != nil {
 			return
 		}
+		cleanups = append(cleanups, func() { os.RemoveAll(hostileDir) })
 		_ = os.Chmod(hostileDir, 0o755)
 		if out, err := exec.Command("go", "build", "-o", filepath.Join(hostileDir, "hostile"), "../../host/service/testdata/hostile").CombinedOutput(); err != nil {
 			hostileErr = err
