@@ -61,8 +61,6 @@ type config struct {
 func main() {
 	if len(os.Args) > 1 {
 		switch os.Args[1] {
-		case sandbox.ExecArg:
-			sandbox.Exec() // applies a sandboxed provider's limits
 		case "profiles":
 			if err := runProfiles(); err != nil {
 				fmt.Fprintln(os.Stderr, "pluginbench: FAILED:", err)

@@ -31,9 +31,9 @@ func runProfiles() error {
 		name string
 		p    sandbox.Profile
 	}{
-		{"default (environment default-deny, private HOME/TMPDIR, process group)", sandbox.Profile{}},
+		{"default (environment default-deny, private HOME/TMPDIR; init, PID namespace, Landlock, cgroup where the kernel allows)", sandbox.Profile{}},
 		{"network \"none\"", sandbox.Profile{Network: sandbox.NetworkNone}},
-		{"limits (memory, cpu, open files: trampoline; processes: cgroup)", sandbox.Profile{Limits: limits}},
+		{"limits (memory, processes: cgroups; cpu, open files: rlimits)", sandbox.Profile{Limits: limits}},
 		{"all of them", sandbox.Profile{Network: sandbox.NetworkNone, Limits: limits}},
 	}
 	b := &bench{self: self, log: hclog.NewNullLogger()}

@@ -1,8 +1,6 @@
 package main
 
 import (
-	"github.com/tenxgraph/tenxgraph/internal/sandbox"
-
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -16,12 +14,19 @@ import (
 func TestMain(m *testing.M) {
 	// The providers the program starts get no TENXGRAPH_BE_MAIN (their
 	// environment is default-deny): they are told apart by their arguments.
-	if os.Getenv("TENXGRAPH_BE_MAIN") == "1" || len(os.Args) > 1 && (os.Args[1] == "plugin" || os.Args[1] == sandbox.ExecArg) {
+	if os.Getenv("TENXGRAPH_BE_MAIN") == "1" || len(os.Args) > 1 && os.Args[1] == "plugin" {
 		main()
 		return
 	}
-	os.Exit(m.Run())
+	code := m.Run()
+	for _, f := range cleanups {
+		f()
+	}
+	os.Exit(code)
 }
+
+// cleanups run once every test has.
+var cleanups []func()
 
 func tenxgraph(t *testing.T, stdin string, args ...string) (string, string, int) {
 	t.Helper()

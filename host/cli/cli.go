@@ -34,9 +34,11 @@ const (
 
 // Main runs the command line with os.Args and exits.
 func Main() {
-	if len(os.Args) > 1 && os.Args[1] == sandbox.ExecArg {
-		sandbox.Exec() // the trampoline that applies a provider's limits; never returns
-	}
+	// (Run as the sandbox's trampoline, the binary never gets here: the
+	// sandbox package takes over as it initializes.)
+	// The host's environment holds its secrets (API tokens, the model key,
+	// the store's DSN): no process of its account may read it.
+	sandbox.ProtectHost()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	code := Run(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr)
 	stop()

@@ -21,6 +21,7 @@ import (
 	"github.com/tenxgraph/tenxgraph/host/graph"
 	"github.com/tenxgraph/tenxgraph/host/message"
 	"github.com/tenxgraph/tenxgraph/host/service"
+	"github.com/tenxgraph/tenxgraph/internal/sandbox"
 )
 
 // withService starts the service of --config (on store, when set), runs f
@@ -50,6 +51,10 @@ func validateCmd() *cobra.Command {
 			}
 			defer s.Shutdown(context.WithoutCancel(cmd.Context()))
 			fmt.Fprintf(cmd.OutOrStdout(), "%s is valid: agent %q, %d tool(s) on %d node(s)\n", path, s.Config.Agent, len(s.Tools()), len(s.Graph.ToolNodes()))
+			// Where this host's kernel leaves a provider weakly isolated.
+			for _, w := range service.IsolationWarnings(s.Profiles()) {
+				fmt.Fprintf(cmd.ErrOrStderr(), "warning: %s\n", w)
+			}
 			return nil
 		},
 	}
@@ -70,12 +75,30 @@ func toolsCmd() *cobra.Command {
 				if err := w.Flush(); err != nil {
 					return err
 				}
-				// Each process's sandbox profile, with provider_defaults applied.
+				// Each process's sandbox profile, with provider_defaults
+				// applied, then what the kernel gave it.
+				profiles := s.Profiles()
 				fmt.Fprintln(w, "\nPROCESS\tSANDBOX")
-				for _, p := range s.Profiles() {
+				for _, p := range profiles {
 					fmt.Fprintf(w, "%s\t%s\n", p.Provider, p.Profile)
 				}
-				return w.Flush()
+				if err := w.Flush(); err != nil {
+					return err
+				}
+				fmt.Fprintf(cmd.OutOrStdout(), "\nThis host: %s\n", sandbox.Host())
+				fmt.Fprintln(w, "PROCESS\tISOLATION")
+				for _, p := range profiles {
+					if p.Isolation != "" {
+						fmt.Fprintf(w, "%s\t%s\n", p.Provider, p.Isolation)
+					}
+				}
+				if err := w.Flush(); err != nil {
+					return err
+				}
+				for _, warn := range service.IsolationWarnings(profiles) {
+					fmt.Fprintf(cmd.OutOrStdout(), "warning: %s\n", warn)
+				}
+				return nil
 			})
 		},
 	}

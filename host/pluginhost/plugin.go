@@ -55,8 +55,9 @@ type Config struct {
 	// Deny names host variables never passed to the plugin, whatever its
 	// profile says: the API's tokens, the model key, the store's DSN.
 	Deny []string
-	// Trampoline is the executable that applies the profile's limits (the
-	// host's own; see sandbox.Exec). Required when limits are set.
+	// Trampoline is the executable that sandboxes the plugin and stays as
+	// its init (the host's own; see sandbox.ExecArg). Without it the plugin
+	// gets only its environment, process group and account.
 	Trampoline string
 	// Dir is the plugin's working directory ("" for the host's).
 	Dir string
@@ -82,12 +83,6 @@ type Config struct {
 	// (default 1s). A provider that stops processes of its own (the MCP
 	// bridge) needs theirs.
 	StopTimeout time.Duration
-	// Init makes the plugin the init of a PID namespace of its own where
-	// the host may (as root): when it ends, however it ends, the kernel
-	// ends everything it started, even processes that left its group. For
-	// a provider that starts processes of its own (the MCP bridge), which
-	// handles SIGTERM (sdk.Serve does).
-	Init bool
 	// Limits bound each call (none when zero).
 	Limits Limits
 }
@@ -133,6 +128,9 @@ type Plugin struct {
 	changed  chan struct{} // closed when md changes; nil until asked for
 	closed   bool
 	inflight sync.WaitGroup
+	warnOnce sync.Once         // the sandbox's warnings are logged at the first start
+	iso      sandbox.Isolation // the last process's, once started
+	started  bool
 }
 
 // Start verifies and starts a plugin and reads its tool list. A plugin that
@@ -407,7 +405,7 @@ func (p *Plugin) spawn() (*instance, error) {
 			}
 			proc, err := sandbox.Command(sandbox.Spec{Name: p.cfg.Name, Key: p.cfg.Key,
 				Path: p.cfg.Command[0], Args: p.cfg.Command[1:], Dir: p.cfg.Dir, Profile: profile,
-				Extra: c.Env, Deny: p.cfg.Deny, Trampoline: p.cfg.Trampoline, HomeIn: socketDir, Init: p.cfg.Init})
+				Extra: c.Env, Deny: p.cfg.Deny, Trampoline: p.cfg.Trampoline, HomeIn: socketDir})
 			if err != nil {
 				return nil, err
 			}
@@ -452,6 +450,17 @@ func (p *Plugin) spawn() (*instance, error) {
 		return fail(fmt.Errorf("plugin %q: unexpected client type %T", p.cfg.Name, raw))
 	}
 	inst.c = c
+	if inst.proc != nil {
+		iso := inst.proc.Isolation()
+		p.mu.Lock()
+		p.iso, p.started = iso, true
+		p.mu.Unlock()
+		p.warnOnce.Do(func() {
+			for _, w := range iso.Warnings {
+				p.log.Warn("weak sandbox", "warning", w)
+			}
+		})
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	go c.Watch(ctx) //nolint:errcheck // ends when the plugin or the host goes
 	inst.watching, inst.stopWatch = ctx, cancel
@@ -577,6 +586,17 @@ func (p *Plugin) Shutdown(ctx context.Context) error {
 		err = errors.Join(err, fmt.Errorf("plugin %q: still starting at shutdown: %w", p.cfg.Name, serr))
 	}
 	return err
+}
+
+// Name is the plugin's configured name.
+func (p *Plugin) Name() string { return p.cfg.Name }
+
+// Isolation is what the plugin's last process got from the kernel (see
+// sandbox.Isolation); false before one started.
+func (p *Plugin) Isolation() (sandbox.Isolation, bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.iso, p.started
 }
 
 // PID is the running process's id, or 0; for tests and diagnostics.

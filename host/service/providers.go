@@ -55,12 +55,13 @@ func (s *Service) startProviders(ctx context.Context, opts Options, env *agent.E
 		log = DefaultLogger()
 	}
 	type job struct {
+		label   string // the process's name in Profiles
 		path    string // config path for errors
 		node    string // "" for the bridge
 		cfg     pluginhost.Config
 		approve config.Approval
 	}
-	jobs := []job{{path: "remote_tools", cfg: pluginhost.Config{Name: bridgeName, Command: []string{self, "plugin", "remote"},
+	jobs := []job{{label: bridgeName, path: "remote_tools", cfg: pluginhost.Config{Name: bridgeName, Command: []string{self, "plugin", "remote"},
 		Sandbox: cfg.SandboxDefaults, Key: "provider_defaults"}}}
 	if bt := cfg.BuiltinTools; bt != nil && len(bt.Enable) > 0 {
 		raw, err := json.Marshal(builtin.Options{Enable: bt.Enable, WorkspaceRoot: bt.Workspace.Root,
@@ -74,7 +75,7 @@ func (s *Service) startProviders(ctx context.Context, opts Options, env *agent.E
 			// profile lists.
 			profile.Filesystem = &sandbox.Filesystem{Read: fs.Read, Write: append(slices.Clone(fs.Write), bt.Workspace.Root)}
 		}
-		jobs = append(jobs, job{path: "builtin_tools", node: bt.Node, cfg: pluginhost.Config{Name: builtinName,
+		jobs = append(jobs, job{label: builtinName, path: "builtin_tools", node: bt.Node, cfg: pluginhost.Config{Name: builtinName,
 			Command: []string{self, "plugin", "builtin"}, Options: raw, Sandbox: profile, Key: "builtin_tools",
 			Limits: limits(bt.ProviderSettings, "builtin_tools")}, approve: bt.RequireApproval})
 	}
@@ -85,7 +86,7 @@ func (s *Service) startProviders(ctx context.Context, opts Options, env *agent.E
 			continue
 		}
 		key := fmt.Sprintf("plugins[%d]", i)
-		jobs = append(jobs, job{path: key, node: pl.Node, cfg: pluginhost.Config{
+		jobs = append(jobs, job{label: fmt.Sprintf("%s %s", key, pl.Name), path: key, node: pl.Node, cfg: pluginhost.Config{
 			Name: pl.Name, Command: pl.Command, SHA256: pl.SHA256, Lazy: pl.Start == "lazy", Prefix: pl.Prefix,
 			Sandbox: pl.Sandbox, Key: key, Dir: pl.Cwd, Limits: limits(pl.ProviderSettings, key)}, approve: pl.RequireApproval})
 	}
@@ -121,6 +122,7 @@ func (s *Service) startProviders(ctx context.Context, opts Options, env *agent.E
 			continue
 		}
 		s.providers = append(s.providers, started[i])
+		s.process(j.label, started[i])
 		checkToolTimeouts(ctx, started[i], j.path, j.cfg.Prefix, j.cfg.Limits.ToolTimeouts, &ps)
 		var p sdk.Provider = started[i]
 		if j.approve.Set() {
@@ -198,10 +200,11 @@ func (s *Service) startMCP(ctx context.Context, self string, log hclog.Logger, e
 		pc := pluginhost.Config{Name: name, Command: []string{self, "plugin", "mcp"}, Options: raw,
 			Key: "mcp_servers", Deny: cfg.Secrets(), Trampoline: self,
 			// It stops its servers (stdin closed, SIGTERM, SIGKILL, a second
-			// each) before it exits, and as an init it takes them along
-			// however it ends.
-			StopTimeout: 2*mcp.StopGrace + time.Second, Init: true,
-			Logger: log, StartTimeout: wait[node] + 30*time.Second, Limits: bound[node]}
+			// each) before it exits; each server is the target of an init of
+			// its own, which takes the server's processes along however it
+			// ends.
+			StopTimeout: 2*mcp.StopGrace + time.Second,
+			Logger:      log, StartTimeout: wait[node] + 30*time.Second, Limits: bound[node]}
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -216,6 +219,7 @@ func (s *Service) startMCP(ctx context.Context, self string, log hclog.Logger, e
 			continue
 		}
 		s.providers = append(s.providers, started[i])
+		s.process(started[i].Name(), started[i])
 		env.Providers[node] = append(env.Providers[node], started[i])
 	}
 	if len(ps) > 0 {
@@ -483,36 +487,90 @@ func ServePlugin(name string) error {
 	return nil
 }
 
-// Profile is one provider process's effective sandbox profile, as
-// `tenxgraph tools` shows it.
+// Profile is one provider process's effective sandbox profile, and the
+// isolation the kernel gave it, as `tenxgraph tools` shows them.
 type Profile struct {
 	// Provider names the process ("builtin", "plugins[0] weather",
 	// "mcp_servers.files").
 	Provider string
 	// Profile is what it may have, in one line.
 	Profile string
+	// Isolation is what the kernel gave the process (sandbox.Isolation),
+	// in one line; for an MCP server, what its bridge gives it on this
+	// host.
+	Isolation string
+	// Warnings say where that isolation is weak.
+	Warnings []string
+}
+
+// process files a started provider process under its name in Profiles.
+func (s *Service) process(name string, p *pluginhost.Plugin) {
+	if s.processes == nil {
+		s.processes = map[string]*pluginhost.Plugin{}
+	}
+	s.processes[name] = p
 }
 
 // Profiles lists the sandbox profile of every process the config starts,
-// with provider_defaults applied.
+// with provider_defaults applied, and the isolation each got.
 func (s *Service) Profiles() []Profile {
 	cfg := s.Config
-	out := []Profile{{Provider: bridgeName, Profile: cfg.SandboxDefaults.Describe()}}
+	var out []Profile
+	add := func(name string, p sandbox.Profile) {
+		iso := sandbox.Predict(p)
+		if pl := s.processes[name]; pl != nil {
+			if got, ok := pl.Isolation(); ok {
+				iso = got
+			}
+		}
+		out = append(out, Profile{Provider: name, Profile: p.Describe(), Isolation: iso.String(), Warnings: iso.Warnings})
+	}
+	add(bridgeName, cfg.SandboxDefaults)
 	if bt := cfg.BuiltinTools; bt != nil && len(bt.Enable) > 0 {
-		out = append(out, Profile{Provider: builtinName, Profile: bt.Sandbox.Describe()})
+		add(builtinName, bt.Sandbox)
 	}
 	for i, p := range cfg.Plugins {
-		out = append(out, Profile{Provider: fmt.Sprintf("plugins[%d] %s", i, p.Name), Profile: p.Sandbox.Describe()})
+		add(fmt.Sprintf("plugins[%d] %s", i, p.Name), p.Sandbox)
+	}
+	var bridges []string
+	for name := range s.processes {
+		if name == mcpName || strings.HasPrefix(name, mcpName+":") {
+			bridges = append(bridges, name)
+		}
+	}
+	slices.Sort(bridges)
+	for _, name := range bridges {
+		add(name, sandbox.Profile{})
 	}
 	for _, name := range cfg.MCPServerOrder {
 		sc := cfg.MCPServers[name]
 		switch {
 		case sc.Disabled:
 		case sc.Type == "stdio":
-			out = append(out, Profile{Provider: "mcp_servers." + name, Profile: sc.Sandbox.Describe()})
+			add("mcp_servers."+name, sc.Sandbox)
 		default:
 			out = append(out, Profile{Provider: "mcp_servers." + name, Profile: "reached at its url; no process of its own (its bridge: " + (sandbox.Profile{}).Describe() + ")"})
 		}
+	}
+	return out
+}
+
+// IsolationWarnings groups the warnings of Profiles by text: each with
+// the processes it concerns, in order.
+func IsolationWarnings(ps []Profile) []string {
+	var order []string
+	who := map[string][]string{}
+	for _, p := range ps {
+		for _, w := range p.Warnings {
+			if _, ok := who[w]; !ok {
+				order = append(order, w)
+			}
+			who[w] = append(who[w], p.Provider)
+		}
+	}
+	out := make([]string, len(order))
+	for i, w := range order {
+		out[i] = strings.Join(who[w], ", ") + ": " + w
 	}
 	return out
 }

@@ -12,6 +12,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -22,6 +24,7 @@ import (
 	"github.com/tenxgraph/tenxgraph/host/graph"
 	"github.com/tenxgraph/tenxgraph/host/message"
 	"github.com/tenxgraph/tenxgraph/host/service"
+	"github.com/tenxgraph/tenxgraph/internal/sandbox"
 )
 
 var (
@@ -163,6 +166,13 @@ func TestProvidersGetNoSecrets(t *testing.T) {
 				t.Errorf("%s (%d) has its options in its environment (%s)", cmd, pid, k)
 			}
 		}
+		if strings.Contains(cmd, " "+sandbox.ExecArg+" init ") {
+			// A provider's init, the sandbox's own: only its instructions.
+			if len(env) != 2 || env["GOMAXPROCS"] != "1" {
+				t.Errorf("%s (%d): the sandbox's init has an environment of its own: %v", cmd, pid, env)
+			}
+			continue
+		}
 		if home := env["HOME"]; home == os.Getenv("HOME") || home == "" || env["TMPDIR"] != home {
 			t.Errorf("%s (%d): HOME %q, TMPDIR %q: want a private folder", cmd, pid, home, env["TMPDIR"])
 		}
@@ -261,8 +271,8 @@ func TestNothingSurvivesItsProvider(t *testing.T) {
 	eventually(t, 10*time.Second, "the restarted MCP server and its child run", func() bool { return len(marked(mark+"-mcp")) == 2 })
 	before := marked(mark + "-mcp")
 	bridge := 0
-	for pid, cmd := range children(os.Getpid()) {
-		if strings.HasSuffix(cmd, " plugin mcp ") {
+	for pid, cmd := range descendants(os.Getpid()) {
+		if strings.HasSuffix(cmd, " plugin mcp ") && !strings.Contains(cmd, sandbox.ExecArg) { // the bridge, not its init
 			bridge = pid
 		}
 	}
@@ -473,5 +483,209 @@ func TestFilesystemKeepsTheWorkspace(t *testing.T) {
 	}
 	if p := s.Profiles(); !strings.Contains(fmt.Sprint(p), "filesystem: read nothing listed") {
 		t.Fatalf("tools shows %v", p)
+	}
+}
+
+// secretValues puts real-looking secrets in the test host's environment
+// (what tokens_env, api_key_env, dsn_env and libpq read) and returns their
+// values.
+func secretValues(t *testing.T) []string {
+	t.Helper()
+	tag := strconv.FormatInt(time.Now().UnixNano(), 36)
+	secrets := map[string]string{
+		"TENXGRAPH_TOKEN": "tok-" + tag, "OPENAI_API_KEY": "sk-" + tag,
+		"DATABASE_URL": "postgres://app:pw-" + tag + "@db/app", "PGPASSWORD": "pg-" + tag,
+	}
+	var values []string
+	for k, v := range secrets {
+		t.Setenv(k, v)
+		values = append(values, v)
+	}
+	return values
+}
+
+// snoopResult is the hostile plugin's snoop tool's answer.
+type snoopResult struct {
+	Seen     int      `json:"seen"`
+	Environs int      `json:"environs"`
+	Found    []string `json:"found"`
+}
+
+// A hostile plugin with the default profile reads every /proc/*/environ
+// and /proc/*/cmdline it can see, and its own environment: the secret a
+// sibling provider was given is in none of them, nor the host's secrets.
+// (A variable set by this test is not in this process's /proc/PID/environ,
+// which holds the environment it was started with: the host's own
+// environment is attacked with a real serve, in cmd/tenxgraph.)
+func TestHostileSeesNoSecret(t *testing.T) {
+	find := append(secretValues(t), "sibling-"+strconv.Itoa(os.Getpid()))
+	s := startConfig(t, `{"agent": "tenxgraph:react", "model": {"provider": "scripted", "script": "script.json"},
+	  "checkpointer": {"type": "memory"},
+	  "plugins": [{"name": "hostile", "command": [`+js(hostile(t))+`]},
+	              {"name": "sibling", "command": [`+js(hostile(t))+`], "prefix": "s_", "env": {"SIBLING_SECRET": `+js(find[len(find)-1])+`}}]}`,
+		`{"rules": [{"match": "^snoop$", "tool_calls": [{"name": "snoop", "arguments": {"find": `+js(find)+`}}]}]}`)
+	r := toolResult(t, s, "snoop", "snoop")
+	if r.IsError {
+		t.Fatalf("snoop: %s", r.Content)
+	}
+	var got snoopResult
+	if err := json.Unmarshal(r.Content, &got); err != nil {
+		t.Fatalf("snoop: %v: %s", err, r.Content)
+	}
+	if got.Environs == 0 {
+		t.Fatalf("snoop read no environment at all, not even its own: %+v", got)
+	}
+	if len(got.Found) > 0 {
+		t.Fatalf("the plugin read secrets it must not: %v", got.Found)
+	}
+	t.Logf("the plugin saw %d processes and could read %d environments, none with a secret", got.Seen, got.Environs)
+}
+
+// A plugin's children that leave its process group and session (setsid,
+// double fork) die with it when it crashes.
+func TestEscapedChildrenDieWithTheirPlugin(t *testing.T) {
+	mark := "escape" + strconv.Itoa(os.Getpid()) // unique: a failed run may leave processes behind
+	s := startConfig(t, `{"agent": "tenxgraph:react", "model": {"provider": "scripted", "script": "script.json"},
+	  "checkpointer": {"type": "memory"},
+	  "plugins": [{"name": "hostile", "command": [`+js(hostile(t))+`], "env": {"HOSTILE_MARK": "`+mark+`"}}]}`,
+		`{"rules": [{"match": "^escape$", "tool_calls": [{"name": "escape", "arguments": {"n": 5}}]},
+		  {"match": "^escape-crash$", "tool_calls": [{"name": "escape", "arguments": {"n": 5, "crash": true}}]}]}`)
+	t.Cleanup(func() { killMarked(mark) })
+	if r := toolResult(t, s, "e1", "escape"); r.IsError {
+		t.Fatalf("escape: %s", r.Content)
+	}
+	escaped := escapees(mark)
+	if len(escaped) != 5 {
+		t.Fatalf("%d escaped children run, want 5", len(escaped))
+	}
+	for _, pid := range escaped {
+		if sid := proctest.Session(pid); sid != pid {
+			t.Fatalf("escaped child %d is in session %d, not one of its own", pid, sid)
+		}
+	}
+	if r := toolResult(t, s, "e2", "escape-crash"); !r.IsError {
+		t.Fatalf("escape-crash: %s", r.Content)
+	}
+	eventually(t, 10*time.Second, "the crashed plugin's 10 escaped children are gone", func() bool { return len(escapees(mark)) == 0 })
+}
+
+// escapees lists the live escaped children of the hostile plugin marked
+// mark.
+func escapees(mark string) []int {
+	var out []int
+	for _, pid := range marked(mark) {
+		if environ(pid)["HOSTILE_ESCAPEE"] == "1" {
+			out = append(out, pid)
+		}
+	}
+	return out
+}
+
+// environ reads a process's environment, empty when it is gone.
+func environ(pid int) map[string]string {
+	raw, _ := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "environ"))
+	out := map[string]string{}
+	for _, kv := range strings.Split(string(raw), "\x00") {
+		if k, v, ok := strings.Cut(kv, "="); ok {
+			out[k] = v
+		}
+	}
+	return out
+}
+
+// killMarked kills, by pid, what a failed test left behind.
+func killMarked(mark string) {
+	for _, pid := range marked(mark) {
+		_ = syscall.Kill(pid, syscall.SIGKILL)
+	}
+}
+
+// limits.memory_mb holds against memory RLIMIT_DATA does not count: a
+// shared anonymous mapping of 1 GiB under a limit of 256 MiB is an error
+// result, the plugin is restarted, and the host keeps serving.
+func TestMemoryLimitHoldsAgainstSharedMemory(t *testing.T) {
+	s := startConfig(t, `{"agent": "tenxgraph:react", "model": {"provider": "scripted", "script": "script.json"},
+	  "checkpointer": {"type": "memory"}, "builtin_tools": {"enable": ["calculator"]},
+	  "plugins": [{"name": "hostile", "command": [`+js(hostile(t))+`], "limits": {"memory_mb": 256}}]}`,
+		`{"rules": [{"match": "^shm$", "tool_calls": [{"name": "shm", "arguments": {"mb": 1024}}]},
+		  {"match": "^ok$", "tool_calls": [{"name": "ok", "arguments": {}}]},
+		  {"match": "^calc$", "tool_calls": [{"name": "calculator", "arguments": {"expression": "2+3"}}]}]}`)
+	if p := fmt.Sprint(s.Profiles()); !strings.Contains(p, "memory_mb: cgroup") {
+		t.Logf("no memory cgroup on this host; the limit is RLIMIT_DATA: %s", p)
+	}
+	r := toolResult(t, s, "shm", "shm")
+	if !r.IsError || !strings.Contains(string(r.Content), `plugin \"hostile\"`) {
+		t.Fatalf("1 GiB of shared memory under memory_mb 256: want an error result naming the plugin, got %s", r.Content)
+	}
+	if r := toolResult(t, s, "calc", "calc"); r.IsError {
+		t.Fatalf("the host stopped serving other tools: %s", r.Content)
+	}
+	if r := toolResult(t, s, "ok", "ok"); r.IsError {
+		t.Fatalf("the plugin was not restarted: %s", r.Content)
+	}
+}
+
+// An MCP server that crashes leaves no zombie behind, in the bridge or
+// anywhere below this test.
+func TestMCPServerCrashLeavesNoZombie(t *testing.T) {
+	mark := "zombie" + strconv.Itoa(os.Getpid())
+	s := startConfig(t, `{"agent": "tenxgraph:react", "model": {"provider": "scripted", "script": "script.json"},
+	  "checkpointer": {"type": "memory"},
+	  "mcp_servers": {"evil": {"command": `+js(hostile(t))+`, "args": ["mcp"], "env": {"HOSTILE_MARK": "`+mark+`"}}}}`,
+		`{"rules": [{"match": "^crash$", "tool_calls": [{"name": "mcp_crash", "arguments": {}}]}]}`)
+	eventually(t, 10*time.Second, "the MCP server and its child run", func() bool { return len(marked(mark)) == 2 })
+	first := marked(mark)
+	for i := range 2 {
+		if r := toolResult(t, s, "c"+strconv.Itoa(i), "crash"); !r.IsError {
+			t.Fatalf("mcp_crash: %s", r.Content)
+		}
+		eventually(t, 10*time.Second, "the MCP server is restarted with its child", func() bool {
+			now := marked(mark)
+			return len(now) == 2 && !slices.Contains(first, now[0]) && !slices.Contains(first, now[1])
+		})
+		first = marked(mark)
+	}
+	eventually(t, 5*time.Second, "no zombie below the test", func() bool { return len(zombies(os.Getpid())) == 0 })
+}
+
+// zombies lists the processes below pid that exited and that their
+// parent has not reaped.
+func zombies(pid int) []int {
+	var out []int
+	for d := range descendants(pid) {
+		if proctest.Zombie(d) {
+			out = append(out, d)
+		}
+	}
+	return out
+}
+
+// `tenxgraph tools` says what each provider process actually got: as
+// root a PID namespace with its own /proc, the kernel's Landlock ABI, and
+// a warning that a provider running as root is not contained.
+func TestProfilesSayWhatTheKernelGave(t *testing.T) {
+	s := startHostile(t, "", "")
+	var got *service.Profile
+	for _, p := range s.Profiles() {
+		if p.Provider == "plugins[0] hostile" {
+			got = &p
+		}
+	}
+	if got == nil {
+		t.Fatalf("no plugins[0] hostile in %+v", s.Profiles())
+	}
+	host := sandbox.Host()
+	t.Logf("this host: %s\nthe plugin: %s %v", host, got.Isolation, got.Warnings)
+	if m := regexp.MustCompile(`landlock: ABI (\d+)`).FindStringSubmatch(host); m != nil && !strings.Contains(got.Isolation, "landlock ABI "+m[1]) {
+		t.Errorf("the kernel has Landlock ABI %s, the plugin's isolation says %q", m[1], got.Isolation)
+	}
+	if os.Geteuid() != 0 {
+		return
+	}
+	if strings.Contains(host, "pid namespaces: yes") && !strings.Contains(got.Isolation, "pid namespace with its own /proc") {
+		t.Errorf("as root, want a pid namespace with its own /proc: %q", got.Isolation)
+	}
+	if !strings.Contains(strings.Join(got.Warnings, "\n"), "runs as root") {
+		t.Errorf("a plugin running as root: want a warning, got %v", got.Warnings)
 	}
 }

@@ -39,6 +39,9 @@ type Service struct {
 	Store  checkpoint.Checkpointer
 
 	providers []sdk.Provider
+	// processes are the provider processes by the name Profiles gives
+	// them, for what their sandbox actually got.
+	processes map[string]*pluginhost.Plugin
 	ownsStore bool
 	sweeper   *sweeper // nil unless checkpointer.idle_ttl is set
 }

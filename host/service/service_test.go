@@ -18,15 +18,11 @@ import (
 	"github.com/tenxgraph/tenxgraph/host/message"
 	"github.com/tenxgraph/tenxgraph/host/service"
 	"github.com/tenxgraph/tenxgraph/host/toolnode"
-	"github.com/tenxgraph/tenxgraph/internal/sandbox"
 )
 
 // TestMain lets this test binary serve the builtin providers, as the
 // tenxgraph binary does: the service starts "<this program> plugin NAME".
 func TestMain(m *testing.M) {
-	if len(os.Args) > 1 && os.Args[1] == sandbox.ExecArg {
-		sandbox.Exec() // the trampoline that applies a provider's limits
-	}
 	if len(os.Args) == 3 && os.Args[1] == "plugin" {
 		if err := service.ServePlugin(os.Args[2]); err != nil {
 			panic(err)
@@ -218,8 +214,9 @@ func TestPluginKilledMidCallGivesAnErrorResult(t *testing.T) {
 			}
 			time.Sleep(20 * time.Millisecond)
 		}
-		// By pid, found among this test's children: never by name.
-		for pid, cmd := range children(os.Getpid()) {
+		// By pid, found among this test's descendants (the plugin runs
+		// below its sandbox's init): never by name.
+		for pid, cmd := range descendants(os.Getpid()) {
 			if strings.TrimSpace(cmd) == bin {
 				syscall.Kill(pid, syscall.SIGKILL)
 			}

@@ -68,3 +68,20 @@ func Group(pgid int) []int {
 	}
 	return out
 }
+
+// Session is the session id of pid, 0 when it is gone.
+func Session(pid int) int {
+	f := stat(pid)
+	if len(f) < 4 {
+		return 0
+	}
+	sid, _ := strconv.Atoi(string(f[3]))
+	return sid
+}
+
+// Zombie reports whether pid has exited and waits for its parent to reap
+// it.
+func Zombie(pid int) bool {
+	f := stat(pid)
+	return len(f) > 0 && string(f[0]) == "Z"
+}

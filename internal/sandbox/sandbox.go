@@ -4,26 +4,41 @@
 // user, and the one place that makes sure nothing a child started outlives
 // it.
 //
-// A child gets only what its Profile gives it:
+// Every process starts through a trampoline (the host's own executable,
+// run as `EXE ExecArg init`), which stays as the process's init. By
+// default, where the kernel allows it:
+//
+//   - A PID namespace of its own with a fresh /proc (a host running as
+//     root): the process sees no other process, and when its init ends,
+//     however it ends, the kernel ends everything in the namespace.
+//   - A Landlock domain of its own: it can neither trace nor read through
+//     /proc any process outside (the host, its init, other providers),
+//     and from Landlock ABI 6 neither signal them nor reach their abstract
+//     unix sockets.
+//   - Cgroups of its own wherever a hierarchy is writable, which hold its
+//     whole tree: Kill ends everything in them, and a later host removes
+//     those a host killed with SIGKILL left.
+//   - A host that is not dumpable (ProtectHost): a process of its account
+//     without CAP_SYS_PTRACE cannot read its memory or environment.
+//
+// What the kernel lacks of these is a warning in Process.Isolation, not a
+// failure. On top, a child gets only what its Profile gives it:
 //
 //   - Environment, default deny: PATH, LANG, LC_ALL and TZ from the host,
 //     HOME and TMPDIR pointing at a private folder removed when the process
 //     is released, then the profile's literal Env and the host variables
 //     its PassEnv names. Nothing else of the host's environment is passed.
-//   - Limits: rlimits (data segment, CPU seconds, open files) applied
-//     between fork and exec by a trampoline (the host's own executable,
-//     run as `EXE ExecArg`), and a process-count limit through a cgroup's
-//     pids.max where a cgroup is writable.
+//   - Limits: memory through a memory cgroup (every kind of memory, swap
+//     excluded; RLIMIT_DATA where no memory cgroup is writable), a process
+//     count through pids.max, and rlimits for CPU seconds and open files.
 //   - Network "none": a new network namespace (inside a new user namespace
 //     when the host is not root), which has only a loopback interface that
 //     is down.
 //   - User and group, when the host runs as root.
+//   - Filesystem: a Landlock domain that allows only the paths listed.
 //
-// Every child leads its own process group and gets a parent-death signal;
-// Process.Kill ends the group (and the cgroup, where there is one), so a
-// provider's children go with it on every exit path. A protection the
-// profile asks for and the kernel refuses is an error naming the profile
-// key; it is never dropped silently.
+// A protection the profile asks for and the kernel refuses is an error
+// naming the profile key; it is never dropped silently.
 package sandbox
 
 import (
@@ -79,13 +94,16 @@ type Filesystem struct {
 	Write []string `json:"write,omitempty"`
 }
 
-// Limits bound one process's resources. Each is per process, like the
-// rlimit behind it, except Processes, which counts the process and
-// everything it starts (threads included).
+// Limits bound a process's resources. MemoryMB and Processes count the
+// process and everything it starts; CPUSeconds and OpenFiles are per
+// process, like the rlimits behind them.
 type Limits struct {
-	// MemoryMB caps private writable memory (RLIMIT_DATA), in MiB: the heap
-	// of any language runtime. A process past it fails to allocate; a Go
-	// plugin exits with "out of memory".
+	// MemoryMB caps the memory of the process and everything it starts,
+	// in MiB, through a memory cgroup: every kind (heap, shared mappings,
+	// tmpfs, page cache), swap excluded. Past it the kernel's OOM killer
+	// ends the process (the whole group with cgroup v2), and the host
+	// restarts it. Where no memory cgroup is writable it is RLIMIT_DATA,
+	// per process, which shared mappings escape (Isolation warns).
 	MemoryMB int64 `json:"memory_mb,omitempty"`
 	// CPUSeconds caps CPU time over the process's life (RLIMIT_CPU); past
 	// it the kernel kills the process, and the host restarts it.
@@ -132,16 +150,11 @@ type Spec struct {
 	// for HostDir). A plugin's goes in its socket folder, which the plugin
 	// removes itself when its host dies.
 	HomeIn string
-	// Init makes the process the init of a new PID namespace where the
-	// host may (as root; elsewhere it is left out): when it ends, however
-	// it ends, the kernel ends everything it started, even what left its
-	// process group. Only for a process that handles SIGTERM (an init
-	// ignores signals it has no handler for) and starts processes of its
-	// own: the MCP bridge.
-	Init bool
-	// Trampoline is the executable that applies limits before running
-	// Path: a program whose main calls Exec when its first argument is
-	// ExecArg (every tenxgraph binary does). Required when limits are set.
+	// Trampoline is the executable that sandboxes the process and stays
+	// as its init: a program that imports this package (every tenxgraph
+	// binary does), run with ExecArg. Without it the process
+	// gets only its environment, private folder, process group and
+	// account, and limits, filesystem and network "none" are refused.
 	Trampoline string
 }
 

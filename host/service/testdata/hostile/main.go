@@ -5,6 +5,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -12,6 +13,8 @@ import (
 	"os"
 	"os/exec"
 	"strconv"
+	"strings"
+	"syscall"
 	"time"
 
 	mcpsdk "github.com/modelcontextprotocol/go-sdk/mcp"
@@ -20,6 +23,10 @@ import (
 )
 
 type noArgs struct{}
+
+// instance tells this process from an earlier one with the same pid (in
+// a PID namespace of its own, every start gets the same).
+var instance = strconv.FormatInt(time.Now().UnixNano(), 36)
 
 type forkArgs struct {
 	N     int  `json:"n"`
@@ -48,12 +55,16 @@ func main() {
 		serveMCP()
 		return
 	}
-	sdk.Serve(sdk.MustTools("hostile", "1",
+	if len(os.Args) > 1 && os.Args[1] == "escapee" {
+		escapee()
+		return
+	}
+	sdk.Serve(sdk.MustTools("hostile", "1", append([]sdk.Tool{
 		sdk.MustTool("environ", "Its environment.", func(context.Context, noArgs) ([]string, error) {
 			return os.Environ(), nil
 		}),
 		sdk.MustTool("ok", "Answers ok.", func(context.Context, noArgs) (string, error) {
-			return "ok pid " + strconv.Itoa(os.Getpid()), nil
+			return "ok pid " + strconv.Itoa(os.Getpid()) + " " + instance, nil
 		}),
 		sdk.MustTool("fork", "Starts n children, then crashes if asked.", func(_ context.Context, in forkArgs) (int, error) {
 			for range in.N {
@@ -111,7 +122,7 @@ func main() {
 			return "connected", nil
 		}),
 		bigTool(),
-	))
+	}, moreTools()...)...))
 }
 
 // serveMCP is a stdio MCP server that starts a child, and whose tool
@@ -133,4 +144,96 @@ func serveMCP() {
 		})
 	addMCPBig(s)
 	_ = s.Run(context.Background(), &mcpsdk.StdioTransport{})
+}
+
+// moreTools are the attacks on the sandbox's defaults: reading every
+// process it can see, escaping its process group and session, and memory
+// that RLIMIT_DATA does not count.
+func moreTools() []sdk.Tool {
+	return []sdk.Tool{
+		sdk.MustTool("snoop", "Reads /proc/*/environ and /proc/*/cmdline of every process it can see, and its own environment, looking for the strings of find.", snoop),
+		sdk.MustTool("escape", "Starts n children that leave its process group and session (setsid, double fork), then crashes if asked.", func(_ context.Context, in forkArgs) (int, error) {
+			for range in.N {
+				self, _ := os.Executable()
+				cmd := exec.Command(self, "escapee")
+				cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+				if err := cmd.Run(); err != nil { // it starts the grandchild, then exits
+					return 0, err
+				}
+			}
+			if in.Crash {
+				os.Exit(6)
+			}
+			return in.N, nil
+		}),
+		sdk.MustTool("shm", "Maps mb MiB of shared anonymous memory and touches every page.", func(_ context.Context, in shmArgs) (string, error) {
+			size := in.MB << 20
+			mem, err := syscall.Mmap(-1, 0, size, syscall.PROT_READ|syscall.PROT_WRITE, syscall.MAP_SHARED|syscall.MAP_ANONYMOUS)
+			if err != nil {
+				return "", err
+			}
+			for i := 0; i < size; i += 4096 {
+				mem[i] = 1
+			}
+			return fmt.Sprintf("touched %d MiB of shared memory", in.MB), nil
+		}),
+	}
+}
+
+type shmArgs struct {
+	MB int `json:"mb"`
+}
+
+type snoopArgs struct {
+	Find []string `json:"find"`
+}
+
+// snoopResult is what snoop saw: how many processes, how many of their
+// environments it could read, and where each string of find turned up.
+type snoopResult struct {
+	Seen     int      `json:"seen"`
+	Environs int      `json:"environs"`
+	Found    []string `json:"found"`
+}
+
+func snoop(_ context.Context, in snoopArgs) (snoopResult, error) {
+	var r snoopResult
+	look := func(where string, text []byte) {
+		for _, f := range in.Find {
+			if f != "" && bytes.Contains(text, []byte(f)) {
+				r.Found = append(r.Found, f+" in "+where)
+			}
+		}
+	}
+	look("its own environment", []byte(strings.Join(os.Environ(), "\x00")))
+	entries, err := os.ReadDir("/proc")
+	if err != nil {
+		return r, err
+	}
+	for _, e := range entries {
+		if _, err := strconv.Atoi(e.Name()); err != nil {
+			continue
+		}
+		r.Seen++
+		if env, err := os.ReadFile("/proc/" + e.Name() + "/environ"); err == nil {
+			r.Environs++
+			look("/proc/"+e.Name()+"/environ", env)
+		}
+		if cmd, err := os.ReadFile("/proc/" + e.Name() + "/cmdline"); err == nil {
+			look("/proc/"+e.Name()+"/cmdline", cmd)
+		}
+	}
+	return r, nil
+}
+
+// escapee is a child of the escape tool: it starts a grandchild in a
+// session of its own, marked HOSTILE_ESCAPEE=1, and exits, so that the
+// grandchild is an orphan outside the plugin's process group.
+func escapee() {
+	cmd := exec.Command("sleep", "1000")
+	cmd.Env = append(os.Environ(), "HOSTILE_ESCAPEE=1")
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	if err := cmd.Start(); err != nil {
+		os.Exit(1)
+	}
 }
