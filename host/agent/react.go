@@ -80,9 +80,9 @@ func (m *ModelNode) Run(ctx context.Context, in *graph.Input) (graph.Update, err
 	if n := counter.(*atomic.Int32).Add(1); int(n) > limit {
 		return graph.Update{}, fmt.Errorf("%w (max_steps is %d; raise model.max_steps if the task needs more)", ErrMaxSteps, limit)
 	}
-	view := m.views.Get(in.Run.ThreadID)
-	defer func() { m.views.Counted(in.Run.ThreadID, view, view.v.Size()) }()
-	req := model.Request{ThreadID: in.Run.ThreadID, Messages: view.history(in.State.Messages, m.SystemPrompt)}
+	view := m.views.Get(in.Run.Key())
+	defer func() { m.views.Counted(in.Run.Key(), view, view.v.Size()) }()
+	req := model.Request{ThreadID: in.Run.Key(), Messages: view.history(in.State.Messages, m.SystemPrompt)}
 	if m.Tools != nil {
 		ts, err := m.Tools.ToolSet(ctx, in.Run)
 		if err != nil {

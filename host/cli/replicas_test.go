@@ -254,8 +254,9 @@ func paused(t *testing.T, r *replica, token, thread, text string) string {
 
 // A pauses T; B deletes T and starts a new conversation on T, which pauses
 // at the same seq; A resumes T with the old call id. The new conversation
-// must stay intact and the stale resume be refused; with auth, the old
-// owner must not take the new owner's thread.
+// must stay intact and the stale resume be refused. With auth, the new
+// conversation is another token's, so to the old one T is a thread it no
+// longer has (409 not_paused, as for any thread it does not have).
 func TestReplicasDeleteAndRecreate(t *testing.T) {
 	bin, _ := built(t)
 	for _, st := range stores(t, "") {
@@ -288,10 +289,10 @@ func TestReplicasDeleteAndRecreate(t *testing.T) {
 					stale := answer(t, a, alice, thread, oldCall)
 					want := map[int]bool{404: true, 409: true}
 					if auth {
-						want = map[int]bool{404: true} // alice must not even see bob's thread
+						want = map[int]bool{409: true} // not_paused: alice must not even see bob's thread
 					}
-					if !want[stale.code] {
-						t.Fatalf("stale resume on A: %d %s; want 404 or 409 (404 with auth)", stale.code, stale.raw)
+					if !want[stale.code] || auth && !strings.Contains(stale.raw, `"code":"not_paused"`) {
+						t.Fatalf("stale resume on A: %d %s; want 404 or 409 (409 not_paused with auth)", stale.code, stale.raw)
 					}
 					for _, r := range rs {
 						got := do(t, "GET", r.base+"/v1/threads/"+thread, bob, "")

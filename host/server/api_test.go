@@ -79,7 +79,7 @@ func TestInvokePauseResume(t *testing.T) {
 		t.Fatalf("metrics after the pause moved by %v", d)
 	}
 	// The thread is durable: every step is a checkpoint in SQLite.
-	hist, err := e.svc.App.History(context.Background(), "t1", 0)
+	hist, err := e.svc.App.History(context.Background(), "", "t1", 0)
 	if err != nil || len(hist) < 2 || hist[0].Status != "interrupted" {
 		t.Fatalf("history: %d checkpoints, %v", len(hist), err)
 	}
@@ -348,7 +348,7 @@ func TestThreads(t *testing.T) {
 	}
 	errorOf(t, e.do("GET", "/v1/threads/th", nil), 404, "thread_not_found", `"th"`)
 	errorOf(t, e.do("DELETE", "/v1/threads/th", nil), 404, "thread_not_found", `"th"`)
-	if hist, err := e.svc.App.History(context.Background(), "th", 0); err != nil || len(hist) != 0 {
+	if hist, err := e.svc.App.History(context.Background(), "", "th", 0); err != nil || len(hist) != 0 {
 		t.Fatalf("history after DELETE: %d, %v", len(hist), err)
 	}
 	// The id is free again: a new conversation starts from nothing.

@@ -91,7 +91,7 @@ func TestRemoteCallExpires(t *testing.T) {
 	if pending := message.Pending(res.Messages); len(pending) != 3 || !pending[0].ExpiresAt.Equal(fast) {
 		t.Fatalf("pending in the history: %+v", pending)
 	}
-	res, ok, err := app.Expire(context.Background(), "e", fast)
+	res, ok, err := app.Expire(context.Background(), "", "e", fast)
 	if err != nil || !ok || res.Status != graph.StatusInterrupted || len(res.RemoteToolCalls) != 2 {
 		t.Fatalf("expire: %v %v %s %+v", ok, err, res.Status, res.RemoteToolCalls)
 	}
