@@ -78,7 +78,9 @@ type CallToolRequest struct {
 	// Arguments is the JSON object the model produced, already validated
 	// against the tool's schema by the host.
 	Arguments json.RawMessage
-	// CallID is the model's id for this call; useful for logs and idempotency.
+	// CallID is the host's id for this call, unique within the thread
+	// (and across the thread's lives, if it is deleted and created again);
+	// useful for logs and idempotency.
 	CallID string
 	// ThreadID names the conversation the call belongs to, uniquely among
 	// the host's threads: on a server with API tokens each token has

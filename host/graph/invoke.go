@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"iter"
+	"slices"
 	"strconv"
 	"sync"
 	"time"
@@ -85,6 +86,7 @@ func (a *App) run(ctx context.Context, input []message.Message, cfg RunConfig, e
 	}
 	defer a.release(key)
 	defer a.unclaim(ctx, h)
+	r.incarnation = h.lease.Incarnation
 
 	latest, prev, err := a.load(ctx, key, h)
 	if err != nil {
@@ -389,15 +391,80 @@ func (a *App) appendMessages(r *Run, msgs, add []message.Message) []message.Mess
 			copy(out, msgs)
 		}
 	}
+	var named map[string]string // the calls of add by the ids they came with
 	for _, m := range add {
 		if m.ID == "" {
 			m.ID = r.RunID[:12] + "-" + strconv.Itoa(len(out))
 		}
+		m, named = r.nameCalls(m, len(out), named)
 		out = append(out, m)
 		r.Emit(Event{Type: EventMessage, Data: m})
 	}
 	r.tail = out
 	return out[:len(out):len(out)]
+}
+
+// nameCalls gives each tool call of m, the message at index at of the
+// thread, the id callID makes, whatever id it came with: models reuse ids
+// ("call_0", "call_1_0") on every turn and in every thread, and a thread
+// deleted and created again starts its turns again, so ids a model gives
+// are not unique, and a result sent for an old call would answer a new one.
+// A block of the same update that names a call by the id it came with (a
+// node that returns a call with its result) is renamed with it; named
+// maps those ids, and is returned grown. The content is copied, never
+// changed in place.
+func (r *Run) nameCalls(m message.Message, at int, named map[string]string) (message.Message, map[string]string) {
+	copied := false
+	set := func(i int, b message.Block) {
+		if !copied {
+			m.Content = slices.Clone(m.Content)
+			copied = true
+		}
+		m.Content[i] = b
+	}
+	for i, b := range m.Content {
+		switch b := b.(type) {
+		case message.ToolCallBlock:
+			id := r.callID(at, i)
+			if named == nil {
+				named = map[string]string{}
+			}
+			named[b.ID] = id
+			b.ID = id
+			set(i, b)
+		case message.ToolResultBlock:
+			if id, ok := named[b.ToolCallID]; ok {
+				b.ToolCallID = id
+				set(i, b)
+			}
+		case message.RemoteToolCallBlock:
+			if id, ok := named[b.ID]; ok {
+				b.ID = id
+				set(i, b)
+			}
+		case message.ApprovalRequestBlock:
+			if id, ok := named[b.ID]; ok {
+				b.ID = id
+				set(i, b)
+			}
+		}
+	}
+	return m, named
+}
+
+// callID is the id of the tool call at block b of the message at index m
+// of the thread: "call_", up to 8 characters of the thread's incarnation
+// and 8 of the run's id, then m and b. The incarnation's part differs from
+// every earlier life of the thread (one deleted and created again under
+// its id), so a result sent for a call of an old life answers no call of
+// the new one and is refused; the run's part makes it differ from every
+// other run's (a thread written before leases, without an incarnation,
+// relies on it alone); the position, from every other call of the run.
+// It is short and of letters, digits and underscores, as every model
+// provider accepts (OpenAI allows 40 characters; Anthropic, only those).
+func (r *Run) callID(m, b int) string {
+	inc := r.incarnation[:min(8, len(r.incarnation))]
+	return "call_" + inc + r.RunID[:8] + "_" + strconv.Itoa(m) + "_" + strconv.Itoa(b)
 }
 
 // route picks the next nodes from the edges of the nodes that just ran,

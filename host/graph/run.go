@@ -107,8 +107,11 @@ type Run struct {
 	// grow (see App.appendMessages).
 	tail []message.Message
 
-	// key is the thread's key in the store (checkpoint.ThreadKey).
-	key string
+	// key is the thread's key in the store (checkpoint.ThreadKey), and
+	// incarnation its life there, "" without a Leaser store or for a
+	// thread written before leases (see callID).
+	key         string
+	incarnation string
 
 	emit      func(Event)
 	listening bool     // a Stream consumer receives the events

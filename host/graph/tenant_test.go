@@ -2,6 +2,7 @@ package graph_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"slices"
 	"strings"
@@ -121,5 +122,147 @@ func TestAnotherTenantsRunIsNotBusy(t *testing.T) {
 	close(release)
 	if err := <-done; err != nil {
 		t.Fatal(err)
+	}
+}
+
+// caller is a node that calls a tool with the id "call_1_0", as the
+// scripted model and many servers do on every turn, and asker the node
+// that then waits for the call's result (what a ToolNode does for a remote
+// tool), in a graph of the two.
+func callerAndAsker(t *testing.T, store checkpoint.Checkpointer) *graph.App {
+	caller := graph.NodeFunc(func(ctx context.Context, in *graph.Input) (graph.Update, error) {
+		if last := in.State.Messages[len(in.State.Messages)-1]; last.Role == message.RoleTool {
+			return graph.Update{Messages: []message.Message{message.Text(message.RoleAssistant, "got "+string(last.ToolResults()[0].Content))}}, nil
+		}
+		return graph.Update{Messages: []message.Message{{Role: message.RoleAssistant, Content: []message.Block{
+			message.ToolCallBlock{ID: "call_1_0", Name: "read", Arguments: json.RawMessage(`{}`)}}}}}, nil
+	})
+	asker := graph.NodeFunc(func(ctx context.Context, in *graph.Input) (graph.Update, error) {
+		calls := in.State.Messages[len(in.State.Messages)-1].ToolCalls()
+		if in.Resume == nil {
+			var its []graph.Interrupt
+			for _, c := range calls {
+				its = append(its, graph.Interrupt{ID: c.ID, Value: json.RawMessage(`1`)})
+			}
+			return graph.Update{Interrupts: its}, nil
+		}
+		var out []message.Block
+		for _, c := range calls {
+			out = append(out, message.ToolResultBlock{ToolCallID: c.ID, Content: in.Resume[c.ID].Value})
+		}
+		return graph.Update{Messages: []message.Message{{Role: message.RoleTool, Content: out}}}, nil
+	})
+	app, err := graph.New().AddNode("caller", caller).AddNode("asker", asker).
+		AddEdge(graph.START, "caller").
+		AddConditionalEdges("caller", func(s graph.State) []string {
+			if len(s.Messages[len(s.Messages)-1].ToolCalls()) > 0 {
+				return []string{"asker"}
+			}
+			return []string{graph.END}
+		}, "asker", graph.END).
+		AddEdge("asker", "caller").
+		Compile(store)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return app
+}
+
+func answer(id, v string) []message.Message {
+	return []message.Message{{Role: message.RoleTool, Content: []message.Block{message.ToolResultBlock{ToolCallID: id, Content: json.RawMessage(v)}}}}
+}
+
+// The engine names tool calls, whatever ids the model gives: unique in a
+// thread's life (the same model id on two turns is two ids) and across its
+// lives, so a result a stale client sends for a call of a deleted thread
+// is refused by the thread created again under its id, and changes
+// nothing.
+func TestCallIDsAreTheThreadLifes(t *testing.T) {
+	store := checkpoint.NewMemory()
+	a, b := callerAndAsker(t, store), callerAndAsker(t, store) // two replicas
+	cfg := graph.RunConfig{ThreadID: "t", Tenant: "ALICE"}
+
+	first, err := a.Invoke(ctx, user("one"), cfg)
+	if err != nil || first.Status != graph.StatusInterrupted || len(first.Interrupts) != 1 {
+		t.Fatalf("first turn: %v %s %+v", err, first.Status, first.Interrupts)
+	}
+	old := first.Interrupts[0].ID
+	if old == "call_1_0" {
+		t.Fatalf("the call kept the model's id %q", old)
+	}
+	if calls := first.Messages[1].ToolCalls(); len(calls) != 1 || calls[0].ID != old {
+		t.Fatalf("the thread's call %+v, the pending one %q: want one id for both", calls, old)
+	}
+	res, err := a.Invoke(ctx, answer(old, `"r1"`), cfg)
+	if err != nil || res.Status != graph.StatusCompleted {
+		t.Fatalf("answer: %v %s", err, res.Status)
+	}
+	// A second turn: the model's id again, the thread's id another.
+	second, err := a.Invoke(ctx, user("two"), cfg)
+	if err != nil || second.Status != graph.StatusInterrupted {
+		t.Fatalf("second turn: %v %s", err, second.Status)
+	}
+	if again := second.Interrupts[0].ID; again == old {
+		t.Fatalf("two calls of one thread share the id %q", again)
+	}
+
+	// Deleted on one replica and created again on the other.
+	if err := b.DeleteThread(ctx, "ALICE", "t"); err != nil {
+		t.Fatal(err)
+	}
+	fresh, err := b.Invoke(ctx, user("one"), cfg)
+	if err != nil || fresh.Status != graph.StatusInterrupted {
+		t.Fatalf("the new thread: %v %s", err, fresh.Status)
+	}
+	pending := fresh.Interrupts[0].ID
+	if pending == old || pending == second.Interrupts[0].ID {
+		t.Fatalf("the new thread's call has the old thread's id %q", pending)
+	}
+	before, err := a.ThreadFor(ctx, "ALICE", "t")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, app := range []*graph.App{a, b} {
+		_, err := app.Invoke(ctx, answer(old, `"stale"`), cfg)
+		var se *graph.StateError
+		if !errors.Is(err, graph.ErrUnknownCall) || !errors.As(err, &se) || !slices.Equal(se.CallIDs, []string{old}) ||
+			!strings.Contains(err.Error(), pending) {
+			t.Fatalf("the stale result: %v, want ErrUnknownCall naming %q and the pending %q", err, old, pending)
+		}
+	}
+	after, err := b.ThreadFor(ctx, "ALICE", "t")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(texts(after.Messages), texts(before.Messages)) || after.Status != graph.StatusInterrupted ||
+		len(after.Interrupts) != 1 || after.Interrupts[0].ID != pending {
+		t.Fatalf("the stale result changed the thread: %q %s %+v", texts(after.Messages), after.Status, after.Interrupts)
+	}
+	if res, err := b.Invoke(ctx, answer(pending, `"r2"`), cfg); err != nil || res.Status != graph.StatusCompleted ||
+		!strings.Contains(texts(res.Messages)[len(res.Messages)-1], "r2") {
+		t.Fatalf("the new thread's own result: %v %s", err, res.Status)
+	}
+}
+
+// A node's call is renamed with the blocks of its update that name it, so
+// a node that returns a call and its result at once keeps them paired.
+func TestCallRenamedWithItsResult(t *testing.T) {
+	both := graph.NodeFunc(func(ctx context.Context, in *graph.Input) (graph.Update, error) {
+		return graph.Update{Messages: []message.Message{
+			{Role: message.RoleAssistant, Content: []message.Block{message.ToolCallBlock{ID: "c", Name: "t", Arguments: json.RawMessage(`{}`)}}},
+			{Role: message.RoleTool, Content: []message.Block{message.ToolResultBlock{ToolCallID: "c", Content: json.RawMessage(`1`)}}},
+		}}, nil
+	})
+	app, err := graph.New().AddNode("n", both).AddEdge(graph.START, "n").AddEdge("n", graph.END).Compile(checkpoint.NewMemory())
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := app.Invoke(ctx, user("go"), graph.RunConfig{ThreadID: "p"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	call, result := res.Messages[1].ToolCalls()[0], res.Messages[2].ToolResults()[0]
+	if call.ID == "c" || result.ToolCallID != call.ID {
+		t.Fatalf("call %q, result for %q: want a new id, the same for both", call.ID, result.ToolCallID)
 	}
 }

@@ -264,3 +264,35 @@ func TestNoSquatting(t *testing.T) {
 		}
 	})
 }
+
+// A result a stale client sends for a call of a thread that was deleted
+// and created again under its id is refused (409 unknown_call, naming the
+// call and the one that is pending) and changes nothing, although the
+// model gave the new call the same id as the old one. On SQLite and
+// PostgreSQL.
+func TestStaleResultAfterRecreate(t *testing.T) {
+	onStores(t, func(t *testing.T, s setup) {
+		e := tenancyServer(t, s)
+		old := e.paused("t")
+		if r := e.do("DELETE", "/v1/threads/t", nil); r.status != 204 {
+			t.Fatalf("delete: %d %s", r.status, r.body)
+		}
+		pending := e.paused("t")
+		if pending == old {
+			t.Fatalf("the thread created again has the old thread's call id %q", old)
+		}
+		before := e.state("t")
+		body := errorOf(t, e.do("POST", "/v1/graph/invoke", resumeBody("t", old, map[string]any{"text": "stale"})), 409, "unknown_call", old, pending)
+		if !slices.Equal(body.Error.CallIDs, []string{old}) {
+			t.Fatalf("call_ids %q, want the stale call's", body.Error.CallIDs)
+		}
+		errorOf(t, e.do("POST", "/v1/graph/stream", resumeBody("t", old, map[string]any{"text": "stale"})), 409, "unknown_call", old)
+		if after := e.state("t"); after != before {
+			t.Fatalf("the stale result changed the thread:\n%s\n%s", before, after)
+		}
+		if r := e.invoke(resumeBody("t", pending, map[string]any{"text": "fresh"})); r.Status != "completed" ||
+			!strings.Contains(r.Messages[len(r.Messages)-1].Text(), "fresh") {
+			t.Fatalf("the pending call's result: %+v", r)
+		}
+	})
+}
