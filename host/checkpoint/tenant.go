@@ -7,7 +7,8 @@ import "strings"
 // tenant's thread names the tenant too: two tenants' threads of one id are
 // two threads, whatever the store does with them (checkpoints, logs,
 // claims, leases, wake-ups, idle sweeps), and no operation on one tells
-// anything about the other.
+// anything about the other. Whatever else is kept per thread (a thread's
+// blobs, a node's memo: see graph.Run.Key) is keyed by it too.
 //
 // The key of a thread of the tenant "" (a server without tokens, the CLI,
 // code that has no tenants) is its id, as before tenants existed, so such

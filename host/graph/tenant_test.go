@@ -29,7 +29,7 @@ func TestTenantsHaveThreadsOfTheirOwn(t *testing.T) {
 		return app
 	}
 	one, two := build(), build()
-	alice := graph.RunConfig{ThreadID: "x", Tenant: "ALICE"}
+	alice := graph.RunConfig{ThreadID: "x", Tenant: "ALICE", Metadata: map[string]string{"k": "alice's"}}
 	bob := graph.RunConfig{ThreadID: "x", Tenant: "BOB"}
 
 	// Bob takes the id first; alice's thread of that id is hers alone.
@@ -73,6 +73,12 @@ func TestTenantsHaveThreadsOfTheirOwn(t *testing.T) {
 		if hist, err := one.History(ctx, tenant, "x", 0); err != nil || len(hist) != 0 {
 			t.Fatalf("tenant %q: history of another's thread: %d snapshots, %v", tenant, len(hist), err)
 		}
+	}
+	if md, err := one.ThreadMetadata(ctx, "ALICE", "x"); err != nil || md["k"] != "alice's" {
+		t.Fatalf("alice's metadata: %v, %v", md, err)
+	}
+	if md, err := one.ThreadMetadata(ctx, "BOB", "x"); err != nil || md != nil {
+		t.Fatalf("bob's metadata: %v, %v; want none", md, err)
 	}
 	// Deleting bob's thread leaves alice's.
 	if err := two.DeleteThread(ctx, "BOB", "x"); err != nil {
