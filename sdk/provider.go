@@ -78,9 +78,15 @@ type CallToolRequest struct {
 	// Arguments is the JSON object the model produced, already validated
 	// against the tool's schema by the host.
 	Arguments json.RawMessage
-	// CallID is the model's id for this call; useful for logs and idempotency.
+	// CallID is the host's id for this call, unique within the thread
+	// (and across the thread's lives, if it is deleted and created again);
+	// useful for logs and idempotency.
 	CallID string
-	// ThreadID is the conversation the call belongs to.
+	// ThreadID names the conversation the call belongs to, uniquely among
+	// the host's threads: on a server with API tokens each token has
+	// threads of its own, and ThreadID is then the token's name (the name
+	// of the variable holding it, never the token), U+001F and the
+	// client's thread id. Key anything kept per conversation by it.
 	ThreadID string
 	// RunTool is set when the tool is one of the run's client tools (see
 	// RunToolsProvider), so that a provider judging them keeps no per-run

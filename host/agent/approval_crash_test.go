@@ -55,9 +55,9 @@ func TestKillBetweenApprovalRequestAndApproval(t *testing.T) {
 	db, count := filepath.Join(dir, "state.db"), filepath.Join(dir, "runs.txt")
 	var pending []message.ApprovalRequestBlock
 	cmd := pausedChild(t, "TestApprovalCrashChild", []string{"TENXGRAPH_APPROVAL_CRASH_DB=" + db, "TENXGRAPH_APPROVAL_CRASH_COUNT=" + count}, &pending)
-	if len(pending) != 1 || pending[0].ID != "g1" {
+	if len(pending) != 1 || pending[0].Name != "record" {
 		cmd.Process.Kill()
-		t.Fatalf("child did not pause on g1: %+v", pending)
+		t.Fatalf("child did not pause on the record call: %+v", pending)
 	}
 	killChild(t, cmd)
 
@@ -67,14 +67,15 @@ func TestKillBetweenApprovalRequestAndApproval(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if th.Status != graph.StatusInterrupted || len(th.ApprovalRequests) != 1 || th.ApprovalRequests[0].ID != "g1" {
+	if th.Status != graph.StatusInterrupted || len(th.ApprovalRequests) != 1 || th.ApprovalRequests[0].ID != pending[0].ID {
 		t.Fatalf("after the crash the thread is %s with %+v", th.Status, th.ApprovalRequests)
 	}
-	res, err := app.Invoke(ctx, approval("g1", true, ""), graph.RunConfig{ThreadID: "crash"})
+	ids := hostIDs(t, th.Messages, "n1", "g1")
+	res, err := app.Invoke(ctx, approval(ids["g1"], true, ""), graph.RunConfig{ThreadID: "crash"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := res.Messages[len(res.Messages)-1].Text(); res.Status != graph.StatusCompleted || got != `n1="noted" g1="recorded"` {
+	if got := res.Messages[len(res.Messages)-1].Text(); res.Status != graph.StatusCompleted || got != withHostIDs(ids, `n1="noted" g1="recorded"`) {
 		t.Fatalf("status %s, final answer %q", res.Status, got)
 	}
 	runs, err := os.ReadFile(count)

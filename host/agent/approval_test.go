@@ -83,22 +83,23 @@ func TestApprovalApproved(t *testing.T) {
 		if res.Status != graph.StatusInterrupted || len(res.ApprovalRequests) != 1 || len(res.RemoteToolCalls) != 0 {
 			t.Fatalf("first run: %s approvals %+v remote %+v", res.Status, res.ApprovalRequests, res.RemoteToolCalls)
 		}
+		w1 := hostIDs(t, res.Messages, "w1")["w1"]
 		req := res.ApprovalRequests[0]
-		if req.ID != "w1" || req.Name != "wipe" || req.Node != "tools" || string(req.Arguments) != `{"disk":"sdb"}` {
+		if req.ID != w1 || req.Name != "wipe" || req.Node != "tools" || string(req.Arguments) != `{"disk":"sdb"}` {
 			t.Fatalf("approval request %+v", req)
 		}
 		if n := f.ops.wipes.Load(); n != 0 {
 			t.Fatalf("the gated tool ran %d times before approval", n)
 		}
 		th, err := f.app.Thread(ctx, "a")
-		if err != nil || len(th.ApprovalRequests) != 1 || th.ApprovalRequests[0].ID != "w1" {
+		if err != nil || len(th.ApprovalRequests) != 1 || th.ApprovalRequests[0].ID != w1 {
 			t.Fatalf("thread lists %+v (%v)", th.ApprovalRequests, err)
 		}
 		// A tool_result is not an answer to an approval request.
-		if _, err := f.app.Invoke(ctx, results(result("w1", `"fake"`)), cfg); !errors.Is(err, graph.ErrInvalidInput) {
+		if _, err := f.app.Invoke(ctx, results(result(w1, `"fake"`)), cfg); !errors.Is(err, graph.ErrInvalidInput) {
 			t.Fatalf("tool_result for an approval: %v, want ErrInvalidInput", err)
 		}
-		res, err = f.app.Invoke(ctx, approval("w1", true, ""), cfg)
+		res, err = f.app.Invoke(ctx, approval(w1, true, ""), cfg)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -108,12 +109,12 @@ func TestApprovalApproved(t *testing.T) {
 		if n := f.ops.wipes.Load(); n != 1 {
 			t.Fatalf("the approved tool ran %d times, want 1", n)
 		}
-		if got := res.Messages[len(res.Messages)-1].Text(); got != `w1="wiped sdb"` {
+		if got := res.Messages[len(res.Messages)-1].Text(); got != w1+`="wiped sdb"` {
 			t.Fatalf("final answer %q", got)
 		}
 		// The same approval again is a retry: accepted on a paused thread,
 		// refused (not paused) here, and the tool never runs again.
-		if _, err := f.app.Invoke(ctx, approval("w1", true, ""), cfg); !errors.Is(err, graph.ErrNotPaused) {
+		if _, err := f.app.Invoke(ctx, approval(w1, true, ""), cfg); !errors.Is(err, graph.ErrNotPaused) {
 			t.Fatalf("approval on a completed thread: %v", err)
 		}
 		if n := f.ops.wipes.Load(); n != 1 {
@@ -128,10 +129,12 @@ func TestApprovalDenied(t *testing.T) {
 	stores(t, func(t *testing.T, cp checkpoint.Checkpointer) {
 		f := buildGated(t, cp, calls(call("w1", "wipe", `{"disk":"sda"}`)), quoting)
 		cfg := graph.RunConfig{ThreadID: "d"}
-		if _, err := f.app.Invoke(ctx, user("wipe sda"), cfg); err != nil {
+		res, err := f.app.Invoke(ctx, user("wipe sda"), cfg)
+		if err != nil {
 			t.Fatal(err)
 		}
-		res, err := f.app.Invoke(ctx, approval("w1", false, "that is the system disk"), cfg)
+		w1 := res.ApprovalRequests[0].ID
+		res, err = f.app.Invoke(ctx, approval(w1, false, "that is the system disk"), cfg)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -141,7 +144,7 @@ func TestApprovalDenied(t *testing.T) {
 		var denied *message.ToolResultBlock
 		for _, m := range f.model.last().Messages {
 			for _, r := range m.ToolResults() {
-				if r.ToolCallID == "w1" {
+				if r.ToolCallID == w1 {
 					denied = &r
 				}
 			}
@@ -166,6 +169,7 @@ func TestApprovalMixedStep(t *testing.T) {
 		if res.Status != graph.StatusInterrupted || len(res.ApprovalRequests) != 1 || len(res.RemoteToolCalls) != 1 {
 			t.Fatalf("first run: %s %+v %+v", res.Status, res.ApprovalRequests, res.RemoteToolCalls)
 		}
+		ids := hostIDs(t, res.Messages, "e1", "w1", "r1")
 		if f.ops.echoes.Load() != 1 || f.ops.wipes.Load() != 0 {
 			t.Fatalf("echo ran %d, wipe %d before the answers", f.ops.echoes.Load(), f.ops.wipes.Load())
 		}
@@ -175,7 +179,7 @@ func TestApprovalMixedStep(t *testing.T) {
 			t.Fatalf("new input while paused: %v", err)
 		}
 		// The approval first: still paused for the remote result.
-		res, err = f.app.Invoke(ctx, approval("w1", true, ""), cfg)
+		res, err = f.app.Invoke(ctx, approval(ids["w1"], true, ""), cfg)
 		if err != nil || res.Status != graph.StatusInterrupted || len(res.ApprovalRequests) != 0 || len(res.RemoteToolCalls) != 1 {
 			t.Fatalf("after the approval: %v %s %+v %+v", err, res.Status, res.ApprovalRequests, res.RemoteToolCalls)
 		}
@@ -183,17 +187,17 @@ func TestApprovalMixedStep(t *testing.T) {
 			t.Fatal("the approved tool ran before every answer was in")
 		}
 		// A different answer to the approval is a conflict.
-		if _, err := f.app.Invoke(ctx, approval("w1", false, "changed my mind"), cfg); !errors.Is(err, graph.ErrResultConflict) {
+		if _, err := f.app.Invoke(ctx, approval(ids["w1"], false, "changed my mind"), cfg); !errors.Is(err, graph.ErrResultConflict) {
 			t.Fatalf("changed approval: %v, want ErrResultConflict", err)
 		}
-		res, err = f.app.Invoke(ctx, results(result("r1", `{"text":"clip"}`)), cfg)
+		res, err = f.app.Invoke(ctx, results(result(ids["r1"], `{"text":"clip"}`)), cfg)
 		if err != nil || res.Status != graph.StatusCompleted {
 			t.Fatalf("after the result: %v %s", err, res.Status)
 		}
 		if f.ops.echoes.Load() != 1 || f.ops.wipes.Load() != 1 {
 			t.Fatalf("echo ran %d, wipe %d; want 1 each", f.ops.echoes.Load(), f.ops.wipes.Load())
 		}
-		if got := res.Messages[len(res.Messages)-1].Text(); got != `e1="echoed" w1="wiped sdc" r1={"text":"clip"}` {
+		if got := res.Messages[len(res.Messages)-1].Text(); got != withHostIDs(ids, `e1="echoed" w1="wiped sdc" r1={"text":"clip"}`) {
 			t.Fatalf("final answer %q: one result per call, in call order", got)
 		}
 	})
@@ -205,9 +209,11 @@ func TestApprovalConcurrentDuplicates(t *testing.T) {
 	stores(t, func(t *testing.T, cp checkpoint.Checkpointer) {
 		f := buildGated(t, cp, calls(call("w1", "wipe", `{"disk":"sdd"}`)), quoting)
 		cfg := graph.RunConfig{ThreadID: "c"}
-		if _, err := f.app.Invoke(ctx, user("wipe"), cfg); err != nil {
+		res, err := f.app.Invoke(ctx, user("wipe"), cfg)
+		if err != nil {
 			t.Fatal(err)
 		}
+		w1 := res.ApprovalRequests[0].ID
 		var wg sync.WaitGroup
 		var ok atomic.Int32
 		errs := make([]error, 8)
@@ -215,7 +221,7 @@ func TestApprovalConcurrentDuplicates(t *testing.T) {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				_, errs[i] = f.app.Invoke(ctx, approval("w1", true, ""), cfg)
+				_, errs[i] = f.app.Invoke(ctx, approval(w1, true, ""), cfg)
 				if errs[i] == nil {
 					ok.Add(1)
 				}

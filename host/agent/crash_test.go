@@ -101,9 +101,9 @@ func TestKillBetweenPauseAndResume(t *testing.T) {
 	db, count := filepath.Join(dir, "state.db"), filepath.Join(dir, "runs.txt")
 	var pending []message.RemoteToolCallBlock
 	cmd := pausedChild(t, "TestCrashChild", []string{"TENXGRAPH_CRASH_DB=" + db, "TENXGRAPH_CRASH_COUNT=" + count}, &pending)
-	if len(pending) != 1 || pending[0].ID != "w2" {
+	if len(pending) != 1 || pending[0].Name != "read_clipboard" {
 		cmd.Process.Kill()
-		t.Fatalf("child did not pause on w2: %+v", pending)
+		t.Fatalf("child did not pause on read_clipboard: %+v", pending)
 	}
 	killChild(t, cmd)
 
@@ -113,17 +113,18 @@ func TestKillBetweenPauseAndResume(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if th.Status != graph.StatusInterrupted || len(th.RemoteToolCalls) != 1 || th.RemoteToolCalls[0].ID != "w2" {
+	if th.Status != graph.StatusInterrupted || len(th.RemoteToolCalls) != 1 || th.RemoteToolCalls[0].ID != pending[0].ID {
 		t.Fatalf("after the crash the thread is %s with %+v", th.Status, th.RemoteToolCalls)
 	}
-	res, err := app.Invoke(ctx, results(result("w2", `{"text":"from the clipboard"}`)), graph.RunConfig{ThreadID: "crash"})
+	ids := hostIDs(t, th.Messages, "w1", "w2")
+	res, err := app.Invoke(ctx, results(result(ids["w2"], `{"text":"from the clipboard"}`)), graph.RunConfig{ThreadID: "crash"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if res.Status != graph.StatusCompleted {
 		t.Fatalf("status %s", res.Status)
 	}
-	if got := res.Messages[len(res.Messages)-1].Text(); got != `w1="recorded" w2={"text":"from the clipboard"}` {
+	if got := res.Messages[len(res.Messages)-1].Text(); got != withHostIDs(ids, `w1="recorded" w2={"text":"from the clipboard"}`) {
 		t.Fatalf("final answer %q", got)
 	}
 	runs, err := os.ReadFile(count)

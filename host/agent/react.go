@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 	"strconv"
 	"sync/atomic"
 
@@ -80,9 +79,9 @@ func (m *ModelNode) Run(ctx context.Context, in *graph.Input) (graph.Update, err
 	if n := counter.(*atomic.Int32).Add(1); int(n) > limit {
 		return graph.Update{}, fmt.Errorf("%w (max_steps is %d; raise model.max_steps if the task needs more)", ErrMaxSteps, limit)
 	}
-	view := m.views.Get(in.Run.ThreadID)
-	defer func() { m.views.Counted(in.Run.ThreadID, view, view.v.Size()) }()
-	req := model.Request{ThreadID: in.Run.ThreadID, Messages: view.history(in.State.Messages, m.SystemPrompt)}
+	view := m.views.Get(in.Run.Key())
+	defer func() { m.views.Counted(in.Run.Key(), view, view.v.Size()) }()
+	req := model.Request{ThreadID: in.Run.Key(), Messages: view.history(in.State.Messages, m.SystemPrompt)}
 	if m.Tools != nil {
 		ts, err := m.Tools.ToolSet(ctx, in.Run)
 		if err != nil {
@@ -106,26 +105,8 @@ func (m *ModelNode) Run(ctx context.Context, in *graph.Input) (graph.Update, err
 	}
 	in.Run.Emit(graph.Event{Type: graph.EventUsage, Data: graph.Usage{Node: in.Node, InputTokens: resp.Usage.InputTokens, OutputTokens: resp.Usage.OutputTokens}})
 	msg := resp.Message
+	// The engine names the calls (ids unique to the thread's life, see
+	// graph.Update), whatever ids the model gave them.
 	msg.ID, msg.Role = id, message.RoleAssistant
-	uniqueCallIDs(in.State.Messages, &msg, in.Run.RunID, &view.v)
 	return graph.Update{Messages: []message.Message{msg}}, nil
-}
-
-// uniqueCallIDs gives every tool call an id unused in the thread. Some
-// OpenAI-compatible servers reuse ids like "call_0" on every turn, and a
-// reused id would make a new call look already answered. The thread's ids
-// are looked up in its view, which holds them.
-func uniqueCallIDs(history []message.Message, msg *message.Message, runID string, v *message.ModelView) {
-	var mine []string // the ids of msg's calls so far
-	for i, b := range msg.Content {
-		c, ok := b.(message.ToolCallBlock)
-		if !ok {
-			continue
-		}
-		if c.ID == "" || slices.Contains(mine, c.ID) || v.HasCall(history, c.ID) {
-			c.ID = "call_" + runID[:8] + "_" + strconv.Itoa(len(history)) + "_" + strconv.Itoa(i)
-			msg.Content[i] = c
-		}
-		mine = append(mine, c.ID)
-	}
 }

@@ -152,6 +152,40 @@ func result(id, content string) message.ToolResultBlock {
 	return message.ToolResultBlock{ToolCallID: id, Content: json.RawMessage(content)}
 }
 
+// hostIDs maps the ids the test model gave its calls, in the order it made
+// them, to the ids the engine named them by: those of the tool calls of
+// msgs, in order. The engine names every call (see graph.Update), so a
+// client answers by the ids the thread shows, never the model's.
+func hostIDs(t *testing.T, msgs []message.Message, modelIDs ...string) map[string]string {
+	t.Helper()
+	var ids []string
+	for _, m := range msgs {
+		for _, c := range m.ToolCalls() {
+			ids = append(ids, c.ID)
+		}
+	}
+	if len(ids) < len(modelIDs) {
+		t.Fatalf("the thread has calls %q, fewer than %q", ids, modelIDs)
+	}
+	out := map[string]string{}
+	for i, id := range modelIDs {
+		if ids[i] == id {
+			t.Fatalf("call %d kept the model's id %q", i, id)
+		}
+		out[id] = ids[i]
+	}
+	return out
+}
+
+// withHostIDs rewrites the model's ids in s (ids of one length, none a part of
+// another) as the engine named them.
+func withHostIDs(ids map[string]string, s string) string {
+	for model, host := range ids {
+		s = strings.ReplaceAll(s, model, host)
+	}
+	return s
+}
+
 // A server tool and a remote tool in one step: the server tool finishes and
 // is saved before the pause, runs exactly once across pause and resume, and
 // the model then sees one result per call, in call order.
@@ -166,7 +200,8 @@ func TestServerAndRemoteToolInOneStep(t *testing.T) {
 		if res.Status != graph.StatusInterrupted {
 			t.Fatalf("status %q, want interrupted", res.Status)
 		}
-		want := []message.RemoteToolCallBlock{{ID: "c2", Name: "read_clipboard", Arguments: json.RawMessage(`{}`), Node: "tools"}}
+		ids := hostIDs(t, res.Messages, "c1", "c2")
+		want := []message.RemoteToolCallBlock{{ID: ids["c2"], Name: "read_clipboard", Arguments: json.RawMessage(`{}`), Node: "tools"}}
 		if got := res.RemoteToolCalls; len(got) != 1 || got[0].ID != want[0].ID || got[0].Name != want[0].Name || got[0].Node != "tools" {
 			t.Fatalf("remote calls %+v, want %+v", got, want)
 		}
@@ -191,7 +226,7 @@ func TestServerAndRemoteToolInOneStep(t *testing.T) {
 			t.Fatalf("saved tool message has no remote_tool_call block: %+v", toolMsg)
 		}
 
-		res, err = f.app.Invoke(ctx, results(result("c2", `{"text":"hi"}`)), cfg)
+		res, err = f.app.Invoke(ctx, results(result(ids["c2"], `{"text":"hi"}`)), cfg)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -201,7 +236,7 @@ func TestServerAndRemoteToolInOneStep(t *testing.T) {
 		if n := f.math.runs.Load(); n != 1 {
 			t.Fatalf("server tool ran %d times across pause and resume, want exactly 1", n)
 		}
-		if got := res.Messages[len(res.Messages)-1].Text(); got != `c1=5 c2={"text":"hi"}` {
+		if got := res.Messages[len(res.Messages)-1].Text(); got != withHostIDs(ids, `c1=5 c2={"text":"hi"}`) {
 			t.Fatalf("final answer %q: the model did not see one result per call in call order", got)
 		}
 		// The history the model got is valid for every provider.
@@ -209,8 +244,8 @@ func TestServerAndRemoteToolInOneStep(t *testing.T) {
 		if len(msgs) != 3 || msgs[1].Role != message.RoleAssistant || msgs[2].Role != message.RoleTool {
 			t.Fatalf("model history roles: %v", roles(msgs))
 		}
-		if ids := resultIDsOf(msgs[2]); !slices.Equal(ids, []string{"c1", "c2"}) {
-			t.Fatalf("results in order %v, want [c1 c2]", ids)
+		if got := resultIDsOf(msgs[2]); !slices.Equal(got, []string{ids["c1"], ids["c2"]}) {
+			t.Fatalf("results in order %v, want those of %v", got, ids)
 		}
 	})
 }
@@ -259,9 +294,11 @@ func TestResumeRefusalsChangeNothing(t *testing.T) {
 		if _, err := f.app.Thread(ctx, "t"); !errors.Is(err, graph.ErrThreadNotFound) {
 			t.Fatalf("a refused request created the thread: %v", err)
 		}
-		if _, err := f.app.Invoke(ctx, user("go"), cfg); err != nil {
+		res, err := f.app.Invoke(ctx, user("go"), cfg)
+		if err != nil {
 			t.Fatal(err)
 		}
+		ids := hostIDs(t, res.Messages, "c1", "c2", "c3")
 		before := snapshot(t, cp, "t")
 
 		refusals := []struct {
@@ -271,9 +308,10 @@ func TestResumeRefusalsChangeNothing(t *testing.T) {
 			ids   []string
 		}{
 			{"unknown id", results(result("nope", `1`)), graph.ErrUnknownCall, []string{"nope"}},
-			{"server call id", results(result("c1", `2`)), graph.ErrUnknownCall, []string{"c1"}},
-			{"new user input", user("hello?"), graph.ErrPendingCalls, []string{"c2", "c3"}},
-			{"one good one unknown", results(result("c2", `1`), result("zz", `1`)), graph.ErrUnknownCall, []string{"zz"}},
+			{"server call id", results(result(ids["c1"], `2`)), graph.ErrUnknownCall, []string{ids["c1"]}},
+			{"the model's id of a pending call", results(result("c2", `2`)), graph.ErrUnknownCall, []string{"c2"}},
+			{"new user input", user("hello?"), graph.ErrPendingCalls, []string{ids["c2"], ids["c3"]}},
+			{"one good one unknown", results(result(ids["c2"], `1`), result("zz", `1`)), graph.ErrUnknownCall, []string{"zz"}},
 		}
 		for _, r := range refusals {
 			_, err := f.app.Invoke(ctx, r.input, cfg)
@@ -285,40 +323,40 @@ func TestResumeRefusalsChangeNothing(t *testing.T) {
 				t.Fatalf("%s: the refused request changed the thread", r.name)
 			}
 		}
-		if _, err := f.app.Invoke(ctx, []message.Message{{Role: message.RoleTool, Content: []message.Block{result("c2", "1"), message.TextBlock{Text: "x"}}}}, cfg); !errors.Is(err, graph.ErrInvalidInput) {
+		if _, err := f.app.Invoke(ctx, []message.Message{{Role: message.RoleTool, Content: []message.Block{result(ids["c2"], "1"), message.TextBlock{Text: "x"}}}}, cfg); !errors.Is(err, graph.ErrInvalidInput) {
 			t.Fatalf("mixed tool message: %v, want ErrInvalidInput", err)
 		}
 
 		// Partial results are saved; the thread stays paused with the rest.
-		res, err := f.app.Invoke(ctx, results(result("c3", `"three"`)), cfg)
+		res, err = f.app.Invoke(ctx, results(result(ids["c3"], `"three"`)), cfg)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if res.Status != graph.StatusInterrupted || len(res.RemoteToolCalls) != 1 || res.RemoteToolCalls[0].ID != "c2" {
+		if res.Status != graph.StatusInterrupted || len(res.RemoteToolCalls) != 1 || res.RemoteToolCalls[0].ID != ids["c2"] {
 			t.Fatalf("after a partial resume: %s %+v, want interrupted with c2 pending", res.Status, res.RemoteToolCalls)
 		}
 		// The same result again is an accepted retry; a different one is not.
-		if _, err := f.app.Invoke(ctx, results(result("c3", `"three"`)), cfg); err != nil {
+		if _, err := f.app.Invoke(ctx, results(result(ids["c3"], `"three"`)), cfg); err != nil {
 			t.Fatalf("retrying the same result: %v", err)
 		}
 		before = snapshot(t, cp, "t")
-		if _, err := f.app.Invoke(ctx, results(result("c3", `"other"`)), cfg); !errors.Is(err, graph.ErrResultConflict) {
+		if _, err := f.app.Invoke(ctx, results(result(ids["c3"], `"other"`)), cfg); !errors.Is(err, graph.ErrResultConflict) {
 			t.Fatalf("a different result for an answered call: %v, want ErrResultConflict", err)
 		}
 		if snapshot(t, cp, "t") != before {
 			t.Fatal("the refused result changed the thread")
 		}
-		res, err = f.app.Invoke(ctx, results(result("c2", `{"x":[1,2]}`)), cfg)
+		res, err = f.app.Invoke(ctx, results(result(ids["c2"], `{"x":[1,2]}`)), cfg)
 		if err != nil {
 			t.Fatal(err)
 		}
 		if res.Status != graph.StatusCompleted {
 			t.Fatalf("status %s", res.Status)
 		}
-		if got := res.Messages[len(res.Messages)-1].Text(); got != `c1=2 c2={"x":[1,2]} c3="three"` {
+		if got := res.Messages[len(res.Messages)-1].Text(); got != withHostIDs(ids, `c1=2 c2={"x":[1,2]} c3="three"`) {
 			t.Fatalf("answer %q", got)
 		}
-		if _, err := f.app.Invoke(ctx, results(result("c2", `1`)), cfg); !errors.Is(err, graph.ErrNotPaused) {
+		if _, err := f.app.Invoke(ctx, results(result(ids["c2"], `1`)), cfg); !errors.Is(err, graph.ErrNotPaused) {
 			t.Fatalf("results on a completed thread: %v, want ErrNotPaused", err)
 		}
 	})
@@ -377,7 +415,7 @@ func TestPerRunTools(t *testing.T) {
 			t.Fatalf("the server add ran %d times, want 1 (a client tool must not replace it)", f.math.runs.Load())
 		}
 		// Resuming without remote_tools keeps the paused run's tools.
-		res, err := f.app.Invoke(ctx, results(result("b1", `{"ok":true}`)), graph.RunConfig{ThreadID: "p"})
+		res, err := f.app.Invoke(ctx, results(result(res.RemoteToolCalls[0].ID, `{"ok":true}`)), graph.RunConfig{ThreadID: "p"})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -453,7 +491,7 @@ func TestInvalidArgumentsNeverReachTheClient(t *testing.T) {
 		if res.Status != graph.StatusCompleted || len(res.RemoteToolCalls) != 0 {
 			t.Fatalf("invalid remote arguments reached the client: %+v", res)
 		}
-		if !strings.Contains(res.Messages[len(res.Messages)-1].Text(), "x=") {
+		if !strings.Contains(res.Messages[len(res.Messages)-1].Text(), hostIDs(t, res.Messages, "x")["x"]+"=") {
 			t.Fatalf("model did not see the error result: %v", res.Messages)
 		}
 	})
@@ -547,14 +585,16 @@ func TestHandlerResultsAreJSON(t *testing.T) {
 	for _, content := range []string{`{"text":"hi"}`, `42`, `"plain"`, `[1,{"a":null}]`, `null`, `true`} {
 		f := build(t, checkpoint.NewMemory(), calls(call("r", "read_clipboard", `{}`)), quoting)
 		cfg := graph.RunConfig{ThreadID: "j"}
-		if _, err := f.app.Invoke(ctx, user("x"), cfg); err != nil {
-			t.Fatal(err)
-		}
-		res, err := f.app.Invoke(ctx, results(message.ToolResultBlock{ToolCallID: "r", Content: json.RawMessage(content), IsError: content == "true"}), cfg)
+		res, err := f.app.Invoke(ctx, user("x"), cfg)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got := res.Messages[len(res.Messages)-1].Text(); got != "r="+content {
+		id := res.RemoteToolCalls[0].ID
+		res, err = f.app.Invoke(ctx, results(message.ToolResultBlock{ToolCallID: id, Content: json.RawMessage(content), IsError: content == "true"}), cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := res.Messages[len(res.Messages)-1].Text(); got != id+"="+content {
 			t.Fatalf("content %s arrived as %q", content, got)
 		}
 		rs := f.model.last().Messages[2].ToolResults()

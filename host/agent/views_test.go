@@ -26,7 +26,8 @@ func (r *recorder) Generate(_ context.Context, req model.Request) (model.Respons
 
 // Over a growing thread, with and without a system prompt and across
 // threads, the model is sent the prompt and message.ForModel of the
-// thread, and the calls it makes get ids unused in the thread.
+// thread. (The calls it makes keep the model's ids here: the engine names
+// them as it adds them to the thread, as this test does.)
 func TestModelNodeSendsForModel(t *testing.T) {
 	for _, prompt := range []string{"", "be brief"} {
 		rec := &recorder{}
@@ -48,19 +49,12 @@ func TestModelNodeSendsForModel(t *testing.T) {
 				t.Fatalf("prompt %q, call %d: sent\n%+v\nwant\n%+v", prompt, i, got, want)
 			}
 			reply := u.Messages[0]
+			for j, b := range reply.Content {
+				c := b.(message.ToolCallBlock)
+				c.ID = fmt.Sprintf("c%d_%d", i, j)
+				reply.Content[j] = c
+			}
 			calls := reply.ToolCalls()
-			if calls[0].ID == calls[1].ID {
-				t.Fatalf("call %d: two calls share id %q", i, calls[0].ID)
-			}
-			for _, c := range calls {
-				for _, m := range msgs {
-					for _, old := range m.ToolCalls() {
-						if old.ID == c.ID {
-							t.Fatalf("call %d: id %q is already in the thread", i, c.ID)
-						}
-					}
-				}
-			}
 			// The thread grows as a graph's does: a copy with the reply and,
 			// every other time, the results (some turns leave the calls
 			// unanswered, so that a later result moves up).

@@ -87,3 +87,9 @@ func CommitSQLiteBatch(s *SQLite, cps []Checkpoint, failing bool) []error {
 	}
 	return out
 }
+
+// SQLiteSchema and PostgresSchema are the statements that create a
+// store's schema at version v, exactly as the release of that version did
+// (shipped migrations are never edited), for tests of later migrations.
+func SQLiteSchema(v int) []string   { return sqliteMigrations[:v] }
+func PostgresSchema(v int) []string { return postgresMigrations[:v] }

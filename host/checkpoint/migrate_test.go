@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -100,24 +101,26 @@ func TestPostgresMigratesVersion1(t *testing.T) {
 
 // testMigratedThread checks that the thread written before leases reads
 // back as it was, in incarnation "", and keeps working both unleased (an
-// engine of that release) and under a lease.
+// engine of that release) and under a lease. Its metadata names an owner,
+// so it is alice's since tenants (see testMigratedTenants).
 func testMigratedThread(t *testing.T, s checkpoint.Checkpointer, l checkpoint.Leaser) {
 	ctx := context.Background()
-	cp, err := s.Latest(ctx, "old")
+	old := checkpoint.ThreadKey("alice", "old")
+	cp, err := s.Latest(ctx, old)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if cp.Seq != 2 || cp.Status != checkpoint.StatusInterrupted || cp.Metadata["owner"] != "alice" || cp.Incarnation != "" {
 		t.Fatalf("migrated latest = %+v", cp)
 	}
-	if h, err := l.Head(ctx, "old"); err != nil || h != (checkpoint.Head{Seq: 2}) {
+	if h, err := l.Head(ctx, old); err != nil || h != (checkpoint.Head{Seq: 2}) {
 		t.Fatalf("Head = %+v, %v; want incarnation \"\" at seq 2", h, err)
 	}
 	cp.Seq, cp.CreatedAt = 3, time.Time{}
 	if err := s.Put(ctx, cp); err != nil {
 		t.Fatalf("unleased Put on a migrated thread: %v", err)
 	}
-	le, err := l.Claim(ctx, "old", time.Minute)
+	le, err := l.Claim(ctx, old, time.Minute)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -192,8 +195,107 @@ func TestSQLiteMigratesVersion4(t *testing.T) {
 	PRAGMA user_version = 4;`, 1)))
 	defer s.Close()
 	testMigratedThread(t, s, s)
-	cp, err := s.Latest(context.Background(), "old")
+	cp, err := s.Latest(context.Background(), checkpoint.ThreadKey("alice", "old"))
 	if err != nil || cp.Log != nil || string(cp.State) != "{}" {
 		t.Fatalf("migrated thread: %+v, %v", cp, err)
+	}
+}
+
+// The threads of a store from the release before tenants (SQLite schema 5,
+// Postgres schema 4): alice's "t1" (two checkpoints, three log entries,
+// claimed once, idle), bob's "t2" (paused, due to be woken at wakeMillis)
+// and "free", written without a token. Statements that differ between the
+// two stores are written for each.
+const (
+	wakeMillis = 978307200000 // 2001-01-01 UTC
+	sqliteV5   = `
+	INSERT INTO checkpoints (thread_id, seq, run_id, step, status, next, state, metadata, created_at, incarnation, log_len, wake_at) VALUES
+		('t1', 1, 'r1', 0, 'running', '["a"]', x'7b7d', '{"owner":"TG_TOKEN_ALICE"}', 1000000, 'inc-a', 1, 0),
+		('t1', 2, 'r1', 1, 'completed', '[]', x'7b7d', '{"owner":"TG_TOKEN_ALICE"}', 2000000, 'inc-a', 3, 0),
+		('t2', 1, 'r2', 1, 'interrupted', '["a"]', x'7b7d', '{"owner":"TG_TOKEN_BOB"}', 3000000, 'inc-b', 1, 978307200000),
+		('free', 1, 'r3', 1, 'completed', '[]', x'7b7d', '{}', 4000000, 'inc-f', 1, 0);
+	INSERT INTO log (thread_id, idx, entry) VALUES ('t1', 0, x'61'), ('t1', 1, x'62'), ('t1', 2, x'63'), ('t2', 0, x'64'), ('free', 0, x'65');
+	INSERT INTO threads (thread_id, incarnation, token, lease_until, wake_at, touched_at) VALUES
+		('t1', 'inc-a', 1, 0, 0, 2), ('t2', 'inc-b', 1, 0, 978307200000, 3), ('free', 'inc-f', 1, 0, 0, 4);
+	PRAGMA user_version = 5;`
+	postgresV4 = `
+	CREATE TABLE tenxgraph_checkpoint_schema (singleton boolean PRIMARY KEY DEFAULT true CHECK (singleton), version integer NOT NULL);
+	INSERT INTO tenxgraph_checkpoint_schema VALUES (true, 4);
+	INSERT INTO tenxgraph_checkpoints (thread_id, seq, run_id, step, status, next, state, metadata, created_at, incarnation, log_len, wake_at) VALUES
+		('t1', 1, 'r1', 0, 'running', '{a}', '\x7b7d', '{"owner":"TG_TOKEN_ALICE"}', 'epoch', 'inc-a', 1, 0),
+		('t1', 2, 'r1', 1, 'completed', '{}', '\x7b7d', '{"owner":"TG_TOKEN_ALICE"}', 'epoch', 'inc-a', 3, 0),
+		('t2', 1, 'r2', 1, 'interrupted', '{a}', '\x7b7d', '{"owner":"TG_TOKEN_BOB"}', 'epoch', 'inc-b', 1, 978307200000),
+		('free', 1, 'r3', 1, 'completed', '{}', '\x7b7d', '{}', 'epoch', 'inc-f', 1, 0);
+	INSERT INTO tenxgraph_log (thread_id, idx, entry) VALUES ('t1', 0, '\x61'), ('t1', 1, '\x62'), ('t1', 2, '\x63'), ('t2', 0, '\x64'), ('free', 0, '\x65');
+	INSERT INTO tenxgraph_threads (thread_id, incarnation, token, lease_until) VALUES ('t1', 'inc-a', 1, 0), ('t2', 'inc-b', 1, 0), ('free', 'inc-f', 1, 0);
+	INSERT INTO tenxgraph_activity (thread_id, wake_at, touched_at) VALUES ('t1', 0, 2), ('t2', 978307200000, 3), ('free', 0, 4);`
+)
+
+func TestSQLiteMigratesToTenants(t *testing.T) {
+	s := openSQLite(t, oldSQLite(t, strings.Join(checkpoint.SQLiteSchema(5), ";\n")+";\n"+sqliteV5))
+	defer s.Close()
+	testMigratedTenants(t, s)
+}
+
+func TestPostgresMigratesToTenants(t *testing.T) {
+	p := oldPostgres(t, strings.Join(checkpoint.PostgresSchema(4), ";\n")+";\n"+postgresV4)
+	defer p.Close()
+	testMigratedTenants(t, p)
+}
+
+// testMigratedTenants checks that each thread written with an owner moved
+// to its owner's key, whole (checkpoints, log, lease row, wake-up), and
+// that the thread without one stayed where it was.
+func testMigratedTenants(t *testing.T, s interface {
+	checkpoint.Checkpointer
+	checkpoint.Leaser
+	checkpoint.Scheduler
+}) {
+	ctx := context.Background()
+	alice := checkpoint.ThreadKey("TG_TOKEN_ALICE", "t1")
+	bob := checkpoint.ThreadKey("TG_TOKEN_BOB", "t2")
+	for _, old := range []string{"t1", "t2"} {
+		if _, err := s.Latest(ctx, old); !errors.Is(err, checkpoint.ErrNotFound) {
+			t.Fatalf("Latest(%q) after the migration = %v, want ErrNotFound: the thread moved to its owner's key", old, err)
+		}
+	}
+	hist, err := s.History(ctx, alice, 0)
+	if err != nil || len(hist) != 2 {
+		t.Fatalf("History of alice's t1 = %d checkpoints, %v; want 2", len(hist), err)
+	}
+	if cp := hist[0]; cp.ThreadID != alice || cp.Seq != 2 || cp.Metadata["owner"] != "TG_TOKEN_ALICE" || cp.Incarnation != "inc-a" ||
+		len(cp.Log) != 3 || string(cp.Log[2]) != "c" || len(hist[1].Log) != 1 {
+		t.Fatalf("alice's t1 after the migration: %+v (older: %+v)", cp, hist[1])
+	}
+	if h, err := s.Head(ctx, alice); err != nil || h != (checkpoint.Head{Incarnation: "inc-a", Seq: 2}) {
+		t.Fatalf("Head of alice's t1 = %+v, %v", h, err)
+	}
+	if free, err := s.Latest(ctx, "free"); err != nil || free.Seq != 1 || len(free.Log) != 1 {
+		t.Fatalf("the thread without an owner: %+v, %v", free, err)
+	}
+	due, err := s.Due(ctx, time.UnixMilli(wakeMillis), 100)
+	if err != nil || !slices.Equal(due, []string{bob}) {
+		t.Fatalf("Due = %q, %v; want bob's t2", due, err)
+	}
+	if tenant, id := checkpoint.SplitThreadKey(due[0]); tenant != "TG_TOKEN_BOB" || id != "t2" {
+		t.Fatalf("SplitThreadKey(%q) = %q, %q", due[0], tenant, id)
+	}
+	// The lease row moved with the thread: a claim continues its
+	// incarnation and tokens, and a leased write extends its log.
+	le, err := s.Claim(ctx, alice, time.Minute)
+	if err != nil || le.Incarnation != "inc-a" || le.Token != 2 || le.Seq != 2 {
+		t.Fatalf("Claim of alice's t1 = %+v, %v; want incarnation inc-a, token 2, seq 2", le, err)
+	}
+	next := checkpoint.Checkpoint{ThreadID: alice, Seq: 3, RunID: "r4", Status: checkpoint.StatusCompleted,
+		Incarnation: le.Incarnation, Token: le.Token, Append: [][]byte{[]byte("d")}, Release: true}
+	if err := s.Put(ctx, next); err != nil {
+		t.Fatal(err)
+	}
+	if cp, err := s.Latest(ctx, alice); err != nil || len(cp.Log) != 4 || string(cp.Log[3]) != "d" {
+		t.Fatalf("after a write: log %q, %v", cp.Log, err)
+	}
+	// Another tenant's thread of the same id is another thread.
+	if _, err := s.Latest(ctx, checkpoint.ThreadKey("TG_TOKEN_BOB", "t1")); !errors.Is(err, checkpoint.ErrNotFound) {
+		t.Fatalf("bob's t1: %v, want ErrNotFound", err)
 	}
 }

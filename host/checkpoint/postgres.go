@@ -18,7 +18,7 @@ import (
 
 // postgresSchemaVersion is the schema this build writes, kept in the one row
 // of tenxgraph_checkpoint_schema. It is len(postgresMigrations).
-const postgresSchemaVersion = 4
+const postgresSchemaVersion = 5
 
 // postgresMigrations[i] moves a database from schema version i to i+1.
 // Append to it (never edit an entry that has shipped) and the version
@@ -88,7 +88,26 @@ var postgresMigrations = [...]string{
 	SELECT thread_id, 0, (EXTRACT(EPOCH FROM MAX(created_at)) * 1000)::bigint
 	FROM tenxgraph_checkpoints GROUP BY thread_id;
 	CREATE INDEX tenxgraph_activity_wake ON tenxgraph_activity (wake_at) WHERE wake_at > 0`,
+	// 4 -> 5: threads are kept per tenant (see ThreadKey). A thread
+	// written before had its tenant, the API token that created it, in its
+	// metadata ("owner"); it moves to that tenant's key, with its log and
+	// its rows. The rest keep their keys (the tenant "").
+	postgresTenancy,
 }
+
+// postgresTenancy is the migration that moves each thread whose latest
+// checkpoint names an owner to the key ThreadKey(owner, id). The moves are
+// listed first (in a temporary table, dropped with the migration's
+// commit), so that every table moves by the same list.
+const postgresTenancy = `CREATE TEMP TABLE tenxgraph_tenancy_moves ON COMMIT DROP AS
+	SELECT thread_id AS old, owner || chr(31) || thread_id AS new FROM (
+		SELECT DISTINCT ON (thread_id) thread_id, metadata->>'owner' AS owner, jsonb_typeof(metadata->'owner') AS kind
+		FROM tenxgraph_checkpoints ORDER BY thread_id, seq DESC) latest
+	WHERE kind = 'string' AND owner <> '';
+	UPDATE tenxgraph_log t SET thread_id = m.new FROM tenxgraph_tenancy_moves m WHERE t.thread_id = m.old;
+	UPDATE tenxgraph_threads t SET thread_id = m.new FROM tenxgraph_tenancy_moves m WHERE t.thread_id = m.old;
+	UPDATE tenxgraph_activity t SET thread_id = m.new FROM tenxgraph_tenancy_moves m WHERE t.thread_id = m.old;
+	UPDATE tenxgraph_checkpoints t SET thread_id = m.new FROM tenxgraph_tenancy_moves m WHERE t.thread_id = m.old`
 
 // pgMigrationLock is the transaction-level advisory lock key that serialises
 // migrations, so two processes opening a new database at once do not both

@@ -23,7 +23,7 @@ import (
 
 // sqliteSchemaVersion is the schema this build writes, kept in the
 // database's PRAGMA user_version. It is len(sqliteMigrations).
-const sqliteSchemaVersion = 5
+const sqliteSchemaVersion = 6
 
 // sqliteMigrations[i] moves a database from schema version i to i+1. Append
 // to it (never edit an entry that has shipped) and the version follows.
@@ -81,7 +81,26 @@ var sqliteMigrations = [...]string{
 	UPDATE threads SET touched_at = COALESCE((SELECT MAX(created_at) FROM checkpoints c WHERE c.thread_id = threads.thread_id), 0) / 1000000;
 	CREATE INDEX threads_wake ON threads (wake_at) WHERE wake_at > 0;
 	CREATE INDEX threads_touched ON threads (touched_at)`,
+	// 5 -> 6: threads are kept per tenant (see ThreadKey). A thread
+	// written before had its tenant, the API token that created it, in its
+	// metadata ("owner"); it moves to that tenant's key, with its log and
+	// its row. The rest keep their keys (the tenant "").
+	sqliteTenancy,
 }
+
+// sqliteTenancy is the migration that moves each thread whose latest
+// checkpoint names an owner to the key ThreadKey(owner, id). The moves are
+// listed first, so that every table moves by the same list.
+const sqliteTenancy = `CREATE TEMP TABLE tenancy_moves (old TEXT NOT NULL PRIMARY KEY, new TEXT NOT NULL);
+	INSERT INTO tenancy_moves (old, new)
+	SELECT c.thread_id, json_extract(c.metadata, '$.owner') || char(31) || c.thread_id
+	FROM checkpoints c
+	WHERE c.seq = (SELECT MAX(seq) FROM checkpoints WHERE thread_id = c.thread_id)
+	AND json_type(c.metadata, '$.owner') = 'text' AND json_extract(c.metadata, '$.owner') <> '';
+	UPDATE checkpoints SET thread_id = (SELECT new FROM tenancy_moves WHERE old = thread_id) WHERE thread_id IN (SELECT old FROM tenancy_moves);
+	UPDATE log SET thread_id = (SELECT new FROM tenancy_moves WHERE old = thread_id) WHERE thread_id IN (SELECT old FROM tenancy_moves);
+	UPDATE threads SET thread_id = (SELECT new FROM tenancy_moves WHERE old = thread_id) WHERE thread_id IN (SELECT old FROM tenancy_moves);
+	DROP TABLE tenancy_moves`
 
 // sqliteBusyTimeout is how long a connection waits for another writer (in
 // this process or another) before failing with "database is locked".

@@ -203,7 +203,7 @@ func (t *terminal) answer(ctx context.Context, res graph.Result) error {
 // expire answers the thread's expired calls with their error results, runs
 // it on, and prints what the model said.
 func (t *terminal) expire(ctx context.Context) (graph.Result, error) {
-	res, _, err := t.app.Expire(ctx, t.thread, time.Now())
+	res, _, err := t.app.Expire(ctx, "", t.thread, time.Now())
 	if err != nil {
 		return res, err
 	}

@@ -254,8 +254,11 @@ func paused(t *testing.T, r *replica, token, thread, text string) string {
 
 // A pauses T; B deletes T and starts a new conversation on T, which pauses
 // at the same seq; A resumes T with the old call id. The new conversation
-// must stay intact and the stale resume be refused; with auth, the old
-// owner must not take the new owner's thread.
+// must stay intact and the stale resume be refused: the old call is not
+// pending (409 unknown_call) in the thread created again, whose call has
+// another id although the model gave it the same. With auth, the new
+// conversation is another token's, so to the old one T is a thread it no
+// longer has (409 not_paused, as for any thread it does not have).
 func TestReplicasDeleteAndRecreate(t *testing.T) {
 	bin, _ := built(t)
 	for _, st := range stores(t, "") {
@@ -286,12 +289,12 @@ func TestReplicasDeleteAndRecreate(t *testing.T) {
 					}
 
 					stale := answer(t, a, alice, thread, oldCall)
-					want := map[int]bool{404: true, 409: true}
+					want := `"code":"unknown_call"`
 					if auth {
-						want = map[int]bool{404: true} // alice must not even see bob's thread
+						want = `"code":"not_paused"` // alice must not even see bob's thread
 					}
-					if !want[stale.code] {
-						t.Fatalf("stale resume on A: %d %s; want 404 or 409 (404 with auth)", stale.code, stale.raw)
+					if stale.code != 409 || !strings.Contains(stale.raw, want) || !strings.Contains(stale.raw, oldCall) {
+						t.Fatalf("stale resume on A: %d %s; want 409 with %s naming %s", stale.code, stale.raw, want, oldCall)
 					}
 					for _, r := range rs {
 						got := do(t, "GET", r.base+"/v1/threads/"+thread, bob, "")

@@ -277,11 +277,11 @@ func (a *App) load(ctx context.Context, thread string, h *hold) (*checkpoint.Che
 	case errors.Is(err, checkpoint.ErrNotFound):
 		return nil, wireState{}, nil
 	case err != nil:
-		return nil, wireState{}, fmt.Errorf("thread %q: load: %w", thread, err)
+		return nil, wireState{}, fmt.Errorf("thread %q: load: %w", idOf(thread), err)
 	}
 	state, err := decodeState(cp)
 	if err != nil {
-		return nil, wireState{}, fmt.Errorf("thread %q: read checkpoint %d: %w", thread, cp.Seq, err)
+		return nil, wireState{}, fmt.Errorf("thread %q: read checkpoint %d: %w", idOf(thread), cp.Seq, err)
 	}
 	if h != nil && h.leased {
 		cp.Incarnation = h.lease.Incarnation
@@ -305,7 +305,7 @@ func (a *App) loadTail(ctx context.Context, tr checkpoint.TailReader, thread str
 	case errors.Is(err, checkpoint.ErrNotFound):
 		return nil, wireState{}, true, nil
 	case err != nil:
-		return nil, wireState{}, false, fmt.Errorf("thread %q: load: %w", thread, err)
+		return nil, wireState{}, false, fmt.Errorf("thread %q: load: %w", idOf(thread), err)
 	}
 	sameLife := cp.Incarnation == stale.cp.Incarnation && (h == nil || !h.leased || h.lease.Incarnation == cp.Incarnation)
 	if !sameLife || n < have || len(cp.Log) != n-have {
@@ -313,7 +313,7 @@ func (a *App) loadTail(ctx context.Context, tr checkpoint.TailReader, thread str
 	}
 	tail, tailBytes, err := decodeLog(cp.Log)
 	if err != nil {
-		return nil, wireState{}, false, fmt.Errorf("thread %q: read checkpoint %d: %w", thread, cp.Seq, err)
+		return nil, wireState{}, false, fmt.Errorf("thread %q: read checkpoint %d: %w", idOf(thread), cp.Seq, err)
 	}
 	// The new messages go after the copy's, in its array when this process
 	// holds it (stale.tail, see takeTail) and else in a new one; either
@@ -326,7 +326,7 @@ func (a *App) loadTail(ctx context.Context, tr checkpoint.TailReader, thread str
 	msgs = append(msgs, tail...)
 	state, err := decodeRest(cp, msgs, n, stale.state.logBytes+tailBytes)
 	if err != nil {
-		return nil, wireState{}, false, fmt.Errorf("thread %q: read checkpoint %d: %w", thread, cp.Seq, err)
+		return nil, wireState{}, false, fmt.Errorf("thread %q: read checkpoint %d: %w", idOf(thread), cp.Seq, err)
 	}
 	cp.Log = nil
 	a.cache.store(thread, cp, state, int64(len(cp.State))+state.logBytes)

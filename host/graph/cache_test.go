@@ -229,7 +229,7 @@ func TestReplicasReadOnlyWhatTheOtherAdded(t *testing.T) {
 	}
 	// Deleted and started again by app 0 with as many turns: app 1's copy
 	// is of the old life, so it reads the new one whole.
-	if err := apps[0].DeleteThread(ctx, "t", nil); err != nil {
+	if err := apps[0].DeleteThread(ctx, "", "t"); err != nil {
 		t.Fatal(err)
 	}
 	for turn := range turns {

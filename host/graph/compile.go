@@ -46,7 +46,7 @@ type App struct {
 	stepLimit      int
 
 	mu    sync.Mutex
-	busy  map[string]map[string]string // thread → the metadata of the caller holding it
+	busy  map[string]struct{} // the keys of the threads a run (or delete) of this process holds
 	idGen func() string
 	cache *threadCache // nil when the store cannot confirm a copy is current
 
@@ -123,7 +123,7 @@ func (g *StateGraph) Compile(cp checkpoint.Checkpointer, opts ...Option) (*App, 
 		index:          map[string]int{},
 		interruptAfter: map[string]bool{},
 		stepLimit:      DefaultStepLimit,
-		busy:           map[string]map[string]string{},
+		busy:           map[string]struct{}{},
 		idGen:          newID,
 		cacheBytes:     DefaultCacheBytes,
 		leaseTTL:       DefaultLease,

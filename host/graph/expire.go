@@ -21,7 +21,7 @@ import (
 // errNothingDue ends an expiry run that found nothing to expire.
 var errNothingDue = errors.New("nothing due")
 
-// Expire answers the interrupts of a paused thread whose Deadline is not
+// Expire answers the interrupts of tenant's paused thread whose Deadline is not
 // after now as expired (Answer.Expired) and runs the thread on, as a resume
 // would: once every interrupt has an answer, the nodes that asked run again
 // and the graph goes on; otherwise the thread stays paused, to be woken at
@@ -29,8 +29,8 @@ var errNothingDue = errors.New("nothing due")
 // is due (the thread is not paused, or its interrupts were answered or
 // expired since); a thread busy with another run is an error wrapping
 // ErrThreadBusy, to be tried again later.
-func (a *App) Expire(ctx context.Context, threadID string, now time.Time) (Result, bool, error) {
-	res, err := a.run(ctx, nil, RunConfig{ThreadID: threadID, expireAt: now}, nil)
+func (a *App) Expire(ctx context.Context, tenant, threadID string, now time.Time) (Result, bool, error) {
+	res, err := a.run(ctx, nil, RunConfig{ThreadID: threadID, Tenant: tenant, expireAt: now}, nil)
 	if errors.Is(err, errNothingDue) {
 		return Result{}, false, nil
 	}
@@ -60,8 +60,9 @@ type Waker struct {
 	Interval time.Duration
 	// OnError, when set, is told of each thread whose expiry failed for a
 	// reason other than the thread being busy (the failure is also
-	// recorded on the thread, as for any run).
-	OnError func(threadID string, err error)
+	// recorded on the thread, as for any run), by its key
+	// (checkpoint.ThreadKey: the tenant and the id).
+	OnError func(key string, err error)
 
 	mu      sync.Mutex
 	stop    chan struct{} // closed by Shutdown
@@ -117,7 +118,7 @@ func (w *Waker) Run(ctx context.Context) error {
 // full batch made progress (so more may be due at once).
 func (w *Waker) pass(ctx context.Context, sched checkpoint.Scheduler) bool {
 	now := time.Now()
-	ids, err := sched.Due(ctx, now, wakeBatch)
+	keys, err := sched.Due(ctx, now, wakeBatch)
 	if err != nil {
 		if ctx.Err() == nil && w.OnError != nil {
 			w.OnError("", fmt.Errorf("list threads due to wake: %w", err))
@@ -128,24 +129,25 @@ func (w *Waker) pass(ctx context.Context, sched checkpoint.Scheduler) bool {
 	var mu sync.Mutex
 	progress := false
 	sem := make(chan struct{}, wakeRuns)
-	for _, id := range ids {
+	for _, key := range keys {
 		sem <- struct{}{}
 		wg.Add(1)
 		go func() {
 			defer func() { <-sem; wg.Done() }()
-			_, ok, err := w.App.Expire(ctx, id, now)
+			tenant, id := checkpoint.SplitThreadKey(key)
+			_, ok, err := w.App.Expire(ctx, tenant, id, now)
 			switch {
 			case ok:
 				mu.Lock()
 				progress = true
 				mu.Unlock()
 			case err != nil && !errors.Is(err, ErrThreadBusy) && ctx.Err() == nil && w.OnError != nil:
-				w.OnError(id, err)
+				w.OnError(key, err)
 			}
 		}()
 	}
 	wg.Wait()
-	return progress && len(ids) == wakeBatch
+	return progress && len(keys) == wakeBatch
 }
 
 // Shutdown stops the polling and waits until the expiry runs in progress

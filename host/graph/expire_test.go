@@ -83,14 +83,14 @@ func TestExpiryPartialThenComplete(t *testing.T) {
 	}
 	// Not due yet: nothing changes.
 	before, _ := cp.Latest(ctx, "x")
-	if _, ok, err := app.Expire(ctx, "x", base); ok || err != nil {
+	if _, ok, err := app.Expire(ctx, "", "x", base); ok || err != nil {
 		t.Fatalf("expire before the deadline: %v %v", ok, err)
 	}
 	if after, _ := cp.Latest(ctx, "x"); after.Seq != before.Seq {
 		t.Fatalf("an expiry with nothing due wrote seq %d", after.Seq)
 	}
 	// q1 is due: it alone expires; q2 stays pending, WakeAt moves to d2.
-	res, ok, err := app.Expire(ctx, "x", d1)
+	res, ok, err := app.Expire(ctx, "", "x", d1)
 	if err != nil || !ok || res.Status != graph.StatusInterrupted || len(res.Interrupts) != 1 || res.Interrupts[0].ID != "q2" {
 		t.Fatalf("partial expiry: %v %v %s %+v", ok, err, res.Status, res.Interrupts)
 	}
@@ -124,7 +124,7 @@ func TestExpiryPartialThenComplete(t *testing.T) {
 	if _, err := resume("q1", `"late"`); !errors.Is(err, graph.ErrExpired) {
 		t.Fatalf("late answer after completion: %v", err)
 	}
-	if _, ok, err := app.Expire(ctx, "x", d2.Add(time.Hour)); ok || err != nil {
+	if _, ok, err := app.Expire(ctx, "", "x", d2.Add(time.Hour)); ok || err != nil {
 		t.Fatalf("expire a completed thread: %v %v", ok, err)
 	}
 	if n := runs.Load(); n != 2 {
@@ -154,7 +154,7 @@ func TestLateAnswerBeforeTheWakeUp(t *testing.T) {
 	if after, _ := cp.Latest(ctx, "y"); after.Seq != before.Seq || after.Status != checkpoint.StatusInterrupted {
 		t.Fatal("a refused late answer changed the thread")
 	}
-	res, ok, err := app.Expire(ctx, "y", time.Now())
+	res, ok, err := app.Expire(ctx, "", "y", time.Now())
 	if err != nil || !ok || res.Status != graph.StatusCompleted {
 		t.Fatalf("expire: %v %v %s", ok, err, res.Status)
 	}
@@ -184,7 +184,7 @@ func TestExpiryRunsOnceAcrossApps(t *testing.T) {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				_, ok, err := app.Expire(ctx, thread, time.Now())
+				_, ok, err := app.Expire(ctx, "", thread, time.Now())
 				if err != nil && !errors.Is(err, graph.ErrThreadBusy) {
 					t.Errorf("expire: %v", err)
 				}
@@ -198,7 +198,7 @@ func TestExpiryRunsOnceAcrossApps(t *testing.T) {
 			t.Fatalf("thread %s expired by %d runs, want 1", thread, done.Load())
 		}
 		if done.Load() == 0 { // every try found the thread busy: the next wake-up does it
-			if _, ok, err := a2.Expire(ctx, thread, time.Now()); !ok || err != nil {
+			if _, ok, err := a2.Expire(ctx, "", thread, time.Now()); !ok || err != nil {
 				t.Fatalf("thread %s: expire after all were busy: %v %v", thread, ok, err)
 			}
 		}

@@ -43,6 +43,12 @@ type State struct {
 // Update is what a node returns.
 type Update struct {
 	// Messages are appended to the thread. IDs are assigned when empty.
+	// Tool calls are renamed, whatever ids they came with: the engine gives
+	// each an id unique to the thread's life (a model's ids are not, and a
+	// thread deleted and created again must not take a result sent for a
+	// call of its old life). A block of the same update that names one of
+	// its calls (a tool_result, say) follows the rename; a later step finds
+	// the new ids in the state, as a ToolNode does.
 	Messages []message.Message
 	// Values are set (replacing earlier values of the same key).
 	Values map[string]json.RawMessage

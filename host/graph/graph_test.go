@@ -66,7 +66,7 @@ func TestSuperSteps(t *testing.T) {
 	if !slices.Equal(steps, []int{3}) {
 		t.Fatalf("join ran at steps %v, want once at step 3", steps)
 	}
-	h, _ := app.History(ctx, "t", 0)
+	h, _ := app.History(ctx, "", "t", 0)
 	if len(h) != 3 { // the input is saved with the first super-step
 		t.Fatalf("%d checkpoints, want 3 (one per super-step)", len(h))
 	}
@@ -237,26 +237,6 @@ func TestClientMayNotWriteToolCalls(t *testing.T) {
 	}
 	if _, err := app.Invoke(ctx, dup, graph.RunConfig{ThreadID: "y"}); !errors.Is(err, graph.ErrInvalidInput) {
 		t.Fatalf("reused message id: %v", err)
-	}
-}
-
-// A thread created with metadata is invisible to runs naming other values.
-func TestThreadMetadataScopes(t *testing.T) {
-	app, _ := graph.New().AddNode("a", say("a")).AddEdge(graph.START, "a").AddEdge("a", graph.END).Compile(checkpoint.NewMemory())
-	alice := graph.RunConfig{ThreadID: "m", Metadata: map[string]string{"owner": "alice"}}
-	if _, err := app.Invoke(ctx, user("hi"), alice); err != nil {
-		t.Fatal(err)
-	}
-	bob := graph.RunConfig{ThreadID: "m", Metadata: map[string]string{"owner": "bob"}}
-	if _, err := app.Invoke(ctx, user("hi"), bob); !errors.Is(err, graph.ErrThreadNotFound) {
-		t.Fatalf("another owner's run: %v, want ErrThreadNotFound", err)
-	}
-	if _, err := app.Invoke(ctx, user("again"), alice); err != nil {
-		t.Fatal(err)
-	}
-	md, _ := app.ThreadMetadata(ctx, "m")
-	if md["owner"] != "alice" {
-		t.Fatalf("metadata %v", md)
 	}
 }
 

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"iter"
+	"slices"
 	"strconv"
 	"sync"
 	"time"
@@ -59,14 +60,15 @@ func (a *App) Stream(ctx context.Context, input []message.Message, cfg RunConfig
 }
 
 func (a *App) run(ctx context.Context, input []message.Message, cfg RunConfig, emit func(Event)) (Result, error) {
-	if err := CheckThreadID("config.thread_id", cfg.ThreadID); err != nil {
+	key, err := keyOf("config.thread_id", cfg.Tenant, cfg.ThreadID)
+	if err != nil {
 		return Result{}, err
 	}
 	durability := cmp.Or(cfg.Durability, a.durability)
 	if err := durability.Check(); err != nil {
 		return Result{}, invalid("config.durability: %v", err)
 	}
-	r := &Run{ThreadID: cfg.ThreadID, RunID: a.idGen(), emit: emit, listening: emit != nil}
+	r := &Run{ThreadID: cfg.ThreadID, Tenant: cfg.Tenant, RunID: a.idGen(), key: key, emit: emit, listening: emit != nil}
 	if obs := a.observer; obs != nil {
 		if emit == nil {
 			r.emit = obs
@@ -78,19 +80,17 @@ func (a *App) run(ctx context.Context, input []message.Message, cfg RunConfig, e
 	// thread, in this process or another, is refused here, having done
 	// nothing. A resume waits for the run in progress instead, as it may
 	// be a retry of that run's answers (see take).
-	ctx, h, err := a.take(ctx, cfg.ThreadID, cfg.Metadata, answersOnly(input, cfg))
+	ctx, h, err := a.take(ctx, key, answersOnly(input, cfg))
 	if err != nil {
 		return Result{}, err
 	}
-	defer a.release(cfg.ThreadID)
+	defer a.release(key)
 	defer a.unclaim(ctx, h)
+	r.incarnation = h.lease.Incarnation
 
-	latest, prev, err := a.load(ctx, cfg.ThreadID, h)
+	latest, prev, err := a.load(ctx, key, h)
 	if err != nil {
 		return Result{}, err
-	}
-	if latest != nil && !owns(latest.Metadata, cfg.Metadata) {
-		return Result{}, notFound(cfg.ThreadID)
 	}
 	s, err := a.begin(latest, prev, input, cfg)
 	if err != nil {
@@ -120,7 +120,7 @@ func (a *App) run(ctx context.Context, input []message.Message, cfg RunConfig, e
 	// appended.
 	defer func() {
 		w.settle() //nolint:errcheck // see above
-		a.cache.giveTail(r.ThreadID, r.tail)
+		a.cache.giveTail(r.key, r.tail)
 	}()
 	r.Emit(Event{Type: EventRunStarted, Data: RunStarted{ThreadID: r.ThreadID, RunID: r.RunID, Resumed: s.resumed}})
 	if s.replay {
@@ -386,20 +386,85 @@ func (a *App) apply(r *Run, s State, u Update) State {
 func (a *App) appendMessages(r *Run, msgs, add []message.Message) []message.Message {
 	out := r.tail
 	if !sameArray(out, msgs) {
-		if out = a.cache.takeTail(r.ThreadID, msgs); out == nil {
+		if out = a.cache.takeTail(r.key, msgs); out == nil {
 			out = make([]message.Message, len(msgs), len(msgs)+len(add)+16)
 			copy(out, msgs)
 		}
 	}
+	var named map[string]string // the calls of add by the ids they came with
 	for _, m := range add {
 		if m.ID == "" {
 			m.ID = r.RunID[:12] + "-" + strconv.Itoa(len(out))
 		}
+		m, named = r.nameCalls(m, len(out), named)
 		out = append(out, m)
 		r.Emit(Event{Type: EventMessage, Data: m})
 	}
 	r.tail = out
 	return out[:len(out):len(out)]
+}
+
+// nameCalls gives each tool call of m, the message at index at of the
+// thread, the id callID makes, whatever id it came with: models reuse ids
+// ("call_0", "call_1_0") on every turn and in every thread, and a thread
+// deleted and created again starts its turns again, so ids a model gives
+// are not unique, and a result sent for an old call would answer a new one.
+// A block of the same update that names a call by the id it came with (a
+// node that returns a call with its result) is renamed with it; named
+// maps those ids, and is returned grown. The content is copied, never
+// changed in place.
+func (r *Run) nameCalls(m message.Message, at int, named map[string]string) (message.Message, map[string]string) {
+	copied := false
+	set := func(i int, b message.Block) {
+		if !copied {
+			m.Content = slices.Clone(m.Content)
+			copied = true
+		}
+		m.Content[i] = b
+	}
+	for i, b := range m.Content {
+		switch b := b.(type) {
+		case message.ToolCallBlock:
+			id := r.callID(at, i)
+			if named == nil {
+				named = map[string]string{}
+			}
+			named[b.ID] = id
+			b.ID = id
+			set(i, b)
+		case message.ToolResultBlock:
+			if id, ok := named[b.ToolCallID]; ok {
+				b.ToolCallID = id
+				set(i, b)
+			}
+		case message.RemoteToolCallBlock:
+			if id, ok := named[b.ID]; ok {
+				b.ID = id
+				set(i, b)
+			}
+		case message.ApprovalRequestBlock:
+			if id, ok := named[b.ID]; ok {
+				b.ID = id
+				set(i, b)
+			}
+		}
+	}
+	return m, named
+}
+
+// callID is the id of the tool call at block b of the message at index m
+// of the thread: "call_", up to 8 characters of the thread's incarnation
+// and 8 of the run's id, then m and b. The incarnation's part differs from
+// every earlier life of the thread (one deleted and created again under
+// its id), so a result sent for a call of an old life answers no call of
+// the new one and is refused; the run's part makes it differ from every
+// other run's (a thread written before leases, without an incarnation,
+// relies on it alone); the position, from every other call of the run.
+// It is short and of letters, digits and underscores, as every model
+// provider accepts (OpenAI allows 40 characters; Anthropic, only those).
+func (r *Run) callID(m, b int) string {
+	inc := r.incarnation[:min(8, len(r.incarnation))]
+	return "call_" + inc + r.RunID[:8] + "_" + strconv.Itoa(m) + "_" + strconv.Itoa(b)
 }
 
 // route picks the next nodes from the edges of the nodes that just ran,
@@ -485,7 +550,7 @@ func (w *writer) put(ctx context.Context, s State, next []string, status checkpo
 	if err != nil {
 		return fmt.Errorf("thread %q: encode state: %w", w.run.ThreadID, err)
 	}
-	cp := checkpoint.Checkpoint{ThreadID: w.run.ThreadID, Seq: w.seq + 1, RunID: w.run.RunID, Step: w.run.Step,
+	cp := checkpoint.Checkpoint{ThreadID: w.run.key, Seq: w.seq + 1, RunID: w.run.RunID, Step: w.run.Step,
 		Status: status, Next: next, State: raw, Append: add, Metadata: w.meta, Incarnation: w.lease.Incarnation, Token: w.lease.Token,
 		// A run ends with the checkpoint of any status but running (it
 		// paused, completed, failed or was cancelled): that write also
@@ -527,7 +592,7 @@ func (w *writer) settle() error {
 // what never changes during a run, so a background write can use it.
 func (w *writer) save(ctx context.Context, cp checkpoint.Checkpoint, ws wireState, size int64) error {
 	if err := w.app.cp.Put(ctx, cp); err != nil {
-		w.app.cache.drop(w.run.ThreadID)
+		w.app.cache.drop(w.run.key)
 		if errors.Is(err, checkpoint.ErrLeaseLost) {
 			return &StateError{Kind: ErrThreadBusy, ThreadID: w.run.ThreadID, Detail: "the run lost its claim on the thread (its lease expired and another run took it, or the thread was deleted); reload it and retry"}
 		}
@@ -540,7 +605,7 @@ func (w *writer) save(ctx context.Context, cp checkpoint.Checkpoint, ws wireStat
 		w.hold.released.Store(true)
 	}
 	cp.Token, cp.Append, cp.Release = 0, nil, false // as the store returns it
-	w.app.cache.store(w.run.ThreadID, cp, ws, size)
+	w.app.cache.store(w.run.key, cp, ws, size)
 	return nil
 }
 
@@ -568,10 +633,10 @@ func (w *writer) fail(ctx context.Context, s State, next []string, err error) er
 const recordTimeout = 10 * time.Second
 
 // Thread returns the thread's current state as a Result (RunID is the run
-// that last wrote it), or an error wrapping ErrThreadNotFound, whoever owns
-// it: ThreadFor with no owner.
+// that last wrote it), or an error wrapping ErrThreadNotFound: ThreadFor of
+// the tenant "".
 func (a *App) Thread(ctx context.Context, threadID string) (Result, error) {
-	return a.ThreadFor(ctx, threadID, nil)
+	return a.ThreadFor(ctx, "", threadID)
 }
 
 // Snapshot is one checkpoint of a thread's history.
@@ -583,9 +648,14 @@ type Snapshot struct {
 	Raw  checkpoint.Status `json:"checkpoint_status"`
 }
 
-// History returns up to limit snapshots of the thread, newest first.
-func (a *App) History(ctx context.Context, threadID string, limit int) ([]Snapshot, error) {
-	cps, err := a.cp.History(ctx, threadID, limit)
+// History returns up to limit snapshots of tenant's thread threadID,
+// newest first (none for a thread tenant does not have).
+func (a *App) History(ctx context.Context, tenant, threadID string, limit int) ([]Snapshot, error) {
+	key, err := keyOf("thread_id", tenant, threadID)
+	if err != nil {
+		return nil, err
+	}
+	cps, err := a.cp.History(ctx, key, limit)
 	if err != nil {
 		return nil, fmt.Errorf("thread %q: history: %w", threadID, err)
 	}
@@ -604,17 +674,22 @@ func (a *App) History(ctx context.Context, threadID string, limit int) ([]Snapsh
 		if err != nil {
 			return nil, fmt.Errorf("thread %q: read checkpoint %d: %w", threadID, cp.Seq, err)
 		}
-		res := a.result(&Run{ThreadID: cp.ThreadID, RunID: cp.RunID}, w.State, Status(cp.Status), w.pause)
+		res := a.result(&Run{ThreadID: threadID, Tenant: tenant, RunID: cp.RunID, key: key}, w.State, Status(cp.Status), w.pause)
 		out = append(out, Snapshot{Result: res, Seq: cp.Seq, Step: cp.Step, Next: cp.Next, Raw: cp.Status})
 	}
 	return out, nil
 }
 
-// ThreadMetadata returns the metadata stored with the thread.
-func (a *App) ThreadMetadata(ctx context.Context, threadID string) (map[string]string, error) {
-	cp, err := a.cp.Latest(ctx, threadID)
+// ThreadMetadata returns the metadata stored with tenant's thread
+// threadID (RunConfig.Metadata).
+func (a *App) ThreadMetadata(ctx context.Context, tenant, threadID string) (map[string]string, error) {
+	key, err := keyOf("thread_id", tenant, threadID)
+	if err != nil {
+		return nil, err
+	}
+	cp, err := a.cp.Latest(ctx, key)
 	if errors.Is(err, checkpoint.ErrNotFound) {
-		return nil, fmt.Errorf("thread %q: %w", threadID, ErrThreadNotFound)
+		return nil, notFound(threadID)
 	}
 	return cp.Metadata, err
 }

@@ -30,9 +30,9 @@ func WithLease(d time.Duration) Option {
 	}
 }
 
-// hold is a run's (or a delete's) hold on a thread: the in-process entry
-// in App.busy and, with a Leaser store, the store's lease, renewed by a
-// heartbeat until released.
+// hold is a run's (or a delete's) hold on a thread (thread is its key):
+// the in-process entry in App.busy and, with a Leaser store, the store's
+// lease, renewed by a heartbeat until released.
 type hold struct {
 	thread string
 	lease  checkpoint.Lease
@@ -59,22 +59,22 @@ type hold struct {
 // superseded (its heartbeat was too late, say) or its thread deleted.
 var errLeaseLost = errors.New("the run lost its claim on the thread (another run took it, or it was deleted)")
 
-// take holds the thread for one run (or delete) by a caller with metadata
-// want: in this process (acquire), then in the store (claim). With wait, a
-// thread busy with another run is tried again, with backoff, until it is
-// free, ctx ends or a lease's duration has passed; then the busy error is
-// returned. The caller releases (release, then unclaim) when done.
-func (a *App) take(ctx context.Context, thread string, want map[string]string, wait bool) (context.Context, *hold, error) {
+// take holds the thread of key for one run (or delete): in this process
+// (acquire), then in the store (claim). With wait, a thread busy with
+// another run is tried again, with backoff, until it is free, ctx ends or a
+// lease's duration has passed; then the busy error is returned. The caller
+// releases (release, then unclaim) when done.
+func (a *App) take(ctx context.Context, key string, wait bool) (context.Context, *hold, error) {
 	deadline := time.Now().Add(a.leaseTTL)
 	delay := 5 * time.Millisecond
 	for {
-		err := a.acquire(ctx, thread, want)
+		err := a.acquire(key)
 		if err == nil {
-			rctx, h, cerr := a.claim(ctx, thread, want)
+			rctx, h, cerr := a.claim(ctx, key)
 			if cerr == nil {
 				return rctx, h, nil
 			}
-			a.release(thread)
+			a.release(key)
 			err = cerr
 		}
 		if !wait || !errors.Is(err, ErrThreadBusy) || time.Now().Add(delay).After(deadline) {
@@ -91,29 +91,21 @@ func (a *App) take(ctx context.Context, thread string, want map[string]string, w
 	}
 }
 
-// claim takes the store's lease on thread for a caller with metadata want
-// (the in-process entry is already held). A thread leased elsewhere is
-// ErrThreadBusy for its owner and ErrThreadNotFound for anyone else. The
-// returned context is ctx, cancelled with errLeaseLost if the heartbeat
-// finds the lease lost.
-func (a *App) claim(ctx context.Context, thread string, want map[string]string) (context.Context, *hold, error) {
-	h := &hold{thread: thread}
+// claim takes the store's lease on the thread of key (the in-process entry
+// is already held); one leased elsewhere is ErrThreadBusy. The returned
+// context is ctx, cancelled with errLeaseLost if the heartbeat finds the
+// lease lost.
+func (a *App) claim(ctx context.Context, key string) (context.Context, *hold, error) {
+	h := &hold{thread: key}
 	if a.leaser == nil {
 		return ctx, h, nil
 	}
-	le, err := a.leaser.Claim(ctx, thread, a.leaseTTL)
+	le, err := a.leaser.Claim(ctx, key, a.leaseTTL)
 	if errors.Is(err, checkpoint.ErrLeased) {
-		cp, lerr := a.cp.Latest(ctx, thread)
-		switch {
-		case lerr == nil && !owns(cp.Metadata, want):
-			return ctx, nil, notFound(thread)
-		case lerr != nil && !errors.Is(lerr, checkpoint.ErrNotFound):
-			return ctx, nil, fmt.Errorf("thread %q: load: %w", thread, lerr)
-		}
-		return ctx, nil, &StateError{Kind: ErrThreadBusy, ThreadID: thread, Detail: "another run holds the thread; wait for it to finish"}
+		return ctx, nil, busy(key, "another run holds the thread; wait for it to finish")
 	}
 	if err != nil {
-		return ctx, nil, fmt.Errorf("thread %q: claim: %w", thread, err)
+		return ctx, nil, fmt.Errorf("thread %q: claim: %w", idOf(key), err)
 	}
 	h.lease, h.leased, h.renewed = le, true, le
 	runCtx, cancel := context.WithCancelCause(ctx)

@@ -37,7 +37,7 @@ func TestDeleteAndRecreateAcrossApps(t *testing.T) {
 	if _, err := a.Thread(ctx, "T"); err != nil { // a's copy is as fresh as can be
 		t.Fatal(err)
 	}
-	if err := b.DeleteThread(ctx, "T", nil); err != nil {
+	if err := b.DeleteThread(ctx, "", "T"); err != nil {
 		t.Fatal(err)
 	}
 	if res, err := b.Invoke(ctx, user("new"), cfg); err != nil || res.Status != graph.StatusInterrupted {

@@ -32,108 +32,106 @@ func CheckThreadID(at, id string) error {
 	return nil
 }
 
-// owns reports whether a caller with metadata want may use a thread stored
-// with have: every key the caller names must match. It is the one
-// ownership rule of every thread operation: a thread created with an owner
-// is invisible to callers of another owner, exactly as if it did not exist,
-// whether it is stored, being created or held by a run.
-func owns(have, want map[string]string) bool {
-	for k, v := range want {
-		if have[k] != v {
-			return false
-		}
+// keyOf checks a thread id, naming it by at, and returns the key the
+// thread id of tenant is stored under (checkpoint.ThreadKey). It is the one
+// way from a caller's thread to the store's: threads of different tenants
+// are different keys, so that to every operation (runs, reads, deletes,
+// claims, wake-ups) another tenant's thread is exactly a thread that does
+// not exist, without a check that could be forgotten. No id contains the
+// separator of the key, so a key names one tenant and one id.
+func keyOf(at, tenant, id string) (string, error) {
+	if err := CheckThreadID(at, id); err != nil {
+		return "", err
 	}
-	return true
+	if strings.Contains(id, checkpoint.TenantSeparator) {
+		return "", invalid("%s: must not contain U+001F (the unit separator)", at)
+	}
+	if !utf8.ValidString(tenant) || strings.Contains(tenant, checkpoint.TenantSeparator) {
+		return "", fmt.Errorf("tenant %q: must be valid UTF-8 without U+001F", tenant)
+	}
+	return checkpoint.ThreadKey(tenant, id), nil
 }
 
-// notFound is the answer for a thread that does not exist, and for one the
-// caller does not own.
+// idOf is the id the thread of key has for its tenant, for messages.
+func idOf(key string) string {
+	_, id := checkpoint.SplitThreadKey(key)
+	return id
+}
+
+// notFound is the answer for a thread that does not exist, which is also
+// the answer for another tenant's.
 func notFound(threadID string) error {
 	return fmt.Errorf("thread %q: %w", threadID, ErrThreadNotFound)
 }
 
-// acquire takes the thread for one run (or delete) by a caller with
-// metadata want. A thread another caller holds is ErrThreadBusy for its
-// owner and ErrThreadNotFound for everyone else: whose it is is the stored
-// owner's, or, for a thread its first run is creating, that run's.
-func (a *App) acquire(ctx context.Context, thread string, want map[string]string) error {
-	a.mu.Lock()
-	holder, held := a.busy[thread]
-	if !held {
-		if want == nil {
-			want = map[string]string{}
-		}
-		a.busy[thread] = want
-	}
-	a.mu.Unlock()
-	if !held {
-		return nil
-	}
-	cp, err := a.cp.Latest(ctx, thread)
-	switch {
-	case errors.Is(err, checkpoint.ErrNotFound):
-		if !owns(holder, want) {
-			return notFound(thread)
-		}
-	case err != nil:
-		return fmt.Errorf("thread %q: load: %w", thread, err)
-	case !owns(cp.Metadata, want):
-		return notFound(thread)
-	}
-	return &StateError{Kind: ErrThreadBusy, ThreadID: thread, Detail: "wait for the current run to finish"}
+// busy is the answer for a thread another run of its tenant holds.
+func busy(key, detail string) error {
+	return &StateError{Kind: ErrThreadBusy, ThreadID: idOf(key), Detail: detail}
 }
 
-func (a *App) release(thread string) {
+// acquire takes the thread of key for one run (or delete) in this process.
+func (a *App) acquire(key string) error {
 	a.mu.Lock()
-	delete(a.busy, thread)
+	defer a.mu.Unlock()
+	if _, held := a.busy[key]; held {
+		return busy(key, "wait for the current run to finish")
+	}
+	a.busy[key] = struct{}{}
+	return nil
+}
+
+func (a *App) release(key string) {
+	a.mu.Lock()
+	delete(a.busy, key)
 	a.mu.Unlock()
 }
 
-// ThreadFor returns the thread as a caller with metadata owner sees it: its
-// current state, or ErrThreadNotFound when it does not exist or another
-// owner's it is. A nil owner sees every thread. It reads the state the app
-// keeps decoded for threads it works on, so many readers of one large
-// thread share one copy; treat the Result as read-only.
-func (a *App) ThreadFor(ctx context.Context, threadID string, owner map[string]string) (Result, error) {
-	if err := CheckThreadID("thread_id", threadID); err != nil {
-		return Result{}, err
-	}
-	cp, w, err := a.load(ctx, threadID, nil)
+// ThreadFor returns tenant's thread threadID: its current state, or
+// ErrThreadNotFound when tenant has no such thread (another tenant's
+// thread of that id included). It reads the state the app keeps decoded
+// for threads it works on, so many readers of one large thread share one
+// copy; treat the Result as read-only.
+func (a *App) ThreadFor(ctx context.Context, tenant, threadID string) (Result, error) {
+	key, err := keyOf("thread_id", tenant, threadID)
 	if err != nil {
 		return Result{}, err
 	}
-	if cp == nil || !owns(cp.Metadata, owner) {
+	cp, w, err := a.load(ctx, key, nil)
+	if err != nil {
+		return Result{}, err
+	}
+	if cp == nil {
 		return Result{}, notFound(threadID)
 	}
-	r := &Run{ThreadID: cp.ThreadID, RunID: cp.RunID}
+	r := &Run{ThreadID: threadID, Tenant: tenant, RunID: cp.RunID, key: key}
 	return a.result(r, w.State, Status(cp.Status), w.pause), nil
 }
 
-// DeleteThread forgets the thread, as a caller with metadata owner (nil:
-// any thread). A thread with a run in progress is not deleted
-// (ErrThreadBusy); one that does not exist or another owner's is
-// ErrThreadNotFound.
-func (a *App) DeleteThread(ctx context.Context, threadID string, owner map[string]string) error {
-	if err := CheckThreadID("thread_id", threadID); err != nil {
-		return err
-	}
-	ctx, h, err := a.take(ctx, threadID, owner, false)
+// DeleteThread forgets tenant's thread threadID. A thread with a run in
+// progress is not deleted (ErrThreadBusy); one tenant has not is
+// ErrThreadNotFound. Created again, the thread is a new incarnation:
+// nothing sent for the old one (a result for one of its calls, say) is
+// accepted by the new one.
+func (a *App) DeleteThread(ctx context.Context, tenant, threadID string) error {
+	key, err := keyOf("thread_id", tenant, threadID)
 	if err != nil {
 		return err
 	}
-	defer a.release(threadID)
+	ctx, h, err := a.take(ctx, key, false)
+	if err != nil {
+		return err
+	}
+	defer a.release(key)
 	defer a.unclaim(ctx, h)
-	cp, err := a.cp.Latest(ctx, threadID)
+	_, err = a.cp.Latest(ctx, key)
 	switch {
 	case errors.Is(err, checkpoint.ErrNotFound):
 		return notFound(threadID)
 	case err != nil:
 		return fmt.Errorf("thread %q: load: %w", threadID, err)
-	case !owns(cp.Metadata, owner):
-		return notFound(threadID)
 	}
-	a.cache.drop(threadID)
-	return a.cp.DeleteThread(ctx, threadID)
+	a.cache.drop(key)
+	return a.cp.DeleteThread(ctx, key)
 }
 
 // Probe reads the store cheaply (the latest checkpoint of a thread id no

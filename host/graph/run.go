@@ -18,15 +18,19 @@ import (
 type RunConfig struct {
 	// ThreadID names the conversation; required.
 	ThreadID string `json:"thread_id"`
+	// Tenant is whose thread it is (the API server's token, by name):
+	// each tenant has threads of its own, so the same ThreadID under two
+	// tenants is two threads, and nothing a run of one does tells it
+	// anything of the other's. "" is the tenant of code without tenants.
+	Tenant string `json:"-"`
 	// RemoteTools are client tools for this run only, each in the flat or
 	// the OpenAI shape. A name a ToolNode already has is ignored (and the
 	// run's events say so). On a resume that carries none, the paused run's
 	// tools are offered again.
 	RemoteTools []json.RawMessage `json:"remote_tools,omitempty"`
-	// Metadata is stored with a new thread (its owner, say) and kept for
-	// its lifetime; later runs cannot change it. A run on an existing thread
-	// whose metadata differs in any key it names gets ErrThreadNotFound:
-	// that is how threads are scoped to their owner.
+	// Metadata is stored with a new thread and kept for its lifetime;
+	// later runs cannot change it (ThreadMetadata reads it). It scopes
+	// nothing: Tenant does.
 	Metadata map[string]string `json:"-"`
 	// Resume answers a paused thread's interrupts by id, for code that
 	// raises its own interrupts (the generic twin of answer blocks in a
@@ -86,8 +90,11 @@ type Result struct {
 
 // Run is one execution of the graph on a thread, as nodes see it.
 type Run struct {
+	// ThreadID is the thread's id, as its tenant names it.
 	ThreadID string
-	RunID    string
+	// Tenant is whose thread it is (RunConfig.Tenant).
+	Tenant string
+	RunID  string
 	// RemoteTools are this run's client tools as the run's config gave
 	// them (RunConfig.RemoteTools, or the paused run's); the nodes that
 	// offer them parse and judge them (RunChecker).
@@ -100,9 +107,25 @@ type Run struct {
 	// grow (see App.appendMessages).
 	tail []message.Message
 
+	// key is the thread's key in the store (checkpoint.ThreadKey), and
+	// incarnation its life there, "" without a Leaser store or for a
+	// thread written before leases (see callID).
+	key         string
+	incarnation string
+
 	emit      func(Event)
 	listening bool     // a Stream consumer receives the events
 	memo      sync.Map // key -> *memoEntry
+}
+
+// Key names the thread uniquely among every tenant's threads (it is the
+// store's key, checkpoint.ThreadKey): what a node keys anything it keeps
+// per thread by, so that two tenants' threads of one id never share it.
+func (r *Run) Key() string {
+	if r.key == "" { // a Run made by hand, not by the engine
+		return checkpoint.ThreadKey(r.Tenant, r.ThreadID)
+	}
+	return r.key
 }
 
 type memoEntry struct {

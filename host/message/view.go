@@ -28,8 +28,7 @@ type ModelView struct {
 	// if it comes.
 	answered map[string]ToolResultBlock
 	open     map[string][]slot
-	calls    map[string]struct{} // the ids of every tool_call in src
-	size     int                 // estimated bytes of src (see Size)
+	size     int // estimated bytes of src (see Size)
 }
 
 type slot struct{ msg, block int }
@@ -40,18 +39,6 @@ func (v *ModelView) ForModel(msgs []Message) []Message {
 	defer v.mu.Unlock()
 	v.sync(msgs)
 	return v.out[:len(v.out):len(v.out)]
-}
-
-// HasCall reports whether a tool_call in msgs has the id. Given the very
-// slice the view was last given, it reads none of it again.
-func (v *ModelView) HasCall(msgs []Message, id string) bool {
-	v.mu.Lock()
-	defer v.mu.Unlock()
-	if len(msgs) == 0 || len(msgs) != len(v.src) || &msgs[0] != &v.src[0] || v.answered == nil {
-		v.sync(msgs)
-	}
-	_, ok := v.calls[id]
-	return ok
 }
 
 // Size estimates the bytes of the messages the view was last given (their
@@ -69,7 +56,6 @@ func (v *ModelView) sync(msgs []Message) {
 		v.src, v.out, v.size = nil, nil, 0
 		v.answered = map[string]ToolResultBlock{}
 		v.open = map[string][]slot{}
-		v.calls = map[string]struct{}{}
 	}
 	added := msgs[len(v.src):]
 	v.src = msgs[:len(msgs):len(msgs)]
@@ -111,8 +97,7 @@ func (v *ModelView) sync(msgs []Message) {
 		v.size += sizeOf(m)
 		n := 0
 		for _, b := range m.Content {
-			if c, ok := b.(ToolCallBlock); ok {
-				v.calls[c.ID] = struct{}{}
+			if _, ok := b.(ToolCallBlock); ok {
 				n++
 			}
 		}

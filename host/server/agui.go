@@ -59,7 +59,7 @@ func (s *Server) handleAGUI(w http.ResponseWriter, r *http.Request) {
 	if in.RunID == "" {
 		in.RunID = events.GenerateRunID()
 	}
-	cfg := graph.RunConfig{ThreadID: in.ThreadID, Metadata: owner(r)}
+	cfg := graph.RunConfig{ThreadID: in.ThreadID, Tenant: tenant(r)}
 	if cfg.Durability, err = aguiDurability(in.ForwardedProps); err != nil {
 		writeErr(w, err)
 		return
@@ -177,7 +177,7 @@ func wantsInterrupts(props any) bool {
 // request whose only new messages are tool results (a result that came late)
 // sends those, for the graph to judge.
 func (s *Server) aguiInput(ctx context.Context, in types.RunAgentInput, cfg graph.RunConfig) ([]message.Message, error) {
-	th, err := s.svc.App.ThreadFor(ctx, in.ThreadID, cfg.Metadata)
+	th, err := s.svc.App.ThreadFor(ctx, cfg.Tenant, in.ThreadID)
 	if err != nil && !errors.Is(err, graph.ErrThreadNotFound) {
 		return nil, err
 	}

@@ -189,7 +189,7 @@ func (s *Server) decodeRun(w http.ResponseWriter, r *http.Request) (RunRequest, 
 		writeErr(w, err)
 		return req, graph.RunConfig{}, false
 	}
-	return req, graph.RunConfig{ThreadID: req.Config.ThreadID, Durability: graph.Durability(req.Config.Durability), Metadata: owner(r)}, true
+	return req, graph.RunConfig{ThreadID: req.Config.ThreadID, Durability: graph.Durability(req.Config.Durability), Tenant: tenant(r)}, true
 }
 
 func (s *Server) handleInvoke(w http.ResponseWriter, r *http.Request) {
@@ -384,7 +384,7 @@ func (s *Server) handleGetThread(w http.ResponseWriter, r *http.Request) {
 		writeErr(w, err)
 		return
 	}
-	res, err := s.svc.App.ThreadFor(r.Context(), id, owner(r))
+	res, err := s.svc.App.ThreadFor(r.Context(), tenant(r), id)
 	if err != nil {
 		writeErr(w, err)
 		return
@@ -403,7 +403,7 @@ func (s *Server) handleDeleteThread(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	if err := s.svc.App.DeleteThread(r.Context(), id, owner(r)); err != nil {
+	if err := s.svc.App.DeleteThread(r.Context(), tenant(r), id); err != nil {
 		writeErr(w, err)
 		return
 	}

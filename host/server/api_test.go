@@ -79,7 +79,7 @@ func TestInvokePauseResume(t *testing.T) {
 		t.Fatalf("metrics after the pause moved by %v", d)
 	}
 	// The thread is durable: every step is a checkpoint in SQLite.
-	hist, err := e.svc.App.History(context.Background(), "t1", 0)
+	hist, err := e.svc.App.History(context.Background(), "", "t1", 0)
 	if err != nil || len(hist) < 2 || hist[0].Status != "interrupted" {
 		t.Fatalf("history: %d checkpoints, %v", len(hist), err)
 	}
@@ -142,6 +142,10 @@ func TestPausedThreadSurvivesRestart(t *testing.T) {
 // the same input on two threads compare equal.
 var expiresAt = regexp.MustCompile(`"expires_at":"[^"]+"`)
 
+// callIDs matches the host's call ids, which name the thread's life and
+// the run (see graph.Update).
+var callIDs = regexp.MustCompile(`call_[0-9a-f]+_`)
+
 func normalized(t *testing.T, data []byte) string {
 	t.Helper()
 	obj := jsonObject(t, data)
@@ -153,6 +157,7 @@ func normalized(t *testing.T, data []byte) string {
 	s := strings.ReplaceAll(string(data), runID, "RUN")
 	s = strings.ReplaceAll(s, runID[:12], "RUN")
 	s = expiresAt.ReplaceAllString(s, `"expires_at":"EXPIRES"`) // each call's own deadline
+	s = callIDs.ReplaceAllString(s, "call_ID_")
 	return strings.ReplaceAll(s, `"thread_id":"`+thread+`"`, `"thread_id":"THREAD"`)
 }
 
@@ -348,7 +353,7 @@ func TestThreads(t *testing.T) {
 	}
 	errorOf(t, e.do("GET", "/v1/threads/th", nil), 404, "thread_not_found", `"th"`)
 	errorOf(t, e.do("DELETE", "/v1/threads/th", nil), 404, "thread_not_found", `"th"`)
-	if hist, err := e.svc.App.History(context.Background(), "th", 0); err != nil || len(hist) != 0 {
+	if hist, err := e.svc.App.History(context.Background(), "", "th", 0); err != nil || len(hist) != 0 {
 		t.Fatalf("history after DELETE: %d, %v", len(hist), err)
 	}
 	// The id is free again: a new conversation starts from nothing.

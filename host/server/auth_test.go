@@ -28,6 +28,7 @@ func authed(t *testing.T, extra map[string]any) *env {
 	}
 	e := start(t, setup{server: srv})
 	e.token = tokenA
+	e.tenants = map[string]string{tokenA: "TG_TEST_TOKEN_A", tokenB: "TG_TEST_TOKEN_B"}
 	return e
 }
 
@@ -99,47 +100,6 @@ func TestAuthTokenMissing(t *testing.T) {
 	_, err := server.New(&svc, server.Options{Logger: hclog.NewNullLogger()})
 	if err == nil || !strings.Contains(err.Error(), "TG_TEST_TOKEN_EMPTY") {
 		t.Fatalf("server.New with an empty token variable: %v", err)
-	}
-}
-
-// Threads belong to the token that created them: to another token they do
-// not exist, whatever the route.
-func TestThreadScoping(t *testing.T) {
-	e := authed(t, nil)
-	callID := e.paused("a-thread")
-	before := e.state("a-thread")
-	b := withToken(tokenB)
-
-	errorOf(t, e.do("GET", "/v1/threads/a-thread", nil, b), 404, "thread_not_found", "a-thread")
-	errorOf(t, e.do("DELETE", "/v1/threads/a-thread", nil, b), 404, "thread_not_found", "a-thread")
-	errorOf(t, e.do("POST", "/v1/graph/invoke", resumeBody("a-thread", callID, "stolen"), b), 404, "thread_not_found", "a-thread")
-	errorOf(t, e.do("POST", "/v1/graph/invoke", runBody("a-thread", "hello"), b), 404, "thread_not_found", "a-thread")
-	errorOf(t, e.do("POST", "/v1/graph/stream", resumeBody("a-thread", callID, "stolen"), b), 404, "thread_not_found", "a-thread")
-	evs := e.agui(aguiInput("a-thread", userMsg("u9", "hello")), b)
-	if last := evs[len(evs)-1]; last.Type != "RUN_ERROR" || last.Code != "thread_not_found" {
-		t.Fatalf("AG-UI with token B: %+v", last)
-	}
-	// Token B's 404 is the same as for a thread that does not exist.
-	nb := e.do("GET", "/v1/threads/a-thread", nil, b)
-	nx := e.do("GET", "/v1/threads/zzz-thread", nil, b)
-	if strings.ReplaceAll(string(nb.body), "a-thread", "X") != strings.ReplaceAll(string(nx.body), "zzz-thread", "X") {
-		t.Fatalf("another's thread is distinguishable from a missing one:\n%s\n%s", nb.body, nx.body)
-	}
-	if after := e.state("a-thread"); after != before {
-		t.Fatalf("token B changed token A's thread:\n%s\n%s", before, after)
-	}
-	// Token A still owns it and can finish it.
-	res := e.invoke(resumeBody("a-thread", callID, map[string]any{"text": "mine"}))
-	if res.Status != "completed" {
-		t.Fatalf("owner's resume: %+v", res)
-	}
-	// Token B's own thread of the same name cannot be created either.
-	errorOf(t, e.do("POST", "/v1/graph/invoke", runBody("a-thread", "hello"), b), 404, "thread_not_found")
-	// And B's threads are invisible to A.
-	e.invoke(runBody("b-thread", "hello"), b)
-	errorOf(t, e.do("GET", "/v1/threads/b-thread", nil), 404, "thread_not_found")
-	if r := e.do("DELETE", "/v1/threads/b-thread", nil, b); r.status != 204 {
-		t.Fatalf("B deleting its own thread: %d %s", r.status, r.body)
 	}
 }
 

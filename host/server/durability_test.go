@@ -30,7 +30,7 @@ func TestDurabilityOverHTTP(t *testing.T) {
 		if res = e.invoke(resume); res.Status != "completed" {
 			t.Fatalf("%s: resume %+v", thread, res)
 		}
-		hist, err := e.svc.App.History(context.Background(), thread, 0)
+		hist, err := e.svc.App.History(context.Background(), "", thread, 0)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -95,7 +95,7 @@ func TestDurabilityOverAGUI(t *testing.T) {
 		if last := evs[len(evs)-1]; last.Type != "RUN_FINISHED" {
 			t.Fatalf("%s: %+v", thread, last)
 		}
-		hist, err := e.svc.App.History(context.Background(), thread, 0)
+		hist, err := e.svc.App.History(context.Background(), "", thread, 0)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -39,3 +39,6 @@ func (s *Server) SetTimeouts(readHeader, write time.Duration) {
 
 // Marshal is what the server encodes a response or an event with.
 var Marshal = marshal
+
+// APIRoutes lists the patterns of the API's routes (those under /v1/).
+func (s *Server) APIRoutes() []string { return s.api }

@@ -10,6 +10,7 @@ import (
 	"maps"
 	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"path/filepath"
 	"slices"
@@ -80,6 +81,9 @@ type setup struct {
 	server map[string]any
 	// memory uses the memory checkpointer instead of SQLite.
 	memory bool
+	// postgres uses a PostgreSQL checkpointer (a new schema of the server
+	// TENXGRAPH_TEST_POSTGRES_DSN names; the test skips without one).
+	postgres bool
 	// fetchHost enables http_fetch for this allow_hosts entry, such as
 	// "127.0.0.1/32:8080" for a test server on loopback.
 	fetchHost string
@@ -103,14 +107,17 @@ type setup struct {
 
 // env is a live server on a loopback port and the service behind it.
 type env struct {
-	t      *testing.T
-	svc    *service.Service
-	srv    *server.Server
-	url    string
-	dir    string
-	token  string // sent as a bearer token when set
-	client *http.Client
-	done   chan error
+	t     *testing.T
+	svc   *service.Service
+	srv   *server.Server
+	url   string
+	dir   string
+	token string // sent as a bearer token when set
+	// tenants maps each token the server accepts to its tenant (the name
+	// of the variable holding it); none without auth.
+	tenants map[string]string
+	client  *http.Client
+	done    chan error
 }
 
 // start writes the quickstart config (with the test's changes) and its
@@ -133,9 +140,13 @@ func start(t *testing.T, s setup) *env {
 	script["rules"] = append(all, rules...)
 	writeJSON(t, filepath.Join(dir, "script.json"), script)
 
-	if s.memory {
+	switch {
+	case s.memory:
 		cfg["checkpointer"] = map[string]any{"type": "memory"}
-	} else {
+	case s.postgres:
+		t.Setenv("TG_TEST_SERVER_DSN", postgresDSN(t))
+		cfg["checkpointer"] = map[string]any{"type": "postgres", "dsn_env": "TG_TEST_SERVER_DSN"}
+	default:
 		cfg["checkpointer"] = map[string]any{"type": "sqlite", "path": filepath.Join(dir, "state.db")}
 	}
 	if s.durability != "" {
@@ -404,7 +415,10 @@ func errorOf(t *testing.T, r resp, status int, code string, want ...string) serv
 func (e *env) state(id string, opts ...opt) string {
 	e.t.Helper()
 	r := e.do("GET", "/v1/threads/"+id, nil, opts...)
-	hist, err := e.svc.App.History(context.Background(), id, 0)
+	if raw, err := url.PathUnescape(id); err == nil {
+		id = raw // id is as the path has it
+	}
+	hist, err := e.svc.App.History(context.Background(), e.tenantOf(opts...), id, 0)
 	if err != nil {
 		e.t.Fatalf("history of %s: %v", id, err)
 	}
@@ -413,6 +427,22 @@ func (e *env) state(id string, opts ...opt) string {
 		e.t.Fatal(err)
 	}
 	return fmt.Sprintf("GET %d %s\nhistory (%d) %s", r.status, r.body, len(hist), raw)
+}
+
+// tenantOf is the tenant a request with opts acts as: that of the token
+// it carries.
+func (e *env) tenantOf(opts ...opt) string {
+	req, err := http.NewRequest("GET", e.url, nil)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	if e.token != "" {
+		req.Header.Set("Authorization", "Bearer "+e.token)
+	}
+	for _, o := range opts {
+		o(req)
+	}
+	return e.tenants[strings.TrimPrefix(req.Header.Get("Authorization"), "Bearer ")]
 }
 
 // sseEvent is one server-sent event.

@@ -182,7 +182,7 @@ var corpus = []malformed{
 	// Auth and size.
 	{name: "missing auth", body: resultBody("p", `{"type": "tool_result", "tool_call_id": "{P}", "content": 1}`), token: "none", status: 401, code: "unauthorized", want: []string{"Bearer"}},
 	{name: "wrong token", body: resultBody("p", `{"type": "tool_result", "tool_call_id": "{P}", "content": 1}`), token: "not-a-token", status: 401, code: "unauthorized", want: []string{"Bearer"}},
-	{name: "another token's thread", body: resultBody("p", `{"type": "tool_result", "tool_call_id": "{P}", "content": 1}`), token: tokenB, status: 404, code: "thread_not_found", want: []string{`thread "p"`}},
+	{name: "another token's thread", body: resultBody("p", `{"type": "tool_result", "tool_call_id": "{P}", "content": 1}`), token: tokenB, status: conflict, code: "not_paused", want: []string{`thread "p"`}, ids: []string{"{P}"}},
 	{name: "huge body", body: resultBody("p", `{"type": "tool_result", "tool_call_id": "{P}", "content": "`+strings.Repeat("x", 70_000)+`"}`), status: 413, code: "body_too_large", want: []string{"65536 bytes"}},
 	{name: "huge unterminated string", body: `{"input": "` + strings.Repeat("x", 70_000), status: 413, code: "body_too_large", want: []string{"server.max_body_bytes"}},
 

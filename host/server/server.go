@@ -32,6 +32,9 @@ type Server struct {
 	metrics *metrics
 	http    *http.Server
 	mux     *http.ServeMux
+	// api lists the patterns of the routes under /v1/ (see v1): the
+	// tenancy tests go over every one.
+	api []string
 	// runs is the context every run derives from, whatever
 	// server.on_disconnect says; stopRuns cancels the runs still going when
 	// a shutdown's grace period is over.
@@ -46,7 +49,7 @@ type Server struct {
 }
 
 // token is one accepted bearer token; name (the env var it came from)
-// identifies its holder, and owns the threads it creates.
+// identifies its holder, and is the tenant its threads belong to.
 type token struct {
 	name  string
 	value []byte
@@ -115,11 +118,11 @@ const (
 )
 
 func (s *Server) routes() {
-	s.mux.HandleFunc("POST /v1/graph/invoke", s.v1(s.handleInvoke))
-	s.mux.HandleFunc("POST /v1/graph/stream", s.v1(s.handleStream))
-	s.mux.HandleFunc("POST /v1/agui", s.v1(s.handleAGUI))
-	s.mux.HandleFunc("GET /v1/threads/{thread_id}", s.v1(s.handleGetThread))
-	s.mux.HandleFunc("DELETE /v1/threads/{thread_id}", s.v1(s.handleDeleteThread))
+	s.route("POST /v1/graph/invoke", s.handleInvoke)
+	s.route("POST /v1/graph/stream", s.handleStream)
+	s.route("POST /v1/agui", s.handleAGUI)
+	s.route("GET /v1/threads/{thread_id}", s.handleGetThread)
+	s.route("DELETE /v1/threads/{thread_id}", s.handleDeleteThread)
 	s.mux.HandleFunc("GET /healthz", s.handleHealth)
 	s.mux.Handle("GET /metrics", s.metrics.handler())
 	s.mux.Handle("GET /{$}", playgroundPage())                 // the playground (playground.go)
@@ -133,6 +136,13 @@ func (s *Server) routes() {
 		}
 		writeError(w, http.StatusNotFound, "not_found", fmt.Sprintf("no route %s %s (see docs/api.md)", r.Method, r.URL.Path), nil)
 	})
+}
+
+// route serves an API route: through v1 (auth, the body rules), and
+// listed in s.api.
+func (s *Server) route(pattern string, h http.HandlerFunc) {
+	s.mux.HandleFunc(pattern, s.v1(h))
+	s.api = append(s.api, pattern)
 }
 
 // allowed lists the methods that have a route for r's path: the catch-all
@@ -202,11 +212,11 @@ func (s *Server) Shutdown(ctx context.Context) error {
 
 type ctxKey int
 
-const ownerKey ctxKey = 0
+const tenantKey ctxKey = 0
 
 // v1 wraps an API route: authentication (when configured), the JSON
-// Content-Type of a POST, the body limit and UTF-8. The caller's token name becomes the run's owner, so threads are
-// scoped to the token that created them.
+// Content-Type of a POST, the body limit and UTF-8. The caller's token's
+// name is the tenant of every thread the request names (see tenant).
 func (s *Server) v1(h http.HandlerFunc) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		if len(s.tokens) > 0 {
@@ -216,7 +226,7 @@ func (s *Server) v1(h http.HandlerFunc) http.HandlerFunc {
 				writeError(w, http.StatusUnauthorized, "unauthorized", "send Authorization: Bearer <token> with a token the server accepts", nil)
 				return
 			}
-			r = r.WithContext(context.WithValue(r.Context(), ownerKey, name))
+			r = r.WithContext(context.WithValue(r.Context(), tenantKey, name))
 		}
 		if msg, ok := jsonBody(r); !ok {
 			writeError(w, http.StatusUnsupportedMediaType, "unsupported_media_type", msg, nil)
@@ -241,12 +251,14 @@ func (s *Server) authenticate(r *http.Request) (string, bool) {
 	return "", false
 }
 
-// owner is the run metadata that scopes threads to the caller's token.
-func owner(r *http.Request) map[string]string {
-	if name, ok := r.Context().Value(ownerKey).(string); ok {
-		return map[string]string{"owner": name}
-	}
-	return nil
+// tenant is the tenant of the threads r names: the name of the caller's
+// token, or "" on a server without tokens. Each token has threads of its
+// own (graph.RunConfig.Tenant): another token's thread of the same id is
+// another thread, so every route answers for it exactly as for a thread
+// that does not exist, and a token cannot take an id from another.
+func tenant(r *http.Request) string {
+	name, _ := r.Context().Value(tenantKey).(string)
+	return name
 }
 
 // cors answers browsers from the configured origins only.

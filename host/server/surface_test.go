@@ -2,12 +2,10 @@ package server_test
 
 import (
 	"net/http"
-	"net/http/httptest"
 	"net/url"
 	"reflect"
 	"strings"
 	"testing"
-	"time"
 )
 
 // withHost sends the request with another Host header (the connection still
@@ -135,106 +133,6 @@ func TestAllowedHosts(t *testing.T) {
 	}
 	for _, h := range []string{"other.test:" + e.port(), "sub.tenx.test", "tenx.test.evil.example"} {
 		errorOf(t, e.do("GET", "/healthz", nil, withHost(h)), 403, "host_not_allowed", "tenx.test")
-	}
-}
-
-// A thread another token owns gets exactly the answer of a thread that does
-// not exist, on every route, even while its owner's run holds it; the
-// owner is told it is busy. Both a thread that already existed and one its
-// first run is creating are covered.
-func TestOtherTokenWhileRunHoldsThread(t *testing.T) {
-	entered := make(chan struct{}, 8)
-	release := make(chan struct{})
-	slow := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		entered <- struct{}{}
-		select {
-		case <-release:
-		case <-r.Context().Done():
-		}
-		w.Header().Set("Content-Type", "text/plain")
-		_, _ = w.Write([]byte("slow page"))
-	}))
-	defer slow.Close()
-	var once bool
-	free := func() {
-		if !once {
-			once = true
-			close(release)
-		}
-	}
-	defer free()
-	t.Setenv("TG_TEST_TOKEN_A", tokenA)
-	t.Setenv("TG_TEST_TOKEN_B", tokenB)
-	e := start(t, setup{fetchHost: "127.0.0.1/32:" + strings.TrimPrefix(slow.URL, "http://127.0.0.1:"),
-		server: map[string]any{"auth": map[string]any{"tokens_env": []any{"TG_TEST_TOKEN_A", "TG_TEST_TOKEN_B"}}}})
-	e.token = tokenA
-	e.invoke(runBody("held", "hello")) // exists before its run holds it
-	b := withToken(tokenB)
-
-	firsts := make(chan resp, 2)
-	for _, id := range []string{"held", "fresh"} {
-		go func() { firsts <- e.do("POST", "/v1/graph/invoke", runBody(id, "zzfetch "+slow.URL+"/"+id)) }()
-		select {
-		case <-entered:
-		case r := <-firsts:
-			t.Fatalf("the run on %s ended before its tool was called: %d %s", id, r.status, r.body)
-		case <-time.After(waitLimit):
-			t.Fatal("the fetch never reached the test server")
-		}
-	}
-	// Both runs are now inside their tool call.
-	unknown := func(method, path string, body any) string {
-		r := e.do(method, path, body, b)
-		errorOf(t, r, http.StatusNotFound, "thread_not_found")
-		return string(r.body)
-	}
-	for _, id := range []string{"held", "fresh"} {
-		held := e.state(id)
-		for _, c := range []struct {
-			method, path string
-			body         func(string) any
-		}{
-			{"GET", "/v1/threads/", nil},
-			{"DELETE", "/v1/threads/", nil},
-			{"POST", "/v1/graph/invoke", func(id string) any { return runBody(id, "hello") }},
-			{"POST", "/v1/graph/stream", func(id string) any { return runBody(id, "hello") }},
-		} {
-			var got, want string
-			if c.body == nil {
-				got, want = unknown(c.method, c.path+id, nil), unknown(c.method, c.path+"never-"+id, nil)
-			} else {
-				got, want = unknown(c.method, c.path, c.body(id)), unknown("GET", "/v1/threads/never-"+id, nil)
-			}
-			if strings.ReplaceAll(want, "never-"+id, id) != got {
-				t.Fatalf("%s %s on %s with token B:\n%s\nwant the unknown-thread answer\n%s", c.method, c.path, id, got, want)
-			}
-		}
-		evs := e.agui(aguiInput(id, userMsg("u-"+id, "hello")), b)
-		if last := evs[len(evs)-1]; last.Type != "RUN_ERROR" || last.Code != "thread_not_found" {
-			t.Fatalf("AG-UI with token B on %s: %+v", id, last)
-		}
-		// The owner is told the truth.
-		errorOf(t, e.do("POST", "/v1/graph/invoke", runBody(id, "hello")), http.StatusConflict, "thread_busy", id)
-		if after := e.state(id); after != held {
-			t.Fatalf("token B changed %s:\n%s\n%s", id, held, after)
-		}
-	}
-	free()
-	for range 2 {
-		select {
-		case r := <-firsts:
-			if r.status != 200 {
-				t.Fatalf("the held run: %d %s", r.status, r.body)
-			}
-		case <-time.After(waitLimit):
-			t.Fatal("the held runs did not finish")
-		}
-	}
-	for _, id := range []string{"held", "fresh"} {
-		errorOf(t, e.do("GET", "/v1/threads/"+id, nil, b), 404, "thread_not_found")
-		if th := e.thread(id); th.Status != "completed" {
-			t.Fatalf("%s after its run: %+v", id, th)
-		}
 	}
 }
 

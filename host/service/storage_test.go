@@ -44,6 +44,8 @@ func loadRelease(t *testing.T) string {
 // migrates in place and keeps its threads: the completed thread reads as
 // it was, with its history, and takes a new turn; the paused one resumes
 // with its pending call. What is written after the upgrade goes to the log.
+// Both were created with alice's token, so they are alice's (her tenant's)
+// after the upgrade, and nobody else's.
 func TestStoreFromTheReleaseBeforeTheLog(t *testing.T) {
 	ctx := context.Background()
 	path := loadRelease(t)
@@ -54,19 +56,21 @@ func TestStoreFromTheReleaseBeforeTheLog(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s.Shutdown(ctx)
-	alice := map[string]string{"owner": "TG_TOKEN_ALICE"}
+	const alice = "TG_TOKEN_ALICE"
 
-	done, err := s.App.ThreadFor(ctx, "done", alice)
+	done, err := s.App.ThreadFor(ctx, alice, "done")
 	if err != nil {
 		t.Fatal(err)
 	}
 	if done.Status != graph.StatusCompleted || len(done.Messages) != 12 || !strings.HasPrefix(done.Messages[11].Text(), "Hello!") {
 		t.Fatalf("thread done after the upgrade: %s with %d messages, want completed with 12 ending in the greeting", done.Status, len(done.Messages))
 	}
-	if _, err := s.App.ThreadFor(ctx, "done", map[string]string{"owner": "TG_TOKEN_BOB"}); !errors.Is(err, graph.ErrThreadNotFound) {
-		t.Fatalf("another owner reads the migrated thread: %v", err)
+	for _, other := range []string{"TG_TOKEN_BOB", ""} {
+		if _, err := s.App.ThreadFor(ctx, other, "done"); !errors.Is(err, graph.ErrThreadNotFound) {
+			t.Fatalf("tenant %q reads alice's migrated thread: %v", other, err)
+		}
 	}
-	hist, err := s.App.History(ctx, "done", 0)
+	hist, err := s.App.History(ctx, alice, "done", 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -75,7 +79,7 @@ func TestStoreFromTheReleaseBeforeTheLog(t *testing.T) {
 	}
 
 	// The paused thread resumes with its pending call.
-	paused, err := s.App.ThreadFor(ctx, "paused", alice)
+	paused, err := s.App.ThreadFor(ctx, alice, "paused")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -84,7 +88,7 @@ func TestStoreFromTheReleaseBeforeTheLog(t *testing.T) {
 	}
 	answer := message.Message{Role: message.RoleTool, Content: []message.Block{message.ToolResultBlock{
 		ToolCallID: paused.RemoteToolCalls[0].ID, Content: json.RawMessage(`{"text": "kept across the upgrade"}`)}}}
-	res, err := s.App.Invoke(ctx, []message.Message{answer}, graph.RunConfig{ThreadID: "paused", Metadata: alice})
+	res, err := s.App.Invoke(ctx, []message.Message{answer}, graph.RunConfig{ThreadID: "paused", Tenant: alice})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -94,14 +98,14 @@ func TestStoreFromTheReleaseBeforeTheLog(t *testing.T) {
 
 	// A new turn on the completed thread: the history before it is intact,
 	// and the new checkpoints keep the messages in the log, not the state.
-	res, err = s.App.Invoke(ctx, []message.Message{message.Text(message.RoleUser, "hello")}, graph.RunConfig{ThreadID: "done", Metadata: alice})
+	res, err = s.App.Invoke(ctx, []message.Message{message.Text(message.RoleUser, "hello")}, graph.RunConfig{ThreadID: "done", Tenant: alice})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if res.Status != graph.StatusCompleted || len(res.Messages) != 14 || res.Messages[0].ID != done.Messages[0].ID {
 		t.Fatalf("a new turn on done: %s with %d messages, want completed with 14", res.Status, len(res.Messages))
 	}
-	if hist, err = s.App.History(ctx, "done", 0); err != nil || len(hist) != 10 || len(hist[1].Messages) != 12 {
+	if hist, err = s.App.History(ctx, alice, "done", 0); err != nil || len(hist) != 10 || len(hist[1].Messages) != 12 {
 		t.Fatalf("history after the new turn: %d snapshots, %v", len(hist), err)
 	}
 	db, err := sql.Open("sqlite", path)
@@ -111,10 +115,11 @@ func TestStoreFromTheReleaseBeforeTheLog(t *testing.T) {
 	defer db.Close()
 	var logged int
 	var state string
-	if err := db.QueryRow(`SELECT COUNT(*) FROM log WHERE thread_id = 'done'`).Scan(&logged); err != nil {
+	// The thread's key is its tenant's (see checkpoint.ThreadKey).
+	if err := db.QueryRow(`SELECT COUNT(*) FROM log WHERE thread_id = 'TG_TOKEN_ALICE' || char(31) || 'done'`).Scan(&logged); err != nil {
 		t.Fatal(err)
 	}
-	if err := db.QueryRow(`SELECT state FROM checkpoints WHERE thread_id = 'done' ORDER BY seq DESC LIMIT 1`).Scan(&state); err != nil {
+	if err := db.QueryRow(`SELECT state FROM checkpoints WHERE thread_id = 'TG_TOKEN_ALICE' || char(31) || 'done' ORDER BY seq DESC LIMIT 1`).Scan(&state); err != nil {
 		t.Fatal(err)
 	}
 	if logged != 14 || strings.Contains(state, `"messages"`) {
@@ -140,7 +145,7 @@ func TestRetentionFromConfig(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	hist, err := s.App.History(ctx, "kept", 0)
+	hist, err := s.App.History(ctx, "", "kept", 0)
 	if err != nil {
 		t.Fatal(err)
 	}

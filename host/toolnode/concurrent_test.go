@@ -62,13 +62,13 @@ func TestStepCallsRunConcurrently(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	results := res.Messages[2].ToolResults()
-	if len(results) != calls {
-		t.Fatalf("%d results, want %d: %+v", len(results), calls, res.Messages[2])
+	results, asked := res.Messages[2].ToolResults(), res.Messages[1].ToolCalls()
+	if len(results) != calls || len(asked) != calls {
+		t.Fatalf("%d results of %d calls, want %d: %+v", len(results), len(asked), calls, res.Messages[2])
 	}
 	for i, r := range results {
-		if r.IsError || string(r.Content) != `"together"` || r.ToolCallID != fmt.Sprint("c", i) {
-			t.Errorf("result %d: %+v, want call c%d answered \"together\"", i, r, i)
+		if r.IsError || string(r.Content) != `"together"` || r.ToolCallID != asked[i].ID {
+			t.Errorf("result %d: %+v, want call %d (%s) answered \"together\"", i, r, i, asked[i].ID)
 		}
 	}
 }

@@ -270,7 +270,7 @@ func (n *Node) CheckAnswer(threadID string, it graph.Interrupt, a graph.Answer) 
 // being cancelled fails the step, so that a cancelled run saves nothing
 // half-done.
 func (n *Node) call(ctx context.Context, r *graph.Run, t *Tool, c message.ToolCallBlock) (message.Block, error) {
-	req := sdk.CallToolRequest{Name: c.Name, Arguments: c.Arguments, CallID: c.ID, ThreadID: r.ThreadID}
+	req := sdk.CallToolRequest{Name: c.Name, Arguments: c.Arguments, CallID: c.ID, ThreadID: r.Key()}
 	if t.Kind != KindServer {
 		req.RunTool = &t.Spec
 	}
@@ -330,7 +330,7 @@ func newAnswered() *message.ThreadMemo[map[string]bool] {
 // answers.
 func (n *Node) answeredAmong(in *graph.Input, ids []string) map[string]bool {
 	out := make(map[string]bool, len(ids))
-	n.answered.With(in.Run.ThreadID, in.State.Messages, func(answered map[string]bool) {
+	n.answered.With(in.Run.Key(), in.State.Messages, func(answered map[string]bool) {
 		for _, id := range ids {
 			if answered[id] {
 				out[id] = true

@@ -73,11 +73,14 @@ func TestRemoteCallExpires(t *testing.T) {
 	if err != nil || res.Status != graph.StatusInterrupted || len(res.RemoteToolCalls) != 3 {
 		t.Fatalf("first run: %v %s %+v", err, res.Status, res.RemoteToolCalls)
 	}
-	want := map[string]time.Duration{"c-fast": 1500 * time.Millisecond, "c-slow": time.Hour, "c-run": 2 * time.Minute}
+	// The calls by tool: the engine named them (see graph.Update).
+	id := map[string]string{}
+	want := map[string]time.Duration{"fast": 1500 * time.Millisecond, "slow": time.Hour, "mine": 2 * time.Minute}
 	for i, c := range res.RemoteToolCalls {
+		id[c.Name] = c.ID
 		d := c.ExpiresAt.Sub(start)
-		if d < want[c.ID]-time.Millisecond || d > want[c.ID]+5*time.Second {
-			t.Errorf("%s expires %v after the call, want %v", c.ID, d, want[c.ID])
+		if d < want[c.Name]-time.Millisecond || d > want[c.Name]+5*time.Second {
+			t.Errorf("%s expires %v after the call, want %v", c.Name, d, want[c.Name])
 		}
 		if !res.Interrupts[i].Deadline.Equal(c.ExpiresAt) {
 			t.Errorf("%s: interrupt deadline %v, block %v", c.ID, res.Interrupts[i].Deadline, c.ExpiresAt)
@@ -91,7 +94,7 @@ func TestRemoteCallExpires(t *testing.T) {
 	if pending := message.Pending(res.Messages); len(pending) != 3 || !pending[0].ExpiresAt.Equal(fast) {
 		t.Fatalf("pending in the history: %+v", pending)
 	}
-	res, ok, err := app.Expire(context.Background(), "e", fast)
+	res, ok, err := app.Expire(context.Background(), "", "e", fast)
 	if err != nil || !ok || res.Status != graph.StatusInterrupted || len(res.RemoteToolCalls) != 2 {
 		t.Fatalf("expire: %v %v %s %+v", ok, err, res.Status, res.RemoteToolCalls)
 	}
@@ -99,19 +102,19 @@ func TestRemoteCallExpires(t *testing.T) {
 		return app.Invoke(context.Background(), []message.Message{{Role: message.RoleTool, Content: []message.Block{
 			message.ToolResultBlock{ToolCallID: id, Content: json.RawMessage(content)}}}}, graph.RunConfig{ThreadID: "e"})
 	}
-	if _, err := answer("c-fast", `"late"`); !errors.Is(err, graph.ErrExpired) {
+	if _, err := answer(id["fast"], `"late"`); !errors.Is(err, graph.ErrExpired) {
 		t.Fatalf("late result: %v", err)
 	}
-	if _, err := answer("c-slow", `"slow done"`); err != nil {
+	if _, err := answer(id["slow"], `"slow done"`); err != nil {
 		t.Fatal(err)
 	}
-	res, err = answer("c-run", `"mine done"`)
+	res, err = answer(id["mine"], `"mine done"`)
 	if err != nil || res.Status != graph.StatusCompleted {
 		t.Fatalf("last result: %v %s", err, res.Status)
 	}
 	mu.Lock()
 	defer mu.Unlock()
-	if len(expired) != 1 || expired[0] != (toolnode.RemoteCallExpired{Node: "tools", ID: "c-fast", Name: "fast", Timeout: 1500 * time.Millisecond}) {
+	if len(expired) != 1 || expired[0] != (toolnode.RemoteCallExpired{Node: "tools", ID: id["fast"], Name: "fast", Timeout: 1500 * time.Millisecond}) {
 		t.Fatalf("expired events %+v", expired)
 	}
 	if len(seen) != 2 || len(seen[1]) != 3 {
@@ -122,11 +125,11 @@ func TestRemoteCallExpires(t *testing.T) {
 		byID[r.ToolCallID] = r
 	}
 	var text string
-	_ = json.Unmarshal(byID["c-fast"].Content, &text)
-	if !byID["c-fast"].IsError || !strings.Contains(text, "the client did not answer within 1.5s") {
-		t.Fatalf("expired call's result: %+v", byID["c-fast"])
+	_ = json.Unmarshal(byID[id["fast"]].Content, &text)
+	if !byID[id["fast"]].IsError || !strings.Contains(text, "the client did not answer within 1.5s") {
+		t.Fatalf("expired call's result: %+v", byID[id["fast"]])
 	}
-	if byID["c-slow"].IsError || string(byID["c-slow"].Content) != `"slow done"` || string(byID["c-run"].Content) != `"mine done"` {
+	if byID[id["slow"]].IsError || string(byID[id["slow"]].Content) != `"slow done"` || string(byID[id["mine"]].Content) != `"mine done"` {
 		t.Fatalf("answered calls' results: %+v", seen[1])
 	}
 }

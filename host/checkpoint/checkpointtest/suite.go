@@ -37,6 +37,7 @@ func Run(t *testing.T, open func(t *testing.T) checkpoint.Checkpointer) {
 		{"History", testHistory},
 		{"ThreadsIsolated", testThreadsIsolated},
 		{"UnusualThreadIDs", testUnusualThreadIDs},
+		{"TenantsKeepApart", testTenants},
 		{"DeleteThread", testDeleteThread},
 		{"DeleteUnknownThread", testDeleteUnknown},
 		{"ReturnsCopies", testReturnsCopies},
@@ -381,6 +382,64 @@ func testUnusualThreadIDs(t *testing.T, s checkpoint.Checkpointer) {
 	wantNotFound(t, s, base+"%")
 	for _, id := range ids[1:] {
 		latest(t, s, id)
+	}
+}
+
+// testTenants checks that the keys of one thread id under two tenants and
+// under none (checkpoint.ThreadKey) are three threads to every operation,
+// and that what a store lists (Due) maps back to tenant and id.
+func testTenants(t *testing.T, s checkpoint.Checkpointer) {
+	ctx := context.Background()
+	id := threadID(t, "x")
+	keys := []string{id, checkpoint.ThreadKey("TENANT_A", id), checkpoint.ThreadKey("TENANT_B", id)}
+	for i, k := range keys {
+		for seq := int64(1); seq <= int64(i)+1; seq++ {
+			put(t, s, sample(k, seq))
+		}
+	}
+	for i, k := range keys {
+		wantEqual(t, fmt.Sprintf("Latest(%q)", k), latest(t, s, k), sample(k, int64(i)+1))
+	}
+	if err := s.DeleteThread(ctx, keys[1]); err != nil {
+		t.Fatal(err)
+	}
+	wantNotFound(t, s, keys[1])
+	wantSeqs(t, history(t, s, keys[0], 0), 1)
+	wantSeqs(t, history(t, s, keys[2], 0), 3, 2, 1)
+
+	if l, ok := s.(checkpoint.Leaser); ok {
+		// A claim holds its own key only.
+		for _, k := range keys[1:] {
+			if _, err := l.Claim(ctx, k, time.Minute); err != nil {
+				t.Fatalf("Claim(%q): %v", k, err)
+			}
+		}
+		if _, err := l.Claim(ctx, keys[1], time.Minute); !errors.Is(err, checkpoint.ErrLeased) {
+			t.Fatalf("second claim of tenant A's thread = %v, want ErrLeased", err)
+		}
+	}
+	if sc, ok := s.(checkpoint.Scheduler); ok {
+		at := time.Date(1999, 1, 1, 0, 0, 0, 0, time.UTC)
+		cp := sample(keys[0], 2)
+		cp.WakeAt = at
+		put(t, s, cp)
+		due, err := sc.Due(ctx, at, 10000)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, k := range due {
+			if tenant, got := checkpoint.SplitThreadKey(k); got == id && (tenant != "" || k != keys[0]) {
+				t.Fatalf("Due lists %q (tenant %q), want only the key of the tenant \"\"", k, tenant)
+			}
+		}
+		if !slices.Contains(due, keys[0]) {
+			t.Fatalf("Due = %q, want it to list %q", due, keys[0])
+		}
+	}
+	for _, k := range keys[1:] {
+		if tenant, got := checkpoint.SplitThreadKey(k); got != id || checkpoint.ThreadKey(tenant, got) != k {
+			t.Fatalf("SplitThreadKey(%q) = %q, %q", k, tenant, got)
+		}
 	}
 }
 

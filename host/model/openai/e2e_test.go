@@ -96,7 +96,14 @@ func TestReactEndToEnd(t *testing.T) {
 	if res.Status != graph.StatusInterrupted {
 		t.Fatalf("status %q, want interrupted", res.Status)
 	}
-	if len(res.RemoteToolCalls) != 1 || res.RemoteToolCalls[0].ID != "call_clip" || res.RemoteToolCalls[0].Name != "read_clipboard" {
+	// The host names the calls (ids unique to the thread's life), and the
+	// provider gets its own names from then on, on both sides.
+	asked := res.Messages[1].ToolCalls()
+	if len(asked) != 2 || asked[0].ID == "call_add" || asked[1].ID == "call_clip" || len(asked[0].ID) > 40 {
+		t.Fatalf("the thread's calls %+v: want the host's ids, of at most 40 characters", asked)
+	}
+	addID, clipID := asked[0].ID, asked[1].ID
+	if len(res.RemoteToolCalls) != 1 || res.RemoteToolCalls[0].ID != clipID || res.RemoteToolCalls[0].Name != "read_clipboard" {
 		t.Fatalf("remote calls %+v", res.RemoteToolCalls)
 	}
 	if runs.Load() != 1 {
@@ -118,7 +125,7 @@ func TestReactEndToEnd(t *testing.T) {
 
 	// The client answers the remote call.
 	resume := []message.Message{{Role: message.RoleTool, Content: []message.Block{
-		message.ToolResultBlock{ToolCallID: "call_clip", Content: json.RawMessage(`{"text":"hi"}`)},
+		message.ToolResultBlock{ToolCallID: clipID, Content: json.RawMessage(`{"text":"hi"}`)},
 	}}}
 	res, text, usage = stream(t, app, resume, cfg)
 	if res.Status != graph.StatusCompleted {
@@ -143,11 +150,11 @@ func TestReactEndToEnd(t *testing.T) {
 		{Role: "system", Content: "You are terse."},
 		{Role: "user", Content: "add 2 and 3, and read my clipboard"},
 		{Role: "assistant", Content: "Working on it.", ToolCalls: []openaitest.ToolCall{
-			{ID: "call_add", Name: "add", Arguments: `{"a":2,"b":3}`},
-			{ID: "call_clip", Name: "read_clipboard", Arguments: `{}`},
+			{ID: addID, Name: "add", Arguments: `{"a":2,"b":3}`},
+			{ID: clipID, Name: "read_clipboard", Arguments: `{}`},
 		}},
-		{Role: "tool", ToolCallID: "call_add", Content: "5"},
-		{Role: "tool", ToolCallID: "call_clip", Content: `{"text":"hi"}`},
+		{Role: "tool", ToolCallID: addID, Content: "5"},
+		{Role: "tool", ToolCallID: clipID, Content: `{"text":"hi"}`},
 	}
 	if len(second) != len(want) {
 		t.Fatalf("second request has %d messages, want %d: %+v", len(second), len(want), second)
@@ -190,7 +197,7 @@ func TestReactInvalidArguments(t *testing.T) {
 		t.Fatalf("second request %+v", second)
 	}
 	result := second[3]
-	if result.ToolCallID != "call_1" || !strings.HasPrefix(result.Content, "Error: ") || !strings.Contains(result.Content, `tool "add"`) {
+	if result.ToolCallID != second[2].ToolCalls[0].ID || !strings.HasPrefix(result.Content, "Error: ") || !strings.Contains(result.Content, `tool "add"`) {
 		t.Fatalf("tool message %+v: want an error result for the broken call", result)
 	}
 	t.Logf("the model sees: %s", result.Content)
