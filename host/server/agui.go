@@ -356,7 +356,9 @@ func toolResult(m types.Message) message.ToolResultBlock {
 		}
 		return message.ToolResultBlock{ToolCallID: m.ToolCallID, Content: jsonString(text), IsError: true}
 	}
-	if json.Valid([]byte(text)) && strings.TrimSpace(text) != "" {
+	// Text that is JSON the store can read back (strictjson: no key twice,
+	// at most MaxDepth deep) is kept as that JSON; other text as a string.
+	if strings.TrimSpace(text) != "" && strictjson.Check([]byte(text)) == nil {
 		return message.ToolResultBlock{ToolCallID: m.ToolCallID, Content: json.RawMessage(text)}
 	}
 	return message.ToolResultBlock{ToolCallID: m.ToolCallID, Content: jsonString(text)}
