@@ -39,6 +39,8 @@ func errorBody(err error) (int, ErrorBody) {
 	case errors.As(err, &mbe):
 		return http.StatusRequestEntityTooLarge, body("body_too_large",
 			fmt.Sprintf("request body too large: the limit is %d bytes (server.max_body_bytes)", mbe.Limit), nil)
+	case errors.Is(err, errTooManyMessages):
+		return http.StatusRequestEntityTooLarge, body("too_many_messages", err.Error(), nil)
 	case errors.Is(err, errMalformed):
 		return http.StatusBadRequest, body("malformed_request", err.Error(), nil)
 	case errors.As(err, &se):

@@ -79,6 +79,9 @@ func New(svc *service.Service, opts Options) (*Server, error) {
 	if s.cfg.MaxBodyBytes == 0 {
 		s.cfg.MaxBodyBytes = config.DefaultMaxBodyBytes
 	}
+	if s.cfg.MaxRequestMessages == 0 {
+		s.cfg.MaxRequestMessages = config.DefaultMaxRequestMessages
+	}
 	s.metrics = newMetrics(svc.App)
 	svc.App.Observe(s.metrics.observe)
 	s.routes()
