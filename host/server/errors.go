@@ -35,10 +35,13 @@ type ErrorDetail struct {
 func errorBody(err error) (int, ErrorBody) {
 	var se *graph.StateError
 	var mbe *http.MaxBytesError
+	var bte *bodyTimeoutError
 	switch {
 	case errors.As(err, &mbe):
 		return http.StatusRequestEntityTooLarge, body("body_too_large",
 			fmt.Sprintf("request body too large: the limit is %d bytes (server.max_body_bytes)", mbe.Limit), nil)
+	case errors.As(err, &bte):
+		return http.StatusRequestTimeout, body("body_timeout", bte.Error(), nil)
 	case errors.Is(err, errTooManyMessages):
 		return http.StatusRequestEntityTooLarge, body("too_many_messages", err.Error(), nil)
 	case errors.Is(err, errMalformed):

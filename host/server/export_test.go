@@ -39,3 +39,9 @@ func (s *Server) SetTimeouts(readHeader, write time.Duration) {
 
 // Marshal is what the server encodes a response or an event with.
 var Marshal = marshal
+
+// SetBodyPace gives a server a test-sized body pace (BodyGrace,
+// MinBodyRate); call it before Serve.
+func (s *Server) SetBodyPace(grace time.Duration, rate int64) {
+	s.bodyGrace, s.bodyRate = grace, rate
+}
