@@ -225,7 +225,12 @@ func (s *Server) handleInvoke(w http.ResponseWriter, r *http.Request) {
 		writeErr(w, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, shape(res, req.Config.Response))
+	p, _, err := runParts(shape(res, req.Config.Response))
+	if err != nil {
+		writeErr(w, fmt.Errorf("encoding the response: %w", err))
+		return
+	}
+	writeParts(w, p)
 }
 
 // DeltaResult is a run's result with config.response "delta": Messages
@@ -411,8 +416,13 @@ func (s *Server) handleGetThread(w http.ResponseWriter, r *http.Request) {
 		writeErr(w, err)
 		return
 	}
-	writeThread(w, Thread{ThreadID: res.ThreadID, Status: res.Status, Messages: msgs, RemoteToolCalls: res.RemoteToolCalls,
+	p, err := threadParts(Thread{ThreadID: res.ThreadID, Status: res.Status, Messages: msgs, RemoteToolCalls: res.RemoteToolCalls,
 		ApprovalRequests: res.ApprovalRequests, Page: page})
+	if err != nil {
+		writeErr(w, fmt.Errorf("encoding the thread: %w", err))
+		return
+	}
+	writeParts(w, p)
 }
 
 func (s *Server) handleDeleteThread(w http.ResponseWriter, r *http.Request) {
