@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -16,6 +17,7 @@ import (
 	"time"
 
 	"github.com/tenxgraph/tenxgraph/host/graph"
+	"github.com/tenxgraph/tenxgraph/sdk/strictjson"
 	"github.com/tenxgraph/tenxgraph/sdk/toolspec"
 )
 
@@ -543,5 +545,25 @@ func TestEncodeRoundTrip(t *testing.T) {
 	}
 	if !reflect.DeepEqual(x, y) {
 		t.Errorf("round trip changed the value: %s", buf.Bytes())
+	}
+}
+
+// A config nests at most as deep as strictjson reads, which the plugins
+// and tools its options go to use: 128 levels get past the parser (to
+// other problems here), 129 are refused with the limit.
+func TestConfigDepthIsStrictJSONs(t *testing.T) {
+	nested := func(n int) string {
+		// The top-level object and builtin_tools' are two levels.
+		return `{"agent": "a", "builtin_tools": {"calculator": ` + strings.Repeat("[", n-2) + strings.Repeat("]", n-2) + `}}`
+	}
+	tooDeep := fmt.Sprintf("nested more than %d levels deep", strictjson.MaxDepth)
+	_, err := Parse([]byte(nested(strictjson.MaxDepth)), "/p")
+	if strings.Contains(fmt.Sprint(err), tooDeep) {
+		t.Fatalf("%d levels: %v", strictjson.MaxDepth, err)
+	}
+	_, err = Parse([]byte(nested(strictjson.MaxDepth+1)), "/p")
+	ps := problems(t, err)
+	if len(ps) != 1 || !strings.Contains(ps[0].String(), tooDeep) {
+		t.Fatalf("problems %v, want one saying the config is %s", ps, tooDeep)
 	}
 }
