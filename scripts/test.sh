@@ -103,7 +103,7 @@ fi
 step "go test -race (the import rules are internal/layers)"
 for m in "${MODULES[@]}"; do (cd "$m" && go test -race -count=1 ./...); done
 step "go test: memory held by clients that do not read, and by providers that send too much (no -race, which multiplies memory)"
-go test -count=1 -run '^(TestSlowReadersAreDropped|TestHugePluginResultsRefusedAsTheyArrive|TestHugeMCPResultsRefusedAsTheyArrive)$' ./host/server ./host/service
+go test -count=1 -run '^(TestSlowReadersAreDropped|TestSlowReadersShareOneLargeMessage|TestHugePluginResultsRefusedAsTheyArrive|TestHugeMCPResultsRefusedAsTheyArrive)$' ./host/server ./host/service
 
 step "AG-UI: the real @ag-ui/client against tenxgraph serve"
 bin_dir=$(mktemp -d)

@@ -44,6 +44,12 @@ const (
 	DefaultAddr = "127.0.0.1:8123"
 	// DefaultMaxBodyBytes bounds request bodies (4 MiB).
 	DefaultMaxBodyBytes = 4 << 20
+	// DefaultMaxRequestMessages bounds the messages one request adds to a
+	// thread. A client sends one message a turn (a tool message holds all
+	// of a step's results), and a conversation imported whole, or an
+	// AG-UI transcript of several hundred turns, stays under it; without
+	// it, one 4 MiB body of tiny messages stores some 100,000.
+	DefaultMaxRequestMessages = 1000
 	// DefaultMaxSteps stops a model that keeps calling tools forever.
 	DefaultMaxSteps = 25
 	// DefaultMaxRetries matches the OpenAI SDKs' default.
@@ -434,6 +440,9 @@ type Server struct {
 	CORS CORS
 	// MaxBodyBytes bounds a request body (default 4 MiB).
 	MaxBodyBytes int64
+	// MaxRequestMessages bounds the messages one request adds to a thread
+	// (default DefaultMaxRequestMessages).
+	MaxRequestMessages int
 	// ShutdownGrace is how long runs in flight may finish when the server
 	// stops before they are cancelled (0: DefaultShutdownGrace).
 	ShutdownGrace time.Duration
@@ -950,8 +959,8 @@ func (c *checker) checkpointer(f field) Checkpointer {
 }
 
 func (c *checker) server(f field) Server {
-	o := f.object("addr", "auth", "cors", "max_body_bytes", "shutdown_grace", "on_disconnect", "allowed_hosts")
-	s := Server{Addr: DefaultAddr, MaxBodyBytes: DefaultMaxBodyBytes}
+	o := f.object("addr", "auth", "cors", "max_body_bytes", "shutdown_grace", "on_disconnect", "allowed_hosts", "max_request_messages")
+	s := Server{Addr: DefaultAddr, MaxBodyBytes: DefaultMaxBodyBytes, MaxRequestMessages: DefaultMaxRequestMessages}
 	if v, ok := o.get("on_disconnect").oneOf(OnDisconnectCancel, OnDisconnectContinue); ok {
 		s.OnDisconnect = v
 	}
@@ -977,6 +986,9 @@ func (c *checker) server(f field) Server {
 	s.CORS.AllowOrigins, _ = o.get("cors").object("allow_origins").get("allow_origins").list(checkOrigin)
 	if n, ok := o.get("max_body_bytes").integer(1, math.MaxInt64); ok {
 		s.MaxBodyBytes = n
+	}
+	if n, ok := o.get("max_request_messages").integer(1, math.MaxInt32); ok {
+		s.MaxRequestMessages = int(n)
 	}
 	s.ShutdownGrace, _ = o.get("shutdown_grace").duration()
 	s.AllowedHosts, _ = o.get("allowed_hosts").list(checkServedHost)

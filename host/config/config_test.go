@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -16,6 +17,7 @@ import (
 	"time"
 
 	"github.com/tenxgraph/tenxgraph/host/graph"
+	"github.com/tenxgraph/tenxgraph/sdk/strictjson"
 	"github.com/tenxgraph/tenxgraph/sdk/toolspec"
 )
 
@@ -92,7 +94,7 @@ func TestDesignExample(t *testing.T) {
 			Node: "tools", Start: "startup",
 		}},
 		Checkpointer: Checkpointer{Type: "sqlite", Path: "/proj/.tenxgraph/state.db"},
-		Server:       Server{Addr: "127.0.0.1:8123", MaxBodyBytes: 4 << 20},
+		Server:       Server{Addr: "127.0.0.1:8123", MaxBodyBytes: 4 << 20, MaxRequestMessages: 1000},
 	}
 	if !reflect.DeepEqual(cfg, want) {
 		got, _ := json.MarshalIndent(cfg, "", "  ")
@@ -129,7 +131,7 @@ func TestDefaults(t *testing.T) {
 	if want := (Checkpointer{Type: "sqlite", Path: "/p/.tenxgraph/state.db"}); cfg.Checkpointer != want {
 		t.Errorf("checkpointer: %+v", cfg.Checkpointer)
 	}
-	if cfg.Server.Addr != DefaultAddr || cfg.Server.MaxBodyBytes != 4<<20 || cfg.Server.Auth != nil {
+	if cfg.Server.Addr != DefaultAddr || cfg.Server.MaxBodyBytes != 4<<20 || cfg.Server.MaxRequestMessages != DefaultMaxRequestMessages || cfg.Server.Auth != nil {
 		t.Errorf("server: %+v", cfg.Server)
 	}
 }
@@ -151,7 +153,7 @@ func TestFullValues(t *testing.T) {
 	               "env": {"X": "1"}, "start": "lazy", "node": "n3"}],
 	  "checkpointer": {"type": "postgres", "dsn_env": "DATABASE_URL"},
 	  "server": {"addr": ":0", "auth": {"tokens_env": ["T1", "T2"]},
-	             "cors": {"allow_origins": ["http://localhost:5173", "*"]}, "max_body_bytes": 1024}
+	             "cors": {"allow_origins": ["http://localhost:5173", "*"]}, "max_body_bytes": 1024, "max_request_messages": 50}
 	}`, "/p")
 	m := cfg.Model
 	if m.APIKeyEnv != DefaultAPIKeyEnv || m.SystemPrompt != "be brief" || m.MaxSteps != 7 || m.Timeout != 90*time.Second || m.MaxRetries != 0 {
@@ -184,7 +186,7 @@ func TestFullValues(t *testing.T) {
 		t.Errorf("checkpointer: %+v", cfg.Checkpointer)
 	}
 	s := cfg.Server
-	if s.Addr != ":0" || !slices.Equal(s.Auth.TokensEnv, []string{"T1", "T2"}) || !slices.Equal(s.CORS.AllowOrigins, []string{"http://localhost:5173", "*"}) || s.MaxBodyBytes != 1024 {
+	if s.Addr != ":0" || !slices.Equal(s.Auth.TokensEnv, []string{"T1", "T2"}) || !slices.Equal(s.CORS.AllowOrigins, []string{"http://localhost:5173", "*"}) || s.MaxBodyBytes != 1024 || s.MaxRequestMessages != 50 {
 		t.Errorf("server: %+v", s)
 	}
 	cfg = mustParse(t, `{"agent": "a", "checkpointer": {"type": "memory"}}`, "/p")
@@ -448,6 +450,9 @@ func TestBadConfigs(t *testing.T) {
 		{"on_disconnect wrong case", `{"agent": "a", "server": {"On_Disconnect": "continue"}}`, []string{"server.On_Disconnect"}, `did you mean "on_disconnect"?`},
 		{"max_body_bytes zero", `{"agent": "a", "server": {"max_body_bytes": 0}}`, []string{"server.max_body_bytes"}, "at least 1"},
 		{"max_body_bytes huge", `{"agent": "a", "server": {"max_body_bytes": 1e30}}`, []string{"server.max_body_bytes"}, "whole number"},
+		{"max_request_messages zero", `{"agent": "a", "server": {"max_request_messages": 0}}`, []string{"server.max_request_messages"}, "at least 1"},
+		{"max_request_messages a fraction", `{"agent": "a", "server": {"max_request_messages": 1.5}}`, []string{"server.max_request_messages"}, "whole number"},
+		{"max_request_messages a string", `{"agent": "a", "server": {"max_request_messages": "1000"}}`, []string{"server.max_request_messages"}, "must be a whole number, got a string"},
 		{"origin with slash", `{"agent": "a", "server": {"cors": {"allow_origins": ["http://localhost:5173/"]}}}`, []string{"server.cors.allow_origins[0]"}, `such as "http://localhost:5173"`},
 		{"unknown server key", `{"agent": "a", "server": {"port": 8123}}`, []string{"server.port"}, "allowed: addr, auth, cors, max_body_bytes"},
 	}
@@ -540,5 +545,25 @@ func TestEncodeRoundTrip(t *testing.T) {
 	}
 	if !reflect.DeepEqual(x, y) {
 		t.Errorf("round trip changed the value: %s", buf.Bytes())
+	}
+}
+
+// A config nests at most as deep as strictjson reads, which the plugins
+// and tools its options go to use: 128 levels get past the parser (to
+// other problems here), 129 are refused with the limit.
+func TestConfigDepthIsStrictJSONs(t *testing.T) {
+	nested := func(n int) string {
+		// The top-level object and builtin_tools' are two levels.
+		return `{"agent": "a", "builtin_tools": {"calculator": ` + strings.Repeat("[", n-2) + strings.Repeat("]", n-2) + `}}`
+	}
+	tooDeep := fmt.Sprintf("nested more than %d levels deep", strictjson.MaxDepth)
+	_, err := Parse([]byte(nested(strictjson.MaxDepth)), "/p")
+	if strings.Contains(fmt.Sprint(err), tooDeep) {
+		t.Fatalf("%d levels: %v", strictjson.MaxDepth, err)
+	}
+	_, err = Parse([]byte(nested(strictjson.MaxDepth+1)), "/p")
+	ps := problems(t, err)
+	if len(ps) != 1 || !strings.Contains(ps[0].String(), tooDeep) {
+		t.Fatalf("problems %v, want one saying the config is %s", ps, tooDeep)
 	}
 }

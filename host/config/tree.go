@@ -109,8 +109,10 @@ func encodeString(buf *bytes.Buffer, s string) {
 
 // maxDepth bounds nesting. Decoder.Token has no limit of its own and the
 // walk is recursive, so without it a file of a million '[' would exhaust
-// the stack; no real config comes close.
-const maxDepth = 512
+// the stack; no real config comes close. It is strictjson's, which reads
+// the parts of the config that plugins and tools decode (their options):
+// a config this parser takes, they take too.
+const maxDepth = strictjson.MaxDepth
 
 // parser builds the tree. Syntax errors end the parse (nothing after them
 // can be trusted); duplicate keys are recorded and the parse goes on.

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"unicode"
 	"unicode/utf8"
 
 	"github.com/tenxgraph/tenxgraph/host/checkpoint"
@@ -18,6 +19,10 @@ const MaxThreadIDLen = 256
 // ErrInvalidInput; or returns nil. An id is 1 to MaxThreadIDLen characters
 // of valid UTF-8 without U+FFFD: decoders put U+FFFD in place of bytes that
 // are not text, so two different ids sent as such would land on one thread.
+// Nor may it hold a control character (C0 with NUL, DEL, C1): stores
+// disagree on them (SQLite keeps a NUL, PostgreSQL refuses one), and they
+// would reach logs and terminals as they are. This is the one rule of every
+// store, applied before any store sees the id.
 func CheckThreadID(at, id string) error {
 	switch n := utf8.RuneCountInString(id); {
 	case id == "":
@@ -28,6 +33,10 @@ func CheckThreadID(at, id string) error {
 		return invalid("%s: must not contain U+FFFD (the replacement character, which stands for bytes that were not text)", at)
 	case n > MaxThreadIDLen:
 		return invalid("%s: at most %d characters, got %d", at, MaxThreadIDLen, n)
+	}
+	if i := strings.IndexFunc(id, unicode.IsControl); i >= 0 {
+		r, _ := utf8.DecodeRuneInString(id[i:])
+		return invalid("%s: must not contain control characters, got U+%04X at character %d", at, r, utf8.RuneCountInString(id[:i])+1)
 	}
 	return nil
 }

@@ -43,7 +43,7 @@ func (m *ThreadMemo[T]) With(thread string, msgs []Message, f func(v T)) {
 	}
 	for _, msg := range msgs[len(t.msgs):] {
 		m.Add(t.v, msg)
-		t.bytes += sizeOf(msg)
+		t.bytes += SizeOf(msg)
 	}
 	t.msgs = msgs[:len(msgs):len(msgs)]
 	f(t.v)

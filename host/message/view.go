@@ -94,7 +94,7 @@ func (v *ModelView) sync(msgs []Message) {
 		}
 	}
 	for _, m := range added {
-		v.size += sizeOf(m)
+		v.size += SizeOf(m)
 		n := 0
 		for _, b := range m.Content {
 			if _, ok := b.(ToolCallBlock); ok {
@@ -162,8 +162,9 @@ func sameString(a, b string) bool {
 	return len(a) == len(b) && (unsafe.StringData(a) == unsafe.StringData(b) || a == b)
 }
 
-// sizeOf estimates the bytes a message holds.
-func sizeOf(m Message) int {
+// SizeOf estimates the bytes a message holds (about the length of its
+// JSON), for caches that bound what they keep.
+func SizeOf(m Message) int {
 	n := len(m.ID) + 64
 	for _, b := range m.Content {
 		switch b := b.(type) {

@@ -75,14 +75,19 @@ func (s *Server) handleAGUI(w http.ResponseWriter, r *http.Request) {
 	if cfg.RemoteTools == nil {
 		cfg.RemoteTools = []json.RawMessage{} // this run's client tools: none
 	}
+	ctx, stop := s.runContext(r)
+	defer stop()
+	input, err := s.aguiInput(ctx, in, cfg)
+	if err == nil && len(input) > s.cfg.MaxRequestMessages {
+		// Refused before the stream opens, as a run request is: a client
+		// resends its transcript, so only what is new to the thread counts.
+		writeErr(w, tooManyMessages("messages", len(input), s.cfg.MaxRequestMessages, " new to the thread"))
+		return
+	}
 	a := &aguiRun{w: w, ctx: r.Context(), in: in, sse: aguisse.NewSSEWriter(), interrupts: wantsInterrupts(in.ForwardedProps)}
 	w.Header().Set("Content-Type", "text/event-stream")
 	w.Header().Set("Cache-Control", "no-cache")
 	w.WriteHeader(http.StatusOK)
-
-	ctx, stop := s.runContext(r)
-	defer stop()
-	input, err := s.aguiInput(ctx, in, cfg)
 	if err != nil {
 		s.metrics.finished(graph.Result{}, err)
 		a.fail(err)
@@ -356,7 +361,9 @@ func toolResult(m types.Message) message.ToolResultBlock {
 		}
 		return message.ToolResultBlock{ToolCallID: m.ToolCallID, Content: jsonString(text), IsError: true}
 	}
-	if json.Valid([]byte(text)) && strings.TrimSpace(text) != "" {
+	// Text that is JSON the store can read back (strictjson: no key twice,
+	// at most MaxDepth deep) is kept as that JSON; other text as a string.
+	if strings.TrimSpace(text) != "" && strictjson.Check([]byte(text)) == nil {
 		return message.ToolResultBlock{ToolCallID: m.ToolCallID, Content: json.RawMessage(text)}
 	}
 	return message.ToolResultBlock{ToolCallID: m.ToolCallID, Content: jsonString(text)}

@@ -63,11 +63,25 @@ const (
 // errMalformed marks a request whose body cannot be read as a RunRequest.
 var errMalformed = errors.New("malformed request")
 
+// errTooManyMessages marks a request that adds more messages to a thread
+// than server.max_request_messages allows (413).
+var errTooManyMessages = errors.New("too many messages")
+
+// tooManyMessages is the error for n messages at path (what of them
+// counts: "" for all), over max.
+func tooManyMessages(at string, n, max int, what string) error {
+	return fmt.Errorf("%w: %s: %d messages%s, more than server.max_request_messages (%d) allows in one request; send them in several requests, or raise the limit",
+		errTooManyMessages, at, n, what, max)
+}
+
 // DecodeRunRequest reads a run request strictly (package strictjson):
-// unknown, repeated and wrong-case keys and invalid UTF-8 are errors with
-// their path, a message that does not decode names its index and part, and
-// remote_tools in the config is dropped (the seed: a server-owned key).
-func DecodeRunRequest(body io.Reader) (RunRequest, error) {
+// unknown, repeated and wrong-case keys, invalid UTF-8 and nesting deeper
+// than strictjson.MaxDepth are errors with their path, a message that does
+// not decode names its index and part, and remote_tools in the config is
+// dropped (the seed: a server-owned key). More than maxMessages input
+// messages (server.max_request_messages) are refused before any is
+// decoded.
+func DecodeRunRequest(body io.Reader, maxMessages int) (RunRequest, error) {
 	data, err := io.ReadAll(body)
 	if err != nil {
 		return RunRequest{}, err // *http.MaxBytesError: 413
@@ -89,6 +103,9 @@ func DecodeRunRequest(body io.Reader) (RunRequest, error) {
 	}
 	var req RunRequest
 	if raw.Input != nil {
+		if n := len(raw.Input.Messages); n > maxMessages {
+			return RunRequest{}, tooManyMessages("input.messages", n, maxMessages, "")
+		}
 		for i, m := range raw.Input.Messages {
 			at := fmt.Sprintf("input.messages[%d]", i)
 			if k := jsonKindOf(m); k != "an object" {
@@ -184,7 +201,7 @@ func (s *Server) runContext(r *http.Request) (ctx context.Context, stop func()) 
 }
 
 func (s *Server) decodeRun(w http.ResponseWriter, r *http.Request) (RunRequest, graph.RunConfig, bool) {
-	req, err := DecodeRunRequest(r.Body)
+	req, err := DecodeRunRequest(r.Body, s.cfg.MaxRequestMessages)
 	if err != nil {
 		writeErr(w, err)
 		return req, graph.RunConfig{}, false
@@ -208,7 +225,12 @@ func (s *Server) handleInvoke(w http.ResponseWriter, r *http.Request) {
 		writeErr(w, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, shape(res, req.Config.Response))
+	p, _, err := runParts(shape(res, req.Config.Response))
+	if err != nil {
+		writeErr(w, fmt.Errorf("encoding the response: %w", err))
+		return
+	}
+	writeParts(w, p)
 }
 
 // DeltaResult is a run's result with config.response "delta": Messages
@@ -394,8 +416,13 @@ func (s *Server) handleGetThread(w http.ResponseWriter, r *http.Request) {
 		writeErr(w, err)
 		return
 	}
-	writeThread(w, Thread{ThreadID: res.ThreadID, Status: res.Status, Messages: msgs, RemoteToolCalls: res.RemoteToolCalls,
+	p, err := threadParts(Thread{ThreadID: res.ThreadID, Status: res.Status, Messages: msgs, RemoteToolCalls: res.RemoteToolCalls,
 		ApprovalRequests: res.ApprovalRequests, Page: page})
+	if err != nil {
+		writeErr(w, fmt.Errorf("encoding the thread: %w", err))
+		return
+	}
+	writeParts(w, p)
 }
 
 func (s *Server) handleDeleteThread(w http.ResponseWriter, r *http.Request) {

@@ -4,8 +4,11 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"os"
+	"path/filepath"
 	"testing"
 
+	"github.com/tenxgraph/tenxgraph/host/config"
 	"github.com/tenxgraph/tenxgraph/host/server"
 )
 
@@ -48,10 +51,28 @@ func BenchmarkDecodeRunRequest(b *testing.B) {
 			b.SetBytes(int64(len(c.body)))
 			b.ReportAllocs()
 			for b.Loop() {
-				if _, err := server.DecodeRunRequest(bytes.NewReader(c.body)); err != nil {
+				if _, err := server.DecodeRunRequest(bytes.NewReader(c.body), config.DefaultMaxRequestMessages); err != nil {
 					b.Fatal(err)
 				}
 			}
 		})
+	}
+}
+
+// BenchmarkRefuseDeepRequest measures refusing the malformed corpus's
+// deep_nesting.json, 20 KB of a tool result nested 10,001 deep: a cheap
+// request that cost over half a second of CPU before strictjson refused
+// depth before decoding.
+func BenchmarkRefuseDeepRequest(b *testing.B) {
+	body, err := os.ReadFile(filepath.Join("testdata", "malformed", "deep_nesting.json"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.SetBytes(int64(len(body)))
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := server.DecodeRunRequest(bytes.NewReader(body), config.DefaultMaxRequestMessages); err == nil {
+			b.Fatal("the deep body was accepted")
+		}
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/tenxgraph/tenxgraph/host/config"
 	"github.com/tenxgraph/tenxgraph/host/server"
 )
 
@@ -39,11 +40,15 @@ func FuzzDecodeRunRequest(f *testing.F) {
 		f.Add([]byte(ok))
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
-		req, err := server.DecodeRunRequest(bytes.NewReader(data))
+		req, err := server.DecodeRunRequest(bytes.NewReader(data), config.DefaultMaxRequestMessages)
 		if err != nil {
 			msg := err.Error()
-			if rest, ok := strings.CutPrefix(msg, "malformed request: "); !ok || strings.TrimSpace(rest) == "" {
-				t.Fatalf("error %q: want \"malformed request: <what is wrong>\"", msg)
+			rest, ok := strings.CutPrefix(msg, "malformed request: ")
+			if !ok {
+				rest, ok = strings.CutPrefix(msg, "too many messages: ")
+			}
+			if !ok || strings.TrimSpace(rest) == "" {
+				t.Fatalf("error %q: want \"malformed request: <what is wrong>\" (or too many messages)", msg)
 			}
 			return
 		}
@@ -51,7 +56,7 @@ func FuzzDecodeRunRequest(f *testing.F) {
 		if err != nil {
 			t.Fatalf("an accepted request does not encode: %v", err)
 		}
-		again, err := server.DecodeRunRequest(bytes.NewReader(raw))
+		again, err := server.DecodeRunRequest(bytes.NewReader(raw), config.DefaultMaxRequestMessages)
 		if err != nil {
 			t.Fatalf("the re-encoded request %s is refused: %v", raw, err)
 		}

@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"io"
 	"net/http/httptest"
 	"time"
 
@@ -42,3 +43,23 @@ var Marshal = marshal
 
 // APIRoutes lists the patterns of the API's routes (those under /v1/).
 func (s *Server) APIRoutes() []string { return s.api }
+
+// SetBodyPace gives a server a test-sized body pace (BodyGrace,
+// MinBodyRate); call it before Serve.
+func (s *Server) SetBodyPace(grace time.Duration, rate int64) {
+	s.bodyGrace, s.bodyRate = grace, rate
+}
+
+// WriteResult writes a run's response as the invoke route does, its
+// messages from the shared encodings.
+func WriteResult(w io.Writer, v any) error {
+	p, _, err := runParts(v)
+	if err != nil {
+		return err
+	}
+	return p.writeTo(w, "", "\n")
+}
+
+// SharedEncodings is how many message encodings responses share now, and
+// their bytes.
+func SharedEncodings() (n, bytes int) { return shared.held() }

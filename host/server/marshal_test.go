@@ -15,7 +15,8 @@ import (
 
 // The server writes a run's response around its messages' own encoding;
 // the bytes are json.Marshal's, for full and delta responses, paused and
-// completed, with strings encoding/json escapes.
+// completed, with strings encoding/json escapes, whether built whole
+// (marshal) or written a message at a time, large ones shared.
 func TestMarshalRunIsJSONMarshal(t *testing.T) {
 	tricky := "<b>&amp;</b> \u2028 \u2029 \"quoted\" \\ \x01 é"
 	call := message.RemoteToolCallBlock{ID: "c<2>", Name: "read_clipboard", Arguments: json.RawMessage(`{ "a" : "<x>" }`), Node: "tools",
@@ -33,6 +34,8 @@ func TestMarshalRunIsJSONMarshal(t *testing.T) {
 			call,
 		}},
 	}
+	// A message large enough that responses share its encoding.
+	msgs = append(msgs, message.Message{ID: "m3", Role: message.RoleUser, Content: []message.Block{message.TextBlock{Text: strings.Repeat(tricky, 4096)}}})
 	results := map[string]graph.Result{
 		"paused":    {ThreadID: "t<1>", RunID: "r1", Status: graph.StatusInterrupted, Messages: msgs, RemoteToolCalls: []message.RemoteToolCallBlock{call}, ApprovalRequests: []message.ApprovalRequestBlock{approval}},
 		"completed": {ThreadID: "t1", RunID: "r2", Status: graph.StatusCompleted, Messages: msgs[:1], RemoteToolCalls: []message.RemoteToolCallBlock{}},
@@ -51,6 +54,14 @@ func TestMarshalRunIsJSONMarshal(t *testing.T) {
 			}
 			if !bytes.Equal(got, want) {
 				t.Errorf("%s %T:\n got %s\nwant %s", name, v, got, want)
+			}
+			// What the invoke route writes, from the shared encodings.
+			var w bytes.Buffer
+			if err := server.WriteResult(&w, v); err != nil {
+				t.Fatal(err)
+			}
+			if !bytes.Equal(w.Bytes(), append(want, '\n')) {
+				t.Errorf("%s %T written:\n got %s\nwant %s", name, v, w.Bytes(), want)
 			}
 		}
 	}

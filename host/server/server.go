@@ -9,6 +9,7 @@ import (
 	"crypto/subtle"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"os"
@@ -46,6 +47,9 @@ type Server struct {
 	waker *graph.Waker
 
 	writeTimeout time.Duration // how long one write may take (WriteTimeout)
+	// bodyGrace and bodyRate pace a request body (BodyGrace, MinBodyRate).
+	bodyGrace time.Duration
+	bodyRate  int64
 }
 
 // token is one accepted bearer token; name (the env var it came from)
@@ -82,6 +86,10 @@ func New(svc *service.Service, opts Options) (*Server, error) {
 	if s.cfg.MaxBodyBytes == 0 {
 		s.cfg.MaxBodyBytes = config.DefaultMaxBodyBytes
 	}
+	if s.cfg.MaxRequestMessages == 0 {
+		s.cfg.MaxRequestMessages = config.DefaultMaxRequestMessages
+	}
+	s.bodyGrace, s.bodyRate = BodyGrace, MinBodyRate
 	s.metrics = newMetrics(svc.App)
 	svc.App.Observe(s.metrics.observe)
 	s.routes()
@@ -104,7 +112,8 @@ func New(svc *service.Service, opts Options) (*Server, error) {
 
 // The server's timeouts. A client must send its request headers within
 // ReadHeaderTimeout and its whole request within ReadTimeout, so a client
-// that sends slowly (slowloris) is closed. Every write of a response must
+// that sends slowly (slowloris) is closed; a body must also keep coming
+// (BodyGrace, MinBodyRate), or it is answered 408 long before ReadTimeout. Every write of a response must
 // finish within WriteTimeout of its start: the deadline is moved on as
 // each write (each event of a stream) begins, so a stream lasts as long as
 // its run, but a client that stops reading is dropped and what its
@@ -115,6 +124,18 @@ const (
 	ReadTimeout       = 60 * time.Second
 	WriteTimeout      = 30 * time.Second
 	IdleTimeout       = 120 * time.Second
+)
+
+// A request body must keep arriving: after BodyGrace from the end of the
+// headers, at least MinBodyRate bytes a second on average, and all of it
+// within ReadTimeout. A body that falls behind is answered 408
+// (body_timeout) as soon as it does, so a client trickling a byte a second
+// holds a connection for seconds, not the minute of ReadTimeout. The rate
+// is what any link manages (8 kbit/s); Kestrel's minimum body rate works
+// the same way (240 bytes a second after a 5 s grace).
+const (
+	BodyGrace   = 5 * time.Second
+	MinBodyRate = 1 << 10
 )
 
 func (s *Server) routes() {
@@ -215,8 +236,9 @@ type ctxKey int
 const tenantKey ctxKey = 0
 
 // v1 wraps an API route: authentication (when configured), the JSON
-// Content-Type of a POST, the body limit and UTF-8. The caller's token's
-// name is the tenant of every thread the request names (see tenant).
+// Content-Type of a POST, the body's size limit and pace, and UTF-8. The
+// caller's token's name is the tenant of every thread the request names
+// (see tenant).
 func (s *Server) v1(h http.HandlerFunc) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		if len(s.tokens) > 0 {
@@ -232,7 +254,9 @@ func (s *Server) v1(h http.HandlerFunc) http.HandlerFunc {
 			writeError(w, http.StatusUnsupportedMediaType, "unsupported_media_type", msg, nil)
 			return
 		}
-		r.Body = http.MaxBytesReader(w, r.Body, s.cfg.MaxBodyBytes)
+		if r.Body != nil && r.Body != http.NoBody {
+			r.Body = http.MaxBytesReader(w, s.pace(w, r.Body), s.cfg.MaxBodyBytes)
+		}
 		h(w, r)
 	}
 }
@@ -341,4 +365,52 @@ func (s *Server) accessLog(next http.Handler) http.Handler {
 		s.log.Info("request", "method", r.Method, "path", r.URL.Path, "status", sw.status,
 			"bytes", sw.bytes, "duration", time.Since(start), "remote", r.RemoteAddr)
 	})
+}
+
+// pacedBody is a request body that must keep arriving (BodyGrace,
+// MinBodyRate): before each read it moves the connection's read deadline
+// to when the body would fall behind, and a read that passes it is a
+// *bodyTimeoutError (408). Once the body is read whole, the HTTP server
+// lifts the deadline itself to watch for the client going away, so a run
+// may last longer than ReadTimeout.
+type pacedBody struct {
+	io.ReadCloser
+	rc          *http.ResponseController
+	start, last time.Time // last: ReadTimeout from start
+	grace       time.Duration
+	rate        int64
+	got         int64
+}
+
+func (s *Server) pace(w http.ResponseWriter, body io.ReadCloser) io.ReadCloser {
+	now := time.Now()
+	return &pacedBody{ReadCloser: body, rc: http.NewResponseController(w), start: now, last: now.Add(ReadTimeout),
+		grace: s.bodyGrace, rate: s.bodyRate}
+}
+
+func (p *pacedBody) Read(b []byte) (int, error) {
+	due := p.start.Add(p.grace + time.Duration(float64(p.got)/float64(p.rate)*float64(time.Second)))
+	if due.After(p.last) {
+		due = p.last
+	}
+	_ = p.rc.SetReadDeadline(due) // unsupported only where nothing is read from a network
+	n, err := p.ReadCloser.Read(b)
+	p.got += int64(n)
+	if errors.Is(err, os.ErrDeadlineExceeded) {
+		err = &bodyTimeoutError{got: p.got, took: time.Since(p.start), grace: p.grace, rate: p.rate}
+	}
+	return n, err
+}
+
+// bodyTimeoutError is a request body that did not arrive at the pace the
+// server requires.
+type bodyTimeoutError struct {
+	got         int64
+	took, grace time.Duration
+	rate        int64
+}
+
+func (e *bodyTimeoutError) Error() string {
+	return fmt.Sprintf("the request body came too slowly (%d bytes in %v): after the first %v it must keep coming at %d bytes a second or more, and arrive whole within %v",
+		e.got, e.took.Round(time.Millisecond), e.grace, e.rate, ReadTimeout)
 }

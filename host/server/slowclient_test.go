@@ -74,6 +74,32 @@ func dialSmallWindow(addr string) (net.Conn, error) {
 // timeout: its goroutines return to where they were, and each client got
 // less than the whole answer.
 func TestSlowReadersAreDropped(t *testing.T) {
+	const (
+		messages = 64
+		msgBytes = 64 << 10
+	)
+	var msgs []any
+	for i := range messages {
+		msgs = append(msgs, map[string]any{"role": "user", "content": fmt.Sprintf("%02d ", i) + strings.Repeat("x", msgBytes-3)})
+	}
+	dropSlowReaders(t, msgs, 300<<20)
+}
+
+// 200 clients ask for a thread of one 4 MiB message and never read the
+// answer: they share one encoding of the message (each used to encode its
+// own, 800 MB in all), which is let go once the last of them is dropped.
+func TestSlowReadersShareOneLargeMessage(t *testing.T) {
+	dropSlowReaders(t, []any{map[string]any{"role": "user", "content": strings.Repeat("x", 4<<20)}}, 100<<20)
+	if n, bytes := server.SharedEncodings(); n != 0 {
+		t.Fatalf("%d shared encodings (%d bytes) kept after every client was dropped, want none", n, bytes)
+	}
+}
+
+// dropSlowReaders stores msgs on a thread, then has 200 clients ask for it
+// and never read the answer, and fails if the server's RSS grows by more
+// than maxExtra, or its goroutines do not come back to where they were
+// once the write timeout drops the clients.
+func dropSlowReaders(t *testing.T, msgs []any, maxExtra int64) {
 	if runtime.GOOS != "linux" {
 		t.Skip("reads RSS from /proc")
 	}
@@ -83,15 +109,9 @@ func TestSlowReadersAreDropped(t *testing.T) {
 	const (
 		clients      = 200
 		writeTimeout = 2 * time.Second
-		messages     = 64
-		msgBytes     = 64 << 10
 	)
 	e := start(t, setup{server: map[string]any{"max_body_bytes": 8 << 20},
 		tune: func(s *server.Server) { s.SetTimeouts(server.ReadHeaderTimeout, writeTimeout) }})
-	var msgs []any
-	for i := range messages {
-		msgs = append(msgs, map[string]any{"role": "user", "content": fmt.Sprintf("%02d ", i) + strings.Repeat("x", msgBytes-3)})
-	}
 	e.invoke(map[string]any{"input": map[string]any{"messages": msgs}, "config": map[string]any{"thread_id": "big"}})
 	size := len(e.do("GET", "/v1/threads/big", nil).body)
 	if size < 4<<20 {
@@ -160,8 +180,8 @@ func TestSlowReadersAreDropped(t *testing.T) {
 	mu.Unlock()
 	t.Logf("%d clients not reading a %.1f MiB thread: peak extra RSS %.1f MiB (baseline %.1f MiB); goroutines back to %d (baseline %d) %v after the last connect, %v after the first",
 		clients, float64(size)/(1<<20), float64(extra)/(1<<20), float64(baseRSS)/(1<<20), runtime.NumGoroutine(), baseG, waited, time.Since(started))
-	if extra > 300<<20 {
-		t.Fatalf("the server held %.1f MiB of extra RSS for %d clients that do not read, want under 300 MiB", float64(extra)/(1<<20), clients)
+	if extra > maxExtra {
+		t.Fatalf("the server held %.1f MiB of extra RSS for %d clients that do not read, want under %d MiB", float64(extra)/(1<<20), clients, maxExtra>>20)
 	}
 
 	// Each client got part of the answer, then the connection closed.

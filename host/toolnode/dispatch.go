@@ -10,6 +10,7 @@ import (
 	"github.com/tenxgraph/tenxgraph/host/graph"
 	"github.com/tenxgraph/tenxgraph/host/message"
 	"github.com/tenxgraph/tenxgraph/sdk"
+	"github.com/tenxgraph/tenxgraph/sdk/strictjson"
 )
 
 // EventApprovalRequested is the event a ToolNode emits for each call that
@@ -299,8 +300,10 @@ func (n *Node) call(ctx context.Context, r *graph.Run, t *Tool, c message.ToolCa
 		return message.RemoteToolCallBlock{ID: c.ID, Name: c.Name, Arguments: c.Arguments, Node: n.name, ExpiresAt: expires}, nil
 	case len(content) == 0:
 		b = message.ToolResultBlock{ToolCallID: c.ID, Content: json.RawMessage("null"), IsError: resp.IsError}
-	case !json.Valid(content):
-		b = errorResult(c.ID, fmt.Sprintf("provider %q returned a result for tool %q that is not valid JSON", t.Provider, c.Name))
+	case strictjson.Check(content) != nil:
+		// The thread must read back from the store, whose messages are
+		// read strictly (no key twice, at most strictjson.MaxDepth deep).
+		b = errorResult(c.ID, fmt.Sprintf("provider %q returned a result for tool %q that is not valid JSON: %v", t.Provider, c.Name, strictjson.Check(content)))
 	default:
 		b = message.ToolResultBlock{ToolCallID: c.ID, Content: content, IsError: resp.IsError}
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 
@@ -14,6 +15,7 @@ import (
 	"github.com/tenxgraph/tenxgraph/host/model"
 	"github.com/tenxgraph/tenxgraph/host/toolnode"
 	"github.com/tenxgraph/tenxgraph/sdk"
+	"github.com/tenxgraph/tenxgraph/sdk/strictjson"
 )
 
 // growing is a provider whose "grow" tool adds a tool to its own list, the
@@ -148,5 +150,69 @@ func TestToolsChangedReachTheNextStepAndProgressIsStreamed(t *testing.T) {
 	}
 	if !slices.Equal(all, []string{"clash", "echo", "grow", "late"}) {
 		t.Fatalf("node tools %v", all)
+	}
+}
+
+// hostileResults answers each tool with JSON that encoding/json accepts
+// but the store's strict reader does not: a key twice, or nesting deeper
+// than strictjson.MaxDepth.
+type hostileResults struct{}
+
+func (hostileResults) Metadata(context.Context, sdk.MetadataRequest) (sdk.MetadataResponse, error) {
+	return sdk.MetadataResponse{Name: "hostile", Tools: []sdk.ToolSpec{spec("twice"), spec("deep")}}, nil
+}
+
+func (hostileResults) CallTool(_ context.Context, req sdk.CallToolRequest) (sdk.CallToolResponse, error) {
+	if req.Name == "twice" {
+		return sdk.CallToolResponse{Content: json.RawMessage(`{"a": 1, "a": 2}`)}, nil
+	}
+	return sdk.CallToolResponse{Content: json.RawMessage(strings.Repeat("[", strictjson.MaxDepth+1) + strings.Repeat("]", strictjson.MaxDepth+1))}, nil
+}
+
+// A result the thread could not be read back with becomes an error result
+// naming the problem, so the thread stays readable from the store (by a
+// new process, or once the cache let it go) instead of failing to decode
+// on every read.
+func TestResultsTheStoreCannotReadAreErrors(t *testing.T) {
+	calls := 0
+	m := model.Func(func(ctx context.Context, req model.Request) (model.Response, error) {
+		calls++
+		if calls > 1 {
+			return model.Response{Message: message.Text(message.RoleAssistant, "done")}, nil
+		}
+		return model.Response{Message: message.Message{Role: message.RoleAssistant, Content: []message.Block{
+			message.ToolCallBlock{ID: "c1", Name: "twice", Arguments: json.RawMessage(`{}`)},
+			message.ToolCallBlock{ID: "c2", Name: "deep", Arguments: json.RawMessage(`{}`)}}}}, nil
+	})
+	store := checkpoint.NewMemory()
+	compile := func() *graph.App {
+		sg, err := agent.React(context.Background(), agent.Env{Model: m, Providers: map[string][]sdk.Provider{"tools": {hostileResults{}}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		app, err := sg.Compile(store)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return app
+	}
+	if _, err := compile().Invoke(context.Background(), []message.Message{message.Text(message.RoleUser, "go")}, graph.RunConfig{ThreadID: "h"}); err != nil {
+		t.Fatal(err)
+	}
+	res, err := compile().Thread(context.Background(), "h") // a new app: read from the store
+	if err != nil {
+		t.Fatalf("the thread does not read back from the store: %v", err)
+	}
+	var results []message.ToolResultBlock
+	for _, msg := range res.Messages {
+		results = append(results, msg.ToolResults()...)
+	}
+	if len(results) != 2 {
+		t.Fatalf("results %+v, want two", results)
+	}
+	for i, want := range []string{"duplicate key", "exceeded max depth"} {
+		if r := results[i]; !r.IsError || !strings.Contains(string(r.Content), "not valid JSON") || !strings.Contains(string(r.Content), want) {
+			t.Errorf("result %d: %+v, want an error result saying %q", i, r, want)
+		}
 	}
 }

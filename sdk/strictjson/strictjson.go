@@ -13,6 +13,8 @@
 //   - keys match exactly: "Input" or "ROLE" is an unknown key, not "input"
 //     or "role";
 //   - strings must be valid UTF-8;
+//   - arrays and objects nest at most MaxDepth deep, checked before
+//     anything is decoded, so a small text cannot cost a large one's time;
 //   - exactly one JSON value: trailing data is an error.
 //
 // Every error is an *Error carrying the JSON path of the part at fault
@@ -116,6 +118,9 @@ var strict = json.JoinOptions(
 // themselves (after the whole value has been checked for syntax, duplicate
 // keys and UTF-8); an error they return is placed at their path.
 func Unmarshal(data []byte, v any) error {
+	if err := checkDepth(data); err != nil {
+		return err
+	}
 	if err := json.Unmarshal(data, v, strict); err != nil {
 		return describe(data, err)
 	}
@@ -123,7 +128,7 @@ func Unmarshal(data []byte, v any) error {
 }
 
 // Check reports whether data is exactly one JSON value under the package's
-// rules (syntax, duplicate keys, UTF-8), for values kept raw, such as tool
+// rules (syntax, duplicate keys, UTF-8, depth), for values kept raw, such as tool
 // arguments or results, whose keys no Go type knows.
 func Check(data []byte) error {
 	var v jsontext.Value

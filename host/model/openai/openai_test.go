@@ -15,6 +15,7 @@ import (
 	"github.com/tenxgraph/tenxgraph/host/model/openai"
 	"github.com/tenxgraph/tenxgraph/host/model/openai/openaitest"
 	"github.com/tenxgraph/tenxgraph/sdk"
+	"github.com/tenxgraph/tenxgraph/sdk/strictjson"
 )
 
 var ctx = context.Background()
@@ -431,12 +432,23 @@ func TestLengthInTextIsAnAnswer(t *testing.T) {
 	}
 }
 
+// deepArgs nest one level deeper than strictjson reads.
+var deepArgs = `{"a": ` + strings.Repeat("[", strictjson.MaxDepth) + strings.Repeat("]", strictjson.MaxDepth) + `}`
+
+// invalidArgs is text kept under InvalidArgumentsKey.
+func invalidArgs(text string) string {
+	raw, _ := json.Marshal(map[string]string{message.InvalidArgumentsKey: text})
+	return string(raw)
+}
+
 func TestInvalidJSONArgumentsAreKept(t *testing.T) {
 	both(t, func(t *testing.T, stream bool) {
 		srv := openaitest.NewServer(t, openaitest.Reply{ToolCalls: []openaitest.ToolCall{
 			openaitest.Call("c1", "add", `{"a": 2, "b": `),
 			openaitest.Call("c2", "add", `[1, 2]`),
 			openaitest.Call("c3", "read_clipboard", ``),
+			openaitest.Call("c4", "add", `{"a": 1, "a": 2}`),
+			openaitest.Call("c5", "add", deepArgs),
 		}, Split: 4})
 		resp, err := generate(t, newModel(t, srv), userReq("hi", addTool, clipboardTool), stream)
 		if err != nil {
@@ -445,7 +457,10 @@ func TestInvalidJSONArgumentsAreKept(t *testing.T) {
 		wantCalls(t, resp.Message,
 			call("c1", "add", `{"_invalid_arguments":"{\"a\": 2, \"b\": "}`),
 			call("c2", "add", `{"_invalid_arguments":"[1, 2]"}`),
-			call("c3", "read_clipboard", `{}`))
+			call("c3", "read_clipboard", `{}`),
+			// Valid JSON that the store could not read back.
+			call("c4", "add", `{"_invalid_arguments":"{\"a\": 1, \"a\": 2}"}`),
+			call("c5", "add", invalidArgs(deepArgs)))
 		// The thread stays storable: the message round-trips through JSON.
 		raw, err := json.Marshal(resp.Message)
 		if err != nil {

@@ -17,6 +17,7 @@ import (
 
 	"github.com/tenxgraph/tenxgraph/host/message"
 	"github.com/tenxgraph/tenxgraph/host/model"
+	"github.com/tenxgraph/tenxgraph/sdk/strictjson"
 )
 
 // post sends the request and returns the raw answer once its status is a
@@ -371,14 +372,16 @@ func (b *builder) response(streamed bool) (model.Response, error) {
 }
 
 // arguments is the call's arguments as a JSON object. Empty arguments are
-// {}. Anything that is not one JSON object is kept as the model's text under
-// InvalidArgumentsKey: a thread must stay valid JSON to be checkpointed, and
+// {}. Anything that is not one JSON object the thread can be read back with
+// (package strictjson: no key twice, at most MaxDepth deep) is kept as the
+// model's text under InvalidArgumentsKey: a thread must stay valid JSON to
+// be checkpointed and read again, and
 // the ToolNode's schema check then answers the call with an error result the
 // model can act on, instead of the run failing.
 func arguments(c *callBuilder) json.RawMessage {
 	if c.object != nil {
 		var b bytes.Buffer
-		if json.Compact(&b, c.object) == nil {
+		if strictjson.Check(c.object) == nil && json.Compact(&b, c.object) == nil {
 			return b.Bytes()
 		}
 		return invalidArguments(string(c.object))
@@ -388,7 +391,7 @@ func arguments(c *callBuilder) json.RawMessage {
 	if t == "" || t == "null" {
 		return json.RawMessage(`{}`)
 	}
-	if t[0] == '{' && json.Valid([]byte(t)) {
+	if t[0] == '{' && strictjson.Check([]byte(t)) == nil {
 		var b bytes.Buffer
 		_ = json.Compact(&b, []byte(t)) // valid, so it compacts
 		return b.Bytes()
