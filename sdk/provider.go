@@ -83,10 +83,10 @@ type CallToolRequest struct {
 	// useful for logs and idempotency.
 	CallID string
 	// ThreadID names the conversation the call belongs to, uniquely among
-	// the host's threads: on a server with API tokens each token has
-	// threads of its own, and ThreadID is then the token's name (the name
-	// of the variable holding it, never the token), U+001F and the
-	// client's thread id. Key anything kept per conversation by it.
+	// the host's threads: the client's thread id, or, on a server with API
+	// tokens, where each token has threads of its own, a tag standing for
+	// the token (never its value or its name), "/" and the client's thread
+	// id ("t3f2a9c01b7de/t1"). Key anything kept per conversation by it.
 	ThreadID string
 	// RunTool is set when the tool is one of the run's client tools (see
 	// RunToolsProvider), so that a provider judging them keeps no per-run

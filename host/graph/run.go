@@ -2,6 +2,7 @@ package graph
 
 import (
 	"crypto/rand"
+	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -126,6 +127,21 @@ func (r *Run) Key() string {
 		return checkpoint.ThreadKey(r.Tenant, r.ThreadID)
 	}
 	return r.key
+}
+
+// ProviderThreadID names the thread to a tool provider: unique among every
+// tenant's threads, like Key, but without the tenant's name (the name of
+// the variable holding its token, which a third-party plugin has no
+// business knowing) and without Key's control character, which a plugin
+// may put in a file name or a log line. It is the client's thread id for
+// the tenant "", else a tag standing for the tenant ("t" and 12 hex
+// digits of a hash of its name), "/" and the id.
+func (r *Run) ProviderThreadID() string {
+	if r.Tenant == "" {
+		return r.ThreadID
+	}
+	sum := sha256.Sum256([]byte("tenxgraph tenant\x00" + r.Tenant))
+	return "t" + hex.EncodeToString(sum[:6]) + "/" + r.ThreadID
 }
 
 type memoEntry struct {

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"unicode"
 
 	"github.com/tenxgraph/tenxgraph/host/checkpoint"
 	"github.com/tenxgraph/tenxgraph/host/graph"
@@ -270,5 +271,31 @@ func TestCallRenamedWithItsResult(t *testing.T) {
 	call, result := res.Messages[1].ToolCalls()[0], res.Messages[2].ToolResults()[0]
 	if call.ID == "c" || result.ToolCallID != call.ID {
 		t.Fatalf("call %q, result for %q: want a new id, the same for both", call.ID, result.ToolCallID)
+	}
+}
+
+// A provider tells two tenants' threads of one id apart, and learns
+// neither tenant's name from it.
+func TestProviderThreadID(t *testing.T) {
+	plain := &graph.Run{ThreadID: "t1"}
+	alice := &graph.Run{ThreadID: "t1", Tenant: "TOKEN_ALICE"}
+	bob := &graph.Run{ThreadID: "t1", Tenant: "TOKEN_BOB"}
+	if got := plain.ProviderThreadID(); got != "t1" {
+		t.Errorf("without a tenant: %q, want the client's id", got)
+	}
+	a, b := alice.ProviderThreadID(), bob.ProviderThreadID()
+	if a == b || a == "t1" || b == "t1" {
+		t.Errorf("two tenants' threads of one id: %q and %q", a, b)
+	}
+	for _, id := range []string{a, b} {
+		if strings.Contains(id, "ALICE") || strings.Contains(id, "BOB") || strings.Contains(id, "TOKEN") {
+			t.Errorf("%q names its tenant", id)
+		}
+		if strings.ContainsFunc(id, unicode.IsControl) || !strings.HasSuffix(id, "/t1") {
+			t.Errorf("%q: want a printable tag, then /t1", id)
+		}
+	}
+	if again := (&graph.Run{ThreadID: "t1", Tenant: "TOKEN_ALICE"}).ProviderThreadID(); again != a {
+		t.Errorf("not stable: %q, then %q", a, again)
 	}
 }

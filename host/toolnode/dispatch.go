@@ -271,7 +271,7 @@ func (n *Node) CheckAnswer(threadID string, it graph.Interrupt, a graph.Answer) 
 // being cancelled fails the step, so that a cancelled run saves nothing
 // half-done.
 func (n *Node) call(ctx context.Context, r *graph.Run, t *Tool, c message.ToolCallBlock) (message.Block, error) {
-	req := sdk.CallToolRequest{Name: c.Name, Arguments: c.Arguments, CallID: c.ID, ThreadID: r.Key()}
+	req := sdk.CallToolRequest{Name: c.Name, Arguments: c.Arguments, CallID: c.ID, ThreadID: r.ProviderThreadID()}
 	if t.Kind != KindServer {
 		req.RunTool = &t.Spec
 	}
