@@ -2,6 +2,7 @@ package openai
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"testing"
@@ -22,11 +23,17 @@ type wholeRequest struct {
 	StreamOptions     *streamOptions `json:"stream_options,omitempty"`
 }
 
-func wholeBody(t *testing.T, m *Model, req model.Request) []byte {
+// Media are read from blobs, every one sent (the thread is within the
+// request's budget).
+func wholeBody(t testing.TB, m *Model, req model.Request, blobs ...map[string][]byte) []byte {
 	t.Helper()
+	var have map[string][]byte
+	if len(blobs) > 0 {
+		have = blobs[0]
+	}
 	var msgs []chatMessage
 	for i, msg := range message.ForModel(req.Messages) {
-		c, err := chatMessagesOf(i, msg)
+		c, err := chatMessagesOf(i, msg, &sender{items: mediaOf(msg), have: have})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -49,9 +56,9 @@ func wholeBody(t *testing.T, m *Model, req model.Request) []byte {
 	return b.Bytes()
 }
 
-func body(t *testing.T, m *Model, req model.Request) []byte {
+func body(t testing.TB, m *Model, req model.Request) []byte {
 	t.Helper()
-	p, err := m.params(req)
+	p, err := m.params(context.Background(), req)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -155,5 +162,62 @@ func TestHistoriesBounded(t *testing.T) {
 	body(t, m, model.Request{ThreadID: "big", Messages: long})
 	if hs.Len() != 1 || !hs.Has("big") {
 		t.Fatalf("%d histories after one over the byte bound, want that one alone", hs.Len())
+	}
+}
+
+// mediaTurns is turns with media: every other user message carries an
+// image, and the client's result a PDF, stored as blobs in blobs.
+func mediaTurns(n int, tag string, blobs map[string][]byte) []message.Message {
+	out := turns(n, tag)
+	ref := func(data string) string {
+		r := fmt.Sprintf("sha256:%064x", len(blobs)+1)
+		blobs[r] = []byte(data)
+		return r
+	}
+	for i := range out {
+		m := &out[i]
+		switch {
+		case m.Role == message.RoleUser && i%10 == 0:
+			m.Content = append(m.Content[:1:1], message.MediaBlock{Kind: message.TypeImage, MimeType: "image/png", Blob: ref("png " + m.ID), Size: 100})
+		case m.Role == message.RoleTool && len(m.Content) == 1:
+			r := m.Content[0].(message.ToolResultBlock)
+			r.Attachments = []message.MediaBlock{{Kind: message.TypeFile, MimeType: "application/pdf", Filename: "r.pdf", Blob: ref("pdf " + m.ID), Size: 100}}
+			m.Content = []message.Block{r}
+		}
+	}
+	return out
+}
+
+// With media too, every call is the body the whole thread encoded anew
+// would be, through the pause (the client's result, with its attachment,
+// replaces the filler), and each blob is read once.
+func TestHistoriesEncodeMediaAsTheWholeThreadWould(t *testing.T) {
+	m, err := New(Config{Model: "gpt-test", BaseURL: "http://127.0.0.1:1/v1", APIKey: "k"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	blobs := map[string][]byte{}
+	reads := map[string]int{}
+	reader := model.BlobReaderFunc(func(_ context.Context, ref string) ([]byte, error) {
+		reads[ref]++
+		return blobs[ref], nil
+	})
+	thread := mediaTurns(12, "one", blobs)
+	for n := 1; n <= len(thread); n++ {
+		req := model.Request{ThreadID: "t", Messages: thread[:n], Blobs: reader}
+		if got, want := body(t, m, req), wholeBody(t, m, req, blobs); !bytes.Equal(got, want) {
+			t.Fatalf("%d messages:\ngot  %s\nwant %s", n, got, want)
+		}
+	}
+	if len(reads) != len(blobs) {
+		t.Fatalf("%d blobs read of %d", len(reads), len(blobs))
+	}
+	for ref, n := range reads {
+		if n != 1 {
+			t.Fatalf("%s read %d times", ref, n)
+		}
+	}
+	if !bytes.Contains(body(t, m, model.Request{ThreadID: "t", Messages: thread, Blobs: reader}), []byte(`"type":"file","file":{"filename":"r.pdf","file_data":"data:application/pdf;base64,`)) {
+		t.Fatal("no file part")
 	}
 }

@@ -228,7 +228,7 @@ func (m *Model) String() string {
 // Generate implements model.ChatModel: it streams when req.OnDelta is set
 // and makes one plain request otherwise.
 func (m *Model) Generate(ctx context.Context, req model.Request) (model.Response, error) {
-	params, err := m.params(req)
+	params, err := m.params(ctx, req)
 	if err != nil {
 		return model.Response{}, err
 	}

@@ -2,6 +2,7 @@ package openai
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -38,9 +39,10 @@ type chatRequestRest struct {
 
 type chatMessage struct {
 	Role string `json:"role"`
-	// Content is null only for an assistant message with tool calls and
-	// no text, as in OpenAI's own answers.
-	Content    *string        `json:"content"`
+	// Content is a string, or an array of parts (a user message with
+	// media); nil (null) only for an assistant message with tool calls
+	// and no text, as in OpenAI's own answers.
+	Content    any            `json:"content"`
 	ToolCalls  []chatToolCall `json:"tool_calls,omitempty"`
 	ToolCallID string         `json:"tool_call_id,omitempty"`
 }
@@ -75,9 +77,9 @@ type streamOptions struct {
 // message.ForModel again: it is a no-op for a thread that is already
 // model-shaped (what agent.ModelNode sends) and makes a raw thread valid for
 // callers that use the model directly.
-func (m *Model) params(req model.Request) (chatRequest, error) {
+func (m *Model) params(ctx context.Context, req model.Request) (chatRequest, error) {
 	p := chatRequest{Model: m.name}
-	msgs, n, err := m.messages(req.ThreadID, req.Messages)
+	msgs, n, err := m.messages(ctx, req)
 	if err != nil {
 		return p, err
 	}
@@ -140,19 +142,54 @@ func (p chatRequest) encode() ([]byte, error) {
 
 // chatMessagesOf maps a model-shaped thread's i-th message to chat messages:
 // one, except that a tool message becomes one per result, in the order
-// the results are listed (which ForModel makes the call order).
-func chatMessagesOf(i int, msg message.Message) ([]chatMessage, error) {
+// the results are listed (which ForModel makes the call order), followed
+// by one user message with the results' attachments when they have any
+// (a tool message takes text only). s sends the message's media.
+func chatMessagesOf(i int, msg message.Message, s *sender) ([]chatMessage, error) {
 	switch msg.Role {
-	case message.RoleSystem, message.RoleUser:
+	case message.RoleSystem:
 		text := msg.Text()
-		return []chatMessage{{Role: string(msg.Role), Content: &text}}, nil
+		return []chatMessage{{Role: string(msg.Role), Content: text}}, nil
+	case message.RoleUser:
+		if len(s.items) == 0 {
+			return []chatMessage{{Role: "user", Content: msg.Text()}}, nil
+		}
+		var p parts
+		for _, c := range msg.Content {
+			switch c := c.(type) {
+			case message.TextBlock:
+				p.text(c.Text)
+			case message.MediaBlock:
+				part, media, err := s.part(c)
+				if err != nil {
+					return nil, fmt.Errorf("openai: messages[%d]: %w", i, err)
+				}
+				p.add(part, media)
+			}
+		}
+		return []chatMessage{{Role: "user", Content: p.content()}}, nil
 	case message.RoleAssistant:
 		return []chatMessage{assistantMessage(msg)}, nil
 	case message.RoleTool:
 		var out []chatMessage
+		var p parts
 		for _, r := range msg.ToolResults() {
 			text := ResultText(r)
-			out = append(out, chatMessage{Role: "tool", Content: &text, ToolCallID: r.ToolCallID})
+			if len(r.Attachments) > 0 {
+				text += "\n\nAttached, in the user message after the tool results: " + message.DescribeAll(r.Attachments)
+				p.text(fmt.Sprintf("Attached to the result of %s:", r.ToolCallID))
+				for _, a := range r.Attachments {
+					part, media, err := s.part(a)
+					if err != nil {
+						return nil, fmt.Errorf("openai: messages[%d]: %w", i, err)
+					}
+					p.add(part, media)
+				}
+			}
+			out = append(out, chatMessage{Role: "tool", Content: text, ToolCallID: r.ToolCallID})
+		}
+		if len(p.list) > 0 {
+			out = append(out, chatMessage{Role: "user", Content: p.content()})
 		}
 		return out, nil
 	}
@@ -165,7 +202,7 @@ func assistantMessage(msg message.Message) chatMessage {
 	// OpenAI's own answers carry "content": null next to tool_calls; an
 	// assistant message with neither gets "" rather than nothing.
 	if text != "" || len(calls) == 0 {
-		a.Content = &text
+		a.Content = text
 	}
 	for _, c := range calls {
 		a.ToolCalls = append(a.ToolCalls, chatToolCall{ID: c.ID, Type: "function",
