@@ -173,12 +173,9 @@ func SizeOf(m Message) int {
 		case ToolCallBlock:
 			n += len(b.ID) + len(b.Name) + len(b.Arguments)
 		case ToolResultBlock:
-			n += len(b.ToolCallID) + len(b.Content)
-			for _, a := range b.Attachments {
-				n += mediaSize(a) + 32
-			}
+			n += len(b.ToolCallID) + len(b.Content) + 128*len(b.Attachments) // references
 		case MediaBlock:
-			n += mediaSize(b)
+			n += len(b.Data) + len(b.URL) + len(b.Blob) + len(b.Filename)
 		case RemoteToolCallBlock:
 			n += len(b.ID) + len(b.Name) + len(b.Arguments) + len(b.Node)
 		case ApprovalRequestBlock:
@@ -189,10 +186,4 @@ func SizeOf(m Message) int {
 		n += 32
 	}
 	return n
-}
-
-// mediaSize is what a media block holds: its reference (or its bytes, when
-// it carries them rather than a reference) and its names.
-func mediaSize(b MediaBlock) int {
-	return len(b.Data) + len(b.URL) + len(b.Blob) + len(b.MimeType) + len(b.Filename)
 }

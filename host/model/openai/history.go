@@ -39,23 +39,24 @@ const (
 // others; a thread whose history was dropped reads its blobs again.
 type histories = message.PerThread[history]
 
-// history is one thread's.
+// history is one thread's. Its slices are parallel, one element a
+// message; frags and count are all a call on a long thread walks.
 type history struct {
 	mu    sync.Mutex
 	view  message.ModelView // the thread rewritten for the model
-	sent  []message.Message // what ents encode: the view's last output
-	ents  []encoded         // ents[i]: sent[i]'s chat messages
-	media int               // how many ents have media
-	size  int               // bytes of the encodings, plus historyOverhead a message
+	sent  []message.Message // what frags encode: the view's last output
+	frags [][]byte          // frags[i]: sent[i]'s chat messages, comma-separated
+	count []int             // count[i]: how many chat messages frags[i] holds; -1: to encode
+	media []*sends          // media[i]: sent[i]'s media, nil when it has none
+	todo  []int             // the messages that may need encoding
+	nm    int               // how many messages have media
+	size  int               // bytes of frags, plus historyOverhead a message
 }
 
-// encoded is one message's chat messages.
-type encoded struct {
-	frag  []byte // the chat messages, comma-separated
-	count int    // how many
-	done  bool   // frag encodes the message with cut
-	media []item // its media blocks, in the order they are sent
-	cut   int    // the first cut of them are left out of the request
+// sends are the media blocks of a message, in the order they are sent.
+type sends struct {
+	items []item
+	cut   int // the first cut of them are left out of the request
 }
 
 // messages returns the chat messages of a call, encoded (each element one
@@ -108,68 +109,80 @@ func (m *Model) messages(ctx context.Context, req model.Request) ([][]byte, int,
 // h.mu is held (or h is not shared).
 func (h *history) encode(msgs []message.Message, have map[string][]byte) ([][]byte, int, []need, error) {
 	keep := min(len(h.sent), len(msgs))
-	for i := keep; i < len(h.ents); i++ {
+	for i := keep; i < len(h.media); i++ {
 		h.forget(i)
 	}
-	h.ents = h.ents[:keep]
+	h.frags, h.count, h.media = h.frags[:keep], h.count[:keep], h.media[:keep]
 	for i := range keep {
 		if !message.Same(&h.sent[i], &msgs[i]) {
 			h.forget(i)
-			h.ents[i] = h.entry(msgs[i])
+			h.count[i], h.media[i] = -1, h.mediaOf(msgs[i])
+			h.todo = append(h.todo, i)
 		}
 	}
 	for i := keep; i < len(msgs); i++ {
-		h.ents = append(h.ents, h.entry(msgs[i]))
+		h.frags, h.count, h.media = append(h.frags, nil), append(h.count, -1), append(h.media, h.mediaOf(msgs[i]))
+		h.todo = append(h.todo, i)
 	}
 	h.sent = msgs[:len(msgs):len(msgs)]
-	if h.media > 0 {
+	if h.nm > 0 {
 		h.budget()
 	}
 
 	var needs []need
-	size, chats := 0, 0
-	out := make([][]byte, 0, len(h.ents))
-	for i := range h.ents {
-		e := &h.ents[i]
-		if !e.done {
-			if n := e.needs(msgs[i].ID, have, needs); len(n) > len(needs) {
+	for _, i := range h.todo {
+		if i >= len(h.count) || h.count[i] >= 0 {
+			continue
+		}
+		s := sender{have: have}
+		if m := h.media[i]; m != nil {
+			if n := m.needs(have, needs); len(n) > len(needs) {
 				needs = n
 				continue
 			}
-			f, n, err := encodeMessage(i, msgs[i], &sender{items: e.media, cut: e.cut, have: have})
-			if err != nil {
-				h.reset()
-				return nil, 0, nil, err
-			}
-			e.frag, e.count, e.done = f, n, true
+			s.items, s.cut = m.items, m.cut
 		}
-		if e.count == 0 {
-			continue
+		f, n, err := encodeMessage(i, msgs[i], &s)
+		if err != nil {
+			h.reset()
+			return nil, 0, nil, err
 		}
-		out = append(out, e.frag)
-		chats += e.count
-		size += len(e.frag) + historyOverhead
+		h.frags[i], h.count[i] = f, n
 	}
 	if len(needs) > 0 {
-		return nil, 0, needs, nil
+		return nil, 0, needs, nil // the rest stays in todo
+	}
+	h.todo = h.todo[:0]
+
+	size, chats := 0, 0
+	out := make([][]byte, 0, len(h.frags))
+	for i, f := range h.frags {
+		if h.count[i] == 0 {
+			continue
+		}
+		out = append(out, f)
+		chats += h.count[i]
+		size += len(f) + historyOverhead
 	}
 	h.size = size
 	return out, chats, nil, nil
 }
 
-// entry is a message's entry before it is encoded.
-func (h *history) entry(msg message.Message) encoded {
-	e := encoded{media: mediaOf(msg)}
-	if len(e.media) > 0 {
-		h.media++
+// mediaOf is a message's media, counted.
+func (h *history) mediaOf(msg message.Message) *sends {
+	items := mediaOf(msg)
+	if len(items) == 0 {
+		return nil
 	}
-	return e
+	h.nm++
+	return &sends{items: items}
 }
 
-// forget uncounts the i-th entry's media, before it is replaced or dropped.
+// forget uncounts the i-th message's media, before it is replaced or
+// dropped.
 func (h *history) forget(i int) {
-	if len(h.ents[i].media) > 0 {
-		h.media--
+	if h.media[i] != nil {
+		h.nm--
 	}
 }
 
@@ -181,17 +194,17 @@ func (h *history) forget(i int) {
 func (h *history) budget() {
 	images, bytes, pdfs := maxImages, int64(maxMediaBytes), int64(maxPDFBytes)
 	full := false
-	for i := len(h.ents) - 1; i >= 0; i-- {
-		e := &h.ents[i]
-		if len(e.media) == 0 {
+	for i := len(h.media) - 1; i >= 0; i-- {
+		m := h.media[i]
+		if m == nil {
 			continue
 		}
 		cut := 0
 		if full {
-			cut = len(e.media)
+			cut = len(m.items)
 		}
-		for j := len(e.media) - 1; j >= 0 && !full; j-- {
-			it := e.media[j]
+		for j := len(m.items) - 1; j >= 0 && !full; j-- {
+			it := m.items[j]
 			if it.kind == standIn {
 				continue
 			}
@@ -207,20 +220,21 @@ func (h *history) budget() {
 				pdfs -= it.size
 			}
 		}
-		if cut != e.cut {
-			e.cut, e.done = cut, false
+		if cut != m.cut {
+			m.cut, h.count[i] = cut, -1
+			h.todo = append(h.todo, i)
 		}
 	}
 }
 
-// needs appends to out the blobs e sends that have not been read.
-func (e *encoded) needs(msg string, have map[string][]byte, out []need) []need {
-	for j, it := range e.media {
-		if j < e.cut || it.kind == standIn || it.ref == "" {
+// needs appends to out the blobs m sends that have not been read.
+func (m *sends) needs(have map[string][]byte, out []need) []need {
+	for j, it := range m.items {
+		if j < m.cut || it.kind == standIn || it.ref == "" {
 			continue
 		}
 		if _, ok := have[it.ref]; !ok {
-			out = append(out, need{ref: it.ref, kind: it.noun(), msg: msg})
+			out = append(out, need{ref: it.ref, kind: it.noun(), of: it.of})
 		}
 	}
 	return out
@@ -228,7 +242,7 @@ func (e *encoded) needs(msg string, have map[string][]byte, out []need) []need {
 
 // reset forgets what was sent, after an error.
 func (h *history) reset() {
-	h.sent, h.ents, h.media, h.size = nil, nil, 0, 0
+	h.sent, h.frags, h.count, h.media, h.todo, h.nm, h.size = nil, nil, nil, nil, nil, 0, 0
 }
 
 // encodeMessage encodes the chat messages of the thread's i-th message,
@@ -248,7 +262,7 @@ func encodeMessage(i int, msg message.Message, s *sender) ([]byte, int, error) {
 		if j > 0 {
 			b.WriteByte(',')
 		}
-		if err := enc.Encode(c); err != nil {
+		if err := enc.Encode(c.wire()); err != nil {
 			return nil, 0, fmt.Errorf("openai: messages[%d]: %w", i, err)
 		}
 		b.Truncate(b.Len() - 1) // Encode's newline

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"sync"
 	"testing"
 
 	"github.com/tenxgraph/tenxgraph/host/message"
@@ -16,7 +17,7 @@ import (
 // time: what the histories must reproduce byte for byte.
 type wholeRequest struct {
 	Model             string         `json:"model"`
-	Messages          []chatMessage  `json:"messages"`
+	Messages          []any          `json:"messages"`
 	Tools             []chatTool     `json:"tools,omitempty"`
 	ParallelToolCalls bool           `json:"parallel_tool_calls,omitempty"`
 	Stream            bool           `json:"stream,omitempty"`
@@ -31,13 +32,15 @@ func wholeBody(t testing.TB, m *Model, req model.Request, blobs ...map[string][]
 	if len(blobs) > 0 {
 		have = blobs[0]
 	}
-	var msgs []chatMessage
+	var msgs []any
 	for i, msg := range message.ForModel(req.Messages) {
 		c, err := chatMessagesOf(i, msg, &sender{items: mediaOf(msg), have: have})
 		if err != nil {
 			t.Fatal(err)
 		}
-		msgs = append(msgs, c...)
+		for _, c := range c {
+			msgs = append(msgs, c.wire())
+		}
 	}
 	w := wholeRequest{Model: m.name, Messages: msgs}
 	if len(req.Tools) > 0 {
@@ -220,4 +223,32 @@ func TestHistoriesEncodeMediaAsTheWholeThreadWould(t *testing.T) {
 	if !bytes.Contains(body(t, m, model.Request{ThreadID: "t", Messages: thread, Blobs: reader}), []byte(`"type":"file","file":{"filename":"r.pdf","file_data":"data:application/pdf;base64,`)) {
 		t.Fatal("no file part")
 	}
+}
+
+// Calls on one thread at once each get the whole thread's body; blobs are
+// read with no lock held, so they may be read more than once, never
+// mixed up.
+func TestHistoriesConcurrentMedia(t *testing.T) {
+	m, err := New(Config{Model: "gpt-test", BaseURL: "http://127.0.0.1:1/v1", APIKey: "k"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	blobs := map[string][]byte{}
+	thread := mediaTurns(6, "c", blobs)
+	reader := model.BlobReaderFunc(func(_ context.Context, ref string) ([]byte, error) { return blobs[ref], nil })
+	var wg sync.WaitGroup
+	for g := range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for n := 1 + g%3; n <= len(thread); n += 3 {
+				req := model.Request{ThreadID: "t", Messages: thread[:n], Blobs: reader}
+				if got, want := body(t, m, req), wholeBody(t, m, req, blobs); !bytes.Equal(got, want) {
+					t.Errorf("%d messages:\ngot  %s\nwant %s", n, got, want)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
 }

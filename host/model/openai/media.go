@@ -47,6 +47,7 @@ type item struct {
 	why  string   // for a standIn: why it is not sent
 	size int64    // the bytes it adds to a request
 	ref  string   // the blob to read when it is sent, if any
+	of   string   // what holds it, for errors: `message "m1"`, `the result of call "c1"`
 }
 
 // noun names an item's kind in errors.
@@ -67,14 +68,18 @@ func mediaOf(msg message.Message) []item {
 	case message.RoleUser:
 		for _, c := range msg.Content {
 			if b, ok := c.(message.MediaBlock); ok {
-				out = append(out, classify(b))
+				it := classify(b)
+				it.of = fmt.Sprintf("message %q", msg.ID)
+				out = append(out, it)
 			}
 		}
 	case message.RoleTool:
 		for _, c := range msg.Content {
 			if r, ok := c.(message.ToolResultBlock); ok {
 				for _, a := range r.Attachments {
-					out = append(out, classify(a))
+					it := classify(a)
+					it.of = fmt.Sprintf("the result of call %q", r.ToolCallID)
+					out = append(out, it)
 				}
 			}
 		}
@@ -293,12 +298,13 @@ func (p *parts) add(part chatPart, media bool) {
 	p.media = p.media || media
 }
 
-// content is the parts when one is a media part; else one string (text
-// parts joined, stand-ins set off by a space, as message.TextView does),
-// which every server takes, also one that reads text only.
-func (p *parts) content() any {
+// message is a user message of the parts: its content is the parts when
+// one is a media part; else one string (text parts joined, stand-ins set
+// off by a space, as message.TextView does), which every server takes,
+// also one that reads text only.
+func (p *parts) message() chatMessage {
 	if p.media {
-		return p.list
+		return chatMessage{Role: "user", parts: p.list}
 	}
 	var b strings.Builder
 	for i, part := range p.list {
@@ -307,14 +313,22 @@ func (p *parts) content() any {
 		}
 		b.WriteString(part.Text)
 	}
-	return b.String()
+	text := b.String()
+	return chatMessage{Role: "user", Content: &text}
+}
+
+// partsMessage is a user message whose content is parts, as it goes on
+// the wire.
+type partsMessage struct {
+	Role    string     `json:"role"`
+	Content []chatPart `json:"content"`
 }
 
 func endsSpace(s string) bool { return strings.HasSuffix(s, " ") || strings.HasSuffix(s, "\n") }
 
 // need is a blob a message sends that has not been read yet.
 type need struct {
-	ref, kind, msg string
+	ref, kind, of string
 }
 
 // readBlobs reads the blobs needed, once each, into have.
@@ -324,11 +338,11 @@ func readBlobs(ctx context.Context, blobs model.BlobReader, needs []need, have m
 			continue
 		}
 		if blobs == nil {
-			return fmt.Errorf("openai: message %q holds the %s blob %s, and this host keeps no blobs to read it from", n.msg, n.kind, n.ref)
+			return fmt.Errorf("openai: %s holds the %s blob %s, and this host keeps no blobs to read it from", n.of, n.kind, n.ref)
 		}
 		raw, err := blobs.ReadBlob(ctx, n.ref)
 		if err != nil {
-			return fmt.Errorf("openai: cannot read the %s blob %s of message %q: %w", n.kind, n.ref, n.msg, err)
+			return fmt.Errorf("openai: cannot read the %s blob %s of %s: %w", n.kind, n.ref, n.of, err)
 		}
 		if raw == nil {
 			raw = []byte{}

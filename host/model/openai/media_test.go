@@ -189,6 +189,13 @@ func TestUnreadableBlob(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), img.Blob) || !strings.Contains(err.Error(), "keeps no blobs") {
 		t.Fatalf("error %v: want one saying there is no blob store", err)
 	}
+	call := []message.Message{user("u0", message.TextBlock{Text: "go"}),
+		{ID: "a1", Role: message.RoleAssistant, Content: []message.Block{message.ToolCallBlock{ID: "c1", Name: "shot", Arguments: json.RawMessage(`{}`)}}},
+		{ID: "t1", Role: message.RoleTool, Content: []message.Block{message.ToolResultBlock{ToolCallID: "c1", Content: json.RawMessage(`1`), Attachments: []message.MediaBlock{img}}}}}
+	_, err = m.Generate(ctx, model.Request{ThreadID: "t-broken-tool", Blobs: blobs, Messages: call})
+	if err == nil || !strings.Contains(err.Error(), `image blob `+img.Blob+` of the result of call "c1": disk on fire`) {
+		t.Fatalf("error %v: want one naming the blob and the call", err)
+	}
 	if n := srv.Served(); n != 0 {
 		t.Fatalf("%d requests sent with an unreadable blob", n)
 	}

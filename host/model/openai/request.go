@@ -39,12 +39,25 @@ type chatRequestRest struct {
 
 type chatMessage struct {
 	Role string `json:"role"`
-	// Content is a string, or an array of parts (a user message with
-	// media); nil (null) only for an assistant message with tool calls
-	// and no text, as in OpenAI's own answers.
-	Content    any            `json:"content"`
+	// Content is null only for an assistant message with tool calls and
+	// no text, as in OpenAI's own answers.
+	Content    *string        `json:"content"`
 	ToolCalls  []chatToolCall `json:"tool_calls,omitempty"`
 	ToolCallID string         `json:"tool_call_id,omitempty"`
+	// parts, when set, are a user message's content instead: an array
+	// with media (see wire).
+	parts []chatPart
+}
+
+// wire is the message as encoding/json writes it: itself, or for a user
+// message with media, a partsMessage. (Content is not an interface that
+// is one or the other: encoding/json looks an interface's type up in a
+// shared map for every value, a cost every text message would pay.)
+func (c chatMessage) wire() any {
+	if c.parts != nil {
+		return partsMessage{Role: c.Role, Content: c.parts}
+	}
+	return c
 }
 
 type chatToolCall struct {
@@ -149,10 +162,11 @@ func chatMessagesOf(i int, msg message.Message, s *sender) ([]chatMessage, error
 	switch msg.Role {
 	case message.RoleSystem:
 		text := msg.Text()
-		return []chatMessage{{Role: string(msg.Role), Content: text}}, nil
+		return []chatMessage{{Role: string(msg.Role), Content: &text}}, nil
 	case message.RoleUser:
 		if len(s.items) == 0 {
-			return []chatMessage{{Role: "user", Content: msg.Text()}}, nil
+			text := msg.Text()
+			return []chatMessage{{Role: "user", Content: &text}}, nil
 		}
 		var p parts
 		for _, c := range msg.Content {
@@ -167,7 +181,7 @@ func chatMessagesOf(i int, msg message.Message, s *sender) ([]chatMessage, error
 				p.add(part, media)
 			}
 		}
-		return []chatMessage{{Role: "user", Content: p.content()}}, nil
+		return []chatMessage{p.message()}, nil
 	case message.RoleAssistant:
 		return []chatMessage{assistantMessage(msg)}, nil
 	case message.RoleTool:
@@ -186,10 +200,10 @@ func chatMessagesOf(i int, msg message.Message, s *sender) ([]chatMessage, error
 					p.add(part, media)
 				}
 			}
-			out = append(out, chatMessage{Role: "tool", Content: text, ToolCallID: r.ToolCallID})
+			out = append(out, chatMessage{Role: "tool", Content: &text, ToolCallID: r.ToolCallID})
 		}
 		if len(p.list) > 0 {
-			out = append(out, chatMessage{Role: "user", Content: p.content()})
+			out = append(out, p.message())
 		}
 		return out, nil
 	}
@@ -202,7 +216,7 @@ func assistantMessage(msg message.Message) chatMessage {
 	// OpenAI's own answers carry "content": null next to tool_calls; an
 	// assistant message with neither gets "" rather than nothing.
 	if text != "" || len(calls) == 0 {
-		a.Content = text
+		a.Content = &text
 	}
 	for _, c := range calls {
 		a.ToolCalls = append(a.ToolCalls, chatToolCall{ID: c.ID, Type: "function",
