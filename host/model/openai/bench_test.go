@@ -36,6 +36,17 @@ func build(b *testing.B, m *Model, req model.Request) int {
 	return len(body)
 }
 
+// warm is build off the clock, apart in profiles (pprof -ignore warm).
+//
+//go:noinline
+func warm(b *testing.B, m *Model, req model.Request) { build(b, m, req) }
+
+// timed is build on the clock, apart in profiles and for callgrind's
+// --toggle-collect.
+//
+//go:noinline
+func timed(b *testing.B, m *Model, req model.Request) int { return build(b, m, req) }
+
 // A call on a long text-only thread whose history the Model holds, the
 // thread having gained one message since the last call (every 100 calls
 // the thread starts again from its first n messages, off the clock). The
@@ -52,7 +63,7 @@ func BenchmarkTextThread(b *testing.B) {
 				if k == 0 {
 					b.StopTimer()
 					m = benchModel(b)
-					build(b, m, model.Request{ThreadID: "t", Messages: thread[:n]})
+					warm(b, m, model.Request{ThreadID: "t", Messages: thread[:n]})
 					b.StartTimer()
 				}
 				b.SetBytes(int64(build(b, m, model.Request{ThreadID: "t", Messages: thread[:n+k+1]})))
@@ -94,11 +105,11 @@ func imageTurns(b *testing.B, dir string, turns, every, size int) []message.Mess
 	return out
 }
 
-// Building the request of turn 1 and turn 50 of a thread with an image
-// of 256 KiB every 7 turns (turn 50 brings its own): the turn's messages
-// are encoded, the earlier ones are the thread's history. "whole" builds
-// turn 50 with nothing kept, as a call without a thread id does: every
-// image read and encoded again.
+// Building the request of turn 1, 49 and 50 of a thread with an image
+// of 256 KiB every 7 turns (turn 49 brings none, turn 50 its own): the
+// turn's messages are encoded, the earlier ones are the thread's history.
+// "whole" builds turn 50 with nothing kept, as a call without a thread id
+// does: every image read and encoded again.
 func BenchmarkImageThread(b *testing.B) {
 	const size = 256 << 10
 	dir := b.TempDir()
@@ -111,6 +122,7 @@ func BenchmarkImageThread(b *testing.B) {
 		thread     string
 	}{
 		{"turn-1", nil, turn(1), "t"},
+		{"turn-49", turn(48), turn(49), "t"},
 		{"turn-50", turn(49), turn(50), "t"},
 		{"turn-50-whole", nil, turn(50), ""},
 	} {
@@ -120,10 +132,10 @@ func BenchmarkImageThread(b *testing.B) {
 				b.StopTimer()
 				m := benchModel(b)
 				if c.prev != nil {
-					build(b, m, model.Request{ThreadID: c.thread, Messages: c.prev, Blobs: blobs})
+					warm(b, m, model.Request{ThreadID: c.thread, Messages: c.prev, Blobs: blobs})
 				}
 				b.StartTimer()
-				b.SetBytes(int64(build(b, m, model.Request{ThreadID: c.thread, Messages: c.msgs, Blobs: blobs})))
+				b.SetBytes(int64(timed(b, m, model.Request{ThreadID: c.thread, Messages: c.msgs, Blobs: blobs})))
 			}
 		})
 	}

@@ -253,19 +253,59 @@ func encodeMessage(i int, msg message.Message, s *sender) ([]byte, int, error) {
 		return nil, 0, err
 	}
 	var b bytes.Buffer
-	if s.grow > 0 {
-		b.Grow(s.grow + 256*len(chats))
-	}
 	enc := json.NewEncoder(&b)
 	enc.SetEscapeHTML(false)
+	if s.grow == 0 && !hasParts(chats) {
+		for j, c := range chats {
+			if j > 0 {
+				b.WriteByte(',')
+			}
+			if err := enc.Encode(c); err != nil {
+				return nil, 0, fmt.Errorf("openai: messages[%d]: %w", i, err)
+			}
+			b.Truncate(b.Len() - 1) // Encode's newline
+		}
+		return b.Bytes(), len(chats), nil
+	}
+	// A message with parts: written by hand into one buffer of the right
+	// size, b serving to encode the strings.
+	str := func(out []byte, v string) []byte {
+		b.Reset()
+		_ = enc.Encode(v) // a string always encodes
+		return append(out, b.Bytes()[:b.Len()-1]...)
+	}
+	out := make([]byte, 0, s.grow+512*len(chats))
 	for j, c := range chats {
 		if j > 0 {
-			b.WriteByte(',')
+			out = append(out, ',')
 		}
-		if err := enc.Encode(c.wire()); err != nil {
-			return nil, 0, fmt.Errorf("openai: messages[%d]: %w", i, err)
+		if c.parts == nil {
+			b.Reset()
+			if err := enc.Encode(c); err != nil {
+				return nil, 0, fmt.Errorf("openai: messages[%d]: %w", i, err)
+			}
+			out = append(out, b.Bytes()[:b.Len()-1]...)
+			continue
 		}
-		b.Truncate(b.Len() - 1) // Encode's newline
+		out = append(out, `{"role":`...)
+		out = str(out, c.Role)
+		out = append(out, `,"content":[`...)
+		for k, p := range c.parts {
+			if k > 0 {
+				out = append(out, ',')
+			}
+			out = appendPart(out, p, str)
+		}
+		out = append(out, "]}"...)
 	}
-	return b.Bytes(), len(chats), nil
+	return out, len(chats), nil
+}
+
+func hasParts(chats []chatMessage) bool {
+	for _, c := range chats {
+		if c.parts != nil {
+			return true
+		}
+	}
+	return false
 }

@@ -187,27 +187,61 @@ func audioFormat(mime string) string {
 	return ""
 }
 
-// chatPart is one part of a message's content array.
+// chatPart is one part of a user message's content array. A media part
+// holds its bytes, which appendPart writes in base64 straight into the
+// message's encoding: once, with no string built on the way and no
+// encoding/json scan of megabytes that need no escaping.
 type chatPart struct {
-	Type       string          `json:"type"`
-	Text       string          `json:"text,omitempty"`
-	ImageURL   *chatImageURL   `json:"image_url,omitempty"`
-	File       *chatFile       `json:"file,omitempty"`
-	InputAudio *chatInputAudio `json:"input_audio,omitempty"`
+	Type     string // "text", "image_url", "file" or "input_audio"
+	Text     string // a text part's text
+	URL      string // an image_url part's url, when it names one
+	MIME     string // the type of a data: URL (image_url, file)
+	Data     []byte // the bytes of an image_url, file or input_audio part
+	Filename string // a file part's
+	Format   string // an input_audio part's: "wav" or "mp3"
 }
 
-type chatImageURL struct {
-	URL string `json:"url"` // a data: URL, or the https URL the block named
+// appendPart writes p as encoding/json writes the part of OpenAI's wire
+// format (TestHistoriesEncodeMediaAsTheWholeThreadWould checks the two
+// agree); str writes a JSON string.
+func appendPart(b []byte, p chatPart, str func([]byte, string) []byte) []byte {
+	switch p.Type {
+	case "text":
+		b = append(b, `{"type":"text","text":`...)
+		b = str(b, p.Text)
+	case "image_url":
+		b = append(b, `{"type":"image_url","image_url":{"url":`...)
+		if p.Data == nil {
+			b = str(b, p.URL)
+		} else {
+			b = appendDataURL(b, p.MIME, p.Data)
+		}
+		b = append(b, '}')
+	case "file":
+		b = append(b, `{"type":"file","file":{"filename":`...)
+		b = str(b, p.Filename)
+		b = append(b, `,"file_data":`...)
+		b = appendDataURL(b, p.MIME, p.Data)
+		b = append(b, '}')
+	case "input_audio":
+		b = append(b, `{"type":"input_audio","input_audio":{"data":"`...)
+		b = base64.StdEncoding.AppendEncode(b, p.Data)
+		b = append(b, `","format":`...)
+		b = str(b, p.Format)
+		b = append(b, '}')
+	}
+	return append(b, '}')
 }
 
-type chatFile struct {
-	Filename string `json:"filename"`
-	FileData string `json:"file_data"` // a data: URL
-}
-
-type chatInputAudio struct {
-	Data   string `json:"data"` // base64, no data: prefix
-	Format string `json:"format"`
+// appendDataURL writes "data:<mime>;base64,<data>" as a JSON string. The
+// type is one of the few the provider sends (imageMIME, a PDF's), which
+// need no escaping.
+func appendDataURL(b []byte, mime string, data []byte) []byte {
+	b = append(b, `"data:`...)
+	b = append(b, mime...)
+	b = append(b, `;base64,`...)
+	b = base64.StdEncoding.AppendEncode(b, data)
+	return append(b, '"')
 }
 
 // sender turns one message's media blocks into parts, knowing which the
@@ -235,7 +269,7 @@ func (s *sender) part(b message.MediaBlock) (chatPart, bool, error) {
 	case k < s.cut:
 		return standInPart(b, leftOut), false, nil
 	case b.URL != "": // an image (classify sends no other by url)
-		return chatPart{Type: "image_url", ImageURL: &chatImageURL{URL: b.URL}}, true, nil
+		return chatPart{Type: "image_url", URL: b.URL}, true, nil
 	}
 	raw := b.Data
 	if raw == nil {
@@ -250,33 +284,20 @@ func (s *sender) part(b message.MediaBlock) (chatPart, bool, error) {
 	s.grow += base64.StdEncoding.EncodedLen(len(raw)) + 64
 	switch it.kind {
 	case imagePart:
-		return chatPart{Type: "image_url", ImageURL: &chatImageURL{URL: dataURL(imageMIME(b.MimeType), raw)}}, true, nil
+		return chatPart{Type: "image_url", MIME: imageMIME(b.MimeType), Data: raw}, true, nil
 	case filePart:
 		name := b.Filename
 		if name == "" {
 			name = "document.pdf"
 		}
-		return chatPart{Type: "file", File: &chatFile{Filename: name, FileData: dataURL("application/pdf", raw)}}, true, nil
+		return chatPart{Type: "file", Filename: name, MIME: "application/pdf", Data: raw}, true, nil
 	default:
-		return chatPart{Type: "input_audio", InputAudio: &chatInputAudio{Data: base64.StdEncoding.EncodeToString(raw), Format: audioFormat(b.MimeType)}}, true, nil
+		return chatPart{Type: "input_audio", Data: raw, Format: audioFormat(b.MimeType)}, true, nil
 	}
 }
 
 func standInPart(b message.MediaBlock, why string) chatPart {
 	return chatPart{Type: "text", Text: strings.TrimSuffix(b.Describe(), "]") + ": " + why + "]"}
-}
-
-// dataURL is "data:<mime>;base64,<raw in base64>", built in one buffer.
-func dataURL(mime string, raw []byte) string {
-	var b strings.Builder
-	b.Grow(len("data:;base64,") + len(mime) + base64.StdEncoding.EncodedLen(len(raw)))
-	b.WriteString("data:")
-	b.WriteString(mime)
-	b.WriteString(";base64,")
-	w := base64.NewEncoder(base64.StdEncoding, &b)
-	_, _ = w.Write(raw) // a strings.Builder does not fail
-	_ = w.Close()
-	return b.String()
 }
 
 // parts builds a message's content: text parts and media parts in the
@@ -315,13 +336,6 @@ func (p *parts) message() chatMessage {
 	}
 	text := b.String()
 	return chatMessage{Role: "user", Content: &text}
-}
-
-// partsMessage is a user message whose content is parts, as it goes on
-// the wire.
-type partsMessage struct {
-	Role    string     `json:"role"`
-	Content []chatPart `json:"content"`
 }
 
 func endsSpace(s string) bool { return strings.HasSuffix(s, " ") || strings.HasSuffix(s, "\n") }

@@ -45,19 +45,8 @@ type chatMessage struct {
 	ToolCalls  []chatToolCall `json:"tool_calls,omitempty"`
 	ToolCallID string         `json:"tool_call_id,omitempty"`
 	// parts, when set, are a user message's content instead: an array
-	// with media (see wire).
+	// with media, written by appendPart.
 	parts []chatPart
-}
-
-// wire is the message as encoding/json writes it: itself, or for a user
-// message with media, a partsMessage. (Content is not an interface that
-// is one or the other: encoding/json looks an interface's type up in a
-// shared map for every value, a cost every text message would pay.)
-func (c chatMessage) wire() any {
-	if c.parts != nil {
-		return partsMessage{Role: c.Role, Content: c.parts}
-	}
-	return c
 }
 
 type chatToolCall struct {
