@@ -191,8 +191,11 @@ func New(cfg Config) (*Model, error) {
 	// ANTHROPIC_AUTH_TOKEN, ANTHROPIC_BASE_URL, ANTHROPIC_CUSTOM_HEADERS or
 	// the profile files under the user's config folder, so no key, header
 	// or server reaches a request the config did not mean it for.
+	// WithoutOpenTelemetry: the SDK opens no span of its own and sends no
+	// trace context; the host traces its model calls itself.
 	opts := []option.RequestOption{
 		option.WithoutEnvironmentDefaults(),
+		option.WithoutOpenTelemetry(),
 		option.WithBaseURL(m.baseURL + "/"),
 		option.WithHTTPClient(hc),
 		option.WithMaxRetries(cfg.MaxRetries),
