@@ -56,18 +56,23 @@
 // (capped at 8s, with jitter), or exactly the wait the server asks for in
 // retry-after-ms or retry-after when it is at most two minutes; a longer
 // requested wait ends the retries with the server's error. The server's
-// x-should-retry header overrides the status. Timeout bounds each attempt,
-// the whole stream included; an attempt that times out is retried like a
-// dropped connection. A stream is never retried once it has started.
+// x-should-retry header overrides the status. An error event before the
+// answer's first delta (Anthropic's servers send overloaded_error so when
+// busy) is retried as its status would be; once the answer has begun, a
+// stream is never retried. Timeout bounds each attempt, the whole stream
+// included; an attempt that times out is retried like a dropped
+// connection.
 package anthropic
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"mime"
 	"net"
 	"net/http"
 	"net/url"
@@ -322,6 +327,9 @@ func (m *Model) attempt(req *http.Request, next option.MiddlewareNext) (*http.Re
 		cancel()
 		return res, err
 	}
+	if res.StatusCode < 300 {
+		peekStream(res)
+	}
 	if res.StatusCode >= 400 {
 		normaliseError(res)
 		if wait, ok := retryAfter(res.Header); ok && wait > maxRetryAfter {
@@ -332,6 +340,86 @@ func (m *Model) attempt(req *http.Request, next option.MiddlewareNext) (*http.Re
 	}
 	res.Body = &cancelOnClose{ReadCloser: res.Body, cancel: cancel}
 	return res, nil
+}
+
+// peekMax bounds what peekStream reads ahead.
+const peekMax = 64 << 10
+
+// peekStream reads a streamed answer up to its first content delta. An
+// error event before it (Anthropic's servers answer 200 and then send
+// overloaded_error as an event when they are busy) means nothing has been
+// said, so the answer becomes the error status the event stands for, and
+// the SDK's retry loop retries it like any other: one retry mechanism,
+// one count of attempts. Whatever was read is handed on unchanged
+// otherwise.
+func peekStream(res *http.Response) {
+	if mt, _, _ := mime.ParseMediaType(res.Header.Get("Content-Type")); mt != "text/event-stream" {
+		return
+	}
+	br := bufio.NewReaderSize(res.Body, 4096)
+	var seen bytes.Buffer
+	var name string
+	var data bytes.Buffer
+	for seen.Len() < peekMax {
+		line, err := br.ReadSlice('\n')
+		seen.Write(line)
+		if err != nil {
+			break // a long line, the end or a broken stream: the reader will say
+		}
+		line = bytes.TrimRight(line, "\r\n")
+		if len(line) > 0 {
+			field, value, _ := bytes.Cut(line, []byte(":"))
+			value = bytes.TrimPrefix(value, []byte(" "))
+			switch string(field) {
+			case "event":
+				name = string(value)
+			case "data":
+				data.Write(value)
+			}
+			continue
+		}
+		if name == "" && data.Len() > 0 {
+			var probe struct {
+				Type string `json:"type"`
+			}
+			_ = json.Unmarshal(data.Bytes(), &probe)
+			name = probe.Type
+		}
+		switch name {
+		case "content_block_delta", "message_delta", "message_stop":
+			res.Body = &replayBody{Reader: io.MultiReader(bytes.NewReader(seen.Bytes()), br), Closer: res.Body}
+			return
+		case "error":
+			var ev struct {
+				Error struct {
+					Type    string `json:"type"`
+					Message string `json:"message"`
+				} `json:"error"`
+			}
+			_ = json.Unmarshal(data.Bytes(), &ev)
+			status := map[string]int{"overloaded_error": statusOverloaded, "api_error": http.StatusInternalServerError, "rate_limit_error": http.StatusTooManyRequests}[ev.Error.Type]
+			if status == 0 {
+				break
+			}
+			body, _ := json.Marshal(map[string]any{"type": "error", "error": map[string]string{"type": ev.Error.Type,
+				"message": strings.TrimRight(ev.Error.Message, ". ") + " (an error event before the answer began)"}})
+			_ = res.Body.Close()
+			res.StatusCode, res.Status = status, fmt.Sprintf("%d %s", status, errorType(status))
+			res.Header.Set("Content-Type", "application/json")
+			res.Body, res.ContentLength = io.NopCloser(bytes.NewReader(body)), int64(len(body))
+			return
+		}
+		name = ""
+		data.Reset()
+	}
+	res.Body = &replayBody{Reader: io.MultiReader(bytes.NewReader(seen.Bytes()), br), Closer: res.Body}
+}
+
+// replayBody is a body whose start was read ahead: what was read, then the
+// rest.
+type replayBody struct {
+	io.Reader
+	io.Closer
 }
 
 // retryAfter is the wait the server asks for, as the SDK reads it:

@@ -180,7 +180,7 @@ func TestStreamShapes(t *testing.T) {
 		"JSON instead":          {anthropictest.Reply{Text: "ok", JSON: true}, ""},
 		"cut off":               {anthropictest.Reply{Text: "ok", StopAfter: 4}, "before the model finished"},
 		"malformed event":       {anthropictest.Malformed(), "malformed stream event 4"},
-		"error event":           {anthropictest.Reply{Text: "ok", StreamError: &anthropictest.APIError{Type: "overloaded_error", Message: "Overloaded"}, ErrorAfter: 2}, "in the middle of the stream (event 4): Overloaded (overloaded_error); Anthropic's servers are overloaded"},
+		"error event":           {anthropictest.Reply{Text: "ok", StreamError: &anthropictest.APIError{Type: "overloaded_error", Message: "Overloaded"}, ErrorAfter: 3}, "in the middle of the stream (event 5): Overloaded (overloaded_error); Anthropic's servers are overloaded"},
 		"delta of no block":     {anthropictest.Reply{Events: []anthropictest.Event{{Name: "content_block_delta", Data: `{"type":"content_block_delta","index":3,"delta":{"type":"text_delta","text":"x"}}`}}}, "never started"},
 		"text delta into a use": {anthropictest.Reply{Events: []anthropictest.Event{{Name: "content_block_start", Data: `{"type":"content_block_start","index":0,"content_block":{"type":"tool_use","id":"t","name":"add","input":{}}}`}, {Name: "content_block_delta", Data: `{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"x"}}`}}}, "a text_delta for content block 0, a tool_use block"},
 		"JSON not a message":    {anthropictest.Reply{Body: `{"choices":[]}`}, "not a Messages API message"},
@@ -234,6 +234,28 @@ func TestRetries(t *testing.T) {
 		_, err := newModel(t, srv).Generate(ctx, userReq("hi"))
 		if err == nil || !strings.Contains(err.Error(), "529 Overloaded (after 3 attempts): Overloaded. Anthropic's servers are overloaded") {
 			t.Fatalf("error %v", err)
+		}
+	})
+	t.Run("an error event before the answer began", func(t *testing.T) {
+		overloaded := anthropictest.Reply{Text: "lost", StreamError: &anthropictest.APIError{Type: "overloaded_error", Message: "Overloaded"}, ErrorAfter: 2}
+		srv := anthropictest.NewServer(t, overloaded, anthropictest.Reply{Text: "finally", Split: 2})
+		var d deltas
+		resp, err := newModel(t, srv).Generate(ctx, streaming(userReq("hi"), &d))
+		if err != nil || resp.Message.Text() != "finally" || strings.Join(d.got, "") != "finally" || srv.Served() != 2 {
+			t.Fatalf("%q (deltas %q) %v after %d requests", resp.Message.Text(), d.got, err, srv.Served())
+		}
+		srv = anthropictest.NewServer(t, overloaded, overloaded, overloaded)
+		_, err = newModel(t, srv).Generate(ctx, userReq("hi"))
+		if err == nil || !strings.Contains(err.Error(), "529 Overloaded (after 3 attempts): Overloaded (an error event before the answer began)") {
+			t.Fatalf("error %v", err)
+		}
+	})
+	t.Run("an error event once the answer began is not retried", func(t *testing.T) {
+		srv := anthropictest.NewServer(t, anthropictest.Reply{Text: "said", StreamError: &anthropictest.APIError{Type: "overloaded_error", Message: "Overloaded"}, ErrorAfter: 3}, anthropictest.Text("never"))
+		var d deltas
+		_, err := newModel(t, srv).Generate(ctx, streaming(userReq("hi"), &d))
+		if err == nil || srv.Served() != 1 || strings.Join(d.got, "") != "said" {
+			t.Fatalf("error %v after %d requests, deltas %q", err, srv.Served(), d.got)
 		}
 	})
 	t.Run("x-should-retry false", func(t *testing.T) {
