@@ -37,12 +37,15 @@
 //
 // # What it reads
 //
-// Every call is streamed (the API's SSE events: message_start,
-// content_block_start/delta/stop, message_delta, message_stop, ping,
-// error): text_delta pieces go to OnDelta as they arrive, a tool_use
-// block's input is assembled from its input_json_delta pieces, usage is
-// taken from message_start and message_delta. A server that ignores
-// "stream" and answers with one JSON message is accepted. Thinking blocks
+// A request with OnDelta set is streamed (the API's SSE events:
+// message_start, content_block_start/delta/stop, message_delta,
+// message_stop, ping, error): text_delta pieces go to OnDelta as they
+// arrive, a tool_use block's input is assembled from its input_json_delta
+// pieces, usage is taken from message_start and message_delta. A request
+// without OnDelta is one plain JSON round trip, unless max_tokens is over
+// 21,333 (the SDK's rule: such an answer may outlast an idle connection),
+// when it is streamed too. A server that answers a stream with one JSON
+// message, or JSON with a stream, is understood. Thinking blocks
 // are not shown and not kept. The stop reason decides what the answer is:
 // end_turn, tool_use, stop_sequence and pause_turn end a normal answer;
 // max_tokens or model_context_window_exceeded in the middle of a tool call
@@ -278,8 +281,9 @@ func (m *Model) String() string {
 	return fmt.Sprintf("anthropic model %s at %s", m.name, m.baseURL)
 }
 
-// Generate implements model.ChatModel. The answer is always streamed;
-// req.OnDelta, when set, gets its text as it comes.
+// Generate implements model.ChatModel: it streams when req.OnDelta is set
+// (or max_tokens is too large for one plain answer) and makes one plain
+// request otherwise.
 func (m *Model) Generate(ctx context.Context, req model.Request) (model.Response, error) {
 	body, err := m.request(req)
 	if err != nil {
@@ -287,7 +291,7 @@ func (m *Model) Generate(ctx context.Context, req model.Request) (model.Response
 	}
 	attempts := new(atomic.Int32)
 	ctx = context.WithValue(ctx, attemptsKey{}, attempts)
-	resp, err := m.stream(ctx, body, req.OnDelta)
+	resp, err := m.call(ctx, body, streams(req, m.maxTokens), req.OnDelta)
 	if err != nil {
 		return model.Response{}, m.explain(ctx, err, int(attempts.Load()))
 	}

@@ -63,6 +63,23 @@ var (
 		Parameters: json.RawMessage(`{"type":"object","properties":{},"required":[]}`)}
 )
 
+// Without OnDelta the call is one plain JSON round trip; with a max_tokens
+// too large for one, it is streamed all the same.
+func TestPlainUnlessLong(t *testing.T) {
+	srv := anthropictest.NewServer(t, anthropictest.Reply{Text: "Hello there.", Usage: &anthropictest.Usage{InputTokens: 12, OutputTokens: 3}}, anthropictest.Text("long"))
+	resp, err := newModel(t, srv).Generate(ctx, userReq("hi"))
+	if err != nil || resp.Message.Text() != "Hello there." || resp.Usage != (model.Usage{InputTokens: 12, OutputTokens: 3}) {
+		t.Fatalf("%+v %v", resp, err)
+	}
+	resp, err = newModel(t, srv, func(c *anthropic.Config) { c.MaxTokens = 64000 }).Generate(ctx, userReq("hi"))
+	if err != nil || resp.Message.Text() != "long" {
+		t.Fatalf("%+v %v", resp, err)
+	}
+	if r := srv.Requests(); r[0].Stream || r[0].Header.Get("Accept") != "application/json" || !r[1].Stream || r[1].MaxTokens != 64000 {
+		t.Fatalf("streamed: %v then %v (max_tokens %d)", r[0].Stream, r[1].Stream, r[1].MaxTokens)
+	}
+}
+
 func TestStreamingText(t *testing.T) {
 	const text = "Streaming works, one small piece at a time — even ünïcode."
 	srv := anthropictest.NewServer(t, anthropictest.Reply{Text: text, Split: 4, Ping: true,
@@ -91,8 +108,7 @@ func TestStreamingText(t *testing.T) {
 	}
 }
 
-// Without OnDelta the call streams all the same, and thinking is neither
-// shown nor kept.
+// Thinking is neither shown nor kept.
 func TestWithoutOnDeltaAndThinking(t *testing.T) {
 	srv := anthropictest.NewServer(t, anthropictest.Reply{Thinking: "secret reasoning", Text: "Hello."})
 	resp, err := newModel(t, srv).Generate(ctx, userReq("hi"))
@@ -130,7 +146,7 @@ func TestToolUses(t *testing.T) {
 // the model's text, for the ToolNode to answer with an error result.
 func TestInvalidInputIsKept(t *testing.T) {
 	srv := anthropictest.NewServer(t, anthropictest.ToolUses(anthropictest.Use("toolu_1", "add", `{"a": 2, "b": `)))
-	resp, err := newModel(t, srv).Generate(ctx, userReq("add", addTool))
+	resp, err := newModel(t, srv).Generate(ctx, streaming(userReq("add", addTool), &deltas{}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -245,7 +261,7 @@ func TestRetries(t *testing.T) {
 			t.Fatalf("%q (deltas %q) %v after %d requests", resp.Message.Text(), d.got, err, srv.Served())
 		}
 		srv = anthropictest.NewServer(t, overloaded, overloaded, overloaded)
-		_, err = newModel(t, srv).Generate(ctx, userReq("hi"))
+		_, err = newModel(t, srv).Generate(ctx, streaming(userReq("hi"), &deltas{}))
 		if err == nil || !strings.Contains(err.Error(), "529 Overloaded (after 3 attempts): Overloaded (an error event before the answer began)") {
 			t.Fatalf("error %v", err)
 		}

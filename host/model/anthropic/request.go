@@ -59,12 +59,29 @@ type fragment struct {
 	blocks []byte
 }
 
-// request builds the body of req's call: the model, max_tokens, stream,
+// request builds the body of req's call: the model, max_tokens, stream
+// (when streams says so),
 // the system blocks, the messages (merged into alternating turns) and the
 // tools, in that order. The thread is rewritten for the model
 // (message.ForModel) first, and each message's encoding is kept per thread
 // (history.go).
 func (m *Model) request(req model.Request) ([]byte, error) {
+	return m.requestBody(req, streams(req, m.maxTokens))
+}
+
+// nonStreamingMaxTokens is the largest max_tokens asked for without a
+// stream: the SDK's own rule (a longer answer may outlast the 10 minutes a
+// network keeps an idle connection), which it enforces on its non-streaming
+// method.
+const nonStreamingMaxTokens = 128000 / 6
+
+// streams reports whether req's call is streamed: when the caller wants the
+// text as it comes, or the answer may take long.
+func streams(req model.Request, maxTokens int) bool {
+	return req.OnDelta != nil || maxTokens > nonStreamingMaxTokens
+}
+
+func (m *Model) requestBody(req model.Request, stream bool) ([]byte, error) {
 	frags, err := m.fragments(req.ThreadID, req.Messages)
 	if err != nil {
 		return nil, err
@@ -87,14 +104,14 @@ func (m *Model) request(req model.Request) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	return assemble(name, m.maxTokens, frags, tools)
+	return assemble(name, m.maxTokens, stream, frags, tools)
 }
 
 // assemble writes the body. System fragments before the first other one
 // are the top-level "system"; a later one is user text. Consecutive
 // fragments of one role are one turn; fragments without blocks are left
 // out.
-func assemble(name []byte, maxTokens int, frags []fragment, tools []byte) ([]byte, error) {
+func assemble(name []byte, maxTokens int, stream bool, frags []fragment, tools []byte) ([]byte, error) {
 	n := len(name) + len(tools) + 96
 	for _, f := range frags {
 		n += len(f.blocks) + 32
@@ -104,7 +121,9 @@ func assemble(name []byte, maxTokens int, frags []fragment, tools []byte) ([]byt
 	out = append(out, name...)
 	out = append(out, `,"max_tokens":`...)
 	out = strconv.AppendInt(out, int64(maxTokens), 10)
-	out = append(out, `,"stream":true`...)
+	if stream {
+		out = append(out, `,"stream":true`...)
+	}
 
 	i := 0
 	for ; i < len(frags) && (frags[i].role == roleSystem || len(frags[i].blocks) == 0); i++ {

@@ -69,7 +69,10 @@ func TestRequestMapping(t *testing.T) {
 		text(message.RoleUser, "u3", "thanks"),
 	}
 	tools := []sdk.ToolSpec{{Name: "add", Description: "Add.", Parameters: json.RawMessage(`{"type":"object","properties":{"b":{"type":"number"},"a":{"type":"number"}}}`)}, {Name: "read_clipboard"}}
-	raw := body(t, m, model.Request{Messages: thread, Tools: tools})
+	raw := body(t, m, model.Request{Messages: thread, Tools: tools, OnDelta: func(string) {}})
+	if plain := body(t, m, model.Request{Messages: thread, Tools: tools}); bytes.Contains(plain, []byte(`"stream"`)) || !bytes.Equal(plain, bytes.Replace(raw, []byte(`,"stream":true`), nil, 1)) {
+		t.Fatalf("without OnDelta: %s\nwant the same body without a stream", plain)
+	}
 
 	var p anth.MessageNewParams
 	if err := json.Unmarshal(raw, &p); err != nil {

@@ -22,11 +22,15 @@ import (
 // messagesPath is where the Messages API answers, under the base URL.
 const messagesPath = "v1/messages"
 
-// stream sends the request and assembles the answer from its events,
-// passing text to onDelta (when set) as it comes.
-func (m *Model) stream(ctx context.Context, body []byte, onDelta func(string)) (model.Response, error) {
+// call sends the request and assembles the answer, from its events when it
+// is streamed, passing text to onDelta (when set) as it comes.
+func (m *Model) call(ctx context.Context, body []byte, stream bool, onDelta func(string)) (model.Response, error) {
 	var res *http.Response
-	if err := m.client.Post(ctx, messagesPath, body, &res, option.WithHeader("Accept", "text/event-stream")); err != nil {
+	accept := "application/json"
+	if stream {
+		accept = "text/event-stream"
+	}
+	if err := m.client.Post(ctx, messagesPath, body, &res, option.WithHeader("Accept", accept)); err != nil {
 		return model.Response{}, err
 	}
 	if res == nil || res.Body == nil {
@@ -39,8 +43,9 @@ func (m *Model) stream(ctx context.Context, body []byte, onDelta func(string)) (
 	b := builder{maxTokens: m.maxTokens}
 
 	if mt, _, _ := mime.ParseMediaType(res.Header.Get("Content-Type")); mt == "application/json" {
-		// The server ignored "stream": take the whole message at once.
-		if err := b.whole(res.Body, onDelta); err != nil {
+		// A plain answer, or a server that ignored "stream": the whole
+		// message at once.
+		if err := b.whole(res.Body, stream, onDelta); err != nil {
 			return model.Response{}, err
 		}
 		return b.response()
@@ -256,7 +261,7 @@ func (b *builder) count(u *wireUsage) {
 const maxAnswer = 64 << 20
 
 // whole reads a non-streamed answer: one message object.
-func (b *builder) whole(body io.Reader, onDelta func(string)) error {
+func (b *builder) whole(body io.Reader, streamed bool, onDelta func(string)) error {
 	data, err := io.ReadAll(io.LimitReader(body, maxAnswer+1))
 	if err != nil {
 		return fmt.Errorf("reading the answer: %w", err)
@@ -274,7 +279,11 @@ func (b *builder) whole(body io.Reader, onDelta func(string)) error {
 		if err == nil {
 			err = fmt.Errorf("type %q, want \"message\"", msg.Type)
 		}
-		return protocolErrorf("asked for a stream, got JSON, and the answer is not a Messages API message (%v): %s", err, excerpt(data))
+		what := ""
+		if streamed {
+			what = "asked for a stream, got JSON, and "
+		}
+		return protocolErrorf("%sthe answer is not a Messages API message (%v): %s", what, err, excerpt(data))
 	}
 	for i, cb := range msg.Content {
 		if err := b.start(i, cb, onDelta); err != nil {
