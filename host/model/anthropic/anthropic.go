@@ -574,6 +574,9 @@ func (m *Model) hint(status int, msg string) string {
 		if strings.Contains(msg, "max_tokens") {
 			return fmt.Sprintf(". tenxgraph sent max_tokens %d: set model.max_tokens to what the model allows", m.maxTokens)
 		}
+		if strings.Contains(msg, "thinking") {
+			return ". tenxgraph keeps no thinking blocks in the thread, so a model that must get its thinking back with its tool results cannot run tools here yet: use a model that does not think unless asked"
+		}
 	case http.StatusRequestEntityTooLarge:
 		return ". The thread is larger than the API takes in one request"
 	case http.StatusTooManyRequests:

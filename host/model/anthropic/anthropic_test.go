@@ -327,6 +327,13 @@ func TestErrorMessages(t *testing.T) {
 			t.Fatalf("error %v", err)
 		}
 	})
+	t.Run("400 on thinking blocks", func(t *testing.T) {
+		srv := anthropictest.NewServer(t, anthropictest.Status(http.StatusBadRequest, "messages.1.content.0.type: Expected `thinking` or `redacted_thinking`, but found `tool_use`"))
+		_, err := newModel(t, srv).Generate(ctx, userReq("hi"))
+		if err == nil || !strings.Contains(err.Error(), "but found `tool_use`. tenxgraph keeps no thinking blocks in the thread") {
+			t.Fatalf("error %v", err)
+		}
+	})
 	t.Run("404", func(t *testing.T) {
 		srv := anthropictest.NewServer(t, anthropictest.Status(http.StatusNotFound, "model: claude-nope"))
 		_, err := newModel(t, srv).Generate(ctx, userReq("hi"))
