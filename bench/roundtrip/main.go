@@ -18,9 +18,11 @@
 //     reporting the server's peak RSS against the cache's budget.
 //
 // The model is the quickstart's scripted model in the server (-model
-// scripted) or the OpenAI provider talking to the openaitest command, an
-// OpenAI-compatible server in its own process (-model openai), whose
-// connections and CPU are reported too.
+// scripted), the OpenAI provider talking to the openaitest command, an
+// OpenAI-compatible server in its own process (-model openai), or the
+// anthropic provider talking to the anthropictest command, a Messages API
+// server (-model anthropic); the model server's connections and CPU are
+// reported too.
 //
 // -idle-poll keeps idle CPUs polling for the run: what is left is the
 // processes' own work, without the machine's cost of waking a sleeping CPU
@@ -68,6 +70,7 @@ import (
 
 type options struct {
 	bin, model, modelBin, cpuProfile, modelProfile string
+	anthropicBin                                   string
 	store, durability                              string
 	replicas                                       int
 	idlePoll                                       bool
@@ -79,10 +82,11 @@ type options struct {
 func main() {
 	var o options
 	flag.StringVar(&o.bin, "bin", "", "the tenxgraph binary (default: build one)")
-	flag.StringVar(&o.model, "model", "scripted", `the model: "scripted" (in the server) or "openai" (the OpenAI provider and the openaitest command in its own process)`)
+	flag.StringVar(&o.model, "model", "scripted", `the model: "scripted" (in the server), "openai" (the OpenAI provider and the openaitest command in its own process) or "anthropic" (the anthropic provider and the anthropictest command)`)
 	flag.StringVar(&o.modelBin, "openaitest", "", "the openaitest binary for -model openai (default: build one)")
+	flag.StringVar(&o.anthropicBin, "anthropictest", "", "the anthropictest binary for -model anthropic (default: build one)")
 	flag.StringVar(&o.cpuProfile, "cpuprofile", "", "write a CPU profile of the server (tenxgraph serve --cpuprofile) to this file")
-	flag.StringVar(&o.modelProfile, "model-cpuprofile", "", "with -model openai, write a CPU profile of the model server (openaitest -cpuprofile) to this file")
+	flag.StringVar(&o.modelProfile, "model-cpuprofile", "", "with -model openai or anthropic, write a CPU profile of the model server (openaitest or anthropictest -cpuprofile) to this file")
 	flag.DurationVar(&o.seq, "seq", 5*time.Second, "how long to run the sequential measurement")
 	flag.DurationVar(&o.dur, "d", 10*time.Second, "how long to run the concurrent measurement")
 	flag.IntVar(&o.conc, "c", 100, "threads in flight in the concurrent measurement")
@@ -120,7 +124,7 @@ type bench struct {
 	srv      *exec.Cmd
 	base     string
 	client   *http.Client
-	model    *exec.Cmd // the openaitest process, or nil
+	model    *exec.Cmd // the openaitest or anthropictest process, or nil
 	modelURL string
 	next     atomic.Int64
 	prefix   string // of thread ids, new for every run (a database may outlive it)
@@ -164,10 +168,14 @@ func run(o options) error {
 		if err := os.WriteFile(filepath.Join(dir, "script.json"), script, 0o600); err != nil {
 			return err
 		}
-	case "openai":
+	case "openai", "anthropic":
+		name := o.model + "test"
+		if o.model == "anthropic" {
+			o.modelBin = o.anthropicBin
+		}
 		if o.modelBin == "" {
-			o.modelBin = filepath.Join(dir, "openaitest")
-			if err := build(o.modelBin, "./host/model/openai/openaitest/cmd/openaitest"); err != nil {
+			o.modelBin = filepath.Join(dir, name)
+			if err := build(o.modelBin, "./host/model/"+o.model+"/"+name+"/cmd/"+name); err != nil {
 				return err
 			}
 		}
@@ -177,11 +185,11 @@ func run(o options) error {
 		}
 		b.model = exec.Command(o.modelBin, margs...)
 		if b.modelURL, err = procfs.StartAndRead(b.model, `listening on (http://\S+)`); err != nil {
-			return fmt.Errorf("openaitest: %w", err)
+			return fmt.Errorf("%s: %w", name, err)
 		}
-		modelCfg = `{"provider": "openai", "model": "test-model", "base_url": "` + b.modelURL + `"}`
+		modelCfg = `{"provider": "` + o.model + `", "model": "test-model", "base_url": "` + b.modelURL + `"}`
 	default:
-		return fmt.Errorf("-model %q: want scripted or openai", o.model)
+		return fmt.Errorf("-model %q: want scripted, openai or anthropic", o.model)
 	}
 	durability := ""
 	if o.durability != "" {
