@@ -178,12 +178,15 @@ func hostIDs(t *testing.T, msgs []message.Message, modelIDs ...string) map[strin
 }
 
 // withHostIDs rewrites the model's ids in s (ids of one length, none a part of
-// another) as the engine named them.
+// another) as the engine named them, in one pass over s: a host id may
+// contain a model id ("c2" in "call_c29610…"), which a second pass would
+// rewrite again.
 func withHostIDs(ids map[string]string, s string) string {
+	var pairs []string
 	for model, host := range ids {
-		s = strings.ReplaceAll(s, model, host)
+		pairs = append(pairs, model, host)
 	}
-	return s
+	return strings.NewReplacer(pairs...).Replace(s)
 }
 
 // A server tool and a remote tool in one step: the server tool finishes and

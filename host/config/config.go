@@ -56,6 +56,13 @@ const (
 	DefaultMaxRetries = 2
 	// DefaultAPIKeyEnv is where every OpenAI client looks for the key.
 	DefaultAPIKeyEnv = "OPENAI_API_KEY"
+	// DefaultAnthropicAPIKeyEnv is where Anthropic's clients look for the
+	// key.
+	DefaultAnthropicAPIKeyEnv = "ANTHROPIC_API_KEY"
+	// DefaultMaxTokens is the anthropic provider's max_tokens when the
+	// config sets none: the Messages API requires one, and every current
+	// Claude model allows this much output.
+	DefaultMaxTokens = 8192
 	// DefaultSQLitePath is relative to the config's folder, so state stays
 	// with the project rather than with the shell's current directory.
 	DefaultSQLitePath = ".tenxgraph/state.db"
@@ -243,18 +250,25 @@ func (c *checker) providerSettings(o field) ProviderSettings {
 // Model configures the chat model.
 type Model struct {
 	// Provider is "openai" (any OpenAI-compatible endpoint: OpenAI,
-	// Ollama, vLLM, llama.cpp, LM Studio) or "scripted" (deterministic
-	// rules from Script, for demos and tests that must run offline).
+	// Ollama, vLLM, llama.cpp, LM Studio), "anthropic" (Anthropic's
+	// Messages API, or a server that speaks it) or "scripted"
+	// (deterministic rules from Script, for demos and tests that must run
+	// offline).
 	Provider string
-	// Model is the model name sent to the endpoint; required for openai,
-	// where there is no sensible guess.
+	// Model is the model name sent to the endpoint; required for openai
+	// and anthropic, where there is no sensible guess.
 	Model string
-	// BaseURL is empty for OpenAI's own endpoint (OPENAI_BASE_URL may
-	// override it at run time).
+	// BaseURL is empty for the provider's own endpoint (OPENAI_BASE_URL
+	// or ANTHROPIC_BASE_URL may override it at run time). Anthropic's is
+	// the API root, without /v1.
 	BaseURL string
 	// APIKeyEnv names the environment variable holding the key (default
-	// OPENAI_API_KEY for openai), so the key never sits in the file.
+	// OPENAI_API_KEY for openai, ANTHROPIC_API_KEY for anthropic), so the
+	// key never sits in the file.
 	APIKeyEnv string
+	// MaxTokens bounds one answer's output tokens (anthropic only, which
+	// must send one: default DefaultMaxTokens).
+	MaxTokens int
 	// Script is the scripted model's rule file (absolute).
 	Script string
 	// SystemPrompt is prepended to every conversation; empty for none.
@@ -615,31 +629,53 @@ func (c *checker) remoteTools(f field) []graph.RemoteToolConfig {
 }
 
 func (c *checker) model(f field) *Model {
-	o := f.object("provider", "model", "base_url", "api_key_env", "script", "system_prompt", "max_steps", "timeout", "max_retries")
+	o := f.object("provider", "model", "base_url", "api_key_env", "script", "system_prompt", "max_steps", "timeout", "max_retries", "max_tokens")
 	if !o.present() {
 		return nil
 	}
 	m := &Model{MaxSteps: DefaultMaxSteps, MaxRetries: DefaultMaxRetries}
 	provider := o.get("provider")
 	if !provider.present() {
-		c.add(provider.path, `missing: "openai" (any OpenAI-compatible endpoint) or "scripted" (rules from a script file, for demos and tests)`)
+		c.add(provider.path, `missing: "openai" (any OpenAI-compatible endpoint), "anthropic" (Anthropic's Messages API) or "scripted" (rules from a script file, for demos and tests)`)
 	}
-	m.Provider, _ = provider.oneOf("openai", "scripted")
+	m.Provider, _ = provider.oneOf("openai", "anthropic", "scripted")
 
 	model := o.get("model")
 	m.Model, _ = model.text()
 	if m.Provider == "openai" && !model.present() {
 		c.add(model.path, `missing: the openai provider needs a model name, such as "gpt-4o-mini"`)
 	}
+	if m.Provider == "anthropic" && !model.present() {
+		c.add(model.path, `missing: the anthropic provider needs a model name, such as "claude-sonnet-4-5"`)
+	}
 	if u, ok := o.get("base_url").text(); ok {
 		if err := checkURL(u); err != nil {
 			c.add(o.get("base_url").path, "%v", err)
+		} else if m.Provider == "anthropic" {
+			if p := strings.TrimRight(urlPath(u), "/"); p == "/v1" || strings.HasSuffix(p, "/v1") {
+				c.add(o.get("base_url").path, "the anthropic provider's base_url is the API root, without /v1 (it appends /v1/messages): use %q", strings.TrimSuffix(strings.TrimRight(u, "/"), "/v1"))
+			}
 		}
 		m.BaseURL = u
 	}
 	m.APIKeyEnv, _ = o.get("api_key_env").envName()
-	if m.Provider == "openai" && !o.get("api_key_env").present() {
-		m.APIKeyEnv = DefaultAPIKeyEnv
+	if !o.get("api_key_env").present() {
+		switch m.Provider {
+		case "openai":
+			m.APIKeyEnv = DefaultAPIKeyEnv
+		case "anthropic":
+			m.APIKeyEnv = DefaultAnthropicAPIKeyEnv
+		}
+	}
+	if mt := o.get("max_tokens"); mt.present() {
+		if n, ok := mt.integer(1, math.MaxInt32); ok {
+			m.MaxTokens = int(n)
+		}
+		if m.Provider != "" && m.Provider != "anthropic" {
+			c.add(mt.path, "only the anthropic provider takes max_tokens (the Messages API requires one); the %s provider leaves the output limit to the model", m.Provider)
+		}
+	} else if m.Provider == "anthropic" {
+		m.MaxTokens = DefaultMaxTokens
 	}
 	script := o.get("script")
 	m.Script, _ = script.filePath()
@@ -1027,6 +1063,12 @@ func checkURL(s string) error {
 		return fmt.Errorf("%q is not an http or https URL", s)
 	}
 	return nil
+}
+
+// urlPath is the path of s, a URL checkURL accepted.
+func urlPath(s string) string {
+	u, _ := url.Parse(s)
+	return u.Path
 }
 
 func checkAddr(s string) error {

@@ -369,7 +369,11 @@ func TestBadConfigs(t *testing.T) {
 		// model.
 		{"model wrong type", `{"agent": "a", "model": "gpt-4o"}`, []string{"model"}, "must be an object, got a string"},
 		{"missing provider", `{"agent": "a", "model": {"model": "m"}}`, []string{"model.provider"}, `"openai"`},
-		{"bad provider", `{"agent": "a", "model": {"provider": "anthropic"}}`, []string{"model.provider"}, `must be one of "openai", "scripted"`},
+		{"bad provider", `{"agent": "a", "model": {"provider": "gemini"}}`, []string{"model.provider"}, `must be one of "openai", "anthropic", "scripted"`},
+		{"anthropic without model", `{"agent": "a", "model": {"provider": "anthropic"}}`, []string{"model.model"}, "claude"},
+		{"anthropic base_url with /v1", `{"agent": "a", "model": {"provider": "anthropic", "model": "m", "base_url": "https://proxy.example.com/anthropic/v1/"}}`, []string{"model.base_url"}, `without /v1 (it appends /v1/messages): use "https://proxy.example.com/anthropic"`},
+		{"max_tokens on openai", `{"agent": "a", "model": {"provider": "openai", "model": "m", "max_tokens": 100}}`, []string{"model.max_tokens"}, "only the anthropic provider takes max_tokens"},
+		{"max_tokens zero", `{"agent": "a", "model": {"provider": "anthropic", "model": "m", "max_tokens": 0}}`, []string{"model.max_tokens"}, "at least 1"},
 		{"openai without model", `{"agent": "a", "model": {"provider": "openai"}}`, []string{"model.model"}, "missing"},
 		{"scripted without script", `{"agent": "a", "model": {"provider": "scripted"}}`, []string{"model.script"}, "missing"},
 		{"max_steps zero", `{"agent": "a", "model": {"provider": "scripted", "script": "s", "max_steps": 0}}`, []string{"model.max_steps"}, "at least 1"},

@@ -61,8 +61,15 @@ type Response struct {
 
 // Usage is token accounting for one call.
 type Usage struct {
+	// InputTokens counts the whole prompt, the part read from or written
+	// to a provider's prompt cache included.
 	InputTokens  int `json:"input_tokens"`
 	OutputTokens int `json:"output_tokens"`
+	// CacheCreationInputTokens and CacheReadInputTokens are the part of
+	// InputTokens written to and read from the prompt cache, where the
+	// provider reports them (Anthropic does; they are billed differently).
+	CacheCreationInputTokens int `json:"cache_creation_input_tokens,omitempty"`
+	CacheReadInputTokens     int `json:"cache_read_input_tokens,omitempty"`
 }
 
 // Func adapts a function to ChatModel, for tests and small custom models.

@@ -23,6 +23,7 @@ import (
 	"github.com/tenxgraph/tenxgraph/host/config"
 	"github.com/tenxgraph/tenxgraph/host/graph"
 	"github.com/tenxgraph/tenxgraph/host/model"
+	"github.com/tenxgraph/tenxgraph/host/model/anthropic"
 	"github.com/tenxgraph/tenxgraph/host/model/openai"
 	"github.com/tenxgraph/tenxgraph/host/model/scripted"
 	"github.com/tenxgraph/tenxgraph/host/pluginhost"
@@ -229,8 +230,10 @@ func newModel(m *config.Model) (model.ChatModel, error) {
 		return scripted.Load(m.Script)
 	case "openai":
 		return openai.FromConfig(m)
+	case "anthropic":
+		return anthropic.FromConfig(m)
 	default:
-		return nil, fmt.Errorf("provider %q is not available in this build (use \"openai\" or \"scripted\")", m.Provider)
+		return nil, fmt.Errorf("provider %q is not available in this build (use \"openai\", \"anthropic\" or \"scripted\")", m.Provider)
 	}
 }
 

@@ -56,7 +56,6 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"net/url"
 	"os"
 	"strings"
 	"sync/atomic"
@@ -142,7 +141,7 @@ func New(cfg Config) (*Model, error) {
 	if base == "" {
 		base = DefaultBaseURL
 	}
-	if err := checkBaseURL(base); err != nil {
+	if err := model.CheckBaseURL(base); err != nil {
 		return nil, fmt.Errorf("openai: base URL %q: %w", base, err)
 	}
 	m := &Model{
@@ -193,7 +192,7 @@ func FromConfig(c *config.Model) (*Model, error) {
 	base := c.BaseURL
 	if base == "" {
 		if env := strings.TrimSpace(os.Getenv(BaseURLEnv)); env != "" {
-			if err := checkBaseURL(env); err != nil {
+			if err := model.CheckBaseURL(env); err != nil {
 				return nil, fmt.Errorf("openai: $%s=%q: %w", BaseURLEnv, env, err)
 			}
 			base = env
@@ -206,7 +205,7 @@ func FromConfig(c *config.Model) (*Model, error) {
 		keyEnv = config.DefaultAPIKeyEnv
 	}
 	key := strings.TrimSpace(os.Getenv(keyEnv))
-	if key == "" && !isLocal(base) {
+	if key == "" && !model.IsLocal(base) {
 		return nil, fmt.Errorf("openai: no API key for %s: set the environment variable %s (model.api_key_env names the variable; the key itself never goes in the file). "+
 			"Local servers (Ollama, llama.cpp, vLLM, LM Studio on localhost or a private network) need none", base, keyEnv)
 	}
@@ -246,77 +245,14 @@ func (m *Model) Generate(ctx context.Context, req model.Request) (model.Response
 	return resp, nil
 }
 
-func checkBaseURL(s string) error {
-	u, err := url.Parse(s)
-	if err != nil {
-		return err
-	}
-	if u.Scheme != "http" && u.Scheme != "https" {
-		return errors.New("want an http:// or https:// URL")
-	}
-	if u.Host == "" {
-		return errors.New("no host")
-	}
-	return nil
-}
-
-// isLocal reports whether base names a server on this machine or a private
-// network, where OpenAI-compatible servers run without keys.
-func isLocal(base string) bool {
-	u, err := url.Parse(base)
-	if err != nil {
-		return false
-	}
-	host := strings.ToLower(strings.TrimSuffix(u.Hostname(), "."))
-	if host == "" {
-		return false
-	}
-	if ip := net.ParseIP(host); ip != nil {
-		return ip.IsLoopback() || ip.IsPrivate() || ip.IsLinkLocalUnicast() || ip.IsUnspecified()
-	}
-	if host == "localhost" || !strings.Contains(host, ".") {
-		return true
-	}
-	for _, suffix := range []string{".localhost", ".local", ".internal"} {
-		if strings.HasSuffix(host, suffix) {
-			return true
-		}
-	}
-	return false
-}
-
-// defaultResponseHeaderTimeout is what the SDK's own default client uses: a
-// server that accepts the connection and never answers fails instead of
-// hanging forever, without bounding long streams.
-const defaultResponseHeaderTimeout = 10 * time.Minute
-
 // MaxIdleConnsPerHost is how many idle connections the default client keeps
-// to the model server, sized for the model calls a busy host has in flight
-// at once (one per run). net/http's default of 2 made every call beyond the
-// second open a new connection under concurrency, and left the closed ones
-// in TIME-WAIT: against a hosted model, a TLS handshake per call. Idle
-// connections are closed after the transport's IdleConnTimeout (90 s).
-const MaxIdleConnsPerHost = 256
+// to the model server (see model.MaxIdleConnsPerHost).
+const MaxIdleConnsPerHost = model.MaxIdleConnsPerHost
 
-// defaultHTTPClient is the client of every Model whose Config brings none:
-// a clone of http.DefaultTransport (proxy from the environment, HTTP/2 when
-// a TLS server offers it, dial and TLS timeouts) keeping enough idle
-// connections that concurrent calls reuse them.
+// defaultHTTPClient is the client of every Model whose Config brings none,
+// on model.DefaultTransport: concurrent calls reuse their connections.
 func defaultHTTPClient() *http.Client {
-	return &http.Client{Transport: defaultTransport()}
-}
-
-func defaultTransport() http.RoundTripper {
-	t, ok := http.DefaultTransport.(*http.Transport)
-	if !ok {
-		return http.DefaultTransport
-	}
-	t = t.Clone()
-	t.ResponseHeaderTimeout = defaultResponseHeaderTimeout
-	t.ForceAttemptHTTP2 = true
-	t.MaxIdleConns = max(t.MaxIdleConns, MaxIdleConnsPerHost)
-	t.MaxIdleConnsPerHost = MaxIdleConnsPerHost
-	return t
+	return &http.Client{Transport: model.DefaultTransport()}
 }
 
 type attemptsKey struct{}

@@ -4,10 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"sync"
-	"sync/atomic"
 
 	"github.com/tenxgraph/tenxgraph/host/message"
 	"github.com/tenxgraph/tenxgraph/host/model"
@@ -252,54 +249,17 @@ func jsonText(raw json.RawMessage) string {
 }
 
 // schemaCache keeps the canonical encoding of the tool schemas a Model has
-// sent, keyed by their text: the same few tools go out with every call, and
-// decoding and re-encoding each schema every time cost 5 % of the server's
-// CPU per round trip. It is bounded, since per-run tools come from clients.
-type schemaCache struct {
-	m sync.Map // string(raw) → json.RawMessage
-	n atomic.Int64
-}
-
-// maxSchemas bounds a schemaCache; schemas past it are encoded per call.
-const maxSchemas = 1024
+// sent (see model.Schemas).
+type schemaCache struct{ model.Schemas }
 
 func (c *schemaCache) chatTools(specs []sdk.ToolSpec) ([]chatTool, error) {
 	out := make([]chatTool, 0, len(specs))
 	for _, t := range specs {
-		params, err := c.params(t.Parameters)
+		params, err := c.Canonical(t.Parameters)
 		if err != nil {
 			return nil, fmt.Errorf("openai: tool %q: %w", t.Name, err)
 		}
 		out = append(out, chatTool{Type: "function", Function: chatFunctionDef{Name: t.Name, Description: t.Description, Parameters: params}})
 	}
 	return out, nil
-}
-
-// params is a tool's parameters as sent: the schema with its keys sorted
-// and its numbers as written (no float64 round trip of, say, a maximum of
-// 2^63-1).
-func (c *schemaCache) params(raw json.RawMessage) (json.RawMessage, error) {
-	raw = bytes.TrimSpace(raw)
-	if len(raw) == 0 {
-		raw = sdk.EmptyObjectSchema
-	}
-	if v, ok := c.m.Load(string(raw)); ok {
-		return v.(json.RawMessage), nil
-	}
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	dec.UseNumber()
-	var schema map[string]any
-	if err := dec.Decode(&schema); err != nil || schema == nil {
-		return nil, errors.New("parameters are not a JSON object")
-	}
-	params, err := json.Marshal(schema)
-	if err != nil {
-		return nil, fmt.Errorf("parameters: %w", err)
-	}
-	if c.n.Load() < maxSchemas {
-		if _, loaded := c.m.LoadOrStore(string(raw), json.RawMessage(params)); !loaded {
-			c.n.Add(1)
-		}
-	}
-	return params, nil
 }

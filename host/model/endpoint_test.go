@@ -1,4 +1,4 @@
-package openai
+package model
 
 import "testing"
 
@@ -24,8 +24,8 @@ func TestIsLocal(t *testing.T) {
 		"http://172.32.0.1/v1":                     false,
 		"not a url":                                false,
 	} {
-		if got := isLocal(base); got != want {
-			t.Errorf("isLocal(%q) = %v, want %v", base, got, want)
+		if got := IsLocal(base); got != want {
+			t.Errorf("IsLocal(%q) = %v, want %v", base, got, want)
 		}
 	}
 }
