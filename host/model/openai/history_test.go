@@ -35,7 +35,11 @@ func wholeBody(t testing.TB, m *Model, req model.Request, blobs ...map[string][]
 	}
 	var msgs []any
 	for i, msg := range message.ForModel(req.Messages) {
-		c, err := chatMessagesOf(i, msg, &sender{items: mediaOf(msg), have: have})
+		var media *model.Sends
+		if items := model.Items(msg, classify); len(items) > 0 {
+			media = &model.Sends{Items: items}
+		}
+		c, err := chatMessagesOf(i, msg, &sender{media: media, have: have})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -166,8 +170,8 @@ func TestHistoriesEncodeWhatTheWholeThreadWould(t *testing.T) {
 			t.Fatalf("%d messages:\ngot  %s\nwant %s", n, got, want)
 		}
 	}
-	if h, want := m.histories.Get("t"), len(message.ForModel(thread)); len(h.sent) != want {
-		t.Fatalf("the history holds %d messages, want %d (it was not kept)", len(h.sent), want)
+	if h, want := m.histories.Get("t"), len(message.ForModel(thread)); h.Len() != want {
+		t.Fatalf("the history holds %d messages, want %d (it was not kept)", h.Len(), want)
 	}
 	other := turns(10, "two")
 	for _, req := range []model.Request{
@@ -205,8 +209,8 @@ func TestHistoriesBounded(t *testing.T) {
 		t.Fatal("the least recently used history was kept")
 	}
 	one := hs.Get(fmt.Sprint("t", max+9))
-	if hs.Bytes() != max*one.size || one.size < 1000 {
-		t.Fatalf("%d bytes counted for %d histories of %d", hs.Bytes(), max, one.size)
+	if hs.Bytes() != max*one.Bytes() || one.Bytes() < 1000 {
+		t.Fatalf("%d bytes counted for %d histories of %d", hs.Bytes(), max, one.Bytes())
 	}
 	// One history larger than the byte bound is kept alone.
 	big := turns(1, "x")

@@ -1,7 +1,6 @@
 package openai
 
 import (
-	"context"
 	"encoding/base64"
 	"errors"
 	"fmt"
@@ -29,140 +28,67 @@ const (
 	maxPDFBytes   = 32_000_000 // the PDFs among them
 )
 
-// partKind is how a media block goes in a chat message.
-type partKind uint8
+// limits are what one request carries.
+var limits = model.Limits{Images: maxImages, Bytes: maxMediaBytes, PDFBytes: maxPDFBytes}
 
-const (
-	standIn   partKind = iota // a text part (message.MediaBlock.Describe)
-	imagePart                 // image_url
-	filePart                  // file, file_data
-	audioPart                 // input_audio
-)
-
-// item is one media block of a message as a request's budget sees it,
-// in the order the message sends them: a user message's media blocks, a
-// tool message's attachments result by result.
-type item struct {
-	kind partKind // how it is sent when it fits; standIn: never inline
-	why  string   // for a standIn: why it is not sent
-	size int64    // the bytes it adds to a request
-	ref  string   // the blob to read when it is sent, if any
-	of   string   // what holds it, for errors: `message "m1"`, `the result of call "c1"`
-}
-
-// noun names an item's kind in errors.
-func (it item) noun() string {
-	switch it.kind {
-	case filePart:
-		return "file"
-	case audioPart:
-		return "audio"
-	}
-	return "image"
-}
-
-// mediaOf lists the media blocks msg sends, nil when it has none.
-func mediaOf(msg message.Message) []item {
-	var out []item
-	switch msg.Role {
-	case message.RoleUser:
-		for _, c := range msg.Content {
-			if b, ok := c.(message.MediaBlock); ok {
-				it := classify(b)
-				it.of = fmt.Sprintf("message %q", msg.ID)
-				out = append(out, it)
-			}
-		}
-	case message.RoleTool:
-		for _, c := range msg.Content {
-			if r, ok := c.(message.ToolResultBlock); ok {
-				for _, a := range r.Attachments {
-					it := classify(a)
-					it.of = fmt.Sprintf("the result of call %q", r.ToolCallID)
-					out = append(out, it)
-				}
-			}
-		}
-	}
-	return out
-}
-
-// hasMedia reports whether msgs send any media block.
-func hasMedia(msgs []message.Message) bool {
-	for _, m := range msgs {
-		for _, c := range m.Content {
-			switch c := c.(type) {
-			case message.MediaBlock:
-				return true
-			case message.ToolResultBlock:
-				if len(c.Attachments) > 0 {
-					return true
-				}
-			}
-		}
-	}
-	return false
-}
-
-// classify says how b is sent: as which part, or as a stand-in and why.
-func classify(b message.MediaBlock) item {
+// classify says whether b can be sent, and if not why.
+func classify(b message.MediaBlock) model.Item {
 	size := b.Size
 	if b.Data != nil {
 		size = int64(len(b.Data))
 	}
-	it := item{size: size, ref: b.Blob}
+	it := model.Item{Inline: true, Size: size, Ref: b.Blob}
 	switch b.Kind {
 	case message.TypeImage:
-		it.kind = imagePart
+		it.Image = true
 		if imageMIME(b.MimeType) == "" {
-			return item{why: "not sent: Chat Completions takes PNG, JPEG, GIF and WebP images"}
+			return model.Item{Why: "not sent: Chat Completions takes PNG, JPEG, GIF and WebP images"}
 		}
 		if b.URL != "" {
-			it.size = 0 // the server fetches it
+			it.Size = 0 // the server fetches it
 		}
 	case message.TypeFile:
-		it.kind = filePart
+		it.PDF = true
 		switch {
 		case b.MimeType != "application/pdf":
-			return item{why: "not sent: Chat Completions takes PDF files only"}
+			return model.Item{Why: "not sent: Chat Completions takes PDF files only"}
 		case b.URL != "":
-			return item{why: "not sent: Chat Completions takes a file's bytes, not its url"}
+			return model.Item{Why: "not sent: Chat Completions takes a file's bytes, not its url"}
 		}
 	case message.TypeAudio:
-		it.kind = audioPart
 		switch {
 		case audioFormat(b.MimeType) == "":
-			return item{why: "not sent: Chat Completions takes WAV and MP3 audio only"}
+			return model.Item{Why: "not sent: Chat Completions takes WAV and MP3 audio only"}
 		case b.URL != "":
-			return item{why: "not sent: Chat Completions takes audio's bytes, not its url"}
+			return model.Item{Why: "not sent: Chat Completions takes audio's bytes, not its url"}
 		}
 	default:
-		return item{why: "not sent: not an image, file or audio"}
+		return model.Item{Why: "not sent: not an image, file or audio"}
 	}
 	if b.Data == nil && b.URL == "" && b.Blob == "" {
-		return item{why: "not sent: the block has no bytes"}
+		return model.Item{Why: "not sent: the block has no bytes"}
 	}
-	if why := overLimit(it.kind, it.size); why != "" {
-		return item{why: why}
+	if why := overLimit(b.Kind, it.Size); why != "" {
+		return model.Item{Why: why}
 	}
 	return it
 }
 
-// overLimit says why a part of size bytes is too large to send, or "".
-func overLimit(kind partKind, size int64) string {
+// overLimit says why a block of size bytes is too large to send, or "".
+func overLimit(kind string, size int64) string {
 	switch {
-	case kind == imagePart && size > maxImageBytes:
+	case kind == message.TypeImage && size > maxImageBytes:
 		return "not sent: larger than the 20 MB an image may be"
-	case kind == filePart && size > maxFileBytes:
+	case kind == message.TypeFile && size > maxFileBytes:
 		return "not sent: larger than the 32 MB a PDF may be"
-	case kind == audioPart && size > maxAudioBytes:
+	case kind == message.TypeAudio && size > maxAudioBytes:
 		return "not sent: larger than the 20 MB audio may be here"
 	}
 	return ""
 }
 
 // leftOut is why a block that would fit on its own is a stand-in.
-const leftOut = "left out: a request carries the newest media only, up to 500 images and 50 MB"
+const leftOut = model.LeftOut + ", up to 500 images and 50 MB"
 
 // imageMIME is the type a data URL names for an image Chat Completions
 // takes, "" for others.
@@ -245,28 +171,27 @@ func appendDataURL(b []byte, mime string, data []byte) []byte {
 }
 
 // sender turns one message's media blocks into parts, knowing which the
-// request carries (the first cut are left out) and the bytes read for it.
+// request carries and the bytes read for it.
 type sender struct {
-	items []item
-	cut   int
+	media *model.Sends // nil when the message has none
 	have  map[string][]byte
 	n     int // media blocks seen so far
 	grow  int // bytes their encodings take
 }
 
-// part is the n-th media block of the message, b, as a part, and whether
-// it is the block itself rather than a stand-in.
+// part is the message's next media block, b, as a part, and whether it is
+// the block itself rather than a stand-in.
 func (s *sender) part(b message.MediaBlock) (chatPart, bool, error) {
 	k := s.n
 	s.n++
-	if k >= len(s.items) {
+	if s.media == nil || k >= len(s.media.Items) {
 		return chatPart{}, false, errors.New("media blocks changed while the message was encoded") // unreachable: messages are not changed in place
 	}
-	it := s.items[k]
+	it := s.media.Items[k]
 	switch {
-	case it.kind == standIn:
-		return standInPart(b, it.why), false, nil
-	case k < s.cut:
+	case !it.Inline:
+		return standInPart(b, it.Why), false, nil
+	case !s.media.Sent(k):
 		return standInPart(b, leftOut), false, nil
 	case b.URL != "": // an image (classify sends no other by url)
 		return chatPart{Type: "image_url", URL: b.URL}, true, nil
@@ -275,17 +200,17 @@ func (s *sender) part(b message.MediaBlock) (chatPart, bool, error) {
 	if raw == nil {
 		var ok bool
 		if raw, ok = s.have[b.Blob]; !ok {
-			return chatPart{}, false, fmt.Errorf("blob %s was not read", b.Blob) // unreachable: encode reads first
+			return chatPart{}, false, fmt.Errorf("blob %s was not read", b.Blob) // unreachable: Encodings reads first
 		}
 	}
-	if why := overLimit(it.kind, int64(len(raw))); why != "" {
+	if why := overLimit(b.Kind, int64(len(raw))); why != "" {
 		return standInPart(b, why), false, nil
 	}
 	s.grow += base64.StdEncoding.EncodedLen(len(raw)) + 64
-	switch it.kind {
-	case imagePart:
+	switch b.Kind {
+	case message.TypeImage:
 		return chatPart{Type: "image_url", MIME: imageMIME(b.MimeType), Data: raw}, true, nil
-	case filePart:
+	case message.TypeFile:
 		name := b.Filename
 		if name == "" {
 			name = "document.pdf"
@@ -297,7 +222,7 @@ func (s *sender) part(b message.MediaBlock) (chatPart, bool, error) {
 }
 
 func standInPart(b message.MediaBlock, why string) chatPart {
-	return chatPart{Type: "text", Text: strings.TrimSuffix(b.Describe(), "]") + ": " + why + "]"}
+	return chatPart{Type: "text", Text: model.StandIn(b, why)}
 }
 
 // parts builds a message's content: text parts and media parts in the
@@ -339,29 +264,3 @@ func (p *parts) message() chatMessage {
 }
 
 func endsSpace(s string) bool { return strings.HasSuffix(s, " ") || strings.HasSuffix(s, "\n") }
-
-// need is a blob a message sends that has not been read yet.
-type need struct {
-	ref, kind, of string
-}
-
-// readBlobs reads the blobs needed, once each, into have.
-func readBlobs(ctx context.Context, blobs model.BlobReader, needs []need, have map[string][]byte) error {
-	for _, n := range needs {
-		if _, ok := have[n.ref]; ok {
-			continue
-		}
-		if blobs == nil {
-			return fmt.Errorf("openai: %s holds the %s blob %s, and this host keeps no blobs to read it from", n.of, n.kind, n.ref)
-		}
-		raw, err := blobs.ReadBlob(ctx, n.ref)
-		if err != nil {
-			return fmt.Errorf("openai: cannot read the %s blob %s of %s: %w", n.kind, n.ref, n.of, err)
-		}
-		if raw == nil {
-			raw = []byte{}
-		}
-		have[n.ref] = raw
-	}
-	return nil
-}

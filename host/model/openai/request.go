@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 
 	"github.com/tenxgraph/tenxgraph/host/message"
 	"github.com/tenxgraph/tenxgraph/host/model"
@@ -78,11 +79,11 @@ type streamOptions struct {
 // callers that use the model directly.
 func (m *Model) params(ctx context.Context, req model.Request) (chatRequest, error) {
 	p := chatRequest{Model: m.name}
-	msgs, n, err := m.messages(ctx, req)
+	msgs, err := m.messages(ctx, req)
 	if err != nil {
 		return p, err
 	}
-	if n == 0 {
+	if !slices.ContainsFunc(msgs, func(f []byte) bool { return len(f) > 0 }) {
 		return p, fmt.Errorf("openai: no messages to send")
 	}
 	p.messages = msgs
@@ -123,13 +124,13 @@ func (p chatRequest) encode() ([]byte, error) {
 	out = append(out, `{"model":`...)
 	out = append(out, model...)
 	out = append(out, `,"messages":[`...)
-	for i, m := range p.messages {
-		if i > 0 {
+	for _, m := range p.messages {
+		if len(m) > 0 { // params made sure one is
+			out = append(out, m...)
 			out = append(out, ',')
 		}
-		out = append(out, m...)
 	}
-	out = append(out, ']')
+	out[len(out)-1] = ']' // the last comma
 	if len(tail) > 2 {
 		out = append(out, ',')
 		out = append(out, tail[1:]...)
@@ -150,7 +151,7 @@ func chatMessagesOf(i int, msg message.Message, s *sender) ([]chatMessage, error
 		text := msg.Text()
 		return []chatMessage{{Role: string(msg.Role), Content: &text}}, nil
 	case message.RoleUser:
-		if len(s.items) == 0 {
+		if s.media == nil {
 			text := msg.Text()
 			return []chatMessage{{Role: "user", Content: &text}}, nil
 		}
