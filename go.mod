@@ -16,7 +16,10 @@ require (
 	modernc.org/sqlite v1.62.0
 )
 
-require github.com/landlock-lsm/go-landlock v0.11.2
+require (
+	github.com/landlock-lsm/go-landlock v0.11.2
+	golang.org/x/image v0.46.0
+)
 
 require (
 	github.com/go-json-experiment/json v1.27.2 // indirect
