@@ -73,7 +73,11 @@ func newFetcher(p Policy) (*fetcher, error) {
 				return refused("stopped after %d redirects", maxRedirects)
 			}
 			if err := f.checkURL(req.URL); err != nil {
-				return fmt.Errorf("redirect to %s: %w", req.URL.Redacted(), err)
+				var me *mediaError
+				if errors.As(err, &me) {
+					return &mediaError{kind: me.kind, msg: "redirect to " + req.URL.Redacted() + ": " + me.msg}
+				}
+				return err
 			}
 			return nil
 		},
@@ -156,12 +160,11 @@ func (c *Checker) Fetch(ctx context.Context, rawURL string, max int64) ([]byte, 
 	req.Header.Set("Accept", "*/*")
 	resp, err := f.client.Do(req)
 	if err != nil {
-		var ue *url.Error
-		if errors.As(err, &ue) {
-			err = ue.Err
-		}
-		if errors.Is(err, ErrRefused) {
-			return nil, "", err
+		// A refusal (of an address at the dial, of a redirect) as it was
+		// said, without the client's wrapping.
+		var me *mediaError
+		if errors.As(err, &me) {
+			return nil, "", me
 		}
 		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
 			return nil, "", refused("fetching %s took longer than %s", u.Redacted(), f.timeout)

@@ -107,12 +107,21 @@ var (
 	ErrTooLarge = errors.New("media too large")
 )
 
+// mediaError is a refusal: its kind (ErrRefused, ErrTooLarge) and why.
+type mediaError struct {
+	kind error
+	msg  string
+}
+
+func (e *mediaError) Error() string { return e.kind.Error() + ": " + e.msg }
+func (e *mediaError) Unwrap() error { return e.kind }
+
 func refused(format string, args ...any) error {
-	return fmt.Errorf("%w: %s", ErrRefused, fmt.Sprintf(format, args...))
+	return &mediaError{kind: ErrRefused, msg: fmt.Sprintf(format, args...)}
 }
 
 func tooLarge(format string, args ...any) error {
-	return fmt.Errorf("%w: %s", ErrTooLarge, fmt.Sprintf(format, args...))
+	return &mediaError{kind: ErrTooLarge, msg: fmt.Sprintf(format, args...)}
 }
 
 // Checker applies a Policy. It is safe for concurrent use.
