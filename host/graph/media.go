@@ -189,7 +189,7 @@ func (a *App) Blob(ctx context.Context, tenant, threadID, ref string) (checkpoin
 // result is).
 func mediaPlace(role message.Role, kind, at string) error {
 	if role != message.RoleUser {
-		return invalid("%s: an %s block may stand only in a user message or among a tool result's attachments, not in a %s message", at, kind, role)
+		return invalid("%s: %s blocks stand only in user messages and among tool results' attachments, not in a message of role %q", at, kind, role)
 	}
 	return nil
 }
@@ -309,7 +309,7 @@ func (in *ingester) block(ctx context.Context, b message.MediaBlock, path string
 		return b, mediaErr(path+".filename", err)
 	}
 	if in.run.store == nil {
-		return b, mediaErr(path, fmt.Errorf("%w: this checkpointer keeps no blobs, so the thread cannot hold an %s", media.ErrRefused, b.Kind))
+		return b, mediaErr(path, fmt.Errorf("%w: this checkpointer keeps no blobs, so the thread cannot hold images, files or sounds", media.ErrRefused))
 	}
 	out := message.MediaBlock{Kind: b.Kind, Filename: b.Filename}
 	if b.Blob != "" {
@@ -386,7 +386,7 @@ func (in *ingester) block(ctx context.Context, b message.MediaBlock, path string
 func byReference(m message.Message) error {
 	check := func(b message.MediaBlock) error {
 		if b.Blob == "" || b.Data != nil || b.URL != "" {
-			return fmt.Errorf("an %s block reached the store without being taken in (it holds no blob reference, or still its data or url)", b.Kind)
+			return fmt.Errorf("a media block (%s) reached the store without being taken in (it holds no blob reference, or still its data or url)", b.Kind)
 		}
 		return nil
 	}

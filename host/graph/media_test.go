@@ -181,7 +181,7 @@ func TestMediaRefusedStoresNothing(t *testing.T) {
 		{"a url to loopback", withImage("x", message.MediaBlock{Kind: message.TypeImage, MimeType: "image/png", URL: "https://127.0.0.1/x.png"}), media.ErrRefused,
 			"messages[0].content[1].url: media refused: address 127.0.0.1:443 is a loopback address"},
 		{"an image in an assistant message", []message.Message{{Role: message.RoleAssistant, Content: []message.Block{dataImage(small)}}}, graph.ErrInvalidInput,
-			"messages[0].content[0]: an image block may stand only in a user message"},
+			"messages[0].content[0]: image blocks stand only in user messages and among tool results' attachments, not in a message of role \"assistant\""},
 		{"a bad attachment of a result", []message.Message{{Role: message.RoleTool, Content: []message.Block{message.ToolResultBlock{ToolCallID: "c", Content: json.RawMessage(`1`),
 			Attachments: []message.MediaBlock{dataImage(small), {Kind: message.TypeFile, MimeType: "application/pdf", Data: small}}}}}}, media.ErrRefused,
 			"messages[0].content[0].attachments[1]: media refused: declared application/pdf, but the bytes are image/png"},
@@ -307,7 +307,7 @@ func TestMediaFromNodes(t *testing.T) {
 
 	before := usageOf(t, store)
 	_, err = app.Invoke(ctx, user("misplace"), graph.RunConfig{ThreadID: "m"})
-	if err == nil || !strings.Contains(err.Error(), `node "tools": invalid input: messages[0].content[0]: an image block may stand only in a user message`) {
+	if err == nil || !strings.Contains(err.Error(), `node "tools": invalid input: messages[0].content[0]: image blocks stand only in user messages`) {
 		t.Fatalf("media in a node's assistant message: %v", err)
 	}
 	if u := usageOf(t, store); u != before {
