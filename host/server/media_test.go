@@ -147,8 +147,10 @@ func TestBadMediaRefusedOverHTTP(t *testing.T) {
 			{"bad base64", map[string]any{"type": "image", "mime_type": "image/png", "data": "not base64!"}, 400, "malformed_request",
 				"input.messages[0].content[1].data: not base64"},
 			{"a blob over the limit", pngData(big), 413, "media_too_large", "messages[0].content[1]: media too large"},
+			// localhost resolves to 127.0.0.1 or ::1, whichever the
+			// resolver gives first: either is a loopback address.
 			{"a url to loopback", map[string]any{"type": "image", "mime_type": "image/png", "url": "https://localhost:1/x.png"}, 422, "media_refused",
-				"messages[0].content[1].url: media refused: address 127.0.0.1:1 is a loopback address"},
+				"messages[0].content[1].url: media refused: address "},
 			{"a url to a private address", map[string]any{"type": "image", "mime_type": "image/png", "url": "https://10.0.0.1/x.png"}, 422, "media_refused",
 				"messages[0].content[1].url: media refused: address 10.0.0.1:443 is a private network address"},
 			{"an svg", map[string]any{"type": "image", "mime_type": "image/svg+xml", "data": base64.StdEncoding.EncodeToString([]byte(`<svg xmlns="http://www.w3.org/2000/svg"/>`))}, 422, "media_refused",
@@ -159,7 +161,10 @@ func TestBadMediaRefusedOverHTTP(t *testing.T) {
 			for _, path := range []string{"/v1/graph/invoke", "/v1/graph/stream"} {
 				// The bad block between a good one's text and a good one.
 				body := imageBody("t", "look", c.block, pngData(small))
-				errorOf(t, e.do("POST", path, body), c.status, c.code, c.says)
+				b := errorOf(t, e.do("POST", path, body), c.status, c.code, c.says)
+				if strings.Contains(c.name, "loopback") && !strings.Contains(b.Error.Message, "is a loopback address") {
+					t.Fatalf("%s: %s", c.name, b.Error.Message)
+				}
 				if u, st, r := e.usage(), e.state("t"), rows(); u != before || st != state || r != rowsBefore {
 					t.Fatalf("%s on %s stored something: usage %+v (before %+v), rows %s (before %s)", c.name, path, u, before, r, rowsBefore)
 				}
