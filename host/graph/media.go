@@ -201,12 +201,7 @@ type ingester struct {
 	app     *App
 	run     *Run
 	budget  int64
-	fetched map[string]fetched
-}
-
-type fetched struct {
-	data []byte
-	hint string
+	fetched map[string][]byte // by url
 }
 
 func (a *App) newIngester(r *Run) *ingester {
@@ -333,11 +328,14 @@ func (in *ingester) block(ctx context.Context, b message.MediaBlock, path string
 	}
 	c := in.app.media
 	data := b.Data
-	declared := b.MimeType
 	if b.URL != "" {
-		f, ok := in.fetched[b.URL]
+		// The server's Content-Type is not taken: the declared type must
+		// be the bytes', and without one (an AG-UI url source may leave it
+		// out) the bytes say what they are.
+		d, ok := in.fetched[b.URL]
 		if !ok {
-			d, hint, err := c.Fetch(ctx, b.URL, min(c.MaxBlobBytes(), max(in.budget, 0)))
+			var err error
+			d, _, err = c.Fetch(ctx, b.URL, min(c.MaxBlobBytes(), max(in.budget, 0)))
 			if err != nil {
 				if errors.Is(err, media.ErrTooLarge) && in.budget < c.MaxBlobBytes() {
 					err = fmt.Errorf("%w (the request's media come to more than media.max_request_bytes, %d)", err, c.MaxRequestBytes())
@@ -347,25 +345,18 @@ func (in *ingester) block(ctx context.Context, b message.MediaBlock, path string
 				}
 				return b, mediaErr(path+".url", err)
 			}
-			f = fetched{data: d, hint: hint}
 			if in.fetched == nil {
-				in.fetched = map[string]fetched{}
+				in.fetched = map[string][]byte{}
 			}
-			in.fetched[b.URL] = f
+			in.fetched[b.URL] = d
 		}
-		data = f.data
-		if declared == "" {
-			declared = f.hint
-		}
+		data = d
 	}
 	in.budget -= int64(len(data))
 	if in.budget < 0 {
 		return b, mediaErr(path, fmt.Errorf("%w: the request's media come to more than media.max_request_bytes (%d)", media.ErrTooLarge, c.MaxRequestBytes()))
 	}
-	if b.URL != "" && b.MimeType == "" {
-		declared = "" // a server's Content-Type is a hint, not a declaration: the bytes decide
-	}
-	info, err := c.Inspect(b.Kind, declared, data)
+	info, err := c.Inspect(b.Kind, b.MimeType, data)
 	if err != nil {
 		return b, mediaErr(path, err)
 	}

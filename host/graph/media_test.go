@@ -3,11 +3,14 @@ package graph_test
 import (
 	"bytes"
 	"context"
+	"crypto/x509"
 	"encoding/json"
 	"errors"
 	"image"
 	"image/png"
 	"math/rand/v2"
+	"net/http"
+	"net/http/httptest"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -390,5 +393,51 @@ func TestMediaInCodeAnswers(t *testing.T) {
 	}
 	if u := usageOf(t, store); u.Blobs != 1 {
 		t.Fatalf("usage %+v", u)
+	}
+}
+
+// A url source is fetched (once, however often a request names it),
+// checked like data, and stored; the thread holds its reference. Without
+// a declared type the bytes say what they are; with one they must be it.
+func TestMediaFromURL(t *testing.T) {
+	ctx := context.Background()
+	img := pngBytes(12, 10)
+	var hits atomic.Int32
+	srv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		hits.Add(1)
+		w.Header().Set("Content-Type", "application/octet-stream") // not taken: the bytes decide
+		_, _ = w.Write(img)
+	}))
+	defer srv.Close()
+	roots := x509.NewCertPool()
+	roots.AddCert(srv.Certificate())
+	checker, err := media.New(media.Policy{FetchHosts: []string{"127.0.0.1/32:" + srv.URL[strings.LastIndexByte(srv.URL, ':')+1:]}, RootCAs: roots})
+	if err != nil {
+		t.Fatal(err)
+	}
+	store := checkpoint.NewMemory()
+	app, err := graph.New().AddNode("a", say("a")).AddEdge(graph.START, "a").AddEdge("a", graph.END).Compile(store, graph.WithMedia(checker))
+	if err != nil {
+		t.Fatal(err)
+	}
+	in := withImage("look", message.MediaBlock{Kind: message.TypeImage, MimeType: "image/png", URL: srv.URL + "/a.png"})
+	in[0].Content = append(in[0].Content, message.MediaBlock{Kind: message.TypeImage, URL: srv.URL + "/a.png"})
+	res, err := app.Invoke(ctx, in, graph.RunConfig{ThreadID: "t"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ms := mediaOf(res.Messages)
+	if len(ms) != 2 || ms[0].Blob != checkpoint.BlobRef(img) || ms[1].Blob != ms[0].Blob || ms[1].MimeType != "image/png" || ms[0].URL != "" || ms[0].Width != 12 {
+		t.Fatalf("the url sources read back as %+v", ms)
+	}
+	if n := hits.Load(); n != 1 {
+		t.Fatalf("the url was fetched %d times", n)
+	}
+	if b, err := store.ReadBlob(ctx, "t", checkpoint.BlobRef(img)); err != nil || !bytes.Equal(b.Data, img) {
+		t.Fatalf("the stored bytes: %v", err)
+	}
+	_, err = app.Invoke(ctx, withImage("look", message.MediaBlock{Kind: message.TypeImage, MimeType: "image/jpeg", URL: srv.URL + "/a.png"}), graph.RunConfig{ThreadID: "t"})
+	if !errors.Is(err, media.ErrRefused) || !strings.Contains(err.Error(), "messages[0].content[1]: media refused: declared image/jpeg, but the bytes are image/png") {
+		t.Fatalf("a url whose bytes are not the declared type: %v", err)
 	}
 }

@@ -140,8 +140,8 @@ func (f *fetcher) dialControl(network, address string, _ syscall.RawConn) error 
 }
 
 // Fetch gets the bytes at rawURL, at most max of them, and the type the
-// server says they are (a hint: Inspect judges the bytes). Every refusal
-// wraps ErrRefused, a body over max ErrTooLarge.
+// server says they are (for a caller's information only: Inspect judges
+// the bytes). Every refusal wraps ErrRefused, a body over max ErrTooLarge.
 func (c *Checker) Fetch(ctx context.Context, rawURL string, max int64) ([]byte, string, error) {
 	f := c.fetch
 	u, err := url.Parse(rawURL)

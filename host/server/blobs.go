@@ -100,5 +100,6 @@ func extension(t string) string {
 	return ""
 }
 
-// errBlobNotFound is the one answer for a blob the caller may not read.
+// isBlobNotFound reports the one answer for a blob the caller may not
+// read, whatever the reason.
 func isBlobNotFound(err error) bool { return errors.Is(err, graph.ErrBlobNotFound) }
