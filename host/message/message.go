@@ -1,7 +1,8 @@
 // Package message defines the messages a thread is made of and their JSON.
 //
 // A message is a role and a list of content blocks. Blocks are a closed set
-// (text, tool_call, tool_result, remote_tool_call, approval_request, approval):
+// (text, image, file, audio, tool_call, tool_result, remote_tool_call,
+// approval_request, approval):
 // decoding refuses any other
 // type, so a typo in a client's request is an error the client sees instead of
 // content the model silently never gets.
@@ -9,6 +10,7 @@ package message
 
 import (
 	"bytes"
+	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"maps"
@@ -66,6 +68,9 @@ const (
 	TypeRemoteToolCall  = "remote_tool_call"
 	TypeApprovalRequest = "approval_request"
 	TypeApproval        = "approval"
+	TypeImage           = "image"
+	TypeFile            = "file"
+	TypeAudio           = "audio"
 )
 
 // TextBlock is prose from any role.
@@ -106,11 +111,67 @@ func InvalidArguments(args json.RawMessage) (string, bool) {
 }
 
 // ToolResultBlock answers one tool call. Content is any JSON value; IsError
-// marks a failure the model should see and may recover from.
+// marks a failure the model should see and may recover from. Attachments
+// are the images and files the tool returned beside its content (a
+// screenshot, a picked file), each a MediaBlock, sent to the model as
+// media rather than as base64 text.
 type ToolResultBlock struct {
-	ToolCallID string          `json:"tool_call_id"`
-	Content    json.RawMessage `json:"content"`
-	IsError    bool            `json:"is_error"`
+	ToolCallID  string          `json:"tool_call_id"`
+	Content     json.RawMessage `json:"content"`
+	IsError     bool            `json:"is_error"`
+	Attachments []MediaBlock    `json:"attachments,omitempty"`
+}
+
+// MediaBlock is an image, a file or a sound: in a user message, or among a
+// tool result's attachments. Kind is its type (TypeImage, TypeFile or
+// TypeAudio).
+//
+// It names its bytes by exactly one source. On input that is Data (base64
+// on the wire), URL (https, fetched by the host) or Blob (a blob the same
+// thread already holds). Once the host has stored the bytes, a block holds
+// only Blob, "sha256:" and the 64 lowercase hex digits of the bytes' hash,
+// with Size (and an image's Width and Height): messages and checkpoints
+// carry references, and the bytes are kept once per content, however many
+// turns or threads send them.
+type MediaBlock struct {
+	Kind string
+	// MimeType is the bytes' media type ("image/png", "application/pdf"),
+	// which the host checks against the bytes themselves.
+	MimeType string
+	// Filename is the name the bytes came with, if any.
+	Filename string
+	// Data, URL and Blob are the sources; exactly one is set.
+	Data []byte
+	URL  string
+	Blob string
+	// Size is the bytes' length, and Width and Height an image's pixels:
+	// set by the host once it has stored them, ignored on input.
+	Size          int64
+	Width, Height int
+}
+
+// BlobPrefix starts every blob reference: a blob is named by its bytes'
+// SHA-256.
+const BlobPrefix = "sha256:"
+
+// ValidBlobRef reports whether ref is a blob reference: BlobPrefix and 64
+// lowercase hex digits.
+func ValidBlobRef(ref string) bool {
+	hexPart, ok := strings.CutPrefix(ref, BlobPrefix)
+	if !ok || len(hexPart) != 64 {
+		return false
+	}
+	for i := 0; i < len(hexPart); i++ {
+		if c := hexPart[i]; (c < '0' || c > '9') && (c < 'a' || c > 'f') {
+			return false
+		}
+	}
+	return true
+}
+
+// IsMedia reports whether a block type names a MediaBlock.
+func IsMedia(blockType string) bool {
+	return blockType == TypeImage || blockType == TypeFile || blockType == TypeAudio
 }
 
 // RemoteToolCallBlock is what a ToolNode returns instead of running a remote
@@ -174,6 +235,9 @@ func (ApprovalRequestBlock) BlockType() string { return TypeApprovalRequest }
 // BlockType implements Block.
 func (ApprovalBlock) BlockType() string { return TypeApproval }
 
+// BlockType implements Block: the block's Kind.
+func (b MediaBlock) BlockType() string { return b.Kind }
+
 // MarshalJSON writes the block with its "type", wherever it appears (in a
 // message, or alone, as in an invoke response's remote_tool_calls).
 func (b TextBlock) MarshalJSON() ([]byte, error) { return MarshalBlock(b) }
@@ -193,12 +257,31 @@ func (b ApprovalRequestBlock) MarshalJSON() ([]byte, error) { return MarshalBloc
 // MarshalJSON writes the block with its "type".
 func (b ApprovalBlock) MarshalJSON() ([]byte, error) { return MarshalBlock(b) }
 
+// MarshalJSON writes the block with its "type".
+func (b MediaBlock) MarshalJSON() ([]byte, error) { return MarshalBlock(b) }
+
+// UnmarshalJSON reads a media block strictly, as UnmarshalBlock does: for
+// a tool result's attachments.
+func (b *MediaBlock) UnmarshalJSON(data []byte) error {
+	v, err := UnmarshalBlock(data)
+	if err != nil {
+		return err
+	}
+	m, ok := v.(MediaBlock)
+	if !ok {
+		return &strictjson.Error{Path: "type", Msg: fmt.Sprintf("want image, file or audio, not %s", v.BlockType())}
+	}
+	*b = m
+	return nil
+}
+
 func (TextBlock) sealed()            {}
 func (ToolCallBlock) sealed()        {}
 func (ToolResultBlock) sealed()      {}
 func (RemoteToolCallBlock) sealed()  {}
 func (ApprovalRequestBlock) sealed() {}
 func (ApprovalBlock) sealed()        {}
+func (MediaBlock) sealed()           {}
 
 // Text returns a message holding one text block; the usual way to build user
 // input in code.
@@ -308,6 +391,52 @@ func appendBlock(b []byte, c Block) ([]byte, error) {
 		if b, err = appendRaw(b, c.Content, null); err == nil {
 			b = append(b, `,"is_error":`...)
 			b = strconv.AppendBool(b, c.IsError)
+			if len(c.Attachments) > 0 {
+				b = append(b, `,"attachments":[`...)
+				for i, a := range c.Attachments {
+					if i > 0 {
+						b = append(b, ',')
+					}
+					if b, err = appendBlock(b, a); err != nil {
+						break
+					}
+				}
+				b = append(b, ']')
+			}
+		}
+	case MediaBlock:
+		if !IsMedia(c.Kind) {
+			return nil, fmt.Errorf("media block of unknown kind %q", c.Kind)
+		}
+		b = append(b, `{"type":`...)
+		b = appendString(b, c.Kind)
+		b = append(b, `,"mime_type":`...)
+		b = appendString(b, c.MimeType)
+		if c.Filename != "" {
+			b = append(b, `,"filename":`...)
+			b = appendString(b, c.Filename)
+		}
+		switch {
+		case c.Blob != "":
+			b = append(b, `,"blob":`...)
+			b = appendString(b, c.Blob)
+		case c.URL != "":
+			b = append(b, `,"url":`...)
+			b = appendString(b, c.URL)
+		case c.Data != nil:
+			b = append(b, `,"data":"`...)
+			b = base64.StdEncoding.AppendEncode(b, c.Data)
+			b = append(b, '"')
+		}
+		if c.Size > 0 {
+			b = append(b, `,"size":`...)
+			b = strconv.AppendInt(b, c.Size, 10)
+		}
+		if c.Width > 0 && c.Height > 0 {
+			b = append(b, `,"width":`...)
+			b = strconv.AppendInt(b, int64(c.Width), 10)
+			b = append(b, `,"height":`...)
+			b = strconv.AppendInt(b, int64(c.Height), 10)
 		}
 	case RemoteToolCallBlock:
 		b, err = appendHeldCall(b, `{"type":"remote_tool_call","id":`, c.ID, c.Name, c.Arguments, c.Node)
@@ -516,6 +645,17 @@ type blockWire struct {
 	Approved   *bool           `json:"approved"`
 	Reason     *string         `json:"reason"`
 	ExpiresAt  *time.Time      `json:"expires_at"`
+	// Attachments are a tool result's media blocks.
+	Attachments []json.RawMessage `json:"attachments"`
+	// The keys of a media block.
+	MimeType *string `json:"mime_type"`
+	Filename *string `json:"filename"`
+	Data     *string `json:"data"`
+	URL      *string `json:"url"`
+	Blob     *string `json:"blob"`
+	Size     *int64  `json:"size"`
+	Width    *int    `json:"width"`
+	Height   *int    `json:"height"`
 	// Unknown catches other keys, so that an unknown type is reported as
 	// such rather than as the keys that type would have.
 	Unknown map[string]json.RawMessage `json:",embed"`
@@ -529,7 +669,10 @@ func (w *blockWire) present() []string {
 		set bool
 	}{{"text", w.Text != nil}, {"id", w.ID != nil}, {"name", w.Name != nil}, {"arguments", w.Arguments != nil},
 		{"tool_call_id", w.ToolCallID != nil}, {"content", w.Content != nil}, {"is_error", w.IsError != nil}, {"node", w.Node != nil},
-		{"approved", w.Approved != nil}, {"reason", w.Reason != nil}, {"expires_at", w.ExpiresAt != nil}} {
+		{"approved", w.Approved != nil}, {"reason", w.Reason != nil}, {"expires_at", w.ExpiresAt != nil},
+		{"attachments", w.Attachments != nil}, {"mime_type", w.MimeType != nil}, {"filename", w.Filename != nil},
+		{"data", w.Data != nil}, {"url", w.URL != nil}, {"blob", w.Blob != nil}, {"size", w.Size != nil},
+		{"width", w.Width != nil}, {"height", w.Height != nil}} {
 		if f.set {
 			out = append(out, f.key)
 		}
@@ -541,11 +684,17 @@ func (w *blockWire) present() []string {
 var blockKeys = map[string][]string{
 	TypeText:            {"text"},
 	TypeToolCall:        {"id", "name", "arguments"},
-	TypeToolResult:      {"tool_call_id", "content", "is_error"},
+	TypeToolResult:      {"tool_call_id", "content", "is_error", "attachments"},
+	TypeImage:           mediaKeys,
+	TypeFile:            mediaKeys,
+	TypeAudio:           mediaKeys,
 	TypeRemoteToolCall:  {"id", "name", "arguments", "node", "expires_at"},
 	TypeApprovalRequest: {"id", "name", "arguments", "node"},
 	TypeApproval:        {"tool_call_id", "approved", "reason"},
 }
+
+// mediaKeys are the keys of an image, file or audio block.
+var mediaKeys = []string{"mime_type", "filename", "data", "url", "blob", "size", "width", "height"}
 
 // UnmarshalBlock decodes one block by its "type", strictly (see package
 // strictjson): a key the block's type does not have is an error.
@@ -625,10 +774,24 @@ func UnmarshalBlock(raw json.RawMessage) (Block, error) {
 		}
 		b.Approved = *w.Approved
 		return b, nil
+	case TypeImage, TypeFile, TypeAudio:
+		return unmarshalMedia(*w.Type, &w)
 	default: // TypeToolResult
 		b := ToolResultBlock{ToolCallID: str(w.ToolCallID), Content: w.Content, IsError: w.IsError != nil && *w.IsError}
 		if b.ToolCallID == "" {
 			return nil, &strictjson.Error{Path: "tool_call_id", Msg: "missing"}
+		}
+		for i, raw := range w.Attachments {
+			at := strictjson.Join("attachments", strictjson.Index(i))
+			v, err := UnmarshalBlock(raw)
+			if err != nil {
+				return nil, strictjson.At(at, err)
+			}
+			m, ok := v.(MediaBlock)
+			if !ok {
+				return nil, &strictjson.Error{Path: strictjson.Join(at, "type"), Msg: fmt.Sprintf("an attachment is an image, file or audio block, not %s", v.BlockType())}
+			}
+			b.Attachments = append(b.Attachments, m)
 		}
 		if len(b.Content) == 0 {
 			b.Content = null
@@ -639,7 +802,80 @@ func UnmarshalBlock(raw json.RawMessage) (Block, error) {
 	}
 }
 
-const typeList = "text, tool_call, tool_result, remote_tool_call, approval_request or approval"
+const typeList = "text, image, file, audio, tool_call, tool_result, remote_tool_call, approval_request or approval"
+
+// unmarshalMedia builds an image, file or audio block from its keys:
+// exactly one source, valid base64 in data, a well-formed blob reference.
+// Whether the bytes are what mime_type says, and whether a url or a blob
+// may be used, the host decides when it stores them.
+func unmarshalMedia(kind string, w *blockWire) (Block, error) {
+	b := MediaBlock{Kind: kind}
+	if w.MimeType == nil || *w.MimeType == "" {
+		return nil, &strictjson.Error{Path: "mime_type", Msg: "missing (the bytes' media type, such as \"image/png\" or \"application/pdf\")"}
+	}
+	b.MimeType = *w.MimeType
+	if w.Filename != nil {
+		b.Filename = *w.Filename
+	}
+	var sources []string
+	if w.Data != nil {
+		sources = append(sources, "data")
+		raw, err := decodeBase64(*w.Data)
+		if err != nil {
+			return nil, &strictjson.Error{Path: "data", Msg: "not base64: " + err.Error()}
+		}
+		if len(raw) == 0 {
+			return nil, &strictjson.Error{Path: "data", Msg: "empty"}
+		}
+		b.Data = raw
+	}
+	if w.URL != nil {
+		sources = append(sources, "url")
+		b.URL = *w.URL
+		if b.URL == "" {
+			return nil, &strictjson.Error{Path: "url", Msg: "empty"}
+		}
+	}
+	if w.Blob != nil {
+		sources = append(sources, "blob")
+		b.Blob = *w.Blob
+		if !ValidBlobRef(b.Blob) {
+			return nil, &strictjson.Error{Path: "blob", Msg: fmt.Sprintf("want %q and the 64 lowercase hex digits of the bytes' SHA-256", BlobPrefix)}
+		}
+	}
+	if len(sources) != 1 {
+		what := "none"
+		if len(sources) > 1 {
+			what = strings.Join(sources, " and ")
+		}
+		return nil, &strictjson.Error{Msg: fmt.Sprintf("a %s block takes exactly one source, data (base64), url (https) or blob (\"sha256:...\"); got %s", kind, what)}
+	}
+	if w.Size != nil {
+		b.Size = *w.Size
+	}
+	if w.Width != nil && w.Height != nil {
+		b.Width, b.Height = *w.Width, *w.Height
+	}
+	return b, nil
+}
+
+// decodeBase64 reads standard base64, padded or not; whitespace (line
+// breaks in base64 wrapped at 76 columns) is skipped.
+func decodeBase64(s string) ([]byte, error) {
+	if strings.ContainsAny(s, " \t\r\n") {
+		s = strings.Map(func(r rune) rune {
+			if r == ' ' || r == '\t' || r == '\r' || r == '\n' {
+				return -1
+			}
+			return r
+		}, s)
+	}
+	enc := base64.StdEncoding
+	if len(s)%4 != 0 {
+		enc = base64.RawStdEncoding
+	}
+	return enc.DecodeString(s)
+}
 
 func checkCall(id, name string, args json.RawMessage) error {
 	if id == "" {

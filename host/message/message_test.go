@@ -68,7 +68,8 @@ func TestStringContentAndDefaults(t *testing.T) {
 
 func TestDecodingErrorsNameThePart(t *testing.T) {
 	cases := map[string]string{
-		`{"role":"user","content":[{"type":"image","url":"x"}]}`:                                              `content[0].type: unknown block type "image"`,
+		`{"role":"user","content":[{"type":"video","url":"x"}]}`:                                              `content[0].type: unknown block type "video"`,
+		`{"role":"user","content":[{"type":"image","url":"x"}]}`:                                              `content[0].mime_type: missing`,
 		`{"role":"user","content":[{"text":"x"}]}`:                                                            `content[0].type: missing`,
 		`{"role":"robot","content":"x"}`:                                                                      `role: unknown role "robot"`,
 		`{"content":"x"}`:                                                                                     `role: missing`,

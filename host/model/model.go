@@ -29,7 +29,27 @@ type Request struct {
 	ThreadID string
 	// OnDelta, when set, receives text as the model produces it.
 	OnDelta func(text string)
+	// Blobs reads the bytes of the media blocks the messages hold by
+	// reference (MediaBlock.Blob), scoped to the thread; nil when the
+	// host keeps no blobs. A provider reads them only to send them.
+	Blobs BlobReader
 }
+
+// BlobReader gives a model provider the bytes of a thread's blobs, which
+// messages hold by reference only (message.MediaBlock.Blob): the bytes are
+// read, and encoded as the provider's wire format wants, per request,
+// never kept in the thread.
+type BlobReader interface {
+	// ReadBlob returns the bytes of the blob ref ("sha256:<hex>") of the
+	// request's thread, or an error when the thread holds no such blob.
+	ReadBlob(ctx context.Context, ref string) ([]byte, error)
+}
+
+// BlobReaderFunc adapts a function to BlobReader.
+type BlobReaderFunc func(ctx context.Context, ref string) ([]byte, error)
+
+// ReadBlob implements BlobReader.
+func (f BlobReaderFunc) ReadBlob(ctx context.Context, ref string) ([]byte, error) { return f(ctx, ref) }
 
 // Response is the model's answer.
 type Response struct {
