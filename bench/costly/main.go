@@ -30,13 +30,13 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"regexp"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/tenxgraph/tenxgraph/bench/internal/procfs"
 )
 
 func main() {
@@ -100,7 +100,7 @@ func withServer(bin, dir string, step func(*server) error) error {
 	s := &server{cmd: exec.Command(bin, "serve", "--config", filepath.Join(dir, "10xgraph.json"), "--addr", "127.0.0.1:0")}
 	s.cmd.Env = append(os.Environ(), "TENXGRAPH_LOG_LEVEL=error")
 	var err error
-	if s.base, err = startAndRead(s.cmd, `serving .* on (http://\S+)`); err != nil {
+	if s.base, err = procfs.StartAndRead(s.cmd, `serving .* on (http://\S+)`); err != nil {
 		return fmt.Errorf("serve: %w", err)
 	}
 	s.addr = strings.TrimPrefix(s.base, "http://")
@@ -119,7 +119,7 @@ var deepBodies = []struct{ name, path, body string }{
 func (s *server) deep(n int) error {
 	fmt.Printf("## deep bodies (%d each)\n\n| body | bytes | status | server CPU per request |\n|---|---|---|---|\n", n)
 	for _, b := range deepBodies {
-		before, err := procCPU(s.cmd.Process.Pid)
+		before, err := procfs.CPU(s.cmd.Process.Pid)
 		if err != nil {
 			return err
 		}
@@ -129,7 +129,7 @@ func (s *server) deep(n int) error {
 				return err
 			}
 		}
-		after, err := procCPU(s.cmd.Process.Pid)
+		after, err := procfs.CPU(s.cmd.Process.Pid)
 		if err != nil {
 			return err
 		}
@@ -201,7 +201,7 @@ func (s *server) readers() error {
 		return fmt.Errorf("storing the thread: %d %v", status, err)
 	}
 	time.Sleep(2 * time.Second) // let the server's heap settle: a baseline, not synchronisation
-	base, err := status(s.cmd.Process.Pid, "VmRSS")
+	base, err := procfs.Status(s.cmd.Process.Pid, "VmRSS")
 	if err != nil {
 		return err
 	}
@@ -226,7 +226,7 @@ func (s *server) readers() error {
 	}
 	peak := base
 	for end := time.Now().Add(10 * time.Second); time.Now().Before(end); time.Sleep(20 * time.Millisecond) {
-		r, err := status(s.cmd.Process.Pid, "VmRSS")
+		r, err := procfs.Status(s.cmd.Process.Pid, "VmRSS")
 		if err != nil {
 			return err
 		}
@@ -263,53 +263,4 @@ func (s *server) trickle() error {
 	raw, _ := io.ReadAll(res.Body)
 	fmt.Printf("## a body sent a byte a second\n\nanswered %d after %v: %s\n", res.StatusCode, time.Since(t0).Round(10*time.Millisecond), bytes.TrimSpace(raw))
 	return nil
-}
-
-// startAndRead starts cmd and returns the first match of pattern's group in
-// its standard output; the rest of the output is discarded.
-func startAndRead(cmd *exec.Cmd, pattern string) (string, error) {
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		return "", err
-	}
-	cmd.Stderr = os.Stderr
-	if err := cmd.Start(); err != nil {
-		return "", err
-	}
-	re := regexp.MustCompile(pattern)
-	sc := bufio.NewScanner(out)
-	for sc.Scan() {
-		if m := re.FindStringSubmatch(sc.Text()); m != nil {
-			go func() { _, _ = io.Copy(io.Discard, out) }()
-			return m[1], nil
-		}
-	}
-	return "", fmt.Errorf("%s did not say where it listens", filepath.Base(cmd.Path))
-}
-
-// procCPU is the user and system CPU time, in µs, of pid (/proc/PID/stat,
-// in clock ticks of 10 ms).
-func procCPU(pid int) (int64, error) {
-	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return 0, err
-	}
-	f := strings.Fields(string(stat[bytes.LastIndexByte(stat, ')')+1:]))
-	ut, _ := strconv.ParseInt(f[11], 10, 64)
-	st, _ := strconv.ParseInt(f[12], 10, 64)
-	return (ut + st) * 10_000, nil
-}
-
-// status reads a kB field of /proc/PID/status, such as VmRSS.
-func status(pid int, key string) (int64, error) {
-	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
-	if err != nil {
-		return 0, err
-	}
-	for line := range strings.SplitSeq(string(data), "\n") {
-		if v, ok := strings.CutPrefix(line, key+":"); ok {
-			return strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 10, 64)
-		}
-	}
-	return 0, fmt.Errorf("/proc/%d/status has no %s", pid, key)
 }

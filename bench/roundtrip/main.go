@@ -48,7 +48,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -62,6 +61,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/tenxgraph/tenxgraph/bench/internal/idlepoll"
+	"github.com/tenxgraph/tenxgraph/bench/internal/procfs"
 	"github.com/tenxgraph/tenxgraph/host/checkpoint"
 	"github.com/tenxgraph/tenxgraph/host/message"
 )
@@ -176,7 +176,7 @@ func run(o options) error {
 			margs = append(margs, "-cpuprofile", o.modelProfile)
 		}
 		b.model = exec.Command(o.modelBin, margs...)
-		if b.modelURL, err = startAndRead(b.model, `listening on (http://\S+)`); err != nil {
+		if b.modelURL, err = procfs.StartAndRead(b.model, `listening on (http://\S+)`); err != nil {
 			return fmt.Errorf("openaitest: %w", err)
 		}
 		modelCfg = `{"provider": "openai", "model": "test-model", "base_url": "` + b.modelURL + `"}`
@@ -221,14 +221,14 @@ func run(o options) error {
 	}
 	b.srv = exec.Command(o.bin, args...)
 	b.srv.Env = append(os.Environ(), "TENXGRAPH_LOG_LEVEL=error")
-	if b.base, err = startAndRead(b.srv, `serving .* on (http://\S+)`); err != nil {
+	if b.base, err = procfs.StartAndRead(b.srv, `serving .* on (http://\S+)`); err != nil {
 		return fmt.Errorf("serve: %w", err)
 	}
 	for range o.replicas - 1 {
 		other := exec.Command(o.bin, args...)
 		other.Env = b.srv.Env
 		b.others = append(b.others, other)
-		base, err := startAndRead(other, `serving .* on (http://\S+)`)
+		base, err := procfs.StartAndRead(other, `serving .* on (http://\S+)`)
 		if err != nil {
 			return fmt.Errorf("serve (replica %d): %w", len(b.others)+1, err)
 		}
@@ -249,28 +249,6 @@ func build(out, pkg string) error {
 		return fmt.Errorf("build %s: %v\n%s", pkg, err, msg)
 	}
 	return nil
-}
-
-// startAndRead starts cmd and returns the first match of pattern's group in
-// its standard output; the rest of the output is discarded.
-func startAndRead(cmd *exec.Cmd, pattern string) (string, error) {
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		return "", err
-	}
-	cmd.Stderr = os.Stderr
-	if err := cmd.Start(); err != nil {
-		return "", err
-	}
-	re := regexp.MustCompile(pattern)
-	sc := bufio.NewScanner(out)
-	for sc.Scan() {
-		if m := re.FindStringSubmatch(sc.Text()); m != nil {
-			go io.Copy(io.Discard, out)
-			return m[1], nil
-		}
-	}
-	return "", fmt.Errorf("%s did not say where it listens", filepath.Base(cmd.Path))
 }
 
 func (b *bench) stop() {
@@ -372,12 +350,12 @@ type modelStats struct {
 // counters reads the CPU time of the server and its descendants and of the
 // model server (µs), and the model server's counts.
 func (b *bench) counters() (server, model int64, stats modelStats, err error) {
-	if server, err = treeCPU(b.srv.Process.Pid); err != nil {
+	if server, err = procfs.TreeCPU(b.srv.Process.Pid); err != nil {
 		return
 	}
 	for _, o := range b.others {
 		var cpu int64
-		if cpu, err = treeCPU(o.Process.Pid); err != nil {
+		if cpu, err = procfs.TreeCPU(o.Process.Pid); err != nil {
 			return
 		}
 		server += cpu
@@ -385,7 +363,7 @@ func (b *bench) counters() (server, model int64, stats modelStats, err error) {
 	if b.model == nil {
 		return
 	}
-	if model, err = treeCPU(b.model.Process.Pid); err != nil {
+	if model, err = procfs.TreeCPU(b.model.Process.Pid); err != nil {
 		return
 	}
 	resp, err := http.Get(strings.TrimSuffix(b.modelURL, "/v1") + "/stats")
@@ -416,12 +394,12 @@ func (b *bench) manyTurns(n int) error {
 	fmt.Println("| turns | p50 ms (last 100) | written per turn KB (/proc io) | database growth per turn KB | database MB | server RSS MiB | server CPU ms per turn |")
 	fmt.Println("|---|---|---|---|---|---|---|")
 	var lat []time.Duration
-	wrote0, err := b.sumServers(writeBytes)
+	wrote0, err := b.sumServers(procfs.WriteBytes)
 	if err != nil {
 		return err
 	}
 	size0, cpu0 := dbSize(), int64(0)
-	if cpu0, err = b.sumServers(treeCPU); err != nil {
+	if cpu0, err = b.sumServers(procfs.TreeCPU); err != nil {
 		return err
 	}
 	for turn := 1; turn <= n; turn++ {
@@ -433,15 +411,15 @@ func (b *bench) manyTurns(n int) error {
 		if turn%every != 0 && turn != n {
 			continue
 		}
-		wrote, err := b.sumServers(writeBytes)
+		wrote, err := b.sumServers(procfs.WriteBytes)
 		if err != nil {
 			return err
 		}
-		cpu, err := b.sumServers(treeCPU)
+		cpu, err := b.sumServers(procfs.TreeCPU)
 		if err != nil {
 			return err
 		}
-		rss, _ := b.sumServers(func(pid int) (int64, error) { return status(pid, "VmRSS") })
+		rss, _ := b.sumServers(func(pid int) (int64, error) { return procfs.Status(pid, "VmRSS") })
 		size := dbSize()
 		k := float64(len(lat))
 		slices.Sort(lat)
@@ -516,7 +494,7 @@ func writeThreads(path string, n int, size int64) error {
 // at a time, and reports the server's memory.
 func (b *bench) readThreads(o options) error {
 	pid := b.srv.Process.Pid
-	rss0, _ := status(pid, "VmRSS")
+	rss0, _ := procfs.Status(pid, "VmRSS")
 	start := time.Now()
 	err := forEach(o.threads, 8, func(i int) error {
 		resp, err := b.client.Get(fmt.Sprint(b.base, "/v1/threads/big-", i))
@@ -534,8 +512,8 @@ func (b *bench) readThreads(o options) error {
 		return err
 	}
 	elapsed := time.Since(start)
-	hwm, _ := status(pid, "VmHWM")
-	rss, _ := status(pid, "VmRSS")
+	hwm, _ := procfs.Status(pid, "VmHWM")
+	rss, _ := procfs.Status(pid, "VmRSS")
 	m, err := b.metrics()
 	if err != nil {
 		return err
@@ -640,97 +618,16 @@ func (b *bench) sumServers(f func(pid int) (int64, error)) (int64, error) {
 	return total, nil
 }
 
-// clockTick is the unit of /proc/PID/stat's CPU times (USER_HZ), 100 on
-// every Linux this runs on.
-const clockTick = 10 * time.Millisecond
-
 // serverCPU is the CPU time, in µs, of the server processes alone (without
 // their plugins).
 func (b *bench) serverCPU() (int64, error) {
-	total, err := procCPU(b.srv.Process.Pid)
+	total, err := procfs.CPU(b.srv.Process.Pid)
 	for _, o := range b.others {
-		cpu, e := procCPU(o.Process.Pid)
+		cpu, e := procfs.CPU(o.Process.Pid)
 		total += cpu
 		err = cmp.Or(err, e)
 	}
 	return total, err
-}
-
-// procCPU is the user and system CPU time, in µs, of pid alone.
-func procCPU(pid int) (int64, error) {
-	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return 0, err
-	}
-	return statCPU(stat), nil
-}
-
-// statCPU reads the user and system CPU time, in µs, from a /proc/PID/stat.
-func statCPU(stat []byte) int64 {
-	// Fields after the command's closing parenthesis: state is 3, utime 14
-	// and stime 15 (man 5 proc).
-	f := strings.Fields(string(stat[bytes.LastIndexByte(stat, ')')+1:]))
-	ut, _ := strconv.ParseInt(f[11], 10, 64)
-	st, _ := strconv.ParseInt(f[12], 10, 64)
-	return (ut + st) * clockTick.Microseconds()
-}
-
-// treeCPU is the user and system CPU time, in µs, of pid and every process
-// descended from it (the plugins, and their sandbox's processes).
-func treeCPU(pid int) (int64, error) {
-	var total int64
-	pids := []int{pid}
-	for len(pids) > 0 {
-		p := pids[len(pids)-1]
-		pids = pids[:len(pids)-1]
-		stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", p))
-		if err != nil {
-			if p == pid {
-				return 0, err
-			}
-			continue // exited meanwhile
-		}
-		total += statCPU(stat)
-		tasks, _ := os.ReadDir(fmt.Sprintf("/proc/%d/task", p))
-		for _, t := range tasks {
-			kids, _ := os.ReadFile(fmt.Sprintf("/proc/%d/task/%s/children", p, t.Name()))
-			for _, k := range strings.Fields(string(kids)) {
-				if n, err := strconv.Atoi(k); err == nil {
-					pids = append(pids, n)
-				}
-			}
-		}
-	}
-	return total, nil
-}
-
-// writeBytes is what pid has caused to be written to storage so far
-// (/proc/PID/io write_bytes).
-func writeBytes(pid int) (int64, error) {
-	io, err := os.ReadFile(fmt.Sprintf("/proc/%d/io", pid))
-	if err != nil {
-		return 0, err
-	}
-	for line := range strings.SplitSeq(string(io), "\n") {
-		if v, ok := strings.CutPrefix(line, "write_bytes: "); ok {
-			return strconv.ParseInt(v, 10, 64)
-		}
-	}
-	return 0, fmt.Errorf("/proc/%d/io has no write_bytes", pid)
-}
-
-// status reads a kB field of /proc/PID/status, such as VmRSS.
-func status(pid int, key string) (int64, error) {
-	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
-	if err != nil {
-		return 0, err
-	}
-	for line := range strings.SplitSeq(string(data), "\n") {
-		if v, ok := strings.CutPrefix(line, key+":"); ok {
-			return strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 10, 64)
-		}
-	}
-	return 0, fmt.Errorf("/proc/%d/status has no %s", pid, key)
 }
 
 // dbSize is the size of the SQLite database with its WAL.

@@ -3,6 +3,7 @@ package server_test
 import (
 	"context"
 	"crypto/rand"
+	"net/url"
 	"os"
 	"strings"
 	"testing"
@@ -44,5 +45,15 @@ func postgresDSN(t *testing.T) string {
 			t.Errorf("drop schema %s: %v", schema, err)
 		}
 	})
+	if strings.HasPrefix(dsn, "postgres://") || strings.HasPrefix(dsn, "postgresql://") {
+		u, err := url.Parse(dsn)
+		if err != nil {
+			t.Fatal(err)
+		}
+		q := u.Query()
+		q.Set("search_path", schema)
+		u.RawQuery = q.Encode()
+		return u.String()
+	}
 	return dsn + " search_path=" + schema
 }

@@ -2,63 +2,21 @@ package server_test
 
 import (
 	"context"
-	"crypto/rand"
 	"encoding/json"
 	"errors"
 	"net/http"
 	"net/url"
-	"os"
 	"strings"
 	"testing"
-
-	"github.com/jackc/pgx/v5"
 
 	"github.com/tenxgraph/tenxgraph/host/checkpoint"
 )
 
-// postgresStore opens the PostgreSQL store on a new schema of the server
-// TENXGRAPH_TEST_POSTGRES_DSN names (scripts/test.sh starts one), dropped
-// when the test ends; it skips the test without one.
+// postgresStore opens the PostgreSQL store on a new schema (postgresDSN),
+// dropped when the test ends; it skips the test without a server.
 func postgresStore(t *testing.T) checkpoint.Checkpointer {
 	t.Helper()
-	dsn := os.Getenv("TENXGRAPH_TEST_POSTGRES_DSN")
-	if dsn == "" {
-		t.Skip("TENXGRAPH_TEST_POSTGRES_DSN is unset: no PostgreSQL store (scripts/test.sh starts one)")
-	}
-	ctx := context.Background()
-	conn, err := pgx.Connect(ctx, dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close(ctx)
-	schema := "tenxgraph_server_" + strings.ToLower(rand.Text())
-	if _, err := conn.Exec(ctx, "CREATE SCHEMA "+schema); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		conn, err := pgx.Connect(ctx, dsn)
-		if err != nil {
-			t.Errorf("drop schema %s: %v", schema, err)
-			return
-		}
-		defer conn.Close(ctx)
-		if _, err := conn.Exec(ctx, "DROP SCHEMA "+schema+" CASCADE"); err != nil {
-			t.Errorf("drop schema %s: %v", schema, err)
-		}
-	})
-	if strings.HasPrefix(dsn, "postgres://") || strings.HasPrefix(dsn, "postgresql://") {
-		u, err := url.Parse(dsn)
-		if err != nil {
-			t.Fatal(err)
-		}
-		q := u.Query()
-		q.Set("search_path", schema)
-		u.RawQuery = q.Encode()
-		dsn = u.String()
-	} else {
-		dsn += " search_path=" + schema
-	}
-	store, err := checkpoint.OpenPostgres(ctx, dsn)
+	store, err := checkpoint.OpenPostgres(context.Background(), postgresDSN(t))
 	if err != nil {
 		t.Fatal(err)
 	}

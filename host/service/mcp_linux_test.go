@@ -8,6 +8,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/tenxgraph/tenxgraph/internal/sandbox"
 )
 
 // children lists the processes whose parent is pid, with their command
@@ -51,19 +53,21 @@ func TestMCPServerDiesWithItsBridge(t *testing.T) {
 	  "checkpointer": {"type": "memory"},
 	  "mcp_servers": {"ev": {"command": "node", "args": [`+js(filepath.Join(nm, "@modelcontextprotocol/server-everything/dist/index.js"))+`, "stdio"]}}}`,
 		`{"rules": [{"match": "x", "text": "x"}]}`)
+	// The bridge runs below its sandbox's init, and the server below its
+	// own init, below the bridge.
 	bridge, server := 0, 0
-	for pid, cmd := range children(os.Getpid()) {
-		if strings.HasSuffix(cmd, " plugin mcp ") {
+	for pid, cmd := range descendants(os.Getpid()) {
+		if strings.HasSuffix(cmd, " plugin mcp ") && !strings.Contains(cmd, sandbox.ExecArg) {
 			bridge = pid
-			for c, ccmd := range children(pid) {
-				if strings.Contains(ccmd, "server-everything") {
+			for c, ccmd := range descendants(pid) {
+				if strings.Contains(ccmd, "server-everything") && !strings.Contains(ccmd, sandbox.ExecArg) {
 					server = c
 				}
 			}
 		}
 	}
 	if bridge == 0 || server == 0 {
-		t.Fatalf("bridge %d, server %d; children: %v", bridge, server, children(os.Getpid()))
+		t.Fatalf("bridge %d, server %d; descendants: %v", bridge, server, descendants(os.Getpid()))
 	}
 	if err := syscall.Kill(bridge, syscall.SIGKILL); err != nil {
 		t.Fatal(err)
