@@ -123,14 +123,11 @@ func toolResult(res *mcpsdk.CallToolResult, s Server) (sdk.CallToolResponse, boo
 	if err != nil {
 		return sdk.CallToolResponse{}, false, err
 	}
-	size := func() int64 {
-		n := int64(len(content))
-		for _, i := range kept {
-			n += int64(len(ps[i].media.Data))
-		}
-		return n
+	size := int64(len(content))
+	for _, i := range kept {
+		size += int64(len(ps[i].media.Data))
 	}
-	if s.MaxResultBytes > 0 && size() > s.MaxResultBytes {
+	if s.MaxResultBytes > 0 && size > s.MaxResultBytes {
 		// Keep what fits beside the content as it is with every medium
 		// left out, which is at least as long as the content will be.
 		worst := maps.Clone(leftOut)
