@@ -3,7 +3,11 @@ package toolnode_test
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
+	"image"
+	"image/png"
 	"strings"
 	"testing"
 
@@ -16,10 +20,20 @@ import (
 )
 
 var (
-	pngBytes = []byte("\x89PNG\r\n\x1a\n....")
-	wavBytes = []byte("RIFF....WAVEfmt ")
-	pdfBytes = []byte("%PDF-1.7\n...")
+	pngBytes = encodePNG()
+	wavBytes = []byte("RIFF$\x00\x00\x00WAVEfmt \x10\x00\x00\x00\x01\x00\x01\x00\x40\x1f\x00\x00\x80\x3e\x00\x00\x02\x00\x10\x00data\x00\x00\x00\x00")
+	pdfBytes = []byte("%PDF-1.7\n%%EOF\n")
 )
+
+// encodePNG is a real 3×2 PNG: the host reads an image's header before it
+// keeps it.
+func encodePNG() []byte {
+	var b bytes.Buffer
+	if err := png.Encode(&b, image.NewRGBA(image.Rect(0, 0, 3, 2))); err != nil {
+		panic(err)
+	}
+	return b.Bytes()
+}
 
 // attaching answers "media" with an image, a sound and a file beside its
 // content, "failed" with an error result and a screenshot, and "path"
@@ -43,8 +57,8 @@ func (attaching) CallTool(_ context.Context, req sdk.CallToolRequest) (sdk.CallT
 }
 
 // A provider's attachments become the tool result's media blocks, in
-// order, their kind from their media type, their bytes as data (which the
-// host stores when the run saves); an error result keeps its attachments.
+// order, their kind from their media type, their bytes stored as blobs of
+// the thread; an error result keeps its attachments.
 // Attachments the host refuses make an error result naming the problem,
 // and none of them reaches the thread.
 func TestAttachmentsBecomeMediaBlocks(t *testing.T) {
@@ -79,14 +93,14 @@ func TestAttachmentsBecomeMediaBlocks(t *testing.T) {
 		t.Fatalf("results %+v, want three", results)
 	}
 	want := []message.MediaBlock{
-		{Kind: message.TypeImage, MimeType: "image/png", Data: pngBytes},
+		{Kind: message.TypeImage, MimeType: "image/png", Data: pngBytes, Width: 3, Height: 2},
 		{Kind: message.TypeAudio, MimeType: "audio/wav", Data: wavBytes},
 		{Kind: message.TypeFile, MimeType: "application/pdf", Filename: "report.pdf", Data: pdfBytes},
 	}
-	if r := results[0]; r.IsError || string(r.Content) != `{"pages":1}` || !sameMedia(r.Attachments, want) {
+	if r := results[0]; r.IsError || string(r.Content) != `{"pages":1}` || !sameMedia(t, app, r.Attachments, want) {
 		t.Errorf("media: %s is_error=%v, attachments %+v; want %+v", r.Content, r.IsError, r.Attachments, want)
 	}
-	if r := results[1]; !r.IsError || !sameMedia(r.Attachments, want[:1]) {
+	if r := results[1]; !r.IsError || !sameMedia(t, app, r.Attachments, want[:1]) {
 		t.Errorf("failed: is_error=%v, attachments %+v", r.IsError, r.Attachments)
 	}
 	if r := results[2]; !r.IsError || r.Attachments != nil ||
@@ -95,13 +109,25 @@ func TestAttachmentsBecomeMediaBlocks(t *testing.T) {
 	}
 }
 
-func sameMedia(got, want []message.MediaBlock) bool {
+// sameMedia reports whether got are want as the thread keeps them: each a
+// reference to the blob of want's bytes, which the thread holds, with its
+// size (and an image's pixels), and no bytes of its own.
+func sameMedia(t *testing.T, app *graph.App, got, want []message.MediaBlock) bool {
+	t.Helper()
 	if len(got) != len(want) {
 		return false
 	}
 	for i := range got {
 		g, w := got[i], want[i]
-		if g.Kind != w.Kind || g.MimeType != w.MimeType || g.Filename != w.Filename || !bytes.Equal(g.Data, w.Data) || g.Blob != "" || g.URL != "" {
+		sum := sha256.Sum256(w.Data)
+		ref := message.BlobPrefix + hex.EncodeToString(sum[:])
+		if g.Kind != w.Kind || g.MimeType != w.MimeType || g.Filename != w.Filename || g.Data != nil || g.URL != "" ||
+			g.Blob != ref || g.Size != int64(len(w.Data)) || g.Width != w.Width || g.Height != w.Height {
+			return false
+		}
+		b, err := app.Blob(context.Background(), "", "a", ref)
+		if err != nil || !bytes.Equal(b.Data, w.Data) {
+			t.Errorf("blob %s of the thread: %v", ref, err)
 			return false
 		}
 	}
