@@ -19,6 +19,7 @@ require (
 require (
 	github.com/anthropics/anthropic-sdk-go/v2 v2.16.0
 	github.com/landlock-lsm/go-landlock v0.11.2
+	golang.org/x/image v0.46.0
 )
 
 require (

@@ -61,22 +61,32 @@ const PluginName = "toolprovider"
 // (MessageBytes), so what a plugin sends does not become the host's memory.
 const MaxMessageBytes = 256 << 20
 
-// MessageBytes is the size of the largest toolprovider.v1 message a plugin
-// sends that carries n bytes of content: a result whose content_json is n
-// bytes (CallTool's answer, or the last event of CallToolStream), or a
-// progress report whose message is n bytes (on CallToolStream or on the
-// lifeline), with every other field at its largest. A host that receives
-// messages of up to this size takes every result and report of up to n
-// bytes, and refuses any larger message as it arrives (ErrMessageTooLarge),
-// before it is held whole: what one answer costs the host is bounded by
-// about n bytes, however much the plugin sends.
+// MessageBytes bounds the size of a toolprovider.v1 message a plugin sends
+// that carries n bytes: a result whose content_json and attachments' data
+// are n bytes together (CallTool's answer, or the last event of
+// CallToolStream), with at most MaxAttachments attachments whose names are
+// within their limits, or a progress report whose message is n bytes (on
+// CallToolStream or on the lifeline), with every other field at its
+// largest. A host that receives messages of up to this size takes every
+// result and report of up to n bytes, and refuses any larger message as it
+// arrives (ErrMessageTooLarge), before it is held whole: what one answer
+// costs the host is bounded by about n bytes, however much the plugin
+// sends. It is the exact size of the largest such message without
+// attachments, plus the most framing and names the min(n, MaxAttachments)
+// attachments a result of n bytes can carry may add (526 bytes each when n
+// is 4 MiB).
 func MessageBytes(n int) int {
 	n = max(n, 0)
 	bytesField := func(num protowire.Number, n int) int { return protowire.SizeTag(num) + protowire.SizeBytes(n) }
 	boolField := func(num protowire.Number) int { return protowire.SizeTag(num) + protowire.SizeVarint(1) }
 	doubleField := func(num protowire.Number) int { return protowire.SizeTag(num) + protowire.SizeFixed64() }
-	// CallTool.Response: content_json = 1, is_error = 2, deferred = 3.
-	response := bytesField(1, n) + boolField(2) + boolField(3)
+	// CallTool.Attachment: mime_type = 1, filename = 2, data = 3; its
+	// data is at most n bytes, counted once with the content's below.
+	attachment := bytesField(1, MaxMimeTypeBytes) + bytesField(2, MaxFilenameBytes) + bytesField(3, n)
+	framing := bytesField(4, attachment) - n
+	// CallTool.Response: content_json = 1, is_error = 2, deferred = 3,
+	// attachments = 4, each with one byte of data at least.
+	response := bytesField(1, n) + boolField(2) + boolField(3) + min(n, MaxAttachments)*framing
 	// CallTool.Progress: progress = 1, total = 2, message = 3.
 	progress := doubleField(1) + doubleField(2) + bytesField(3, n)
 	// CallTool.Event: progress = 1 | response = 2.
@@ -211,7 +221,7 @@ func (s *grpcServer) callTool(ctx context.Context, req *pb.CallTool_Request) (*p
 	case err != nil:
 		return nil, status.Error(codes.Unknown, err.Error())
 	}
-	return &pb.CallTool_Response{ContentJson: resp.Content, IsError: resp.IsError, Deferred: resp.Deferred}, nil
+	return toPBResponse(resp), nil
 }
 
 // run calls the provider's tool and watches it: a handler that has not
@@ -434,7 +444,7 @@ func (c *grpcClient) CallTool(ctx context.Context, req CallToolRequest) (CallToo
 			if err != nil {
 				return CallToolResponse{}, fromStatus(err)
 			}
-			return CallToolResponse{Content: resp.ContentJson, IsError: resp.IsError, Deferred: resp.Deferred}, nil
+			return fromPBResponse(resp), nil
 		}
 		c.progress.Store(-1) // refused before the tool ran: call it the plain way
 	}
@@ -442,7 +452,7 @@ func (c *grpcClient) CallTool(ctx context.Context, req CallToolRequest) (CallToo
 	if err != nil {
 		return CallToolResponse{}, fromStatus(err)
 	}
-	return CallToolResponse{Content: resp.ContentJson, IsError: resp.IsError, Deferred: resp.Deferred}, nil
+	return fromPBResponse(resp), nil
 }
 
 // callStream runs a tool with CallToolStream, handing its progress to fn.
@@ -567,6 +577,30 @@ func toPBSpec(t ToolSpec) *pb.ToolSpec {
 
 func fromPBSpec(t *pb.ToolSpec) ToolSpec {
 	return ToolSpec{Name: t.Name, Description: t.Description, Parameters: t.ParametersJson, RequiresApproval: t.RequiresApproval}
+}
+
+// toPBResponse and fromPBResponse carry a result across; attachments'
+// bytes are not copied.
+func toPBResponse(r CallToolResponse) *pb.CallTool_Response {
+	out := &pb.CallTool_Response{ContentJson: r.Content, IsError: r.IsError, Deferred: r.Deferred}
+	if len(r.Attachments) > 0 {
+		out.Attachments = make([]*pb.CallTool_Attachment, len(r.Attachments))
+		for i, a := range r.Attachments {
+			out.Attachments[i] = &pb.CallTool_Attachment{MimeType: a.MimeType, Filename: a.Filename, Data: a.Data}
+		}
+	}
+	return out
+}
+
+func fromPBResponse(r *pb.CallTool_Response) CallToolResponse {
+	out := CallToolResponse{Content: r.ContentJson, IsError: r.IsError, Deferred: r.Deferred}
+	if len(r.Attachments) > 0 {
+		out.Attachments = make([]Attachment, len(r.Attachments))
+		for i, a := range r.Attachments {
+			out.Attachments[i] = Attachment{MimeType: a.MimeType, Filename: a.Filename, Data: a.Data}
+		}
+	}
+	return out
 }
 
 func contains(list []string, s string) bool {

@@ -105,6 +105,10 @@ type CallToolResponse struct {
 	// and hands the call over instead of using Content. Only the remote
 	// bridge answers this way.
 	Deferred bool
+	// Attachments are images, sounds and files beside Content (see
+	// Attachment and ToolResult). The host counts their bytes with
+	// Content's against the provider's max_result_bytes (Size).
+	Attachments []Attachment
 }
 
 // RunToolsProvider is implemented by providers whose tools include the run's

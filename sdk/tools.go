@@ -59,13 +59,27 @@ func Func(name, description string, parameters json.RawMessage, fn func(ctx cont
 // EmptyObjectSchema is the parameters schema of a tool that takes nothing.
 var EmptyObjectSchema = json.RawMessage(`{"type":"object","properties":{}}`)
 
-// Result encodes v as a successful tool result.
+// Result encodes v as a successful tool result. A ToolResult (or a
+// pointer to one) gives its Content encoded and its Attachments, which are
+// checked as the host checks them (CheckAttachments).
 func Result(v any) (CallToolResponse, error) {
+	var atts []Attachment
+	switch r := v.(type) {
+	case ToolResult:
+		v, atts = r.Content, r.Attachments
+	case *ToolResult:
+		if r != nil {
+			v, atts = r.Content, r.Attachments
+		}
+	}
+	if err := CheckAttachments(atts); err != nil {
+		return CallToolResponse{}, fmt.Errorf("tool result: %w", err)
+	}
 	raw, err := json.Marshal(v)
 	if err != nil {
 		return CallToolResponse{}, fmt.Errorf("encode tool result: %w", err)
 	}
-	return CallToolResponse{Content: raw}, nil
+	return CallToolResponse{Content: raw, Attachments: atts}, nil
 }
 
 // ErrorResult turns err into a result the model sees with is_error set.

@@ -81,7 +81,10 @@ func (m *ModelNode) Run(ctx context.Context, in *graph.Input) (graph.Update, err
 	}
 	view := m.views.Get(in.Run.Key())
 	defer func() { m.views.Counted(in.Run.Key(), view, view.v.Size()) }()
-	req := model.Request{ThreadID: in.Run.Key(), Messages: view.history(in.State.Messages, m.SystemPrompt)}
+	// The model reads the media the messages hold by reference through
+	// the run: the thread's blobs, and those this run took in and may not
+	// have written yet.
+	req := model.Request{ThreadID: in.Run.Key(), Messages: view.history(in.State.Messages, m.SystemPrompt), Blobs: in.Run}
 	if m.Tools != nil {
 		ts, err := m.Tools.ToolSet(ctx, in.Run)
 		if err != nil {

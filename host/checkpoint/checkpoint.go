@@ -70,6 +70,13 @@ type Checkpoint struct {
 	// for an unleased write (see Leaser). It is checked by Put, never
 	// stored: Latest and History return 0.
 	Token int64
+	// Blobs are the blobs this checkpoint's entries (Append, State) are the
+	// first of the thread's to refer to. Put stores them with the
+	// checkpoint, atomically, and the thread holds them from then on (see
+	// Blob and BlobStore): content the store already keeps, for any
+	// thread, is not written again, only linked to this one. A Put that
+	// is refused writes none of them. Reads return nil.
+	Blobs []Blob
 	// Append holds the entries this checkpoint adds to the thread's log,
 	// after those of the thread's latest checkpoint. Put stores them with
 	// the checkpoint, atomically; reads return nil.

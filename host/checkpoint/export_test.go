@@ -57,7 +57,7 @@ func CommitPostgresBatch(p *Postgres, cps []Checkpoint, failing bool) []error {
 func CommitSQLiteBatch(s *SQLite, cps []Checkpoint, failing bool) []error {
 	var reqs []writeReq
 	for _, cp := range cps {
-		args, err := putArgs(cp)
+		args, err := putArgs(&cp)
 		if err != nil {
 			panic(err)
 		}
@@ -93,3 +93,19 @@ func CommitSQLiteBatch(s *SQLite, cps []Checkpoint, failing bool) []error {
 // (shipped migrations are never edited), for tests of later migrations.
 func SQLiteSchema(v int) []string   { return sqliteMigrations[:v] }
 func PostgresSchema(v int) []string { return postgresMigrations[:v] }
+
+// PostgresPut returns the statement and arguments of a Put of cp, for a
+// test to run in a transaction of its own and hold it open.
+func PostgresPut(cp Checkpoint) (string, []any) {
+	args, err := pgPutArgs(cp, -1)
+	if err != nil {
+		panic(err)
+	}
+	return pgPut, args
+}
+
+// PostgresDropBlobs runs, in tx, what DeleteThread does to the thread's
+// blobs.
+func PostgresDropBlobs(ctx context.Context, tx pgx.Tx, threadID string) error {
+	return pgDropBlobs(ctx, tx, threadID)
+}

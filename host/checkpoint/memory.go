@@ -25,7 +25,15 @@ type Memory struct {
 	mu      sync.RWMutex
 	threads map[string]*memThread
 	leases  map[string]*memLease // threads ever claimed
+	blobs   map[string]*memBlob  // by ref
+	links   map[string][]string  // thread -> the refs it holds
 	closed  bool
+}
+
+// memBlob is one blob and how many threads hold it.
+type memBlob struct {
+	Blob
+	holders int
 }
 
 // memThread is one thread's kept checkpoints (consecutive seqs, the latest
@@ -56,12 +64,14 @@ var (
 	_ Scheduler    = (*Memory)(nil)
 	_ Pruner       = (*Memory)(nil)
 	_ TailReader   = (*Memory)(nil)
+	_ BlobStore    = (*Memory)(nil)
 )
 
 // NewMemory returns an empty in-memory store, ready to use; there is nothing
 // to open or configure.
 func NewMemory(opts ...Option) *Memory {
-	return &Memory{opts: newOptions(opts), threads: make(map[string]*memThread), leases: make(map[string]*memLease)}
+	return &Memory{opts: newOptions(opts), threads: make(map[string]*memThread), leases: make(map[string]*memLease),
+		blobs: make(map[string]*memBlob), links: make(map[string][]string)}
 }
 
 // Put appends cp to its thread. It stores a deep copy, so the caller may reuse
@@ -73,6 +83,10 @@ func (m *Memory) Put(ctx context.Context, cp Checkpoint) error {
 	appended := make([][]byte, len(cp.Append))
 	for i, e := range cp.Append {
 		appended[i] = slices.Clone(e)
+	}
+	blobs, err := checkBlobs(cp.Blobs)
+	if err != nil {
+		return fmt.Errorf("checkpoint: put thread %q seq %d: %w", cp.ThreadID, cp.Seq, err)
 	}
 	cp = cloneCheckpoint(cp)
 	if cp.CreatedAt.IsZero() {
@@ -102,6 +116,7 @@ func (m *Memory) Put(ctx context.Context, cp Checkpoint) error {
 		m.threads[cp.ThreadID] = th
 	}
 	th.log = append(th.log, appended...)
+	m.link(cp.ThreadID, blobs)
 	if cp.Release && cp.Token != 0 {
 		m.leases[cp.ThreadID].until = 0
 	}
@@ -198,7 +213,90 @@ func (m *Memory) DeleteThread(ctx context.Context, threadID string) error {
 	}
 	delete(m.threads, threadID)
 	delete(m.leases, threadID)
+	m.unlink(threadID)
 	return nil
+}
+
+// link has thread hold blobs, storing those the store does not keep yet;
+// m.mu is held.
+func (m *Memory) link(thread string, blobs []Blob) {
+	for _, b := range blobs {
+		if slices.Contains(m.links[thread], b.Ref) {
+			continue
+		}
+		mb := m.blobs[b.Ref]
+		if mb == nil {
+			b.Data = slices.Clone(b.Data)
+			mb = &memBlob{Blob: b}
+			m.blobs[b.Ref] = mb
+		}
+		mb.holders++
+		m.links[thread] = append(m.links[thread], b.Ref)
+	}
+}
+
+// unlink drops thread's hold on its blobs, and the blobs no thread holds
+// any more; m.mu is held.
+func (m *Memory) unlink(thread string) {
+	for _, ref := range m.links[thread] {
+		if mb := m.blobs[ref]; mb != nil {
+			if mb.holders--; mb.holders <= 0 {
+				delete(m.blobs, ref)
+			}
+		}
+	}
+	delete(m.links, thread)
+}
+
+// StatBlob implements BlobStore.
+func (m *Memory) StatBlob(ctx context.Context, threadID, ref string) (Blob, error) {
+	b, err := m.readBlob(ctx, threadID, ref)
+	b.Data = nil
+	return b, err
+}
+
+// ReadBlob implements BlobStore; the bytes are a copy.
+func (m *Memory) ReadBlob(ctx context.Context, threadID, ref string) (Blob, error) {
+	b, err := m.readBlob(ctx, threadID, ref)
+	b.Data = slices.Clone(b.Data)
+	return b, err
+}
+
+func (m *Memory) readBlob(ctx context.Context, threadID, ref string) (Blob, error) {
+	if err := ctx.Err(); err != nil {
+		return Blob{}, fmt.Errorf("checkpoint: blob %s of thread %q: %w", ref, threadID, err)
+	}
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	if m.closed {
+		return Blob{}, fmt.Errorf("checkpoint: blob %s of thread %q: %w", ref, threadID, errMemoryClosed)
+	}
+	mb := m.blobs[ref]
+	if mb == nil || !slices.Contains(m.links[threadID], ref) {
+		return Blob{}, blobNotFound(threadID, ref)
+	}
+	return mb.Blob, nil
+}
+
+// BlobUsage implements BlobStore.
+func (m *Memory) BlobUsage(ctx context.Context) (BlobUsage, error) {
+	if err := ctx.Err(); err != nil {
+		return BlobUsage{}, fmt.Errorf("checkpoint: blob usage: %w", err)
+	}
+	m.mu.RLock()
+	defer m.mu.RUnlock()
+	if m.closed {
+		return BlobUsage{}, fmt.Errorf("checkpoint: blob usage: %w", errMemoryClosed)
+	}
+	var u BlobUsage
+	for _, b := range m.blobs {
+		u.Blobs++
+		u.Bytes += b.Size
+	}
+	for _, refs := range m.links {
+		u.Links += int64(len(refs))
+	}
+	return u, nil
 }
 
 // Claim implements Leaser.
@@ -355,6 +453,7 @@ func (m *Memory) DeleteIdle(ctx context.Context, cutoff time.Time, limit int) (i
 		}
 		delete(m.threads, id)
 		delete(m.leases, id)
+		m.unlink(id)
 		n++
 	}
 	return n, nil
@@ -366,15 +465,15 @@ func (m *Memory) Close() error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.closed = true
-	m.threads, m.leases = nil, nil
+	m.threads, m.leases, m.blobs, m.links = nil, nil, nil, nil
 	return nil
 }
 
-// cloneCheckpoint returns a deep copy of cp (without Append and Log), with
+// cloneCheckpoint returns a deep copy of cp (without Append, Log and Blobs), with
 // empty Next, State and Metadata normalised to nil and CreatedAt in UTC without a monotonic
 // reading, as the durable stores return them.
 func cloneCheckpoint(cp Checkpoint) Checkpoint {
-	cp.Append, cp.Log = nil, nil
+	cp.Append, cp.Log, cp.Blobs = nil, nil, nil
 	if len(cp.Next) == 0 {
 		cp.Next = nil
 	} else {

@@ -299,3 +299,69 @@ func testMigratedTenants(t *testing.T, s interface {
 		t.Fatalf("bob's t1: %v, want ErrNotFound", err)
 	}
 }
+
+// A store from the release before blobs (SQLite schema 6, Postgres schema
+// 5), with one thread: after the migration the thread reads back as it
+// was, takes a checkpoint with a blob, and lets go of it when deleted.
+const (
+	sqliteV6 = `
+	INSERT INTO checkpoints (thread_id, seq, run_id, step, status, next, state, metadata, created_at, incarnation, log_len, wake_at) VALUES
+		('t1', 1, 'r1', 0, 'completed', '[]', x'7b7d', '{}', 1000000, 'inc-a', 2, 0);
+	INSERT INTO log (thread_id, idx, entry) VALUES ('t1', 0, x'61'), ('t1', 1, x'62');
+	INSERT INTO threads (thread_id, incarnation, token, lease_until, wake_at, touched_at) VALUES ('t1', 'inc-a', 1, 0, 0, 1);
+	PRAGMA user_version = 6;`
+	postgresV5 = `
+	CREATE TABLE tenxgraph_checkpoint_schema (singleton boolean PRIMARY KEY DEFAULT true CHECK (singleton), version integer NOT NULL);
+	INSERT INTO tenxgraph_checkpoint_schema VALUES (true, 5);
+	INSERT INTO tenxgraph_checkpoints (thread_id, seq, run_id, step, status, next, state, metadata, created_at, incarnation, log_len, wake_at) VALUES
+		('t1', 1, 'r1', 0, 'completed', '{}', '\x7b7d', '{}', 'epoch', 'inc-a', 2, 0);
+	INSERT INTO tenxgraph_log (thread_id, idx, entry) VALUES ('t1', 0, '\x61'), ('t1', 1, '\x62');
+	INSERT INTO tenxgraph_threads (thread_id, incarnation, token, lease_until) VALUES ('t1', 'inc-a', 1, 0);
+	INSERT INTO tenxgraph_activity (thread_id, wake_at, touched_at) VALUES ('t1', 0, 1);`
+)
+
+func TestSQLiteMigratesToBlobs(t *testing.T) {
+	s := openSQLite(t, oldSQLite(t, strings.Join(checkpoint.SQLiteSchema(6), ";\n")+";\n"+sqliteV6))
+	defer s.Close()
+	testMigratedBlobs(t, s)
+}
+
+func TestPostgresMigratesToBlobs(t *testing.T) {
+	p := oldPostgres(t, strings.Join(checkpoint.PostgresSchema(5), ";\n")+";\n"+postgresV5)
+	defer p.Close()
+	testMigratedBlobs(t, p)
+}
+
+func testMigratedBlobs(t *testing.T, s interface {
+	checkpoint.Checkpointer
+	checkpoint.Leaser
+	checkpoint.BlobStore
+}) {
+	ctx := context.Background()
+	cp, err := s.Latest(ctx, "t1")
+	if err != nil || cp.Seq != 1 || len(cp.Log) != 2 || string(cp.Log[1]) != "b" {
+		t.Fatalf("the thread after the migration: %+v, %v", cp, err)
+	}
+	if u, err := s.BlobUsage(ctx); err != nil || u != (checkpoint.BlobUsage{}) {
+		t.Fatalf("usage after the migration = %+v, %v; want none", u, err)
+	}
+	le, err := s.Claim(ctx, "t1", time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	x := blobOf(1000)
+	next := checkpoint.Checkpoint{ThreadID: "t1", Seq: 2, RunID: "r2", Status: checkpoint.StatusCompleted,
+		Incarnation: le.Incarnation, Token: le.Token, Append: [][]byte{[]byte("c")}, Blobs: []checkpoint.Blob{x}, Release: true}
+	if err := s.Put(ctx, next); err != nil {
+		t.Fatal(err)
+	}
+	if b, err := s.ReadBlob(ctx, "t1", x.Ref); err != nil || string(b.Data) != string(x.Data) {
+		t.Fatalf("the migrated thread's blob: %d bytes, %v", len(b.Data), err)
+	}
+	if err := s.DeleteThread(ctx, "t1"); err != nil {
+		t.Fatal(err)
+	}
+	if u, err := s.BlobUsage(ctx); err != nil || u != (checkpoint.BlobUsage{}) {
+		t.Fatalf("usage after deleting the thread = %+v, %v; want none", u, err)
+	}
+}

@@ -5,7 +5,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -18,7 +20,7 @@ import (
 
 // postgresSchemaVersion is the schema this build writes, kept in the one row
 // of tenxgraph_checkpoint_schema. It is len(postgresMigrations).
-const postgresSchemaVersion = 5
+const postgresSchemaVersion = 6
 
 // postgresMigrations[i] moves a database from schema version i to i+1.
 // Append to it (never edit an entry that has shipped) and the version
@@ -93,6 +95,26 @@ var postgresMigrations = [...]string{
 	// metadata ("owner"); it moves to that tenant's key, with its log and
 	// its rows. The rest keep their keys (the tenant "").
 	postgresTenancy,
+	// 5 -> 6: the blobs messages refer to (see Blob), once per content,
+	// and which threads hold each. Media is compressed already, so the
+	// bytes are stored out of line without trying to compress them
+	// (STORAGE EXTERNAL). A link is small; the index by blob serves the
+	// delete of a thread's last holder.
+	`CREATE TABLE tenxgraph_blobs (
+		ref       text    NOT NULL PRIMARY KEY,
+		mime_type text    NOT NULL,
+		size      bigint  NOT NULL CHECK (size >= 0),
+		width     integer NOT NULL,
+		height    integer NOT NULL,
+		data      bytea   NOT NULL
+	);
+	ALTER TABLE tenxgraph_blobs ALTER COLUMN data SET STORAGE EXTERNAL;
+	CREATE TABLE tenxgraph_blob_links (
+		thread_id text NOT NULL,
+		ref       text NOT NULL,
+		PRIMARY KEY (thread_id, ref)
+	);
+	CREATE INDEX tenxgraph_blob_links_ref ON tenxgraph_blob_links (ref)`,
 }
 
 // postgresTenancy is the migration that moves each thread whose latest
@@ -143,7 +165,13 @@ const (
 	// entries ($12, numbered after the previous checkpoint's log_len),
 	// records it in the thread's activity row, deletes the checkpoints
 	// KeepHistory drops (seq <= $15) and, for a run's last write ($16),
-	// releases its lease. Only a write holding the lease's token gets that
+	// releases its lease. It also stores the checkpoint's blobs ($17 to
+	// $22, one array per column, sorted by ref) the store does not keep
+	// yet, and links the thread to each. A blob the store keeps already is
+	// locked, not written (DO UPDATE ... WHERE false locks the row and
+	// changes nothing): a delete of its last other holder, which locks it
+	// too before it looks for holders, then either sees this link or is
+	// seen by this insert, which inserts the row again. Only a write holding the lease's token gets that
 	// far, so no racing writer holds the lease row's share lock waiting
 	// for this one.
 	pgPut = `WITH lease AS (
@@ -180,6 +208,17 @@ const (
 	), released AS (
 		UPDATE tenxgraph_threads SET lease_until = 0
 		WHERE thread_id = $1::text AND token = $11::bigint AND $16::boolean AND EXISTS (SELECT 1 FROM ins)
+	), blobbed AS (
+		INSERT INTO tenxgraph_blobs AS b (ref, mime_type, size, width, height, data)
+		SELECT u.ref, u.mime_type, u.size, u.width, u.height, u.data
+		FROM ins, unnest($17::text[], $18::text[], $19::bigint[], $20::integer[], $21::integer[], $22::bytea[])
+			AS u(ref, mime_type, size, width, height, data)
+		ORDER BY u.ref
+		ON CONFLICT (ref) DO UPDATE SET ref = b.ref WHERE false
+	), linked AS (
+		INSERT INTO tenxgraph_blob_links (thread_id, ref)
+		SELECT $1::text, u.ref FROM ins, unnest($17::text[]) AS u(ref)
+		ON CONFLICT DO NOTHING
 	)
 	SELECT EXISTS (SELECT 1 FROM ins), COALESCE((SELECT seq FROM latest), 0)`
 	pgLatestSeq = `SELECT COALESCE(MAX(seq), 0) FROM tenxgraph_checkpoints WHERE thread_id = $1::text`
@@ -190,6 +229,20 @@ const (
 		CASE WHEN seq = MAX(seq) OVER () AND log_len > 0 THEN
 			(SELECT array_agg(l.entry ORDER BY l.idx) FROM tenxgraph_log l WHERE l.thread_id = $1::text AND l.idx >= $3::bigint AND l.idx < c.log_len) END
 	FROM tenxgraph_checkpoints c WHERE thread_id = $1::text ORDER BY seq DESC LIMIT $2::bigint`
+	// pgUnlink drops a deleted thread's links and returns the blobs they
+	// named; pgLockBlobs locks those blobs (in ref order, as Puts do), so
+	// that pgDeleteBlobs, a statement later, sees every link a Put holding
+	// one of them committed, and deletes only the blobs nobody holds.
+	pgUnlink      = `DELETE FROM tenxgraph_blob_links WHERE thread_id = $1::text RETURNING ref`
+	pgLockBlobs   = `SELECT ref FROM tenxgraph_blobs WHERE ref = ANY($1::text[]) ORDER BY ref FOR UPDATE`
+	pgDeleteBlobs = `DELETE FROM tenxgraph_blobs b WHERE b.ref = ANY($1::text[])
+	AND NOT EXISTS (SELECT 1 FROM tenxgraph_blob_links l WHERE l.ref = b.ref)`
+	pgStatBlob = `SELECT b.mime_type, b.size, b.width, b.height FROM tenxgraph_blob_links l JOIN tenxgraph_blobs b ON b.ref = l.ref
+	WHERE l.thread_id = $1::text AND l.ref = $2::text`
+	pgReadBlob = `SELECT b.mime_type, b.size, b.width, b.height, b.data FROM tenxgraph_blob_links l JOIN tenxgraph_blobs b ON b.ref = l.ref
+	WHERE l.thread_id = $1::text AND l.ref = $2::text`
+	pgBlobUsage = `SELECT (SELECT COUNT(*) FROM tenxgraph_blobs), (SELECT COALESCE(SUM(size), 0)::bigint FROM tenxgraph_blobs),
+		(SELECT COUNT(*) FROM tenxgraph_blob_links)`
 	pgDelete         = `DELETE FROM tenxgraph_checkpoints WHERE thread_id = $1::text`
 	pgDeleteLog      = `DELETE FROM tenxgraph_log WHERE thread_id = $1::text`
 	pgDeleteActivity = `DELETE FROM tenxgraph_activity WHERE thread_id = $1::text`
@@ -268,6 +321,7 @@ var (
 	_ Scheduler    = (*Postgres)(nil)
 	_ Pruner       = (*Postgres)(nil)
 	_ TailReader   = (*Postgres)(nil)
+	_ BlobStore    = (*Postgres)(nil)
 )
 
 // OpenPostgres connects to the database dsn names (a libpq keyword/value
@@ -529,8 +583,25 @@ func pgPutArgs(cp Checkpoint, keep int) ([]any, error) {
 	if keep >= 0 {
 		prune = cp.Seq - int64(keep) - 1
 	}
+	blobs, err := checkBlobs(cp.Blobs)
+	if err != nil {
+		return nil, err
+	}
+	refs, types, sizes := make([]string, len(blobs)), make([]string, len(blobs)), make([]int64, len(blobs))
+	widths, heights, data := make([]int32, len(blobs)), make([]int32, len(blobs)), make([][]byte, len(blobs))
+	for i, b := range blobs {
+		if err := pgText("blob media type", b.MimeType); err != nil {
+			return nil, err
+		}
+		if b.Width > math.MaxInt32 || b.Height > math.MaxInt32 {
+			return nil, fmt.Errorf("blob %s: %dx%d pixels is more than the store holds", b.Ref, b.Width, b.Height)
+		}
+		refs[i], types[i], sizes[i] = b.Ref, b.MimeType, b.Size
+		widths[i], heights[i], data[i] = int32(b.Width), int32(b.Height), b.Data
+	}
 	return []any{cp.ThreadID, cp.Seq, cp.RunID, int64(cp.Step), string(cp.Status), next, state, json.RawMessage(meta), created,
-		cp.Incarnation, cp.Token, entries, wake, created.UnixMilli(), prune, cp.Release && cp.Token != 0}, nil
+		cp.Incarnation, cp.Token, entries, wake, created.UnixMilli(), prune, cp.Release && cp.Token != 0,
+		refs, types, sizes, widths, heights, data}, nil
 }
 
 // pgText refuses a string a text column (or a jsonb string, where \u0000 is
@@ -707,10 +778,72 @@ func (p *Postgres) deleteIf(ctx context.Context, threadID string, check func(pgx
 			if _, err := tx.Exec(ctx, pgDeleteActivity, threadID); err != nil {
 				return false, err
 			}
+			if err := pgDropBlobs(ctx, tx, threadID); err != nil {
+				return false, err
+			}
 			return true, tx.Commit(ctx)
 		}
 	}
 	return false, fmt.Errorf("it was still being written after %d deletes", pgDeleteRounds)
+}
+
+// pgDropBlobs drops a deleted thread's links, and the blobs no other
+// thread holds.
+func pgDropBlobs(ctx context.Context, tx pgx.Tx, threadID string) error {
+	rows, err := tx.Query(ctx, pgUnlink, threadID)
+	if err != nil {
+		return err
+	}
+	refs, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil || len(refs) == 0 {
+		return err
+	}
+	slices.Sort(refs)
+	if _, err := tx.Exec(ctx, pgLockBlobs, refs); err != nil {
+		return err
+	}
+	_, err = tx.Exec(ctx, pgDeleteBlobs, refs)
+	return err
+}
+
+// StatBlob implements BlobStore.
+func (p *Postgres) StatBlob(ctx context.Context, threadID, ref string) (Blob, error) {
+	b := Blob{Ref: ref}
+	var w, h int32
+	err := p.pool.QueryRow(ctx, pgStatBlob, threadID, ref).Scan(&b.MimeType, &b.Size, &w, &h)
+	b.Width, b.Height = int(w), int(h)
+	return pgBlobRead(threadID, b, err)
+}
+
+// ReadBlob implements BlobStore.
+func (p *Postgres) ReadBlob(ctx context.Context, threadID, ref string) (Blob, error) {
+	b := Blob{Ref: ref}
+	var w, h int32
+	err := p.pool.QueryRow(ctx, pgReadBlob, threadID, ref).Scan(&b.MimeType, &b.Size, &w, &h, &b.Data)
+	b.Width, b.Height = int(w), int(h)
+	if err == nil && b.Data == nil {
+		b.Data = []byte{}
+	}
+	return pgBlobRead(threadID, b, err)
+}
+
+func pgBlobRead(threadID string, b Blob, err error) (Blob, error) {
+	switch {
+	case errors.Is(err, pgx.ErrNoRows):
+		return Blob{}, blobNotFound(threadID, b.Ref)
+	case err != nil:
+		return Blob{}, fmt.Errorf("checkpoint: blob %s of thread %q: %w", b.Ref, threadID, err)
+	}
+	return b, nil
+}
+
+// BlobUsage implements BlobStore.
+func (p *Postgres) BlobUsage(ctx context.Context) (BlobUsage, error) {
+	var u BlobUsage
+	if err := p.pool.QueryRow(ctx, pgBlobUsage).Scan(&u.Blobs, &u.Bytes, &u.Links); err != nil {
+		return BlobUsage{}, fmt.Errorf("checkpoint: blob usage: %w", err)
+	}
+	return u, nil
 }
 
 // Claim implements Leaser in one statement.

@@ -23,7 +23,7 @@ import (
 
 // sqliteSchemaVersion is the schema this build writes, kept in the
 // database's PRAGMA user_version. It is len(sqliteMigrations).
-const sqliteSchemaVersion = 6
+const sqliteSchemaVersion = 7
 
 // sqliteMigrations[i] moves a database from schema version i to i+1. Append
 // to it (never edit an entry that has shipped) and the version follows.
@@ -86,6 +86,25 @@ var sqliteMigrations = [...]string{
 	// metadata ("owner"); it moves to that tenant's key, with its log and
 	// its row. The rest keep their keys (the tenant "").
 	sqliteTenancy,
+	// 6 -> 7: the blobs messages refer to (see Blob), once per content,
+	// and which threads hold each. A blob is a rowid table's row, its
+	// bytes in overflow pages; a link is small and clustered by thread
+	// (WITHOUT ROWID), with an index by blob for the delete of a thread's
+	// last holder. Sizes are bytes, pixels are 0 for what is not an image.
+	`CREATE TABLE blobs (
+		ref       TEXT    NOT NULL PRIMARY KEY, -- "sha256:" and the hex digest of data
+		mime_type TEXT    NOT NULL,
+		size      INTEGER NOT NULL CHECK (size >= 0),
+		width     INTEGER NOT NULL,
+		height    INTEGER NOT NULL,
+		data      BLOB    NOT NULL
+	);
+	CREATE TABLE blob_links (
+		thread_id TEXT NOT NULL,
+		ref       TEXT NOT NULL,
+		PRIMARY KEY (thread_id, ref)
+	) WITHOUT ROWID;
+	CREATE INDEX blob_links_ref ON blob_links (ref)`,
 }
 
 // sqliteTenancy is the migration that moves each thread whose latest
@@ -164,6 +183,23 @@ const (
 	sqlDelete    = `DELETE FROM checkpoints WHERE thread_id = ?`
 	sqlDeleteLog = `DELETE FROM log WHERE thread_id = ?`
 	sqlDue       = `SELECT thread_id FROM threads WHERE wake_at > 0 AND wake_at <= ? ORDER BY wake_at LIMIT ?`
+	// sqlBlob stores a blob unless the store keeps it already (for any
+	// thread); sqlLink has a thread hold it.
+	sqlBlob = `INSERT INTO blobs (ref, mime_type, size, width, height, data) VALUES (?1, ?2, ?3, ?4, ?5, ?6)
+	ON CONFLICT (ref) DO NOTHING`
+	sqlLink = `INSERT INTO blob_links (thread_id, ref) VALUES (?1, ?2) ON CONFLICT DO NOTHING`
+	// sqlDeleteBlobs deletes the blobs a thread about to be deleted is
+	// the last to hold; sqlDeleteLinks then its links.
+	sqlDeleteBlobs = `DELETE FROM blobs WHERE ref IN (SELECT ref FROM blob_links WHERE thread_id = ?1)
+	AND NOT EXISTS (SELECT 1 FROM blob_links l WHERE l.ref = blobs.ref AND l.thread_id <> ?1)`
+	sqlDeleteLinks = `DELETE FROM blob_links WHERE thread_id = ?`
+	// sqlStatBlob and sqlReadBlob read a blob through the thread's link,
+	// so a thread reads only the blobs it holds.
+	sqlStatBlob = `SELECT b.mime_type, b.size, b.width, b.height FROM blob_links l JOIN blobs b ON b.ref = l.ref
+	WHERE l.thread_id = ?1 AND l.ref = ?2`
+	sqlReadBlob = `SELECT b.mime_type, b.size, b.width, b.height, b.data FROM blob_links l JOIN blobs b ON b.ref = l.ref
+	WHERE l.thread_id = ?1 AND l.ref = ?2`
+	sqlBlobUsage = `SELECT (SELECT COUNT(*) FROM blobs), (SELECT COALESCE(SUM(size), 0) FROM blobs), (SELECT COUNT(*) FROM blob_links)`
 	sqlIdle      = `SELECT thread_id FROM threads WHERE touched_at < ? AND lease_until <= ? LIMIT ?`
 )
 
@@ -191,6 +227,8 @@ type SQLite struct {
 	history   *sql.Stmt // on r
 	log       *sql.Stmt // on r
 	due       *sql.Stmt // on r
+	statBlob  *sql.Stmt // on r
+	readBlob  *sql.Stmt // on r
 
 	// Puts go through one writer goroutine that commits whatever has queued
 	// up as one transaction (group commit): under load, many runs' steps
@@ -211,6 +249,7 @@ var (
 	_ Pruner       = (*SQLite)(nil)
 	_ Compacter    = (*SQLite)(nil)
 	_ TailReader   = (*SQLite)(nil)
+	_ BlobStore    = (*SQLite)(nil)
 )
 
 // OpenSQLite opens the store at path, creating the file, its parent
@@ -307,6 +346,8 @@ func openSQLite(ctx context.Context, path string, opts options) (_ *SQLite, err 
 		{s.r, sqlHistory, &s.history},
 		{s.r, sqlLog, &s.log},
 		{s.r, sqlDue, &s.due},
+		{s.r, sqlStatBlob, &s.statBlob},
+		{s.r, sqlReadBlob, &s.readBlob},
 	} {
 		if *p.stmt, err = p.db.PrepareContext(ctx, p.query); err != nil {
 			return nil, fmt.Errorf("prepare: %w", err)
@@ -468,7 +509,7 @@ func (s *SQLite) migrate(ctx context.Context) error {
 // is waited for even if ctx ends meanwhile, so a caller never believes a
 // write failed that in fact happened.
 func (s *SQLite) Put(ctx context.Context, cp Checkpoint) error {
-	args, err := putArgs(cp)
+	args, err := putArgs(&cp)
 	if err == nil {
 		err = s.write(ctx, func(ctx context.Context, tx *wtx) error { return s.putTx(ctx, tx, cp, args) })
 	}
@@ -506,6 +547,14 @@ func (s *SQLite) putTx(ctx context.Context, tx *wtx, cp Checkpoint, args []any) 
 			return fmt.Errorf("append to the log: %w", err)
 		}
 	}
+	for _, b := range cp.Blobs { // checked by putArgs
+		if _, err := tx.run(ctx, wBlob, b.Ref, b.MimeType, b.Size, b.Width, b.Height, b.Data); err != nil {
+			return fmt.Errorf("store blob %s: %w", b.Ref, err)
+		}
+		if _, err := tx.run(ctx, wLink, cp.ThreadID, b.Ref); err != nil {
+			return fmt.Errorf("link blob %s: %w", b.Ref, err)
+		}
+	}
 	var release int64
 	if cp.Release {
 		release = cp.Token
@@ -528,8 +577,14 @@ var (
 	maxNanos = time.Unix(0, math.MaxInt64)
 )
 
-// putArgs checks and encodes a checkpoint into the INSERT's arguments.
-func putArgs(cp Checkpoint) ([]any, error) {
+// putArgs checks and encodes a checkpoint into the INSERT's arguments,
+// and checks its blobs (sorted, without duplicates, in place).
+func putArgs(cp *Checkpoint) ([]any, error) {
+	blobs, err := checkBlobs(cp.Blobs)
+	if err != nil {
+		return nil, err
+	}
+	cp.Blobs = blobs
 	created := cp.CreatedAt
 	if created.IsZero() {
 		created = time.Now()
@@ -805,6 +860,44 @@ func (s *SQLite) DeleteIdle(ctx context.Context, cutoff time.Time, limit int) (i
 	return n, nil
 }
 
+// StatBlob implements BlobStore.
+func (s *SQLite) StatBlob(ctx context.Context, threadID, ref string) (Blob, error) {
+	b := Blob{Ref: ref}
+	err := s.statBlob.QueryRowContext(ctx, threadID, ref).Scan(&b.MimeType, &b.Size, &b.Width, &b.Height)
+	return blobRead(threadID, b, err)
+}
+
+// ReadBlob implements BlobStore.
+func (s *SQLite) ReadBlob(ctx context.Context, threadID, ref string) (Blob, error) {
+	b := Blob{Ref: ref}
+	err := s.readBlob.QueryRowContext(ctx, threadID, ref).Scan(&b.MimeType, &b.Size, &b.Width, &b.Height, &b.Data)
+	if err == nil && b.Data == nil {
+		b.Data = []byte{}
+	}
+	return blobRead(threadID, b, err)
+}
+
+// blobRead is a blob read's outcome: no row is a blob the thread does not
+// hold.
+func blobRead(threadID string, b Blob, err error) (Blob, error) {
+	switch {
+	case errors.Is(err, sql.ErrNoRows):
+		return Blob{}, blobNotFound(threadID, b.Ref)
+	case err != nil:
+		return Blob{}, fmt.Errorf("checkpoint: blob %s of thread %q: %w", b.Ref, threadID, err)
+	}
+	return b, nil
+}
+
+// BlobUsage implements BlobStore.
+func (s *SQLite) BlobUsage(ctx context.Context) (BlobUsage, error) {
+	var u BlobUsage
+	if err := s.r.QueryRowContext(ctx, sqlBlobUsage).Scan(&u.Blobs, &u.Bytes, &u.Links); err != nil {
+		return BlobUsage{}, fmt.Errorf("checkpoint: blob usage: %w", err)
+	}
+	return u, nil
+}
+
 // Compact implements Compacter. A file whose auto_vacuum is not
 // incremental (created by a build before it was set) is converted with one
 // VACUUM, which rewrites the file (it needs as much free disk as the file
@@ -860,7 +953,7 @@ func (s *SQLite) deleteThread(ctx context.Context, threadID string) error {
 }
 
 func (s *SQLite) deleteTx(ctx context.Context, tx *wtx, threadID string) error {
-	for _, st := range []wstmt{wDelete, wDeleteLog, wDeleteLease} {
+	for _, st := range []wstmt{wDelete, wDeleteLog, wDeleteLease, wDeleteBlobs, wDeleteLinks} {
 		if _, err := tx.run(ctx, st, threadID); err != nil {
 			return err
 		}
@@ -886,7 +979,7 @@ func (s *SQLite) Close() error {
 
 func (s *SQLite) closeAll() error {
 	var errs []error
-	for _, st := range []*sql.Stmt{s.head, s.latestSeq, s.history, s.log, s.due} {
+	for _, st := range []*sql.Stmt{s.head, s.latestSeq, s.history, s.log, s.due, s.statBlob, s.readBlob} {
 		if st != nil {
 			errs = append(errs, st.Close())
 		}

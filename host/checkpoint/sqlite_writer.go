@@ -54,6 +54,10 @@ const (
 	wExtend
 	wRelease
 	wIdle
+	wBlob
+	wLink
+	wDeleteBlobs
+	wDeleteLinks
 	nWstmt
 )
 
@@ -69,6 +73,10 @@ var wstmtSQL = [nWstmt]string{
 	wExtend:      sqlExtend,
 	wRelease:     sqlRelease,
 	wIdle:        sqlIdle,
+	wBlob:        sqlBlob,
+	wLink:        sqlLink,
+	wDeleteBlobs: sqlDeleteBlobs,
+	wDeleteLinks: sqlDeleteLinks,
 }
 
 // wtx is the writer's connection, with its statements prepared; a write's

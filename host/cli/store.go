@@ -30,7 +30,12 @@ otherwise frees the pages deletes left behind, in place. On PostgreSQL,
 autovacuum reclaims deleted rows by itself and there is nothing to do.
 
 --delete-idle first deletes the threads nobody has written for that long
-(as checkpointer.idle_ttl does in a running server).`,
+(as checkpointer.idle_ttl does in a running server), and with them the
+images and files only they held.
+
+It ends by saying what the store keeps of media: how many blobs (each
+content once, however many threads hold it), their size, and how many
+(thread, blob) links hold them.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			path, _ := cmd.Flags().GetString("config")
@@ -56,16 +61,22 @@ autovacuum reclaims deleted rows by itself and there is nothing to do.
 				}
 				fmt.Fprintf(out, "deleted %d thread(s) idle for more than %s\n", n, idle)
 			}
-			c, ok := store.(checkpoint.Compacter)
-			if !ok {
+			if c, ok := store.(checkpoint.Compacter); !ok {
 				fmt.Fprintf(out, "the %s checkpointer reclaims space by itself: nothing to compact\n", cfg.Checkpointer.Type)
-				return nil
+			} else {
+				freed, err := c.Compact(context.WithoutCancel(ctx))
+				if err != nil {
+					return fail(err)
+				}
+				fmt.Fprintf(out, "compacted %s: %s returned to the file system\n", cfg.Checkpointer.Path, byteSize(freed))
 			}
-			freed, err := c.Compact(context.WithoutCancel(ctx))
-			if err != nil {
-				return fail(err)
+			if bs, ok := store.(checkpoint.BlobStore); ok {
+				u, err := bs.BlobUsage(ctx)
+				if err != nil {
+					return fail(err)
+				}
+				fmt.Fprintf(out, "media: %d blob(s), %s, held by %d thread link(s)\n", u.Blobs, byteSize(u.Bytes), u.Links)
 			}
-			fmt.Fprintf(out, "compacted %s: %s returned to the file system\n", cfg.Checkpointer.Path, byteSize(freed))
 			return nil
 		},
 	}

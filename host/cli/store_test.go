@@ -1,10 +1,15 @@
 package cli_test
 
 import (
+	"bytes"
+	"context"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/tenxgraph/tenxgraph/host/checkpoint"
 )
 
 // store compact deletes idle threads when asked and reports what it gave
@@ -29,8 +34,23 @@ func TestStoreCompact(t *testing.T) {
 	if code != 0 || !strings.Contains(out, "deleted 0 thread(s)") {
 		t.Fatalf("store compact --delete-idle 1h: exit %d\n%s%s", code, out, errs)
 	}
+	// An idle thread holding an image, as a client's run would leave it.
+	s, err := checkpoint.OpenSQLite(context.Background(), db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	img := bytes.Repeat([]byte("x"), 300<<10)
+	if err := s.Put(context.Background(), checkpoint.Checkpoint{ThreadID: "pictures", Seq: 1, CreatedAt: time.Now().Add(-2 * time.Hour),
+		Blobs: []checkpoint.Blob{{Ref: checkpoint.BlobRef(img), MimeType: "image/png", Size: int64(len(img)), Data: img}}}); err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	code, out, errs = run(t, "", "store", "compact", "--config", cfg)
+	if code != 0 || !strings.Contains(out, "media: 1 blob(s), 300.0 KiB, held by 1 thread link(s)") {
+		t.Fatalf("store compact with a blob: exit %d\n%s%s", code, out, errs)
+	}
 	code, out, errs = run(t, "", "store", "compact", "--config", cfg, "--delete-idle", "1ns")
-	if code != 0 || !strings.Contains(out, "deleted 2 thread(s)") {
+	if code != 0 || !strings.Contains(out, "deleted 3 thread(s)") || !strings.Contains(out, "media: 0 blob(s), 0 bytes, held by 0 thread link(s)") {
 		t.Fatalf("store compact --delete-idle 1ns: exit %d\n%s%s", code, out, errs)
 	}
 	bad := filepath.Join(t.TempDir(), "bad.json")

@@ -28,6 +28,7 @@ import (
 	"time"
 
 	"github.com/tenxgraph/tenxgraph/host/graph"
+	"github.com/tenxgraph/tenxgraph/host/media"
 	"github.com/tenxgraph/tenxgraph/host/toolnode/remotespec"
 	"github.com/tenxgraph/tenxgraph/internal/hostallow"
 	"github.com/tenxgraph/tenxgraph/internal/sandbox"
@@ -131,6 +132,35 @@ type Config struct {
 	// provider entry's own (the entries' Sandbox already include it). The
 	// remote bridge, which has no entry, runs with it as it is.
 	SandboxDefaults sandbox.Profile
+	// Media is what images, files and sounds the host takes in.
+	Media Media
+}
+
+// Media is the "media" block: which images, files and sounds threads take
+// in, how large, and from which hosts a url is fetched. Zero values are
+// package media's defaults.
+type Media struct {
+	// AllowedTypes are the accepted media types, from media.KnownTypes;
+	// nil means media.DefaultTypes (PNG, JPEG, GIF, WebP, PDF, WAV, MP3,
+	// plain text).
+	AllowedTypes []string
+	// MaxBlobBytes bounds one image, file or sound (0:
+	// media.DefaultMaxBlobBytes, 10 MiB). One sent as data must also fit
+	// in server.max_body_bytes as base64, a third larger.
+	MaxBlobBytes int64
+	// MaxRequestBytes bounds the new media of one request, or of one
+	// step's tool results (0: media.DefaultMaxRequestBytes, 32 MiB).
+	MaxRequestBytes int64
+	// MaxImagePixels bounds an image's width times height (0:
+	// media.DefaultMaxImagePixels, 8000 x 8000).
+	MaxImagePixels int64
+	// FetchAllowHosts are the only hosts a url source is fetched from,
+	// in http_fetch's allow_hosts grammar (a CIDR entry also opens its
+	// non-public range); nil (fetch.allow_hosts left out) fetches from any
+	// public host, an empty list from none. Only https is fetched.
+	FetchAllowHosts []string
+	// FetchTimeout bounds one fetch (0: media.DefaultFetchTimeout, 10s).
+	FetchTimeout time.Duration
 }
 
 // ProviderSettings are the keys every provider entry (builtin_tools,
@@ -560,7 +590,7 @@ func Check(data []byte, dir string) (*Config, toolspec.Problems) {
 		c.add("", "the config must be a JSON object, got %s", root.kind)
 		return nil, c.ps
 	}
-	top := field{c: c, v: root}.object("agent", "remote_tools", "model", "builtin_tools", "mcp_servers", "plugins", "provider_defaults", "checkpointer", "server", "cache", "remote_tool_defaults")
+	top := field{c: c, v: root}.object("agent", "remote_tools", "model", "builtin_tools", "mcp_servers", "plugins", "provider_defaults", "checkpointer", "server", "cache", "remote_tool_defaults", "media")
 	cfg := &Config{Dir: abs}
 	defaults := top.get("provider_defaults").object(append(providerDefaultKeys(), profileKeys...)...)
 	readProviderKeys(defaults, &c.defaults)
@@ -575,6 +605,7 @@ func Check(data []byte, dir string) (*Config, toolspec.Problems) {
 	cfg.Checkpointer = c.checkpointer(top.get("checkpointer"))
 	cfg.Server = c.server(top.get("server"))
 	cfg.Cache.MaxBytes, _ = top.get("cache").object("max_bytes").get("max_bytes").integer(1, math.MaxInt64)
+	cfg.Media = c.media(top.get("media"))
 	c.checkSecrets(cfg)
 	return cfg, c.ps
 }
@@ -1141,4 +1172,44 @@ func checkHeaderName(k string) error {
 		}
 	}
 	return nil
+}
+
+// media reads the "media" block.
+func (c *checker) media(f field) Media {
+	o := f.object("allowed_types", "max_blob_bytes", "max_request_bytes", "max_image_pixels", "fetch")
+	var m Media
+	if types := o.get("allowed_types"); types.present() {
+		seen := map[string]bool{}
+		m.AllowedTypes, _ = types.list(func(it field) (string, bool) {
+			t, ok := it.text()
+			if !ok {
+				return "", false
+			}
+			if err := media.CheckType(t); err != nil {
+				it.c.add(it.path, "%v", err)
+				return "", false
+			}
+			if seen[t] {
+				it.c.add(it.path, "%q is listed twice", t)
+				return "", false
+			}
+			seen[t] = true
+			return t, true
+		})
+		if m.AllowedTypes == nil {
+			m.AllowedTypes = []string{}
+		}
+	}
+	m.MaxBlobBytes, _ = o.get("max_blob_bytes").integer(1, math.MaxInt64)
+	m.MaxRequestBytes, _ = o.get("max_request_bytes").integer(1, math.MaxInt64)
+	m.MaxImagePixels, _ = o.get("max_image_pixels").integer(1, math.MaxInt64)
+	fetch := o.get("fetch").object("allow_hosts", "timeout")
+	if hosts := fetch.get("allow_hosts"); hosts.present() {
+		m.FetchAllowHosts, _ = hosts.list(checkHost)
+		if m.FetchAllowHosts == nil {
+			m.FetchAllowHosts = []string{}
+		}
+	}
+	m.FetchTimeout, _ = fetch.get("timeout").duration()
+	return m
 }

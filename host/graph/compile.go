@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/tenxgraph/tenxgraph/host/checkpoint"
+	"github.com/tenxgraph/tenxgraph/host/media"
 )
 
 // Option configures a compiled App.
@@ -58,6 +59,9 @@ type App struct {
 	leaseTTL time.Duration
 
 	durability Durability // of runs whose RunConfig names none (WithDurability)
+
+	media *media.Checker       // what media runs take in (WithMedia)
+	blobs checkpoint.BlobStore // the store's blobs; nil: the store keeps none
 }
 
 // Observe has fn receive every event of every run, Invoke's included, on the
@@ -128,8 +132,10 @@ func (g *StateGraph) Compile(cp checkpoint.Checkpointer, opts ...Option) (*App, 
 		cacheBytes:     DefaultCacheBytes,
 		leaseTTL:       DefaultLease,
 		durability:     DurabilitySync,
+		media:          media.Default(),
 	}
 	a.leaser, _ = cp.(checkpoint.Leaser)
+	a.blobs, _ = cp.(checkpoint.BlobStore)
 	for i, n := range g.order {
 		a.index[n] = i
 	}

@@ -68,7 +68,7 @@ func (a *App) run(ctx context.Context, input []message.Message, cfg RunConfig, e
 	if err := durability.Check(); err != nil {
 		return Result{}, invalid("config.durability: %v", err)
 	}
-	r := &Run{ThreadID: cfg.ThreadID, Tenant: cfg.Tenant, RunID: a.idGen(), key: key, emit: emit, listening: emit != nil}
+	r := &Run{ThreadID: cfg.ThreadID, Tenant: cfg.Tenant, RunID: a.idGen(), key: key, emit: emit, listening: emit != nil, store: a.blobs}
 	if obs := a.observer; obs != nil {
 		if emit == nil {
 			r.emit = obs
@@ -90,6 +90,19 @@ func (a *App) run(ctx context.Context, input []message.Message, cfg RunConfig, e
 
 	latest, prev, err := a.load(ctx, key, h)
 	if err != nil {
+		return Result{}, err
+	}
+	// The input's media are taken in once the thread is the run's: a blob
+	// source names a blob the thread holds, which nothing else changes
+	// meanwhile. Nothing is stored yet; the first checkpoint carries them.
+	if err := checkInput(input); err != nil {
+		return Result{}, err
+	}
+	in := a.newIngester(r)
+	if input, err = in.messages(ctx, input, "messages", false); err != nil {
+		return Result{}, err
+	}
+	if cfg.Resume, err = in.resume(ctx, cfg.Resume); err != nil {
 		return Result{}, err
 	}
 	s, err := a.begin(latest, prev, input, cfg)
@@ -285,6 +298,9 @@ func (a *App) resumeStep(ctx context.Context, r *Run, state State, p pause) ([]s
 			answers[it.ID] = p.Answers[it.ID]
 		}
 		u, err := a.runNode(ctx, r, &Input{State: state, Run: r, Node: ran[i], Resume: answers, Interrupts: its})
+		if err == nil {
+			u, err = a.ingestUpdate(ctx, r, ran[i], u)
+		}
 		updates[i] = u
 		return err
 	})
@@ -305,6 +321,9 @@ func (a *App) step(ctx context.Context, r *Run, state State, next []string, w *w
 			return nil
 		}
 		u, err := a.runNode(ctx, r, &Input{State: state, Run: r, Node: next[i]})
+		if err == nil {
+			u, err = a.ingestUpdate(ctx, r, next[i], u)
+		}
 		updates[i] = u
 		return err
 	})
@@ -559,6 +578,9 @@ func (w *writer) put(ctx context.Context, s State, next []string, status checkpo
 	if status == checkpoint.StatusInterrupted {
 		cp.WakeAt = w.pause.wakeAt()
 	}
+	// The media this checkpoint's messages (or its pending writes) are the
+	// first to refer to go with it.
+	cp.Blobs = w.run.blobs.take()
 	for _, e := range add {
 		ws.logBytes += int64(len(e))
 	}
@@ -591,7 +613,9 @@ func (w *writer) settle() error {
 // save writes cp and keeps it, as ws, in the thread cache. It reads only
 // what never changes during a run, so a background write can use it.
 func (w *writer) save(ctx context.Context, cp checkpoint.Checkpoint, ws wireState, size int64) error {
-	if err := w.app.cp.Put(ctx, cp); err != nil {
+	err := w.app.cp.Put(ctx, cp)
+	w.run.blobs.done(cp.Blobs, err == nil)
+	if err != nil {
 		w.app.cache.drop(w.run.key)
 		if errors.Is(err, checkpoint.ErrLeaseLost) {
 			return &StateError{Kind: ErrThreadBusy, ThreadID: w.run.ThreadID, Detail: "the run lost its claim on the thread (its lease expired and another run took it, or the thread was deleted); reload it and retry"}
@@ -604,7 +628,7 @@ func (w *writer) save(ctx context.Context, cp checkpoint.Checkpoint, ws wireStat
 	if cp.Release {
 		w.hold.released.Store(true)
 	}
-	cp.Token, cp.Append, cp.Release = 0, nil, false // as the store returns it
+	cp.Token, cp.Append, cp.Release, cp.Blobs = 0, nil, false, nil // as the store returns it
 	w.app.cache.store(w.run.key, cp, ws, size)
 	return nil
 }

@@ -3,6 +3,7 @@ package graph
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"maps"
 	"slices"
 	"time"
@@ -116,10 +117,7 @@ func (a *App) begin(latest *checkpoint.Checkpoint, prev wireState, input []messa
 	var s start
 	s.state = prev.State
 	s.runTools = cfg.RemoteTools
-	if err := checkInput(input); err != nil {
-		return s, err
-	}
-	answers, err := answersIn(input, cfg.Resume)
+	answers, err := answersIn(input, cfg.Resume) // input passed checkInput
 	if err != nil {
 		return s, err
 	}
@@ -242,13 +240,21 @@ func (s *start) record(prev wireState, fresh map[string]Answer) {
 }
 
 // checkInput refuses content a client may not write. A client may send
-// user, system and assistant text, or answers (tool_result and approval
-// blocks) in tool messages; never tool calls, which only the model makes,
-// and never both kinds at once.
+// user, system and assistant text, images, files and sounds in user
+// messages, or answers (tool_result and approval blocks, a result with
+// attachments) in tool messages; never tool calls, which only the model
+// makes, and never both kinds at once.
 func checkInput(input []message.Message) error {
 	var text, answers bool
 	for i, m := range input {
 		for j, b := range m.Content {
+			if mb, ok := b.(message.MediaBlock); ok {
+				if err := mediaPlace(m.Role, mb.Kind, fmt.Sprintf("messages[%d].content[%d]", i, j)); err != nil {
+					return err
+				}
+				text = true
+				continue
+			}
 			if _, ok := message.AnswerID(b); ok {
 				if m.Role != message.RoleTool {
 					return invalid("messages[%d].content[%d]: %s blocks belong in a message with role \"tool\"", i, j, b.BlockType())

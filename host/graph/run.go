@@ -117,6 +117,11 @@ type Run struct {
 	emit      func(Event)
 	listening bool     // a Stream consumer receives the events
 	memo      sync.Map // key -> *memoEntry
+
+	// blobs are the media the run took in (see ingest), store the
+	// store's blobs (nil when it keeps none).
+	blobs runBlobs
+	store checkpoint.BlobStore
 }
 
 // Key names the thread uniquely among every tenant's threads (it is the
@@ -213,6 +218,9 @@ func encodeState(w wireState) ([]byte, [][]byte, error) {
 	if n := len(w.Messages) - w.logged; n > 0 {
 		add = make([][]byte, n)
 		for i, m := range w.Messages[w.logged:] {
+			if err := byReference(m); err != nil {
+				return nil, nil, fmt.Errorf("message %d: %w", w.logged+i, err)
+			}
 			// MarshalJSON's bytes are compact already: json.Marshal would
 			// only scan them again.
 			if add[i], err = m.MarshalJSON(); err != nil {

@@ -26,11 +26,13 @@ type Limits struct {
 	// MaxArgumentBytes bounds a call's arguments; a larger call never
 	// reaches the plugin.
 	MaxArgumentBytes int64
-	// MaxResultBytes bounds a result; a larger one is dropped and the call
-	// fails. The host refuses any message of the plugin's larger than a
-	// result of this size as it arrives (see sdk.MessageBytes), so a
-	// plugin cannot make the host hold more, and the text of one call's
-	// progress reports together is bounded by it too.
+	// MaxResultBytes bounds a result, its content and its attachments'
+	// bytes together (sdk.CallToolResponse.Size); a larger one is dropped
+	// and the call fails. The host refuses any message of the plugin's
+	// larger than a result of this size as it arrives (see
+	// sdk.MessageBytes), so a plugin cannot make the host hold more, and
+	// the text of one call's progress reports together is bounded by it
+	// too.
 	MaxResultBytes int64
 	// Key is the config path of the provider's entry ("plugins[0]"): an
 	// error caused by a limit names the key that sets it, so the reader
@@ -88,11 +90,16 @@ func (l Limits) checkArguments(req sdk.CallToolRequest) error {
 	return nil
 }
 
-// checkResult refuses a result over the limit.
+// checkResult refuses a result over the limit: its content and its
+// attachments together.
 func (l Limits) checkResult(tool string, resp sdk.CallToolResponse) error {
-	if n := int64(len(resp.Content)); l.MaxResultBytes > 0 && n > l.MaxResultBytes {
-		return fmt.Errorf("tool %q returned %d bytes, over the limit of %d (%s); the result was dropped: %w",
-			tool, n, l.MaxResultBytes, l.key("max_result_bytes"), ErrLimit)
+	if n := resp.Size(); l.MaxResultBytes > 0 && n > l.MaxResultBytes {
+		what := ""
+		if k := len(resp.Attachments); k > 0 {
+			what = fmt.Sprintf(" (its content and %d attachments)", k)
+		}
+		return fmt.Errorf("tool %q returned %d bytes%s, over the limit of %d (%s); the result was dropped: %w",
+			tool, n, what, l.MaxResultBytes, l.key("max_result_bytes"), ErrLimit)
 	}
 	return nil
 }

@@ -244,3 +244,39 @@ func TestProgressBoundedPerCall(t *testing.T) {
 		t.Fatalf("the call after: %v (pid %d, then %d)", err, pid, p.PID())
 	}
 }
+
+// max_result_bytes counts a result's attachments with its content: a
+// result of exactly the limit, with as many attachments as a result may
+// carry and the longest names, arrives whole (the receive limit makes room
+// for their framing); a byte more is dropped with the error naming the
+// key; and one far over is refused as it arrives. The plugin keeps
+// serving throughout.
+func TestAttachmentsCountAgainstTheResultLimit(t *testing.T) {
+	const limit, each = 8 << 20, 64 << 10
+	p, _, _ := start(t, pluginhost.Config{Limits: pluginhost.Limits{MaxResultBytes: limit, Key: "plugins[0]"}})
+	pid := p.PID()
+	content := limit - sdk.MaxAttachments*each - 2 // a JSON string: 2 quotes
+	args := func(content, each int) string {
+		return fmt.Sprintf(`{"bytes":%d,"attachments":%d,"attachment_bytes":%d,"long_names":true}`, content, sdk.MaxAttachments, each)
+	}
+	resp, err := call(ctx, p, "big", args(content, each))
+	if err != nil || resp.Size() != limit || len(resp.Attachments) != sdk.MaxAttachments {
+		t.Fatalf("a result of exactly the limit with %d attachments: %d bytes, %d attachments, %v", sdk.MaxAttachments, resp.Size(), len(resp.Attachments), err)
+	}
+	for i, a := range resp.Attachments {
+		if len(a.Data) != each || len(a.MimeType) != sdk.MaxMimeTypeBytes || len(a.Filename) != sdk.MaxFilenameBytes {
+			t.Fatalf("attachment %d arrived as %d bytes, %q, %q", i, len(a.Data), a.MimeType, a.Filename)
+		}
+	}
+	_, err = call(ctx, p, "big", args(content+1, each))
+	if !errors.Is(err, pluginhost.ErrLimit) || !strings.Contains(err.Error(), `tool "big" returned 8388609 bytes (its content and 100 attachments), over the limit of 8388608 (plugins[0].max_result_bytes); the result was dropped`) {
+		t.Fatalf("a result one byte over the limit: %v", err)
+	}
+	_, err = call(ctx, p, "big", args(0, 1<<20))
+	if !errors.Is(err, pluginhost.ErrLimit) || !strings.Contains(err.Error(), `tool "big" returned more than the limit of 8388608 bytes (plugins[0].max_result_bytes); the result was dropped`) {
+		t.Fatalf("a result of 100 MiB of attachments: %v", err)
+	}
+	if _, err := call(ctx, p, "echo", `{}`); err != nil || p.PID() != pid {
+		t.Fatalf("the call after: %v (pid %d, then %d)", err, pid, p.PID())
+	}
+}

@@ -2,12 +2,15 @@ package server
 
 import (
 	"bytes"
+	"cmp"
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"net/http"
+	neturl "net/url"
 	"reflect"
 	"strings"
 	"time"
@@ -204,7 +207,7 @@ func (s *Server) aguiInput(ctx context.Context, in types.RunAgentInput, cfg grap
 		}
 		msg, ok, err := fromAGUI(m)
 		if err != nil {
-			return nil, fmt.Errorf("%w: messages[%d]: %v", graph.ErrInvalidInput, i, err)
+			return nil, fmt.Errorf("%w: messages[%d]: %w", graph.ErrInvalidInput, i, err)
 		}
 		if ok {
 			out = append(out, msg)
@@ -375,9 +378,10 @@ func jsonString(s string) json.RawMessage {
 }
 
 // fromAGUI converts a client message that may start or continue a thread:
-// user, system and developer text, and assistant text. Tool calls are never
-// taken from a client (only the model makes them); tool messages are only
-// read as results for pending calls.
+// user, system and developer text, and assistant text; a user message's
+// images, sounds and documents become media blocks (see aguiParts). Tool
+// calls are never taken from a client (only the model makes them); tool
+// messages are only read as results for pending calls.
 func fromAGUI(m types.Message) (message.Message, bool, error) {
 	var role message.Role
 	switch m.Role {
@@ -393,32 +397,198 @@ func fromAGUI(m types.Message) (message.Message, bool, error) {
 	default:
 		return message.Message{}, false, nil
 	}
-	text, err := userText(m.Content)
+	blocks, err := aguiParts(m.Content, role == message.RoleUser)
 	if err != nil {
 		return message.Message{}, false, err
 	}
-	return message.Message{ID: m.ID, Role: role, Content: []message.Block{message.TextBlock{Text: text}}}, true, nil
+	return message.Message{ID: m.ID, Role: role, Content: blocks}, true, nil
 }
 
-func userText(content any) (string, error) {
+// aguiParts reads AG-UI content: a string, or parts. Text parts in a row
+// make one text block. In a user message (media), the multimodal parts of
+// @ag-ui/core (image, audio, document, with a source of type "data",
+// base64, or "url") and the legacy binary part (mimeType with data, url or
+// id) become image, audio and file blocks; a url that is a data: URL is
+// its data, and a binary id is a blob the thread holds ("sha256:<hex>",
+// as the server's MESSAGES_SNAPSHOT names them). Video is refused. A part
+// that cannot be read says where (content[i] and its key).
+func aguiParts(content any, media bool) ([]message.Block, error) {
 	switch c := content.(type) {
 	case nil:
-		return "", nil
+		return []message.Block{message.TextBlock{}}, nil
 	case string:
-		return c, nil
+		return []message.Block{message.TextBlock{Text: c}}, nil
 	case []any:
-		var b strings.Builder
+		var (
+			out  []message.Block
+			text strings.Builder
+			open bool
+		)
+		flush := func() {
+			if open {
+				out = append(out, message.TextBlock{Text: text.String()})
+				text.Reset()
+				open = false
+			}
+		}
 		for i, part := range c {
 			p, _ := part.(map[string]any)
-			if p["type"] != "text" {
-				return "", fmt.Errorf("content[%d]: only text parts are supported, got %v", i, p["type"])
+			typ, _ := p["type"].(string)
+			if typ == "text" {
+				t, _ := p["text"].(string)
+				text.WriteString(t)
+				open = true
+				continue
 			}
-			t, _ := p["text"].(string)
-			b.WriteString(t)
+			if !media {
+				return nil, fmt.Errorf("content[%d]: only text parts are supported here; %v parts stand only in a user message", i, p["type"])
+			}
+			b, err := aguiMedia(p)
+			if err != nil {
+				return nil, strictjson.At(fmt.Sprintf("content[%d]", i), err)
+			}
+			flush()
+			out = append(out, b)
 		}
-		return b.String(), nil
+		flush()
+		if len(out) == 0 {
+			out = []message.Block{message.TextBlock{}}
+		}
+		return out, nil
 	}
-	return "", fmt.Errorf("content: want a string or text parts")
+	return nil, fmt.Errorf("content: want a string or parts")
+}
+
+// aguiPart is an AG-UI input content part, in either spelling of its keys.
+type aguiPart struct {
+	Type      string `json:"type"`
+	MimeType  string `json:"mimeType"`
+	MimeType2 string `json:"mime_type"`
+	ID        string `json:"id"`
+	URL       string `json:"url"`
+	Data      string `json:"data"`
+	Filename  string `json:"filename"`
+	Source    *struct {
+		Type      string `json:"type"`
+		Value     string `json:"value"`
+		MimeType  string `json:"mimeType"`
+		MimeType2 string `json:"mime_type"`
+	} `json:"source"`
+}
+
+// aguiMedia converts one media part into a media block; the host checks
+// its bytes when the run takes it in.
+func aguiMedia(p map[string]any) (message.Block, error) {
+	raw, _ := json.Marshal(p) // decoded from JSON: it encodes
+	var part aguiPart
+	if err := json.Unmarshal(raw, &part); err != nil {
+		return nil, err
+	}
+	mimeType := cmp.Or(part.MimeType, part.MimeType2)
+	var kind, data, url, blob string
+	switch part.Type {
+	case "image":
+		kind = message.TypeImage
+	case "audio":
+		kind = message.TypeAudio
+	case "document":
+		kind = message.TypeFile
+	case "video":
+		return nil, &strictjson.Error{Path: "type", Msg: "video is not accepted (images, audio and documents are)"}
+	case "binary":
+		switch {
+		case strings.HasPrefix(mimeType, "image/"):
+			kind = message.TypeImage
+		case strings.HasPrefix(mimeType, "audio/"):
+			kind = message.TypeAudio
+		default:
+			kind = message.TypeFile
+		}
+		switch {
+		case part.Data != "":
+			data = part.Data
+		case part.URL != "":
+			url = part.URL
+		case part.ID != "":
+			if !message.ValidBlobRef(part.ID) {
+				return nil, &strictjson.Error{Path: "id", Msg: fmt.Sprintf("%q is not a blob of this server (\"sha256:\" and 64 lowercase hex digits); send the bytes as data", part.ID)}
+			}
+			blob = part.ID
+		default:
+			return nil, errors.New("a binary part needs data, url or id")
+		}
+	default:
+		return nil, &strictjson.Error{Path: "type", Msg: fmt.Sprintf("unknown part type %q (text, image, audio, document or binary)", part.Type)}
+	}
+	if part.Type != "binary" {
+		if part.Source == nil {
+			return nil, &strictjson.Error{Path: "source", Msg: `missing: {"type": "data" or "url", "value": ...}`}
+		}
+		mimeType = cmp.Or(part.Source.MimeType, part.Source.MimeType2, mimeType)
+		switch part.Source.Type {
+		case "data":
+			data = part.Source.Value
+		case "url":
+			url = part.Source.Value
+		default:
+			return nil, &strictjson.Error{Path: "source.type", Msg: fmt.Sprintf(`want "data" or "url", got %q`, part.Source.Type)}
+		}
+	}
+	// Where the client put what the block reads, for messages.
+	dataKey, urlKey, typeKey := "data", "url", "mimeType"
+	if part.Type != "binary" {
+		dataKey, urlKey, typeKey = "source.value", "source.value", "source.mimeType"
+	}
+	if rest, ok := strings.CutPrefix(url, "data:"); ok {
+		t, d, err := dataURL(rest)
+		if err != nil {
+			return nil, &strictjson.Error{Path: urlKey, Msg: err.Error()}
+		}
+		mimeType, data, url = cmp.Or(mimeType, t), d, ""
+	}
+	if url != "" {
+		return message.MediaBlock{Kind: kind, MimeType: mimeType, Filename: part.Filename, URL: url}, nil
+	}
+	// Data and blobs go through the message decoder, the one reader of
+	// base64 and references.
+	w := map[string]string{"type": kind, "mime_type": mimeType}
+	if part.Filename != "" {
+		w["filename"] = part.Filename
+	}
+	if blob != "" {
+		w["blob"] = blob
+	} else {
+		w["data"] = data
+	}
+	raw, _ = json.Marshal(w)
+	b, err := message.UnmarshalBlock(raw)
+	var se *strictjson.Error
+	if errors.As(err, &se) {
+		switch se.Path {
+		case "data":
+			se.Path = dataKey
+		case "mime_type":
+			se.Path = typeKey
+		}
+	}
+	return b, err
+}
+
+// dataURL reads the part of a data: URL after "data:": its media type and
+// its bytes as base64.
+func dataURL(rest string) (mimeType, b64 string, err error) {
+	meta, payload, ok := strings.Cut(rest, ",")
+	if !ok {
+		return "", "", errors.New("a data: URL has a comma before its data")
+	}
+	if t, ok := strings.CutSuffix(meta, ";base64"); ok {
+		return t, payload, nil
+	}
+	raw, err := neturl.PathUnescape(payload)
+	if err != nil {
+		return "", "", fmt.Errorf("the data: URL's data: %v", err)
+	}
+	return meta, base64.StdEncoding.EncodeToString([]byte(raw)), nil
 }
 
 func contentText(content any) string {
@@ -626,8 +796,40 @@ func toAGUI(msgs []message.Message) []types.Message {
 			}
 			out = append(out, am)
 		default:
-			out = append(out, types.Message{ID: m.ID, Role: types.Role(m.Role), Content: m.Text()})
+			out = append(out, types.Message{ID: m.ID, Role: types.Role(m.Role), Content: aguiContent(m)})
 		}
 	}
 	return out
+}
+
+// aguiContent is a message's content for MESSAGES_SNAPSHOT: its text, or,
+// with media, its parts, each medium as a binary part whose id is its blob
+// (which a client may send back as it is, and read at
+// /v1/threads/{thread_id}/blobs/{id}).
+func aguiContent(m message.Message) any {
+	var parts []types.InputContent
+	for _, b := range m.Content {
+		if mb, ok := b.(message.MediaBlock); ok {
+			if parts == nil {
+				parts = []types.InputContent{}
+				for _, t := range m.Content {
+					if _, ok := t.(message.MediaBlock); ok {
+						break
+					}
+					if tb, ok := t.(message.TextBlock); ok {
+						parts = append(parts, types.InputContent{Type: types.InputContentTypeText, Text: tb.Text})
+					}
+				}
+			}
+			parts = append(parts, types.InputContent{Type: types.InputContentTypeBinary, MimeType: mb.MimeType, ID: mb.Blob, Filename: mb.Filename})
+			continue
+		}
+		if tb, ok := b.(message.TextBlock); ok && parts != nil {
+			parts = append(parts, types.InputContent{Type: types.InputContentTypeText, Text: tb.Text})
+		}
+	}
+	if parts == nil {
+		return m.Text()
+	}
+	return parts
 }

@@ -627,11 +627,12 @@ func TestAGUIErrors(t *testing.T) {
 			errorOf(t, e.do("POST", "/v1/agui", c.body), 400, "malformed_request", c.want)
 		})
 	}
-	// Content a thread cannot hold is refused in the stream, naming it.
+	// Content a thread cannot hold is refused in the stream, naming it:
+	// three zero bytes are no PNG.
 	bad := aguiInput("err-image", map[string]any{"id": "u1", "role": "user", "content": []any{map[string]any{"type": "binary", "mimeType": "image/png", "data": "AAAA"}}})
 	evs = e.agui(bad)
 	checkAGUI(t, evs, "err-image", "run-err-image")
-	if last := evs[len(evs)-1]; last.Type != "RUN_ERROR" || last.Code != "invalid_input" || !strings.Contains(last.Message, "messages[0]: content[0]") {
+	if last := evs[len(evs)-1]; last.Type != "RUN_ERROR" || last.Code != "media_refused" || !strings.Contains(last.Message, "messages[0].content[0]: media refused: declared image/png") {
 		t.Fatalf("binary content: %+v", last)
 	}
 	if r := e.do("GET", "/v1/threads/err-image", nil); r.status != 404 {

@@ -8,6 +8,7 @@ import (
 	"net/http"
 
 	"github.com/tenxgraph/tenxgraph/host/graph"
+	"github.com/tenxgraph/tenxgraph/host/media"
 )
 
 // ErrorBody is every error response: {"error": {"code", "message"}}, plus
@@ -47,6 +48,12 @@ func errorBody(err error) (int, ErrorBody) {
 		return http.StatusConflict, body(conflictCode(se.Kind), err.Error(), se.CallIDs)
 	case errors.Is(err, graph.ErrThreadNotFound):
 		return http.StatusNotFound, body("thread_not_found", err.Error(), nil)
+	case isBlobNotFound(err):
+		return http.StatusNotFound, body("blob_not_found", "no such blob in this thread", nil)
+	case errors.Is(err, media.ErrTooLarge):
+		return http.StatusRequestEntityTooLarge, body("media_too_large", err.Error(), nil)
+	case errors.Is(err, media.ErrRefused):
+		return http.StatusUnprocessableEntity, body("media_refused", err.Error(), nil)
 	case errors.Is(err, graph.ErrInvalidInput):
 		return http.StatusUnprocessableEntity, body("invalid_input", err.Error(), nil)
 	case errors.Is(err, context.Canceled) || errors.Is(err, errShutdown):

@@ -4,10 +4,14 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"fmt"
+	"image"
+	"image/png"
 	"io"
 	"maps"
+	"math/rand/v2"
 	"net"
 	"net/http"
 	"net/url"
@@ -103,6 +107,8 @@ type setup struct {
 	toolTimeouts map[string]string
 	// durability is checkpointer.durability ("": none).
 	durability string
+	// media is the config's "media" block (nil: none).
+	media map[string]any
 }
 
 // env is a live server on a loopback port and the service behind it.
@@ -167,6 +173,9 @@ func start(t *testing.T, s setup) *env {
 	}
 	if s.cache != nil {
 		cfg["cache"] = s.cache
+	}
+	if s.media != nil {
+		cfg["media"] = s.media
 	}
 	if s.remoteTimeout != "" {
 		cfg["remote_tool_defaults"] = map[string]any{"timeout": s.remoteTimeout}
@@ -321,6 +330,41 @@ func runBody(thread, text string) map[string]any {
 		"config": map[string]any{"thread_id": thread},
 	}
 }
+
+// imageBody is a run request whose user message is text and media blocks.
+func imageBody(thread, text string, media ...map[string]any) map[string]any {
+	content := []any{map[string]any{"type": "text", "text": text}}
+	for _, m := range media {
+		content = append(content, m)
+	}
+	return map[string]any{
+		"input":  map[string]any{"messages": []any{map[string]any{"role": "user", "content": content}}},
+		"config": map[string]any{"thread_id": thread},
+	}
+}
+
+// testPNG is a w x h PNG of noise (which does not compress: its size is
+// about 4 w h bytes).
+func testPNG(w, h int) []byte {
+	img := image.NewNRGBA(image.Rect(0, 0, w, h))
+	rng := rand.New(rand.NewPCG(uint64(w), uint64(h)))
+	for i := range img.Pix {
+		img.Pix[i] = byte(rng.Uint32())
+	}
+	var b bytes.Buffer
+	if err := png.Encode(&b, img); err != nil {
+		panic(err)
+	}
+	return b.Bytes()
+}
+
+// pngData is an image block of data.
+func pngData(data []byte) map[string]any {
+	return map[string]any{"type": "image", "mime_type": "image/png", "data": base64.StdEncoding.EncodeToString(data)}
+}
+
+// blobRef is the reference of data.
+func blobRef(data []byte) string { return checkpoint.BlobRef(data) }
 
 // resumeBody answers calls: id → result content.
 func resumeBody(thread string, results ...any) map[string]any {

@@ -144,7 +144,8 @@ var corpus = []malformed{
 	// Unknown roles and block types.
 	{name: "unknown role", body: msgBody(`{"role": "developer", "content": "hi"}`), status: badRequest, code: "malformed_request", want: []string{"input.messages[0].role: unknown role \"developer\""}},
 	{name: "missing role", body: msgBody(`{"content": "hi"}`), status: badRequest, code: "malformed_request", want: []string{"input.messages[0].role: missing"}},
-	{name: "image block", body: blockBody(`{"type": "image", "url": "http://x/y.png"}`), status: badRequest, code: "malformed_request", want: []string{"input.messages[0].content[0].type: unknown block type \"image\""}},
+	{name: "video block", body: blockBody(`{"type": "video", "url": "http://x/y.mp4"}`), status: badRequest, code: "malformed_request", want: []string{"input.messages[0].content[0].type: unknown block type \"video\""}},
+	{name: "image block without a type", body: blockBody(`{"type": "image", "url": "https://x/y.png"}`), status: badRequest, code: "malformed_request", want: []string{"input.messages[0].content[0].mime_type: missing"}},
 	{name: "upper-case type", body: blockBody(`{"type": "TEXT", "text": "hi"}`), status: badRequest, code: "malformed_request", want: []string{"input.messages[0].content[0].type: unknown block type \"TEXT\""}},
 	{name: "block without type", body: blockBody(`{"text": "hi"}`), status: badRequest, code: "malformed_request", want: []string{"input.messages[0].content[0].type: missing"}},
 	{name: "bad block deep in a long history", file: "long_history_bad_block.json", status: badRequest, code: "malformed_request", want: []string{"input.messages[17].content[1].type: unknown block type \"txt\""}},
@@ -188,7 +189,7 @@ var corpus = []malformed{
 
 	// The other run endpoints answer the same way.
 	{name: "stream: bad JSON", path: "/v1/graph/stream", body: `{"input": `, status: badRequest, code: "malformed_request", want: []string{"invalid JSON"}},
-	{name: "stream: unknown block type", path: "/v1/graph/stream", body: blockBody(`{"type": "audio"}`), status: badRequest, code: "malformed_request", want: []string{"input.messages[0].content[0].type: unknown block type \"audio\""}},
+	{name: "stream: unknown block type", path: "/v1/graph/stream", body: blockBody(`{"type": "sticker"}`), status: badRequest, code: "malformed_request", want: []string{"input.messages[0].content[0].type: unknown block type \"sticker\""}},
 	{name: "stream: tool_call from the client", path: "/v1/graph/stream", body: msgBody(`{"role": "assistant", "content": [{"type": "tool_call", "id": "c9", "name": "calculator", "arguments": {}}]}`), status: invalid, code: "invalid_input", want: []string{"clients may not send tool_call blocks"}},
 	{name: "stream: new input while paused", path: "/v1/graph/stream", body: msgBody(`{"role": "user", "content": "hi"}`), status: conflict, code: "pending_calls", want: []string{"{P}"}, ids: []string{"{P}"}},
 	{name: "stream: missing auth", path: "/v1/graph/stream", body: msgBody(`{"role": "user", "content": "hi"}`), token: "none", status: 401, code: "unauthorized"},

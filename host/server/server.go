@@ -144,6 +144,7 @@ func (s *Server) routes() {
 	s.route("POST /v1/agui", s.handleAGUI)
 	s.route("GET /v1/threads/{thread_id}", s.handleGetThread)
 	s.route("DELETE /v1/threads/{thread_id}", s.handleDeleteThread)
+	s.route("GET /v1/threads/{thread_id}/blobs/{ref}", s.handleBlob)
 	s.mux.HandleFunc("GET /healthz", s.handleHealth)
 	s.mux.Handle("GET /metrics", s.metrics.handler())
 	s.mux.Handle("GET /{$}", playgroundPage())                 // the playground (playground.go)

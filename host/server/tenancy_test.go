@@ -1,6 +1,7 @@
 package server_test
 
 import (
+	"bytes"
 	"fmt"
 	"maps"
 	"net/http"
@@ -34,8 +35,8 @@ func onStores(t *testing.T, f func(t *testing.T, s setup)) {
 }
 
 // known is what token B may know, or guess, of a thread of token A's: its
-// pending call and its first message.
-type known struct{ call, message string }
+// pending call, its first message and the blob of the image in it.
+type known struct{ call, message, blob string }
 
 // tenancyCase is one request token B makes naming a thread id, on one of
 // the API's routes (route is its pattern, as the server lists it).
@@ -89,6 +90,15 @@ var tenancyCases = []tenancyCase{
 		return "GET", "/v1/threads/" + id + "?after=" + k.message + "&limit=2", nil
 	}},
 	{"DELETE /v1/threads/{thread_id}", "delete", func(id string, _ known) (string, string, any) { return "DELETE", "/v1/threads/" + id, nil }},
+	{"GET /v1/threads/{thread_id}/blobs/{ref}", "the other's blob", func(id string, k known) (string, string, any) {
+		return "GET", "/v1/threads/" + id + "/blobs/" + k.blob, nil
+	}},
+	{"GET /v1/threads/{thread_id}/blobs/{ref}", "a blob nobody has", func(id string, _ known) (string, string, any) {
+		return "GET", "/v1/threads/" + id + "/blobs/sha256:" + strings.Repeat("0", 64), nil
+	}},
+	{"POST /v1/graph/invoke", "the other's blob by reference", post("/v1/graph/invoke", func(id string, k known) any {
+		return imageBody(id, "hello", map[string]any{"type": "image", "mime_type": "image/png", "blob": k.blob})
+	})},
 }
 
 // Every route of the API is in tenancyCases.
@@ -164,13 +174,17 @@ func TestForeignThreadAnswersAsUnknown(t *testing.T) {
 		// A's holds (inside a tool call) while B asks: every other one
 		// existed before that run, the rest are being created by it.
 		k := make([]known, len(tenancyCases))
+		img := testPNG(3, 2)
 		for i := range tenancyCases {
 			id := fmt.Sprintf("p-%02d", i)
-			r := e.invoke(runBody(id, mixedQuestion))
+			r := e.invoke(imageBody(id, mixedQuestion, pngData(img)))
 			if r.Status != "interrupted" || len(r.RemoteToolCalls) != 1 {
 				t.Fatalf("A's thread %s did not pause: %+v", id, r)
 			}
-			k[i] = known{call: r.RemoteToolCalls[0].ID, message: r.Messages[0].ID}
+			k[i] = known{call: r.RemoteToolCalls[0].ID, message: r.Messages[0].ID, blob: blobRef(img)}
+		}
+		if r := e.do("GET", "/v1/threads/p-00/blobs/"+blobRef(img), nil); r.status != 200 || !bytes.Equal(r.body, img) {
+			t.Fatalf("A reads its own blob: %d", r.status)
 		}
 		held := make(chan resp, len(tenancyCases))
 		for i := range tenancyCases {

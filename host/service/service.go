@@ -22,6 +22,7 @@ import (
 	"github.com/tenxgraph/tenxgraph/host/checkpoint"
 	"github.com/tenxgraph/tenxgraph/host/config"
 	"github.com/tenxgraph/tenxgraph/host/graph"
+	"github.com/tenxgraph/tenxgraph/host/media"
 	"github.com/tenxgraph/tenxgraph/host/model"
 	"github.com/tenxgraph/tenxgraph/host/model/anthropic"
 	"github.com/tenxgraph/tenxgraph/host/model/openai"
@@ -133,6 +134,12 @@ func New(ctx context.Context, cfg *config.Config, opts Options) (s *Service, err
 		gopts = append(gopts, graph.WithCacheBytes(cfg.Cache.MaxBytes))
 	}
 	gopts = append(gopts, graph.WithLease(cfg.Checkpointer.Lease), graph.WithDurability(cfg.Checkpointer.Durability))
+	mc, err := media.New(media.Policy{Types: cfg.Media.AllowedTypes, MaxBlobBytes: cfg.Media.MaxBlobBytes, MaxRequestBytes: cfg.Media.MaxRequestBytes,
+		MaxImagePixels: cfg.Media.MaxImagePixels, FetchHosts: cfg.Media.FetchAllowHosts, FetchTimeout: cfg.Media.FetchTimeout})
+	if err != nil {
+		return s, toolspec.Problems{{Path: "media", Message: err.Error()}}
+	}
+	gopts = append(gopts, graph.WithMedia(mc))
 	if cfg.Model != nil && cfg.Model.MaxSteps > 0 {
 		// Each model call is followed by at most one tool step.
 		gopts = append(gopts, graph.WithStepLimit(max(graph.DefaultStepLimit, 2*cfg.Model.MaxSteps+2)))

@@ -1,9 +1,12 @@
 package toolnode
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
+	"mime"
+	"strings"
 	"sync"
 	"time"
 
@@ -298,14 +301,16 @@ func (n *Node) call(ctx context.Context, r *graph.Run, t *Tool, c message.ToolCa
 		// The deadline is whole milliseconds, as the store keeps WakeAt.
 		expires := time.Now().Add(n.timeout(t)).UTC().Round(time.Millisecond)
 		return message.RemoteToolCallBlock{ID: c.ID, Name: c.Name, Arguments: c.Arguments, Node: n.name, ExpiresAt: expires}, nil
+	case sdk.CheckAttachments(resp.Attachments) != nil:
+		b = errorResult(c.ID, fmt.Sprintf("provider %q returned a result for tool %q with attachments the host refuses: %v", t.Provider, c.Name, sdk.CheckAttachments(resp.Attachments)))
 	case len(content) == 0:
-		b = message.ToolResultBlock{ToolCallID: c.ID, Content: json.RawMessage("null"), IsError: resp.IsError}
+		b = message.ToolResultBlock{ToolCallID: c.ID, Content: json.RawMessage("null"), IsError: resp.IsError, Attachments: media(resp.Attachments)}
 	case strictjson.Check(content) != nil:
 		// The thread must read back from the store, whose messages are
 		// read strictly (no key twice, at most strictjson.MaxDepth deep).
 		b = errorResult(c.ID, fmt.Sprintf("provider %q returned a result for tool %q that is not valid JSON: %v", t.Provider, c.Name, strictjson.Check(content)))
 	default:
-		b = message.ToolResultBlock{ToolCallID: c.ID, Content: content, IsError: resp.IsError}
+		b = message.ToolResultBlock{ToolCallID: c.ID, Content: content, IsError: resp.IsError, Attachments: media(resp.Attachments)}
 	}
 	if t.Kind == KindServer {
 		ev.IsError, ev.Duration = b.(message.ToolResultBlock).IsError, time.Since(start)
@@ -340,6 +345,31 @@ func (n *Node) answeredAmong(in *graph.Input, ids []string) map[string]bool {
 			}
 		}
 	})
+	return out
+}
+
+// media turns a provider's attachments, checked with sdk.CheckAttachments,
+// into the result's media blocks, their bytes as Data: the host stores
+// them when the run saves, and the thread keeps references. The kind
+// follows the media type: image/* an image, audio/* a sound, anything
+// else a file. The type is written as mime.FormatMediaType writes it
+// (lower case), so the kind and the stored type agree.
+func media(atts []sdk.Attachment) []message.MediaBlock {
+	if len(atts) == 0 {
+		return nil
+	}
+	out := make([]message.MediaBlock, len(atts))
+	for i, a := range atts {
+		mt, params, _ := mime.ParseMediaType(a.MimeType) // checked: it parses
+		kind := message.TypeFile
+		switch {
+		case strings.HasPrefix(mt, "image/"):
+			kind = message.TypeImage
+		case strings.HasPrefix(mt, "audio/"):
+			kind = message.TypeAudio
+		}
+		out[i] = message.MediaBlock{Kind: kind, MimeType: cmp.Or(mime.FormatMediaType(mt, params), a.MimeType), Filename: a.Filename, Data: a.Data}
+	}
 	return out
 }
 

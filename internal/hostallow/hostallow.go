@@ -1,13 +1,15 @@
-// Package hostallow reads http_fetch's allow_hosts entries and classifies
-// addresses, by one set of rules for the builtin provider, which enforces
-// them, and the config loader, which reports a bad entry with its path when
-// the config is checked. It lives apart from both so that neither imports
-// the other.
+// Package hostallow reads allow_hosts entries and classifies addresses, by
+// one set of rules for everything that fetches a URL someone else chose:
+// the builtin provider's http_fetch and the host's fetch of a media
+// block's url, which enforce them, and the config loader, which reports a
+// bad entry with its path when the config is checked. It lives apart from
+// them so that none imports another.
 package hostallow
 
 import (
 	"fmt"
 	"net/netip"
+	"net/url"
 	"strconv"
 	"strings"
 
@@ -341,4 +343,78 @@ func Classify(ip netip.Addr) (what string, metadata bool) {
 func Check(entry string) error {
 	_, err := Parse(entry)
 	return err
+}
+
+// RefuseAddr says why a connection to ap may not be made under rules (the
+// parsed allow_hosts), or returns "" when it may: a public unicast address
+// passes; any other passes only when a CIDR rule contains it and allows its
+// port (a cloud metadata address only when the rule is that single
+// address). It is the one address rule of every fetch the host makes for
+// someone else (http_fetch, a media block's url), applied at dial time to
+// the address actually reached.
+func RefuseAddr(rules []Rule, ap netip.AddrPort) string {
+	ip := ap.Addr().Unmap().WithZone("")
+	what, metadata := Classify(ip)
+	if what == "" {
+		return ""
+	}
+	port := strconv.Itoa(int(ap.Port()))
+	for _, r := range rules {
+		if !r.Prefix.IsValid() || !r.Prefix.Contains(ip) {
+			continue
+		}
+		if metadata && (!r.Prefix.IsSingleIP() || r.Prefix.Addr() != ip) {
+			continue
+		}
+		if r.Port == port || (r.Port == "" && (port == "80" || port == "443")) {
+			return ""
+		}
+	}
+	return what
+}
+
+// MatchURL reports whether the host of u (an http or https URL with a host),
+// as written, matches a rule with its port: a name entry, a public IP
+// address entry, or, for an address literal, a CIDR entry. listed reports
+// that some rule names the host for other ports only; port is the port the
+// URL reaches. err is a port that is not a number.
+func MatchURL(rules []Rule, u *url.URL) (match, listed bool, port string, err error) {
+	host := strings.TrimSuffix(strings.ToLower(u.Hostname()), ".")
+	isIP := false
+	if addr, err := netip.ParseAddr(host); err == nil {
+		host, isIP = addr.String(), true
+	}
+	def := DefaultPort(u.Scheme)
+	port = def
+	if p := u.Port(); p != "" {
+		np, err := ParsePort(p)
+		if err != nil {
+			return false, false, "", fmt.Errorf("the URL's %v", err)
+		}
+		port = np
+	}
+	for _, r := range rules {
+		var m bool
+		switch {
+		case r.Prefix.IsValid():
+			// An address literal in the range, as written: an IPv4-mapped
+			// literal does not match an IPv4 range.
+			addr, err := netip.ParseAddr(host)
+			m = isIP && err == nil && r.Prefix.Contains(addr)
+		case r.IP != isIP:
+			continue
+		case r.Wildcard:
+			m = strings.HasSuffix(host, r.Host) && len(host) > len(r.Host)
+		default:
+			m = r.Host == host
+		}
+		if !m {
+			continue
+		}
+		if r.Port == port || (r.Port == "" && port == def) {
+			return true, listed, port, nil
+		}
+		listed = true
+	}
+	return false, listed, port, nil
 }

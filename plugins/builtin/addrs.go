@@ -3,8 +3,9 @@ package builtin
 import (
 	"fmt"
 	"net/netip"
-	"strconv"
 	"syscall"
+
+	"github.com/tenxgraph/tenxgraph/internal/hostallow"
 )
 
 // Addresses http_fetch does not connect to unless allow_hosts names their
@@ -29,24 +30,10 @@ func (e *addrError) Error() string {
 // contains it and allows its port (a cloud metadata address only when the
 // entry is that single address).
 func (a allowlist) checkAddr(ap netip.AddrPort) error {
-	ip := ap.Addr().Unmap().WithZone("")
-	what, metadata := classifyAddr(ip)
-	if what == "" {
-		return nil
+	if what := hostallow.RefuseAddr(a.rules, ap); what != "" {
+		return &addrError{addr: netip.AddrPortFrom(ap.Addr().WithZone(""), ap.Port()), what: what}
 	}
-	port := strconv.Itoa(int(ap.Port()))
-	for _, r := range a.rules {
-		if !r.Prefix.IsValid() || !r.Prefix.Contains(ip) {
-			continue
-		}
-		if metadata && (!r.Prefix.IsSingleIP() || r.Prefix.Addr() != ip) {
-			continue
-		}
-		if r.Port == port || (r.Port == "" && (port == "80" || port == "443")) {
-			return nil
-		}
-	}
-	return &addrError{addr: netip.AddrPortFrom(ap.Addr().WithZone(""), ap.Port()), what: what}
+	return nil
 }
 
 // dialControl is the net.Dialer Control hook: it runs once the address of a

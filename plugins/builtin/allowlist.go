@@ -2,7 +2,6 @@ package builtin
 
 import (
 	"fmt"
-	"net/netip"
 	"net/url"
 	"strings"
 
@@ -45,7 +44,6 @@ func parseAllowlist(entries []string) (allowlist, []string) {
 // shared with the config loader.
 var (
 	parseHostRule = hostallow.Parse
-	parsePort     = hostallow.ParsePort
 	defaultPort   = hostallow.DefaultPort
 	classifyAddr  = hostallow.Classify
 )
@@ -53,43 +51,12 @@ var (
 // check says why u may not be fetched, or returns nil. It expects an http
 // or https URL with a host.
 func (a allowlist) check(u *url.URL) error {
-	host := strings.TrimSuffix(strings.ToLower(u.Hostname()), ".")
-	isIP := false
-	if addr, err := netip.ParseAddr(host); err == nil {
-		host, isIP = addr.String(), true
-	}
-	def := defaultPort(u.Scheme)
-	port := def
-	if p := u.Port(); p != "" {
-		np, err := parsePort(p)
-		if err != nil {
-			return fmt.Errorf("the URL's %v", err)
-		}
-		port = np
-	}
-	hostListed := false
-	for _, r := range a.rules {
-		var match bool
-		switch {
-		case r.Prefix.IsValid():
-			// An address literal in the range, as written: an IPv4-mapped
-			// literal does not match an IPv4 range.
-			addr, err := netip.ParseAddr(host)
-			match = isIP && err == nil && r.Prefix.Contains(addr)
-		case r.IP != isIP:
-			continue
-		case r.Wildcard:
-			match = strings.HasSuffix(host, r.Host) && len(host) > len(r.Host)
-		default:
-			match = r.Host == host
-		}
-		if !match {
-			continue
-		}
-		if r.Port == port || (r.Port == "" && port == def) {
-			return nil
-		}
-		hostListed = true
+	match, hostListed, port, err := hostallow.MatchURL(a.rules, u)
+	switch {
+	case err != nil:
+		return err
+	case match:
+		return nil
 	}
 	display := u.Hostname()
 	if hostListed {

@@ -291,7 +291,8 @@ func specOf(t *mcpsdk.Tool) (sdk.ToolSpec, error) {
 
 // CallTool implements sdk.Provider: it maps the name back to its server and
 // tool, calls it, and turns the CallToolResult into the tool result (see
-// resultValue), truncated past the server's max_output_bytes. A tool that
+// toolResult): text truncated past the server's max_output_bytes, media
+// as attachments. A tool that
 // failed, timed out or lost its server gives an error result the model can
 // read; a server that cannot be reached gives an error.
 func (b *Bridge) CallTool(ctx context.Context, req sdk.CallToolRequest) (sdk.CallToolResponse, error) {
@@ -318,18 +319,18 @@ func (b *Bridge) CallTool(ctx context.Context, req sdk.CallToolRequest) (sdk.Cal
 	case err != nil:
 		return sdk.CallToolResponse{}, err
 	}
-	content, truncated, err := resultJSON(res, r.srv.cfg.maxOutput(), r.srv.cfg.Name)
+	resp, truncated, err := toolResult(res, cfg)
 	if err != nil {
 		return sdk.ErrorResult(fmt.Errorf("%s: tool %q: %w", r.srv.describe(), r.tool.Name, err)), nil
 	}
 	if truncated {
-		r.srv.log.Info("result truncated", "tool", r.tool.Name, "max_output_bytes", r.srv.cfg.maxOutput())
+		r.srv.log.Info("result truncated", "tool", r.tool.Name, "max_output_bytes", cfg.maxOutput(), "max_result_bytes", cfg.MaxResultBytes)
 	}
-	if n := int64(len(content)); cfg.MaxResultBytes > 0 && n > cfg.MaxResultBytes {
+	if n := resp.Size(); cfg.MaxResultBytes > 0 && n > cfg.MaxResultBytes {
 		return sdk.ErrorResult(fmt.Errorf("tool %q returned %d bytes, over the limit of %d (%s); the result was dropped",
 			req.Name, n, cfg.MaxResultBytes, cfg.key("max_result_bytes"))), nil
 	}
-	return sdk.CallToolResponse{Content: content, IsError: res.IsError}, nil
+	return resp, nil
 }
 
 // Shutdown implements sdk.Shutdowner: every server's connection is closed at

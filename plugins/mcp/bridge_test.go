@@ -1,11 +1,16 @@
 package mcp
 
 import (
+	"bytes"
+	"compress/gzip"
 	"context"
 	"encoding/base64"
 	"encoding/json"
+	"image/png"
+	"io"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"sync"
@@ -40,10 +45,8 @@ func TestStdioListAndCall(t *testing.T) {
 		Type     string `json:"type"`
 		Text     string `json:"text"`
 		MIMEType string `json:"mime_type"`
-		Data     string `json:"data"`
 		URI      string `json:"uri"`
 		Name     string `json:"name"`
-		Blob     string `json:"blob"`
 	}
 	var wrapped struct {
 		Content    []block `json:"content"`
@@ -56,37 +59,60 @@ func TestStdioListAndCall(t *testing.T) {
 			t.Fatalf("%.300s: %v", resp.Content, err)
 		}
 	}
-	decode(callT(t, b, "get-tiny-image", map[string]any{}))
-	var img *block
-	for i, bl := range wrapped.Content {
-		if bl.Type == "image" {
-			img = &wrapped.Content[i]
-		}
+	// The image is an attachment: the PNG's own bytes, not base64 in the
+	// content, which keeps the text around it.
+	resp := callT(t, b, "get-tiny-image", map[string]any{})
+	decode(resp)
+	if len(wrapped.Content) != 2 || wrapped.Content[0].Text != "Here's the image you requested:" || wrapped.Content[1].Text != "The image above is the MCP logo." {
+		t.Fatalf("get-tiny-image's content: %s", resp.Content)
 	}
-	if img == nil || img.MIMEType != "image/png" {
-		t.Fatalf("no PNG image block in %+v", wrapped.Content)
+	if len(resp.Attachments) != 1 || resp.Attachments[0].MimeType != "image/png" || !bytes.Equal(resp.Attachments[0].Data, tinyImage(t)) {
+		t.Fatalf("get-tiny-image's attachments: %+v", resp.Attachments)
 	}
-	if png, err := base64.StdEncoding.DecodeString(img.Data); err != nil || !strings.HasPrefix(string(png), "\x89PNG") {
-		t.Fatalf("image data is not a base64 PNG: %v", err)
+	if cfg, err := png.DecodeConfig(bytes.NewReader(resp.Attachments[0].Data)); err != nil || cfg.Width != 20 || cfg.Height != 20 {
+		t.Fatalf("the attachment is not the 20×20 PNG: %+v, %v", cfg, err)
 	}
 
-	decode(callT(t, b, "get-resource-reference", map[string]any{}))
-	if !slices.ContainsFunc(wrapped.Content, func(bl block) bool { return bl.Type == "resource" && bl.URI != "" && (bl.Text != "" || bl.Blob != "") }) {
-		t.Fatalf("no embedded resource in %+v", wrapped.Content)
+	// An embedded resource's text stays in the content; its blob is an
+	// attachment, named after its URI.
+	resp = callT(t, b, "get-resource-reference", map[string]any{})
+	decode(resp)
+	if !slices.ContainsFunc(wrapped.Content, func(bl block) bool { return bl.Type == "resource" && bl.URI != "" && bl.Text != "" }) || resp.Attachments != nil {
+		t.Fatalf("no embedded text resource in %+v, or attachments %+v", wrapped.Content, resp.Attachments)
 	}
-	decode(callT(t, b, "get-resource-links", map[string]any{"count": 2}))
+	resp = callT(t, b, "get-resource-reference", map[string]any{"resourceType": "Blob", "resourceId": 3})
+	if len(resp.Attachments) != 1 || resp.Attachments[0].MimeType != "text/plain" || resp.Attachments[0].Filename != "3" ||
+		!strings.HasPrefix(string(resp.Attachments[0].Data), "Resource 3: This is a base64 blob") {
+		t.Fatalf("a blob resource's attachments: %+v", resp.Attachments)
+	}
+	// A gzip file as an embedded resource arrives as its bytes.
+	const readme = "# hello\n"
+	resp = callT(t, b, "gzip-file-as-resource", map[string]any{"name": "hello.md.gz", "outputType": "resource",
+		"data": "data:text/plain;base64," + base64.StdEncoding.EncodeToString([]byte(readme))})
+	if len(resp.Attachments) != 1 || resp.Attachments[0].MimeType != "application/gzip" || resp.Attachments[0].Filename != "hello.md.gz" {
+		t.Fatalf("gzip-file-as-resource: %s, attachments %+v", resp.Content, resp.Attachments)
+	}
+	if zr, err := gzip.NewReader(bytes.NewReader(resp.Attachments[0].Data)); err != nil {
+		t.Fatal(err)
+	} else if got, err := io.ReadAll(zr); err != nil || string(got) != readme {
+		t.Fatalf("the gzip attachment holds %q, %v", got, err)
+	}
+
+	// Resource links stay mentions: never fetched.
+	resp = callT(t, b, "get-resource-links", map[string]any{"count": 2})
+	decode(resp)
 	links := 0
 	for _, bl := range wrapped.Content {
 		if bl.Type == "resource_link" && bl.URI != "" && bl.Name != "" {
 			links++
 		}
 	}
-	if links != 2 {
-		t.Fatalf("%d resource links in %+v", links, wrapped.Content)
+	if links != 2 || resp.Attachments != nil {
+		t.Fatalf("%d resource links in %+v, attachments %+v", links, wrapped.Content, resp.Attachments)
 	}
 
 	// Structured content, its text copy left out.
-	resp := callT(t, b, "get-structured-content", map[string]any{"location": "Chicago"})
+	resp = callT(t, b, "get-structured-content", map[string]any{"location": "Chicago"})
 	var weather map[string]any
 	if err := json.Unmarshal(resp.Content, &weather); err != nil || weather["temperature"] == nil {
 		t.Fatalf("structured content: %s (%v)", resp.Content, err)
@@ -100,6 +126,25 @@ func TestStdioListAndCall(t *testing.T) {
 	if _, err := b.CallTool(context.Background(), sdk.CallToolRequest{Name: "no-such-tool"}); err == nil {
 		t.Fatal("an unknown tool did not fail")
 	}
+}
+
+// tinyImage is the PNG server-everything's get-tiny-image returns, read
+// from the package's source.
+func tinyImage(t *testing.T) []byte {
+	t.Helper()
+	js, err := os.ReadFile(filepath.Join(npmDir(t), "node_modules/@modelcontextprotocol/server-everything/dist/tools/get-tiny-image.js"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := regexp.MustCompile(`MCP_TINY_IMAGE = "([A-Za-z0-9+/=]+)"`).FindSubmatch(js)
+	if m == nil {
+		t.Fatal("no MCP_TINY_IMAGE in get-tiny-image.js")
+	}
+	img, err := base64.StdEncoding.DecodeString(string(m[1]))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return img
 }
 
 // Streamable HTTP and legacy SSE, both served by server-everything.

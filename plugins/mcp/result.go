@@ -2,41 +2,83 @@ package mcp
 
 import (
 	"bytes"
-	"encoding/base64"
 	"encoding/json"
 	"fmt"
+	"maps"
+	"net/url"
+	"path"
 	"reflect"
 	"sort"
+	"strings"
 	"unicode/utf8"
 
 	mcpsdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/tenxgraph/tenxgraph/sdk"
 )
 
-// resultValue turns an MCP CallToolResult into the tool result's JSON value,
-// in the simplest shape that keeps everything:
+// part is one content block of a result: a block of the JSON content, or
+// media (an image, a sound, an embedded resource's blob) to send as an
+// attachment, with what to call it in a marker.
+type part struct {
+	block any
+	media *sdk.Attachment
+	what  string
+}
+
+// parts splits a result's content into blocks and media, in order. A text
+// block that only repeats the structured content (as its JSON, or as one
+// of its string fields, which is how servers keep older clients working)
+// is left out: the model would read the same thing twice.
+func parts(res *mcpsdk.CallToolResult) []part {
+	var out []part
+	for _, c := range res.Content {
+		switch c := c.(type) {
+		case *mcpsdk.TextContent:
+			if res.StructuredContent == nil || !repeats(c.Text, res.StructuredContent) {
+				out = append(out, part{block: textBlock(c.Text)})
+			}
+		case *mcpsdk.ImageContent:
+			out = append(out, part{media: &sdk.Attachment{MimeType: orOctets(c.MIMEType), Data: c.Data}, what: "an image"})
+		case *mcpsdk.AudioContent:
+			out = append(out, part{media: &sdk.Attachment{MimeType: orOctets(c.MIMEType), Data: c.Data}, what: "a sound"})
+		case *mcpsdk.EmbeddedResource:
+			if r := c.Resource; r != nil && r.Blob != nil {
+				a := sdk.Attachment{MimeType: orOctets(r.MIMEType), Filename: filename(r.URI), Data: r.Blob}
+				out = append(out, part{media: &a, what: fmt.Sprintf("the resource %q", r.URI)})
+				continue
+			}
+			out = append(out, part{block: block(c)})
+		default:
+			out = append(out, part{block: block(c)})
+		}
+	}
+	return out
+}
+
+// resultValue is the tool result's JSON value, in the simplest shape that
+// keeps everything but the media kept as attachments, with a text block
+// (a marker) for each medium left out, at its place:
 //
 //   - one text block and no structured content: the text, as a JSON string;
 //   - structured content and no other blocks: the structured content;
 //   - otherwise {"content": [blocks...], "structured_content": ...}, each
-//     block one of {"type":"text","text"}, {"type":"image"|"audio",
-//     "mime_type","data" (base64)}, {"type":"resource","uri","mime_type",
-//     "text"|"blob" (base64)} and {"type":"resource_link","uri","name",...}.
-//
-// A text block that only repeats the structured content (as its JSON, or
-// as one of its string fields, which is how servers keep older clients
-// working) is left out: the model would read the same thing twice.
-func resultValue(res *mcpsdk.CallToolResult) any {
+//     block one of {"type":"text","text"}, {"type":"resource","uri",
+//     "mime_type","text"} and {"type":"resource_link","uri","name",...}.
+func resultValue(res *mcpsdk.CallToolResult, ps []part, leftOut map[int]string) any {
 	var blocks []any
-	for _, c := range res.Content {
-		if t, ok := c.(*mcpsdk.TextContent); ok && res.StructuredContent != nil && repeats(t.Text, res.StructuredContent) {
-			continue
+	for i, p := range ps {
+		switch m, out := leftOut[i]; {
+		case p.media == nil:
+			blocks = append(blocks, p.block)
+		case out:
+			blocks = append(blocks, textBlock(m))
 		}
-		blocks = append(blocks, block(c))
 	}
 	switch {
 	case res.StructuredContent == nil && len(blocks) == 1:
-		if t, ok := res.Content[0].(*mcpsdk.TextContent); ok {
-			return t.Text
+		if t, ok := blocks[0].(map[string]any); ok && t["type"] == "text" {
+			return t["text"]
 		}
 	case res.StructuredContent != nil && len(blocks) == 0:
 		return res.StructuredContent
@@ -49,6 +91,107 @@ func resultValue(res *mcpsdk.CallToolResult) any {
 		out["structured_content"] = res.StructuredContent
 	}
 	return out
+}
+
+// toolResult turns an MCP CallToolResult into the tool's result: its text
+// and structured content as the JSON content (see resultValue), truncated
+// past the server's max_output_bytes (see resultJSON); its images, sounds
+// and embedded blobs as attachments, whole, in order, as long as they and
+// the content stay within its max_result_bytes. A medium that does not
+// fit, one past sdk.MaxAttachments, or one the host would refuse (no
+// bytes, a type that is not a media type) is left out, with a marker in
+// the content saying why. A resource link stays a mention in the content:
+// the bridge never fetches it. The second result says whether anything
+// was cut or left out.
+func toolResult(res *mcpsdk.CallToolResult, s Server) (sdk.CallToolResponse, bool, error) {
+	ps := parts(res)
+	leftOut := map[int]string{}
+	var kept []int
+	for i, p := range ps {
+		switch {
+		case p.media == nil:
+		case sdk.CheckAttachments([]sdk.Attachment{*p.media}) != nil:
+			err := strings.TrimPrefix(sdk.CheckAttachments([]sdk.Attachment{*p.media}).Error(), "attachments[0].")
+			leftOut[i] = fmt.Sprintf("[left out by tenxgraph: %s from MCP server %q that the host refuses: %s]", p.what, s.Name, err)
+		case len(kept) == sdk.MaxAttachments:
+			leftOut[i] = fmt.Sprintf("[left out by tenxgraph: %s of %d bytes (%s); a result carries at most %d attachments]", p.what, len(p.media.Data), p.media.MimeType, sdk.MaxAttachments)
+		default:
+			kept = append(kept, i)
+		}
+	}
+	content, truncated, err := resultJSON(resultValue(res, ps, leftOut), s.maxOutput(), s.Name)
+	if err != nil {
+		return sdk.CallToolResponse{}, false, err
+	}
+	size := int64(len(content))
+	for _, i := range kept {
+		size += int64(len(ps[i].media.Data))
+	}
+	if s.MaxResultBytes > 0 && size > s.MaxResultBytes {
+		// Keep what fits beside the content as it is with every medium
+		// left out, which is at least as long as the content will be.
+		worst := maps.Clone(leftOut)
+		for _, i := range kept {
+			worst[i] = marker(ps[i], s)
+		}
+		most, _, err := resultJSON(resultValue(res, ps, worst), s.maxOutput(), s.Name)
+		if err != nil {
+			return sdk.CallToolResponse{}, false, err
+		}
+		budget := s.MaxResultBytes - int64(len(most))
+		fit := kept[:0]
+		for _, i := range kept {
+			if n := int64(len(ps[i].media.Data)); n <= budget {
+				fit, budget = append(fit, i), budget-n
+			} else {
+				leftOut[i] = marker(ps[i], s)
+			}
+		}
+		kept = fit
+		if content, _, err = resultJSON(resultValue(res, ps, leftOut), s.maxOutput(), s.Name); err != nil {
+			return sdk.CallToolResponse{}, false, err
+		}
+	}
+	resp := sdk.CallToolResponse{Content: content, IsError: res.IsError}
+	for _, i := range kept {
+		resp.Attachments = append(resp.Attachments, *ps[i].media)
+	}
+	return resp, truncated || len(leftOut) > 0, nil
+}
+
+// marker is the text in place of a medium left out for its size.
+func marker(p part, s Server) string {
+	return fmt.Sprintf("[left out by tenxgraph: %s of %d bytes (%s); with the rest of the result it passes max_result_bytes (%d) of MCP server %q]",
+		p.what, len(p.media.Data), p.media.MimeType, s.MaxResultBytes, s.Name)
+}
+
+func textBlock(text string) map[string]any { return map[string]any{"type": "text", "text": text} }
+
+// orOctets is a medium's type, or application/octet-stream when the server
+// gave none (a resource may leave it out).
+func orOctets(mimeType string) string {
+	if mimeType == "" {
+		return "application/octet-stream"
+	}
+	return mimeType
+}
+
+// filename is the last segment of a resource's URI, when it is a name the
+// host takes ("demo://resource/session/README.md.gz": "README.md.gz").
+func filename(uri string) string {
+	u, err := url.Parse(uri)
+	if err != nil {
+		return ""
+	}
+	name := u.Path
+	if name == "" {
+		name = u.Opaque
+	}
+	name = path.Base(name)
+	if sdk.CheckAttachments([]sdk.Attachment{{MimeType: "a/b", Filename: name, Data: []byte{0}}}) != nil || name == "/" {
+		return ""
+	}
+	return name
 }
 
 // repeats says whether text carries nothing the structured content lacks.
@@ -78,14 +221,11 @@ func normalize(v any) any {
 	return out
 }
 
+// block is a content block that stays in the JSON content: a resource
+// link, an embedded resource's text, or a content type this bridge does
+// not know, as the SDK encodes it.
 func block(c mcpsdk.Content) map[string]any {
 	switch c := c.(type) {
-	case *mcpsdk.TextContent:
-		return map[string]any{"type": "text", "text": c.Text}
-	case *mcpsdk.ImageContent:
-		return map[string]any{"type": "image", "mime_type": c.MIMEType, "data": base64.StdEncoding.EncodeToString(c.Data)}
-	case *mcpsdk.AudioContent:
-		return map[string]any{"type": "audio", "mime_type": c.MIMEType, "data": base64.StdEncoding.EncodeToString(c.Data)}
 	case *mcpsdk.ResourceLink:
 		b := map[string]any{"type": "resource_link", "uri": c.URI, "name": c.Name}
 		for k, v := range map[string]string{"title": c.Title, "description": c.Description, "mime_type": c.MIMEType} {
@@ -104,11 +244,7 @@ func block(c mcpsdk.Content) map[string]any {
 			if r.MIMEType != "" {
 				b["mime_type"] = r.MIMEType
 			}
-			if r.Blob != nil {
-				b["blob"] = base64.StdEncoding.EncodeToString(r.Blob)
-			} else {
-				b["text"] = r.Text
-			}
+			b["text"] = r.Text
 		}
 		return b
 	}
@@ -129,15 +265,12 @@ func encode(v any) ([]byte, error) {
 	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
 }
 
-// resultJSON is resultValue encoded, and truncated when it is longer than
-// limit bytes: the longest texts are cut where the budget runs out, each
-// cut ending in a marker that says how much is missing and which setting
-// shows more; base64 data that does not fit whole is left out (half an
-// image is no image), with a marker in its place. A result never fails
-// for being large. The encoded result stays within limit, give or take a
-// marker's length.
-func resultJSON(res *mcpsdk.CallToolResult, limit int, server string) (json.RawMessage, bool, error) {
-	v := resultValue(res)
+// resultJSON is a result's value encoded, and truncated when it is longer
+// than limit bytes: the longest texts are cut where the budget runs out,
+// each cut ending in a marker that says how much is missing and which
+// setting shows more. A result never fails for being large. The encoded
+// result stays within limit, give or take a marker's length.
+func resultJSON(v any, limit int, server string) (json.RawMessage, bool, error) {
 	raw, err := encode(v)
 	if err != nil {
 		return nil, false, fmt.Errorf("encode the result: %w", err)
@@ -187,9 +320,6 @@ func (t *truncator) walk(v any, key string) any {
 		case n <= t.budget:
 			t.budget -= n
 			return x
-		case key == "data" || key == "blob":
-			t.cut = true
-			return fmt.Sprintf("[left out by tenxgraph: %d bytes of base64 data; the whole result is %d bytes, over max_output_bytes (%d) of MCP server %q]", n, t.total, t.limit, t.server)
 		case t.budget < 16 && t.cut && n < 64:
 			return x // a short value (a type, a name) after a cut: keep
 		}

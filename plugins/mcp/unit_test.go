@@ -1,10 +1,12 @@
 package mcp
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
+	"reflect"
 	"slices"
 	"strings"
 	"sync"
@@ -97,26 +99,36 @@ func TestResultShapes(t *testing.T) {
 	for _, tc := range []struct {
 		res  *mcpsdk.CallToolResult
 		want string
+		atts []sdk.Attachment
 	}{
-		{&mcpsdk.CallToolResult{Content: []mcpsdk.Content{&mcpsdk.TextContent{Text: "a <b> & c"}}}, `"a <b> & c"`},
-		{&mcpsdk.CallToolResult{Content: []mcpsdk.Content{&mcpsdk.TextContent{Text: `{"t":1}`}}, StructuredContent: map[string]any{"t": 1}}, `{"t":1}`},
-		{&mcpsdk.CallToolResult{Content: []mcpsdk.Content{&mcpsdk.TextContent{Text: "hi"}}, StructuredContent: map[string]any{"content": "hi"}}, `{"content":"hi"}`},
+		{&mcpsdk.CallToolResult{Content: []mcpsdk.Content{&mcpsdk.TextContent{Text: "a <b> & c"}}}, `"a <b> & c"`, nil},
+		{&mcpsdk.CallToolResult{Content: []mcpsdk.Content{&mcpsdk.TextContent{Text: `{"t":1}`}}, StructuredContent: map[string]any{"t": 1}}, `{"t":1}`, nil},
+		{&mcpsdk.CallToolResult{Content: []mcpsdk.Content{&mcpsdk.TextContent{Text: "hi"}}, StructuredContent: map[string]any{"content": "hi"}}, `{"content":"hi"}`, nil},
 		{&mcpsdk.CallToolResult{Content: []mcpsdk.Content{&mcpsdk.TextContent{Text: "other"}}, StructuredContent: map[string]any{"n": 2}},
-			`{"content":[{"text":"other","type":"text"}],"structured_content":{"n":2}}`},
+			`{"content":[{"text":"other","type":"text"}],"structured_content":{"n":2}}`, nil},
+		// Media are attachments, in order; text, resource text and links
+		// stay the content.
 		{&mcpsdk.CallToolResult{Content: []mcpsdk.Content{
 			&mcpsdk.ImageContent{Data: []byte("PNG"), MIMEType: "image/png"},
 			&mcpsdk.AudioContent{Data: []byte("WAV"), MIMEType: "audio/wav"},
 			&mcpsdk.EmbeddedResource{Resource: &mcpsdk.ResourceContents{URI: "file:///a", MIMEType: "text/plain", Text: "A"}},
-			&mcpsdk.EmbeddedResource{Resource: &mcpsdk.ResourceContents{URI: "file:///b", Blob: []byte{1}}},
+			&mcpsdk.EmbeddedResource{Resource: &mcpsdk.ResourceContents{URI: "file:///b/report.pdf", MIMEType: "application/pdf", Blob: []byte("%PDF")}},
+			&mcpsdk.EmbeddedResource{Resource: &mcpsdk.ResourceContents{URI: "demo://x/y\\z", Blob: []byte{1}}},
 			&mcpsdk.ResourceLink{URI: "file:///c", Name: "c", Description: "C"},
-		}}, `{"content":[{"data":"UE5H","mime_type":"image/png","type":"image"},{"data":"V0FW","mime_type":"audio/wav","type":"audio"},` +
-			`{"mime_type":"text/plain","text":"A","type":"resource","uri":"file:///a"},{"blob":"AQ==","type":"resource","uri":"file:///b"},` +
-			`{"description":"C","name":"c","type":"resource_link","uri":"file:///c"}]}`},
-		{&mcpsdk.CallToolResult{}, `{"content":[]}`},
+		}}, `{"content":[{"mime_type":"text/plain","text":"A","type":"resource","uri":"file:///a"},` +
+			`{"description":"C","name":"c","type":"resource_link","uri":"file:///c"}]}`, []sdk.Attachment{
+			{MimeType: "image/png", Data: []byte("PNG")}, {MimeType: "audio/wav", Data: []byte("WAV")},
+			{MimeType: "application/pdf", Filename: "report.pdf", Data: []byte("%PDF")}, {MimeType: "application/octet-stream", Data: []byte{1}}}},
+		{&mcpsdk.CallToolResult{Content: []mcpsdk.Content{
+			&mcpsdk.TextContent{Text: "a chart"}, &mcpsdk.ImageContent{Data: []byte("PNG"), MIMEType: "image/png"}}},
+			`"a chart"`, []sdk.Attachment{{MimeType: "image/png", Data: []byte("PNG")}}},
+		{&mcpsdk.CallToolResult{Content: []mcpsdk.Content{&mcpsdk.ImageContent{Data: []byte("PNG"), MIMEType: "image/png"}}},
+			`{"content":[]}`, []sdk.Attachment{{MimeType: "image/png", Data: []byte("PNG")}}},
+		{&mcpsdk.CallToolResult{}, `{"content":[]}`, nil},
 	} {
-		got, truncated, err := resultJSON(tc.res, 1<<20, "s")
-		if err != nil || truncated || string(got) != tc.want {
-			t.Errorf("got %s (%v, %v), want %s", got, truncated, err, tc.want)
+		got, truncated, err := toolResult(tc.res, Server{Name: "s"})
+		if err != nil || truncated || string(got.Content) != tc.want || !reflect.DeepEqual(got.Attachments, tc.atts) {
+			t.Errorf("got %s %+v (%v, %v), want %s %+v", got.Content, got.Attachments, truncated, err, tc.want, tc.atts)
 		}
 	}
 }
@@ -126,38 +138,100 @@ func TestTruncation(t *testing.T) {
 	// Multi-byte text and characters JSON escapes: the cut stays within
 	// the limit and on a rune boundary.
 	long := strings.Repeat("é\"\n<", 20_000)
-	got, truncated, err := resultJSON(&mcpsdk.CallToolResult{Content: []mcpsdk.Content{&mcpsdk.TextContent{Text: long}}}, limit, "files")
-	if err != nil || !truncated || len(got) > limit+512 || len(got) < limit/2 {
-		t.Fatalf("%d bytes, truncated %v, %v", len(got), truncated, err)
+	got, truncated, err := toolResult(&mcpsdk.CallToolResult{Content: []mcpsdk.Content{&mcpsdk.TextContent{Text: long}}}, Server{Name: "files", MaxOutputBytes: limit})
+	if err != nil || !truncated || len(got.Content) > limit+512 || len(got.Content) < limit/2 {
+		t.Fatalf("%d bytes, truncated %v, %v", len(got.Content), truncated, err)
 	}
 	var s string
-	if err := json.Unmarshal(got, &s); err != nil || !utf8.ValidString(s) || !strings.Contains(s, `[truncated by tenxgraph: `) || !strings.Contains(s, `max_output_bytes (10000) of MCP server "files"`) {
+	if err := json.Unmarshal(got.Content, &s); err != nil || !utf8.ValidString(s) || !strings.Contains(s, `[truncated by tenxgraph: `) || !strings.Contains(s, `max_output_bytes (10000) of MCP server "files"`) {
 		t.Fatalf("cut text: %v %.200q", err, s[len(s)-min(len(s), 200):])
 	}
 
-	// An image that does not fit is left out whole; the text before it is
+	// max_output_bytes cuts the text, not an image (half an image is no
+	// image): the image is an attachment, whole; the text before it is
 	// kept, and so is every block's type.
+	img := make([]byte, 3*limit)
 	res := &mcpsdk.CallToolResult{Content: []mcpsdk.Content{
 		&mcpsdk.TextContent{Text: "caption"},
-		&mcpsdk.ImageContent{Data: make([]byte, 3*limit), MIMEType: "image/png"},
+		&mcpsdk.ImageContent{Data: img, MIMEType: "image/png"},
 		&mcpsdk.TextContent{Text: strings.Repeat("z", 2*limit)},
 	}, StructuredContent: map[string]any{"big": strings.Repeat("y", 2*limit), "n": 1}, IsError: true}
-	got, truncated, err = resultJSON(res, limit, "s")
-	if err != nil || !truncated || len(got) > limit+1024 {
-		t.Fatalf("%d bytes, %v, %v", len(got), truncated, err)
+	got, truncated, err = toolResult(res, Server{Name: "s", MaxOutputBytes: limit})
+	if err != nil || !truncated || len(got.Content) > limit+1024 || !got.IsError {
+		t.Fatalf("%d bytes, %v, %v", len(got.Content), truncated, err)
 	}
 	var w struct {
 		Content []map[string]any `json:"content"`
 		SC      map[string]any   `json:"structured_content"`
 	}
-	if err := json.Unmarshal(got, &w); err != nil || len(w.Content) != 3 {
-		t.Fatalf("%s: %v", got, err)
+	if err := json.Unmarshal(got.Content, &w); err != nil || len(w.Content) != 2 {
+		t.Fatalf("%s: %v", got.Content, err)
 	}
-	if w.Content[0]["text"] != "caption" || w.Content[1]["type"] != "image" || !strings.HasPrefix(w.Content[1]["data"].(string), "[left out by tenxgraph: 40000 bytes of base64 data") {
-		t.Fatalf("blocks %v", w.Content[:2])
+	if w.Content[0]["text"] != "caption" || w.Content[1]["type"] != "text" {
+		t.Fatalf("blocks %v", w.Content)
 	}
 	if w.SC["n"] != float64(1) {
 		t.Fatalf("structured content %v", w.SC)
+	}
+	if len(got.Attachments) != 1 || len(got.Attachments[0].Data) != len(img) {
+		t.Fatalf("attachments %d", len(got.Attachments))
+	}
+}
+
+// Media beside the content stay within max_result_bytes: those that fit
+// are kept whole, in order; one that does not, one past the most a result
+// carries, and one the host would refuse, are each left out with a marker
+// in its place saying why.
+func TestMediaWithinTheResultLimit(t *testing.T) {
+	const limit = 10_000
+	s := Server{Name: "pics", MaxOutputBytes: 2000, MaxResultBytes: limit}
+	image := func(n int, mimeType string) mcpsdk.Content {
+		return &mcpsdk.ImageContent{Data: bytes.Repeat([]byte{'i'}, n), MIMEType: mimeType}
+	}
+	res := &mcpsdk.CallToolResult{Content: []mcpsdk.Content{
+		&mcpsdk.TextContent{Text: "three images"},
+		image(4000, "image/png"),
+		image(7000, "image/png"), // 4000 + 7000 > 10000
+		image(10, "png"),
+		image(3000, "image/jpeg"),
+		&mcpsdk.AudioContent{MIMEType: "audio/wav"},
+	}}
+	got, truncated, err := toolResult(res, s)
+	if err != nil || !truncated {
+		t.Fatalf("%v, truncated %v", err, truncated)
+	}
+	if n := got.Size(); n > limit {
+		t.Errorf("the result is %d bytes, over max_result_bytes %d", n, limit)
+	}
+	if len(got.Attachments) != 2 || got.Attachments[0].MimeType != "image/png" || len(got.Attachments[0].Data) != 4000 ||
+		got.Attachments[1].MimeType != "image/jpeg" || len(got.Attachments[1].Data) != 3000 {
+		t.Fatalf("attachments %+v", got.Attachments)
+	}
+	var w struct{ Content []struct{ Text string } }
+	if err := json.Unmarshal(got.Content, &w); err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"three images",
+		`[left out by tenxgraph: an image of 7000 bytes (image/png); with the rest of the result it passes max_result_bytes (10000) of MCP server "pics"]`,
+		`[left out by tenxgraph: an image from MCP server "pics" that the host refuses: mime_type: "png" is not a media type such as image/png]`,
+		`[left out by tenxgraph: a sound from MCP server "pics" that the host refuses: data: empty]`}
+	if len(w.Content) != len(want) {
+		t.Fatalf("content %s", got.Content)
+	}
+	for i := range want {
+		if w.Content[i].Text != want[i] {
+			t.Errorf("block %d: %q, want %q", i, w.Content[i].Text, want[i])
+		}
+	}
+
+	many := &mcpsdk.CallToolResult{}
+	for range sdk.MaxAttachments + 1 {
+		many.Content = append(many.Content, image(1, "image/gif"))
+	}
+	got, _, err = toolResult(many, Server{Name: "pics"})
+	if err != nil || len(got.Attachments) != sdk.MaxAttachments ||
+		string(got.Content) != `"[left out by tenxgraph: an image of 1 bytes (image/gif); a result carries at most 100 attachments]"` {
+		t.Fatalf("%d attachments, content %s, %v", len(got.Attachments), got.Content, err)
 	}
 }
 

@@ -23,7 +23,14 @@
 //
 // Both also check every tool's spec as the host does when it loads a
 // provider, and Call checks the arguments against the tool's schema as the
-// host does before each call, so a test sees what a model would see.
+// host does before each call, and the result's attachments as the host
+// does after it, so a test sees what a model would see. A result's images
+// and files are in its Attachments, in order:
+//
+//	resp := sdktest.Call(t, p, "screenshot", map[string]any{"url": srv.URL})
+//	if len(resp.Attachments) != 1 || resp.Attachments[0].MimeType != "image/png" { ... }
+//	cfg, err := png.DecodeConfig(bytes.NewReader(resp.Attachments[0].Data))
+//
 // CallContext takes the call's context: wrap it with sdk.WithProgress to
 // see a tool's progress, or cancel it to test that the tool stops.
 // Everything started is stopped when the test ends.
@@ -291,7 +298,8 @@ var callIDs atomic.Int64
 // json.RawMessage to send exact bytes; nil sends {}. As the host does, Call
 // first checks args against the tool's parameters schema: arguments that
 // fail it give the error result the model would get, without calling the
-// provider. Call fails the test when the provider has no such tool or the
+// provider. A result whose content is not JSON, or whose attachments the
+// host refuses (sdk.CheckAttachments), fails the test. Call fails the test when the provider has no such tool or the
 // call itself fails (the provider is gone, say); a tool that fails is not a
 // failed call but a result with IsError set (see ErrorText).
 //
@@ -357,6 +365,9 @@ func CallContext(ctx context.Context, t testing.TB, p sdk.Provider, tool string,
 	}
 	if len(resp.Content) > 0 && !json.Valid(resp.Content) {
 		t.Errorf("sdktest.Call %s: the result is not valid JSON, which the host replaces with an error: %q", tool, resp.Content)
+	}
+	if err := sdk.CheckAttachments(resp.Attachments); err != nil {
+		t.Errorf("sdktest.Call %s: the host refuses the result's attachments, and gives the model an error instead: %v", tool, err)
 	}
 	return resp
 }

@@ -172,6 +172,13 @@ func TestFailures(t *testing.T) {
 			bad := sdk.MustTools("bad", "1", sdk.Func("bad", "", json.RawMessage(`{"type": "array"}`), nil))
 			sdktest.Serve(tb, bad)
 		}, `sdktest.Serve: the host would refuse tool "bad": parameters: the root schema must have "type": "object"`},
+		{"an attachment the host refuses", func(tb testing.TB) {
+			pics := sdk.MustTools("pics", "1", sdk.Tool{Spec: sdk.ToolSpec{Name: "pic"},
+				Handler: sdk.HandlerFunc(func(context.Context, sdk.CallToolRequest) (sdk.CallToolResponse, error) {
+					return sdk.CallToolResponse{Content: json.RawMessage(`null`), Attachments: []sdk.Attachment{{MimeType: "image/png"}}}, nil
+				})})
+			sdktest.Call(tb, sdktest.Serve(tb, pics), "pic", nil)
+		}, "sdktest.Call pic: the host refuses the result's attachments, and gives the model an error instead: attachments[0].data: empty"},
 		{"no go command", func(tb testing.TB) {
 			tb.Setenv("PATH", "")
 			sdktest.Build(tb, ".")

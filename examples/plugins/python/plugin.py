@@ -5,9 +5,11 @@ python3-protobuf. docs/plugins.md ("Plugins in other languages") explains
 each step."""
 import json
 import os
+import struct
 import sys
 import threading
 import time
+import zlib
 from concurrent import futures
 
 import grpc
@@ -18,6 +20,9 @@ from toolprovider.v1 import toolprovider_pb2 as pb  # noqa: E402
 
 PARAMS = {"type": "object", "properties": {"text": {"type": "string", "description": "the text to count"}},
           "required": ["text"], "additionalProperties": False}
+SWATCH_PARAMS = {"type": "object", "properties": {
+    "color": {"type": "string", "pattern": "^#[0-9a-fA-F]{6}$", "description": "the colour, as #rrggbb"}},
+    "required": ["color"], "additionalProperties": False}
 stopping = threading.Event()
 
 
@@ -39,15 +44,38 @@ def word_count(req, progress):
     return pb.CallTool.Response(content_json=json.dumps({"words": words}).encode())
 
 
+def png(width, height, rgb):
+    """A PNG of one colour, written with the standard library alone."""
+    def chunk(kind, data):
+        return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data))
+    rows = b"".join(b"\x00" + bytes(rgb) * width for _ in range(height))  # each row: filter 0, then RGB
+    return (b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", struct.pack(">IIBBBBB", width, height, 8, 2, 0, 0, 0))
+            + chunk(b"IDAT", zlib.compress(rows)) + chunk(b"IEND", b""))
+
+
+def swatch(req, progress):
+    """The tool: an image of a colour, returned as an attachment (its bytes
+    beside the JSON content, not base64 inside it), which the model sees."""
+    color = json.loads(req.arguments_json or b"{}")["color"]
+    image = png(16, 16, bytes.fromhex(color[1:]))
+    return pb.CallTool.Response(
+        content_json=json.dumps({"color": color, "width": 16, "height": 16}).encode(),
+        attachments=[pb.CallTool.Attachment(mime_type="image/png", filename="swatch.png", data=image)])
+
+
+TOOLS = {"word_count": word_count, "swatch": swatch}
+
+
 def call(req, progress):
-    if req.name != "word_count":
+    if req.name not in TOOLS:
         return pb.CallTool.Response(content_json=json.dumps(f"no tool {req.name!r}").encode(), is_error=True)
-    return word_count(req, progress)
+    return TOOLS[req.name](req, progress)
 
 
 def get_metadata(req, ctx):
     return pb.GetMetadata.Response(name="wordcount", version="1.0.0", capabilities=["progress"], tools=[
-        pb.ToolSpec(name="word_count", description="Count the words of a text.", parameters_json=json.dumps(PARAMS).encode())])
+        pb.ToolSpec(name="word_count", description="Count the words of a text.", parameters_json=json.dumps(PARAMS).encode()),
+        pb.ToolSpec(name="swatch", description="Show a colour: a 16x16 image of it.", parameters_json=json.dumps(SWATCH_PARAMS).encode())])
 
 
 def call_tool(req, ctx):

@@ -4,7 +4,9 @@ package python_test
 
 import (
 	"bufio"
+	"bytes"
 	"encoding/json"
+	"image/png"
 	"io"
 	"net/http"
 	"os"
@@ -44,7 +46,7 @@ func script(t *testing.T) string {
 func TestPythonPluginWithTheTestKit(t *testing.T) {
 	p := sdktest.Start(t, python(t), script(t))
 	md, err := p.Metadata(t.Context(), sdk.MetadataRequest{})
-	if err != nil || md.Name != "wordcount" || len(md.Tools) != 1 || md.Tools[0].Name != "word_count" {
+	if err != nil || md.Name != "wordcount" || len(md.Tools) != 2 || md.Tools[0].Name != "word_count" || md.Tools[1].Name != "swatch" {
 		t.Fatalf("metadata %+v, %v", md, err)
 	}
 	var mu sync.Mutex
@@ -68,6 +70,32 @@ func TestPythonPluginWithTheTestKit(t *testing.T) {
 	}
 }
 
+// The swatch tool returns its image as an attachment: a PNG of the
+// colour asked for, beside a JSON content that describes it.
+func TestPythonPluginReturnsAnImage(t *testing.T) {
+	p := sdktest.Start(t, python(t), script(t))
+	resp := sdktest.Call(t, p, "swatch", map[string]string{"color": "#ff8000"})
+	if got := sdktest.Decode[map[string]any](t, resp); got["color"] != "#ff8000" || got["width"] != 16.0 {
+		t.Errorf("content %s", resp.Content)
+	}
+	if len(resp.Attachments) != 1 || resp.Attachments[0].MimeType != "image/png" || resp.Attachments[0].Filename != "swatch.png" {
+		t.Fatalf("attachments %+v", resp.Attachments)
+	}
+	img, err := png.Decode(bytes.NewReader(resp.Attachments[0].Data))
+	if err != nil {
+		t.Fatalf("the attachment is not a PNG: %v", err)
+	}
+	if b := img.Bounds(); b.Dx() != 16 || b.Dy() != 16 {
+		t.Errorf("a %v image, want 16x16", b)
+	}
+	if r, g, b, _ := img.At(3, 5).RGBA(); r>>8 != 0xff || g>>8 != 0x80 || b>>8 != 0 {
+		t.Errorf("colour %x %x %x, want ff 80 00", r>>8, g>>8, b>>8)
+	}
+	if msg := sdktest.ErrorText(t, sdktest.Call(t, p, "swatch", map[string]string{"color": "orange"})); !strings.Contains(msg, "color") {
+		t.Errorf("a colour that is not #rrggbb: %q", msg)
+	}
+}
+
 // A user's path: the plugin listed in 10xgraph.json, `tenxgraph serve`, and
 // a run whose model calls the tool.
 func TestPythonPluginThroughServe(t *testing.T) {
@@ -83,7 +111,8 @@ func TestPythonPluginThroughServe(t *testing.T) {
 		}
 	}
 	write("script.json", `{"rules": [{"match": "count", "tool_calls": [{"name": "word_count", "arguments": {"text": "the quick brown fox"}}],
-	  "then": "{{field 0 \"words\"}} words"}]}`)
+	  "then": "{{field 0 \"words\"}} words"},
+	  {"match": "show", "tool_calls": [{"name": "swatch", "arguments": {"color": "#336699"}}], "then": "here it is"}]}`)
 	cfg, _ := json.Marshal(map[string]any{
 		"agent":        "tenxgraph:react",
 		"model":        map[string]any{"provider": "scripted", "script": "script.json"},
@@ -118,38 +147,66 @@ func TestPythonPluginThroughServe(t *testing.T) {
 		_ = cmd.Wait()
 		t.Fatalf("serve never said where it listens:\n%s", stderr.String())
 	}
-	body := `{"input": {"messages": [{"role": "user", "content": "count the words"}]}, "config": {"thread_id": "py"}}`
-	resp, err := http.Post(base+"/v1/graph/invoke", "application/json", strings.NewReader(body))
+	results := invoke(t, base, "py", "count the words")
+	if len(results) != 1 || string(results[0].Content) != `{"words":4}` || results[0].IsError {
+		t.Fatalf("tool results %+v; want one {\"words\":4}\nserve's log:\n%s", results, stderr.String())
+	}
+	// The swatch's image reaches the thread as the result's attachment:
+	// an image block, its bytes as data or, once stored, a blob
+	// reference.
+	results = invoke(t, base, "py-swatch", "show me a colour")
+	if len(results) != 1 || results[0].IsError || len(results[0].Attachments) != 1 {
+		t.Fatalf("tool results %+v; want one with an attachment\nserve's log:\n%s", results, stderr.String())
+	}
+	a := results[0].Attachments[0]
+	if a.Type != "image" || a.MimeType != "image/png" || a.Filename != "swatch.png" || (a.Data == nil && a.Blob == "") {
+		t.Fatalf("attachment %+v", a)
+	}
+	if a.Data != nil {
+		if _, err := png.Decode(bytes.NewReader(a.Data)); err != nil {
+			t.Fatalf("the attachment's data is not a PNG: %v", err)
+		}
+	}
+}
+
+type toolResult struct {
+	Type        string
+	Content     json.RawMessage
+	IsError     bool `json:"is_error"`
+	Attachments []struct {
+		Type     string
+		MimeType string `json:"mime_type"`
+		Filename string
+		Data     []byte // base64 in JSON
+		Blob     string
+	}
+}
+
+// invoke runs one turn on a thread and returns its tool results, failing
+// unless the run completed.
+func invoke(t *testing.T, base, thread, text string) []toolResult {
+	t.Helper()
+	body, _ := json.Marshal(map[string]any{"input": map[string]any{"messages": []any{map[string]any{"role": "user", "content": text}}},
+		"config": map[string]any{"thread_id": thread}})
+	resp, err := http.Post(base+"/v1/graph/invoke", "application/json", bytes.NewReader(body))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer resp.Body.Close()
 	var res struct {
 		Status   string
-		Messages []struct {
-			Role    string
-			Content []struct {
-				Type    string
-				Content json.RawMessage
-				IsError bool `json:"is_error"`
-			}
-		}
+		Messages []struct{ Content []toolResult }
 	}
-	if err := json.NewDecoder(resp.Body).Decode(&res); err != nil || resp.StatusCode != http.StatusOK {
-		t.Fatalf("status %d, %v", resp.StatusCode, err)
+	if err := json.NewDecoder(resp.Body).Decode(&res); err != nil || resp.StatusCode != http.StatusOK || res.Status != "completed" {
+		t.Fatalf("%q: status %d %q, %v", text, resp.StatusCode, res.Status, err)
 	}
-	var results []string
+	var results []toolResult
 	for _, m := range res.Messages {
 		for _, b := range m.Content {
 			if b.Type == "tool_result" {
-				if b.IsError {
-					t.Errorf("error result: %s", b.Content)
-				}
-				results = append(results, string(b.Content))
+				results = append(results, b)
 			}
 		}
 	}
-	if res.Status != "completed" || len(results) != 1 || results[0] != `{"words":4}` {
-		t.Fatalf("status %q, tool results %v; want one {\"words\":4}\nserve's log:\n%s", res.Status, results, stderr.String())
-	}
+	return results
 }

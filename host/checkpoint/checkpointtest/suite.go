@@ -60,6 +60,11 @@ func Run(t *testing.T, open func(t *testing.T) checkpoint.Checkpointer) {
 		{"LogLarge", testLogLarge},
 		{"LogTail", testLogTail},
 		{"PrunerDeletesIdle", testDeleteIdle},
+		{"BlobsHeldByThread", testBlobsHeldByThread},
+		{"BlobsOncePerContent", testBlobsOncePerContent},
+		{"BlobsRefusedPutStoresNone", testBlobsRefusedPutStoresNone},
+		{"BlobsDeletedWithLastHolder", testBlobsDeletedWithLastHolder},
+		{"BlobsRacingDeletes", testBlobsRacingDeletes},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -1110,9 +1115,13 @@ func RunRetention(t *testing.T, open func(t *testing.T, opts ...checkpoint.Optio
 			th := threadID(t, "keep")
 			var log [][]byte
 			var all []checkpoint.Checkpoint
+			first := newBlob(1000)
 			for seq := int64(1); seq <= 6; seq++ {
 				cp := sample(th, seq)
 				cp.Append = entries(fmt.Sprint("s", seq), int(seq))
+				if seq == 1 {
+					cp.Blobs = []checkpoint.Blob{first}
+				}
 				put(t, s, cp)
 				log = append(log, cp.Append...)
 				all = append(all, withLog(cp, slices.Clone(log)))
@@ -1129,6 +1138,11 @@ func RunRetention(t *testing.T, open func(t *testing.T, opts ...checkpoint.Optio
 			}
 			put(t, s, sample(th, 7))
 			wantEqual(t, "Latest after pruning", latest(t, s, th), withLog(sample(th, 7), log))
+			// The first checkpoint's blob is its thread's still: the log
+			// that refers to it is kept whole.
+			if bs, ok := s.(checkpoint.BlobStore); ok {
+				wantBlob(t, bs, th, first)
+			}
 		})
 	}
 }

@@ -122,7 +122,7 @@ func main() {
 			return "connected", nil
 		}),
 		bigTool(),
-	}, moreTools()...)...))
+	}, append(moreTools(), attachTools()...)...)...))
 }
 
 // serveMCP is a stdio MCP server that starts a child, and whose tool

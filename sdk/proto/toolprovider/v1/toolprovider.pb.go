@@ -525,7 +525,14 @@ type CallTool_Response struct {
 	IsError bool `protobuf:"varint,2,opt,name=is_error,json=isError,proto3" json:"is_error,omitempty"`
 	// deferred: the tool runs in the client. The host pauses the graph and
 	// hands the call to the client instead of using content_json.
-	Deferred      bool `protobuf:"varint,3,opt,name=deferred,proto3" json:"deferred,omitempty"`
+	Deferred bool `protobuf:"varint,3,opt,name=deferred,proto3" json:"deferred,omitempty"`
+	// attachments are images, sounds and files returned beside
+	// content_json (a screenshot, a chart, a PDF): their bytes travel as
+	// they are, never as base64 in the JSON, and reach the model as media.
+	// A host that predates them ignores them; one that knows them counts
+	// their data with content_json against the provider's
+	// max_result_bytes, and takes at most 100 per result.
+	Attachments   []*CallTool_Attachment `protobuf:"bytes,4,rep,name=attachments,proto3" json:"attachments,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -581,6 +588,80 @@ func (x *CallTool_Response) GetDeferred() bool {
 	return false
 }
 
+func (x *CallTool_Response) GetAttachments() []*CallTool_Attachment {
+	if x != nil {
+		return x.Attachments
+	}
+	return nil
+}
+
+// Attachment is one image, sound or file of a result.
+type CallTool_Attachment struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// mime_type is the bytes' media type ("image/png", "application/pdf";
+	// at most 255 bytes): image/* is read as an image, audio/* as a sound,
+	// anything else as a file. The host checks it against the bytes.
+	MimeType string `protobuf:"bytes,1,opt,name=mime_type,json=mimeType,proto3" json:"mime_type,omitempty"`
+	// filename is the name the bytes go by, if any: at most 255 bytes of
+	// UTF-8, without a folder (no slash or backslash) or control character.
+	Filename string `protobuf:"bytes,2,opt,name=filename,proto3" json:"filename,omitempty"`
+	// data are the bytes themselves; never empty.
+	Data          []byte `protobuf:"bytes,3,opt,name=data,proto3" json:"data,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CallTool_Attachment) Reset() {
+	*x = CallTool_Attachment{}
+	mi := &file_toolprovider_v1_toolprovider_proto_msgTypes[11]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CallTool_Attachment) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CallTool_Attachment) ProtoMessage() {}
+
+func (x *CallTool_Attachment) ProtoReflect() protoreflect.Message {
+	mi := &file_toolprovider_v1_toolprovider_proto_msgTypes[11]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CallTool_Attachment.ProtoReflect.Descriptor instead.
+func (*CallTool_Attachment) Descriptor() ([]byte, []int) {
+	return file_toolprovider_v1_toolprovider_proto_rawDescGZIP(), []int{2, 2}
+}
+
+func (x *CallTool_Attachment) GetMimeType() string {
+	if x != nil {
+		return x.MimeType
+	}
+	return ""
+}
+
+func (x *CallTool_Attachment) GetFilename() string {
+	if x != nil {
+		return x.Filename
+	}
+	return ""
+}
+
+func (x *CallTool_Attachment) GetData() []byte {
+	if x != nil {
+		return x.Data
+	}
+	return nil
+}
+
 // Progress is a report from a running tool, in the units the tool
 // chooses: progress goes up; total is 0 when unknown.
 type CallTool_Progress struct {
@@ -594,7 +675,7 @@ type CallTool_Progress struct {
 
 func (x *CallTool_Progress) Reset() {
 	*x = CallTool_Progress{}
-	mi := &file_toolprovider_v1_toolprovider_proto_msgTypes[11]
+	mi := &file_toolprovider_v1_toolprovider_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -606,7 +687,7 @@ func (x *CallTool_Progress) String() string {
 func (*CallTool_Progress) ProtoMessage() {}
 
 func (x *CallTool_Progress) ProtoReflect() protoreflect.Message {
-	mi := &file_toolprovider_v1_toolprovider_proto_msgTypes[11]
+	mi := &file_toolprovider_v1_toolprovider_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -619,7 +700,7 @@ func (x *CallTool_Progress) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CallTool_Progress.ProtoReflect.Descriptor instead.
 func (*CallTool_Progress) Descriptor() ([]byte, []int) {
-	return file_toolprovider_v1_toolprovider_proto_rawDescGZIP(), []int{2, 2}
+	return file_toolprovider_v1_toolprovider_proto_rawDescGZIP(), []int{2, 3}
 }
 
 func (x *CallTool_Progress) GetProgress() float64 {
@@ -657,7 +738,7 @@ type CallTool_Event struct {
 
 func (x *CallTool_Event) Reset() {
 	*x = CallTool_Event{}
-	mi := &file_toolprovider_v1_toolprovider_proto_msgTypes[12]
+	mi := &file_toolprovider_v1_toolprovider_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -669,7 +750,7 @@ func (x *CallTool_Event) String() string {
 func (*CallTool_Event) ProtoMessage() {}
 
 func (x *CallTool_Event) ProtoReflect() protoreflect.Message {
-	mi := &file_toolprovider_v1_toolprovider_proto_msgTypes[12]
+	mi := &file_toolprovider_v1_toolprovider_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -682,7 +763,7 @@ func (x *CallTool_Event) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CallTool_Event.ProtoReflect.Descriptor instead.
 func (*CallTool_Event) Descriptor() ([]byte, []int) {
-	return file_toolprovider_v1_toolprovider_proto_rawDescGZIP(), []int{2, 3}
+	return file_toolprovider_v1_toolprovider_proto_rawDescGZIP(), []int{2, 4}
 }
 
 func (x *CallTool_Event) GetEvent() isCallTool_Event_Event {
@@ -739,7 +820,7 @@ type PrepareRun_Request struct {
 
 func (x *PrepareRun_Request) Reset() {
 	*x = PrepareRun_Request{}
-	mi := &file_toolprovider_v1_toolprovider_proto_msgTypes[13]
+	mi := &file_toolprovider_v1_toolprovider_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -751,7 +832,7 @@ func (x *PrepareRun_Request) String() string {
 func (*PrepareRun_Request) ProtoMessage() {}
 
 func (x *PrepareRun_Request) ProtoReflect() protoreflect.Message {
-	mi := &file_toolprovider_v1_toolprovider_proto_msgTypes[13]
+	mi := &file_toolprovider_v1_toolprovider_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -793,7 +874,7 @@ type PrepareRun_Response struct {
 
 func (x *PrepareRun_Response) Reset() {
 	*x = PrepareRun_Response{}
-	mi := &file_toolprovider_v1_toolprovider_proto_msgTypes[14]
+	mi := &file_toolprovider_v1_toolprovider_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -805,7 +886,7 @@ func (x *PrepareRun_Response) String() string {
 func (*PrepareRun_Response) ProtoMessage() {}
 
 func (x *PrepareRun_Response) ProtoReflect() protoreflect.Message {
-	mi := &file_toolprovider_v1_toolprovider_proto_msgTypes[14]
+	mi := &file_toolprovider_v1_toolprovider_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -852,7 +933,7 @@ type PrepareRun_Ignored struct {
 
 func (x *PrepareRun_Ignored) Reset() {
 	*x = PrepareRun_Ignored{}
-	mi := &file_toolprovider_v1_toolprovider_proto_msgTypes[15]
+	mi := &file_toolprovider_v1_toolprovider_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -864,7 +945,7 @@ func (x *PrepareRun_Ignored) String() string {
 func (*PrepareRun_Ignored) ProtoMessage() {}
 
 func (x *PrepareRun_Ignored) ProtoReflect() protoreflect.Message {
-	mi := &file_toolprovider_v1_toolprovider_proto_msgTypes[15]
+	mi := &file_toolprovider_v1_toolprovider_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -904,7 +985,7 @@ type PrepareRun_Problem struct {
 
 func (x *PrepareRun_Problem) Reset() {
 	*x = PrepareRun_Problem{}
-	mi := &file_toolprovider_v1_toolprovider_proto_msgTypes[16]
+	mi := &file_toolprovider_v1_toolprovider_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -916,7 +997,7 @@ func (x *PrepareRun_Problem) String() string {
 func (*PrepareRun_Problem) ProtoMessage() {}
 
 func (x *PrepareRun_Problem) ProtoReflect() protoreflect.Message {
-	mi := &file_toolprovider_v1_toolprovider_proto_msgTypes[16]
+	mi := &file_toolprovider_v1_toolprovider_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -954,7 +1035,7 @@ type Watch_Request struct {
 
 func (x *Watch_Request) Reset() {
 	*x = Watch_Request{}
-	mi := &file_toolprovider_v1_toolprovider_proto_msgTypes[17]
+	mi := &file_toolprovider_v1_toolprovider_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -966,7 +1047,7 @@ func (x *Watch_Request) String() string {
 func (*Watch_Request) ProtoMessage() {}
 
 func (x *Watch_Request) ProtoReflect() protoreflect.Message {
-	mi := &file_toolprovider_v1_toolprovider_proto_msgTypes[17]
+	mi := &file_toolprovider_v1_toolprovider_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -996,7 +1077,7 @@ type Watch_Event struct {
 
 func (x *Watch_Event) Reset() {
 	*x = Watch_Event{}
-	mi := &file_toolprovider_v1_toolprovider_proto_msgTypes[18]
+	mi := &file_toolprovider_v1_toolprovider_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1008,7 +1089,7 @@ func (x *Watch_Event) String() string {
 func (*Watch_Event) ProtoMessage() {}
 
 func (x *Watch_Event) ProtoReflect() protoreflect.Message {
-	mi := &file_toolprovider_v1_toolprovider_proto_msgTypes[18]
+	mi := &file_toolprovider_v1_toolprovider_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1053,7 +1134,7 @@ type Shutdown_Request struct {
 
 func (x *Shutdown_Request) Reset() {
 	*x = Shutdown_Request{}
-	mi := &file_toolprovider_v1_toolprovider_proto_msgTypes[19]
+	mi := &file_toolprovider_v1_toolprovider_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1065,7 +1146,7 @@ func (x *Shutdown_Request) String() string {
 func (*Shutdown_Request) ProtoMessage() {}
 
 func (x *Shutdown_Request) ProtoReflect() protoreflect.Message {
-	mi := &file_toolprovider_v1_toolprovider_proto_msgTypes[19]
+	mi := &file_toolprovider_v1_toolprovider_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1089,7 +1170,7 @@ type Shutdown_Response struct {
 
 func (x *Shutdown_Response) Reset() {
 	*x = Shutdown_Response{}
-	mi := &file_toolprovider_v1_toolprovider_proto_msgTypes[20]
+	mi := &file_toolprovider_v1_toolprovider_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1101,7 +1182,7 @@ func (x *Shutdown_Response) String() string {
 func (*Shutdown_Response) ProtoMessage() {}
 
 func (x *Shutdown_Response) ProtoReflect() protoreflect.Message {
-	mi := &file_toolprovider_v1_toolprovider_proto_msgTypes[20]
+	mi := &file_toolprovider_v1_toolprovider_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1127,7 +1208,7 @@ type Configure_Request struct {
 
 func (x *Configure_Request) Reset() {
 	*x = Configure_Request{}
-	mi := &file_toolprovider_v1_toolprovider_proto_msgTypes[21]
+	mi := &file_toolprovider_v1_toolprovider_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1139,7 +1220,7 @@ func (x *Configure_Request) String() string {
 func (*Configure_Request) ProtoMessage() {}
 
 func (x *Configure_Request) ProtoReflect() protoreflect.Message {
-	mi := &file_toolprovider_v1_toolprovider_proto_msgTypes[21]
+	mi := &file_toolprovider_v1_toolprovider_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1170,7 +1251,7 @@ type Configure_Response struct {
 
 func (x *Configure_Response) Reset() {
 	*x = Configure_Response{}
-	mi := &file_toolprovider_v1_toolprovider_proto_msgTypes[22]
+	mi := &file_toolprovider_v1_toolprovider_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1182,7 +1263,7 @@ func (x *Configure_Response) String() string {
 func (*Configure_Response) ProtoMessage() {}
 
 func (x *Configure_Response) ProtoReflect() protoreflect.Message {
-	mi := &file_toolprovider_v1_toolprovider_proto_msgTypes[22]
+	mi := &file_toolprovider_v1_toolprovider_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1214,7 +1295,7 @@ const file_toolprovider_v1_toolprovider_proto_rawDesc = "" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x18\n" +
 	"\aversion\x18\x02 \x01(\tR\aversion\x12\"\n" +
 	"\fcapabilities\x18\x03 \x03(\tR\fcapabilities\x12/\n" +
-	"\x05tools\x18\x04 \x03(\v2\x19.toolprovider.v1.ToolSpecR\x05tools\"\xb9\x04\n" +
+	"\x05tools\x18\x04 \x03(\v2\x19.toolprovider.v1.ToolSpecR\x05tools\"\xdd\x05\n" +
 	"\bCallTool\x1a\xd7\x01\n" +
 	"\aRequest\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12%\n" +
@@ -1222,11 +1303,17 @@ const file_toolprovider_v1_toolprovider_proto_rawDesc = "" +
 	"\acall_id\x18\x03 \x01(\tR\x06callId\x12\x1b\n" +
 	"\tthread_id\x18\x04 \x01(\tR\bthreadId\x124\n" +
 	"\brun_tool\x18\x05 \x01(\v2\x19.toolprovider.v1.ToolSpecR\arunTool\x12%\n" +
-	"\x0eprogress_token\x18\x06 \x01(\x04R\rprogressToken\x1ad\n" +
+	"\x0eprogress_token\x18\x06 \x01(\x04R\rprogressToken\x1a\xac\x01\n" +
 	"\bResponse\x12!\n" +
 	"\fcontent_json\x18\x01 \x01(\fR\vcontentJson\x12\x19\n" +
 	"\bis_error\x18\x02 \x01(\bR\aisError\x12\x1a\n" +
-	"\bdeferred\x18\x03 \x01(\bR\bdeferred\x1aV\n" +
+	"\bdeferred\x18\x03 \x01(\bR\bdeferred\x12F\n" +
+	"\vattachments\x18\x04 \x03(\v2$.toolprovider.v1.CallTool.AttachmentR\vattachments\x1aY\n" +
+	"\n" +
+	"Attachment\x12\x1b\n" +
+	"\tmime_type\x18\x01 \x01(\tR\bmimeType\x12\x1a\n" +
+	"\bfilename\x18\x02 \x01(\tR\bfilename\x12\x12\n" +
+	"\x04data\x18\x03 \x01(\fR\x04data\x1aV\n" +
 	"\bProgress\x12\x1a\n" +
 	"\bprogress\x18\x01 \x01(\x01R\bprogress\x12\x14\n" +
 	"\x05total\x18\x02 \x01(\x01R\x05total\x12\x18\n" +
@@ -1287,7 +1374,7 @@ func file_toolprovider_v1_toolprovider_proto_rawDescGZIP() []byte {
 	return file_toolprovider_v1_toolprovider_proto_rawDescData
 }
 
-var file_toolprovider_v1_toolprovider_proto_msgTypes = make([]protoimpl.MessageInfo, 23)
+var file_toolprovider_v1_toolprovider_proto_msgTypes = make([]protoimpl.MessageInfo, 24)
 var file_toolprovider_v1_toolprovider_proto_goTypes = []any{
 	(*ToolSpec)(nil),             // 0: toolprovider.v1.ToolSpec
 	(*GetMetadata)(nil),          // 1: toolprovider.v1.GetMetadata
@@ -1300,47 +1387,49 @@ var file_toolprovider_v1_toolprovider_proto_goTypes = []any{
 	(*GetMetadata_Response)(nil), // 8: toolprovider.v1.GetMetadata.Response
 	(*CallTool_Request)(nil),     // 9: toolprovider.v1.CallTool.Request
 	(*CallTool_Response)(nil),    // 10: toolprovider.v1.CallTool.Response
-	(*CallTool_Progress)(nil),    // 11: toolprovider.v1.CallTool.Progress
-	(*CallTool_Event)(nil),       // 12: toolprovider.v1.CallTool.Event
-	(*PrepareRun_Request)(nil),   // 13: toolprovider.v1.PrepareRun.Request
-	(*PrepareRun_Response)(nil),  // 14: toolprovider.v1.PrepareRun.Response
-	(*PrepareRun_Ignored)(nil),   // 15: toolprovider.v1.PrepareRun.Ignored
-	(*PrepareRun_Problem)(nil),   // 16: toolprovider.v1.PrepareRun.Problem
-	(*Watch_Request)(nil),        // 17: toolprovider.v1.Watch.Request
-	(*Watch_Event)(nil),          // 18: toolprovider.v1.Watch.Event
-	(*Shutdown_Request)(nil),     // 19: toolprovider.v1.Shutdown.Request
-	(*Shutdown_Response)(nil),    // 20: toolprovider.v1.Shutdown.Response
-	(*Configure_Request)(nil),    // 21: toolprovider.v1.Configure.Request
-	(*Configure_Response)(nil),   // 22: toolprovider.v1.Configure.Response
+	(*CallTool_Attachment)(nil),  // 11: toolprovider.v1.CallTool.Attachment
+	(*CallTool_Progress)(nil),    // 12: toolprovider.v1.CallTool.Progress
+	(*CallTool_Event)(nil),       // 13: toolprovider.v1.CallTool.Event
+	(*PrepareRun_Request)(nil),   // 14: toolprovider.v1.PrepareRun.Request
+	(*PrepareRun_Response)(nil),  // 15: toolprovider.v1.PrepareRun.Response
+	(*PrepareRun_Ignored)(nil),   // 16: toolprovider.v1.PrepareRun.Ignored
+	(*PrepareRun_Problem)(nil),   // 17: toolprovider.v1.PrepareRun.Problem
+	(*Watch_Request)(nil),        // 18: toolprovider.v1.Watch.Request
+	(*Watch_Event)(nil),          // 19: toolprovider.v1.Watch.Event
+	(*Shutdown_Request)(nil),     // 20: toolprovider.v1.Shutdown.Request
+	(*Shutdown_Response)(nil),    // 21: toolprovider.v1.Shutdown.Response
+	(*Configure_Request)(nil),    // 22: toolprovider.v1.Configure.Request
+	(*Configure_Response)(nil),   // 23: toolprovider.v1.Configure.Response
 }
 var file_toolprovider_v1_toolprovider_proto_depIdxs = []int32{
 	0,  // 0: toolprovider.v1.GetMetadata.Response.tools:type_name -> toolprovider.v1.ToolSpec
 	0,  // 1: toolprovider.v1.CallTool.Request.run_tool:type_name -> toolprovider.v1.ToolSpec
-	11, // 2: toolprovider.v1.CallTool.Event.progress:type_name -> toolprovider.v1.CallTool.Progress
-	10, // 3: toolprovider.v1.CallTool.Event.response:type_name -> toolprovider.v1.CallTool.Response
-	0,  // 4: toolprovider.v1.PrepareRun.Response.tools:type_name -> toolprovider.v1.ToolSpec
-	15, // 5: toolprovider.v1.PrepareRun.Response.ignored:type_name -> toolprovider.v1.PrepareRun.Ignored
-	16, // 6: toolprovider.v1.PrepareRun.Response.problems:type_name -> toolprovider.v1.PrepareRun.Problem
-	11, // 7: toolprovider.v1.Watch.Event.progress:type_name -> toolprovider.v1.CallTool.Progress
-	7,  // 8: toolprovider.v1.ToolProvider.GetMetadata:input_type -> toolprovider.v1.GetMetadata.Request
-	9,  // 9: toolprovider.v1.ToolProvider.CallTool:input_type -> toolprovider.v1.CallTool.Request
-	9,  // 10: toolprovider.v1.ToolProvider.CallToolStream:input_type -> toolprovider.v1.CallTool.Request
-	13, // 11: toolprovider.v1.ToolProvider.PrepareRun:input_type -> toolprovider.v1.PrepareRun.Request
-	17, // 12: toolprovider.v1.ToolProvider.Watch:input_type -> toolprovider.v1.Watch.Request
-	19, // 13: toolprovider.v1.ToolProvider.Shutdown:input_type -> toolprovider.v1.Shutdown.Request
-	21, // 14: toolprovider.v1.ToolProvider.Configure:input_type -> toolprovider.v1.Configure.Request
-	8,  // 15: toolprovider.v1.ToolProvider.GetMetadata:output_type -> toolprovider.v1.GetMetadata.Response
-	10, // 16: toolprovider.v1.ToolProvider.CallTool:output_type -> toolprovider.v1.CallTool.Response
-	12, // 17: toolprovider.v1.ToolProvider.CallToolStream:output_type -> toolprovider.v1.CallTool.Event
-	14, // 18: toolprovider.v1.ToolProvider.PrepareRun:output_type -> toolprovider.v1.PrepareRun.Response
-	18, // 19: toolprovider.v1.ToolProvider.Watch:output_type -> toolprovider.v1.Watch.Event
-	20, // 20: toolprovider.v1.ToolProvider.Shutdown:output_type -> toolprovider.v1.Shutdown.Response
-	22, // 21: toolprovider.v1.ToolProvider.Configure:output_type -> toolprovider.v1.Configure.Response
-	15, // [15:22] is the sub-list for method output_type
-	8,  // [8:15] is the sub-list for method input_type
-	8,  // [8:8] is the sub-list for extension type_name
-	8,  // [8:8] is the sub-list for extension extendee
-	0,  // [0:8] is the sub-list for field type_name
+	11, // 2: toolprovider.v1.CallTool.Response.attachments:type_name -> toolprovider.v1.CallTool.Attachment
+	12, // 3: toolprovider.v1.CallTool.Event.progress:type_name -> toolprovider.v1.CallTool.Progress
+	10, // 4: toolprovider.v1.CallTool.Event.response:type_name -> toolprovider.v1.CallTool.Response
+	0,  // 5: toolprovider.v1.PrepareRun.Response.tools:type_name -> toolprovider.v1.ToolSpec
+	16, // 6: toolprovider.v1.PrepareRun.Response.ignored:type_name -> toolprovider.v1.PrepareRun.Ignored
+	17, // 7: toolprovider.v1.PrepareRun.Response.problems:type_name -> toolprovider.v1.PrepareRun.Problem
+	12, // 8: toolprovider.v1.Watch.Event.progress:type_name -> toolprovider.v1.CallTool.Progress
+	7,  // 9: toolprovider.v1.ToolProvider.GetMetadata:input_type -> toolprovider.v1.GetMetadata.Request
+	9,  // 10: toolprovider.v1.ToolProvider.CallTool:input_type -> toolprovider.v1.CallTool.Request
+	9,  // 11: toolprovider.v1.ToolProvider.CallToolStream:input_type -> toolprovider.v1.CallTool.Request
+	14, // 12: toolprovider.v1.ToolProvider.PrepareRun:input_type -> toolprovider.v1.PrepareRun.Request
+	18, // 13: toolprovider.v1.ToolProvider.Watch:input_type -> toolprovider.v1.Watch.Request
+	20, // 14: toolprovider.v1.ToolProvider.Shutdown:input_type -> toolprovider.v1.Shutdown.Request
+	22, // 15: toolprovider.v1.ToolProvider.Configure:input_type -> toolprovider.v1.Configure.Request
+	8,  // 16: toolprovider.v1.ToolProvider.GetMetadata:output_type -> toolprovider.v1.GetMetadata.Response
+	10, // 17: toolprovider.v1.ToolProvider.CallTool:output_type -> toolprovider.v1.CallTool.Response
+	13, // 18: toolprovider.v1.ToolProvider.CallToolStream:output_type -> toolprovider.v1.CallTool.Event
+	15, // 19: toolprovider.v1.ToolProvider.PrepareRun:output_type -> toolprovider.v1.PrepareRun.Response
+	19, // 20: toolprovider.v1.ToolProvider.Watch:output_type -> toolprovider.v1.Watch.Event
+	21, // 21: toolprovider.v1.ToolProvider.Shutdown:output_type -> toolprovider.v1.Shutdown.Response
+	23, // 22: toolprovider.v1.ToolProvider.Configure:output_type -> toolprovider.v1.Configure.Response
+	16, // [16:23] is the sub-list for method output_type
+	9,  // [9:16] is the sub-list for method input_type
+	9,  // [9:9] is the sub-list for extension type_name
+	9,  // [9:9] is the sub-list for extension extendee
+	0,  // [0:9] is the sub-list for field type_name
 }
 
 func init() { file_toolprovider_v1_toolprovider_proto_init() }
@@ -1348,7 +1437,7 @@ func file_toolprovider_v1_toolprovider_proto_init() {
 	if File_toolprovider_v1_toolprovider_proto != nil {
 		return
 	}
-	file_toolprovider_v1_toolprovider_proto_msgTypes[12].OneofWrappers = []any{
+	file_toolprovider_v1_toolprovider_proto_msgTypes[13].OneofWrappers = []any{
 		(*CallTool_Event_Progress)(nil),
 		(*CallTool_Event_Response)(nil),
 	}
@@ -1358,7 +1447,7 @@ func file_toolprovider_v1_toolprovider_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_toolprovider_v1_toolprovider_proto_rawDesc), len(file_toolprovider_v1_toolprovider_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   23,
+			NumMessages:   24,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"strings"
 	"time"
 
 	"github.com/tenxgraph/tenxgraph/sdk"
@@ -83,15 +84,37 @@ func main() {
 				fmt.Fprintln(os.Stderr, "stderr noise during a call")
 				return "ok", nil
 			}),
-		sdk.Func("big", "Return a large string.", json.RawMessage(`{"type":"object","properties":{"bytes":{"type":"integer"}}}`),
+		sdk.Func("big", "Return a large string, and attachments of attachment_bytes each if asked, with the longest names the host takes if long_names.",
+			json.RawMessage(`{"type":"object","properties":{"bytes":{"type":"integer"},"attachments":{"type":"integer"},"attachment_bytes":{"type":"integer"},"long_names":{"type":"boolean"}}}`),
 			func(ctx context.Context, args json.RawMessage) (any, error) {
-				var in struct{ Bytes int }
+				var in struct {
+					Bytes           int
+					Attachments     int
+					AttachmentBytes int  `json:"attachment_bytes"`
+					LongNames       bool `json:"long_names"`
+				}
 				_ = json.Unmarshal(args, &in)
 				b := make([]byte, in.Bytes)
 				for i := range b {
 					b[i] = 'x'
 				}
-				return string(b), nil
+				if in.Attachments == 0 {
+					return string(b), nil
+				}
+				mimeType, filename := "application/octet-stream", "big.bin"
+				if in.LongNames {
+					mimeType = "application/" + strings.Repeat("x", sdk.MaxMimeTypeBytes-len("application/"))
+					filename = strings.Repeat("f", sdk.MaxFilenameBytes)
+				}
+				data := make([]byte, in.AttachmentBytes)
+				for i := range data {
+					data[i] = 'y'
+				}
+				atts := make([]sdk.Attachment, in.Attachments)
+				for i := range atts {
+					atts[i] = sdk.File(mimeType, filename, data)
+				}
+				return sdk.ToolResult{Content: string(b), Attachments: atts}, nil
 			}),
 	))
 }
