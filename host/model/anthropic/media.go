@@ -66,7 +66,7 @@ func classify(b message.MediaBlock) model.Item {
 			return model.Item{Why: "not sent: a text file is sent by its bytes, not its url"}
 		}
 	case b.Kind == message.TypeFile:
-		return model.Item{Why: "not sent: the Messages API takes PDF and plain-text files"}
+		return model.Item{Why: "not sent: the Messages API takes PDF and text files"}
 	case b.Kind == message.TypeAudio:
 		return model.Item{Why: "not sent: the Messages API takes no audio"}
 	default:
@@ -100,8 +100,15 @@ func imageMIME(mime string) string {
 	return ""
 }
 
+// isText reports whether a file of this type is UTF-8 text, which the API
+// takes as a plain-text document (the host takes in plain text, Markdown,
+// CSV and JSON).
 func isText(mime string) bool {
-	return mime == "text/plain" || mime == "text/plain; charset=utf-8"
+	switch mime {
+	case "text/plain", "text/markdown", "text/csv", "application/json":
+		return true
+	}
+	return false
 }
 
 // mediaWriter writes a message's media blocks as content blocks, knowing

@@ -8,6 +8,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"image"
+	"image/png"
 	"strings"
 	"sync"
 	"testing"
@@ -211,21 +213,29 @@ func TestMediaLimits(t *testing.T) {
 	}
 }
 
-// The prebuilt agent against the wire: the graph pauses for a remote tool,
-// whose result comes back from the client with a PDF attached, and the
-// next request carries the PDF as a document inside the tool_result.
+// realPNG is a w×h PNG, as the host's ingest takes in (it reads the
+// header).
+func realPNG(t testing.TB, w, h int) []byte {
+	t.Helper()
+	img := image.NewGray(image.Rect(0, 0, w, h))
+	var b bytes.Buffer
+	if err := png.Encode(&b, img); err != nil {
+		t.Fatal(err)
+	}
+	return b.Bytes()
+}
+
+// The prebuilt agent against the wire, with media sent as data and taken
+// in by the graph: the user's image arrives as a base64 image block; the
+// graph pauses for a remote tool, whose result comes back from the client
+// with a PDF attached, and the next request carries the PDF as a document
+// inside the tool_result. The model reads the bytes through the run.
 func TestReactRemoteAttachment(t *testing.T) {
 	srv := anthropictest.NewServer(t,
 		anthropictest.ToolUses(anthropictest.Use("toolu_1", "read_clipboard", `{}`)),
-		anthropictest.Text("Your clipboard holds a one-page PDF."),
+		anthropictest.Text("A cat, and your clipboard holds a one-page PDF."),
 	)
-	m := newModel(t, srv)
-	blobs := &blobStore{}
-	withBlobs := model.Func(func(ctx context.Context, req model.Request) (model.Response, error) {
-		req.Blobs = blobs // as the host gives a model its thread's blobs
-		return m.Generate(ctx, req)
-	})
-	g, err := agent.React(ctx, agent.Env{Model: withBlobs})
+	g, err := agent.React(ctx, agent.Env{Model: newModel(t, srv)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -237,13 +247,19 @@ func TestReactRemoteAttachment(t *testing.T) {
 		t.Fatal(err)
 	}
 	cfg := graph.RunConfig{ThreadID: "media"}
-	res, _, _ := stream(t, app, []message.Message{message.Text(message.RoleUser, "what is on my clipboard?")}, cfg)
+	cat := realPNG(t, 3, 2)
+	res, _, _ := stream(t, app, []message.Message{{Role: message.RoleUser, Content: []message.Block{
+		message.TextBlock{Text: "what is in this image, and on my clipboard?"},
+		message.MediaBlock{Kind: message.TypeImage, MimeType: "image/png", Data: cat}}}}, cfg)
 	if res.Status != graph.StatusInterrupted || len(res.RemoteToolCalls) != 1 {
 		t.Fatalf("status %q, remote calls %+v", res.Status, res.RemoteToolCalls)
 	}
-	pdf := stored(blobs, message.TypeFile, "application/pdf", "clip.pdf", pdfBytes)
+	if b := srv.Requests()[0].Messages[0].Content[1]; b.Type != "image" || b.Source != "base64" || b.MediaType != "image/png" || !bytes.Equal(b.Bytes, cat) {
+		t.Fatalf("the user's image arrived as %+v", b)
+	}
 	res, _, _ = stream(t, app, []message.Message{{Role: message.RoleTool, Content: []message.Block{
-		message.ToolResultBlock{ToolCallID: res.RemoteToolCalls[0].ID, Content: json.RawMessage(`{"text":"see the file"}`), Attachments: []message.MediaBlock{pdf}},
+		message.ToolResultBlock{ToolCallID: res.RemoteToolCalls[0].ID, Content: json.RawMessage(`{"text":"see the file"}`),
+			Attachments: []message.MediaBlock{{Kind: message.TypeFile, MimeType: "application/pdf", Filename: "clip.pdf", Data: pdfBytes}}},
 	}}}, cfg)
 	if res.Status != graph.StatusCompleted {
 		t.Fatalf("status after resume %q", res.Status)
@@ -253,5 +269,8 @@ func TestReactRemoteAttachment(t *testing.T) {
 	if r.Type != "tool_result" || len(r.Parts) != 2 || r.Parts[0].Type != "document" || r.Parts[0].Title != "clip.pdf" || !bytes.Equal(r.Parts[0].Bytes, pdfBytes) ||
 		r.Parts[1].Text != `{"text":"see the file"}` {
 		t.Fatalf("the tool_result %+v: want the PDF as a document inside it", r)
+	}
+	if b := turns[0].Content[1]; b.Type != "image" || !bytes.Equal(b.Bytes, cat) {
+		t.Fatalf("the user's image is gone from the history: %+v", b)
 	}
 }
