@@ -71,7 +71,8 @@ func TestUsageCountsMedia(t *testing.T) {
 }
 
 // The quickstart answers a message carrying an image by quoting what it
-// sees of it, and the question without one by saying so.
+// sees of it, and the question without one by saying so; a message its
+// other rules answer gets their answer, image or not.
 func TestQuickstartAnswersAnImage(t *testing.T) {
 	m, err := Load("../../../examples/quickstart/script.json")
 	if err != nil {
@@ -86,6 +87,9 @@ func TestQuickstartAnswersAnImage(t *testing.T) {
 	if got := th.say("what is in this picture?").Text(); got != "I see no picture in your message: attach one (an image or file block beside your text) and ask again." {
 		t.Fatalf("reply %q", got)
 	}
-	// The quickstart's other rules still answer.
+	// The quickstart's other rules answer first, an image attached or not.
 	wantCalls(t, th.say("what is 2+3*4"), `call_5_0 calculator {"expression":"2+3*4"}`)
+	th.msgs = append(th.msgs, message.Message{Role: message.RoleUser, Content: []message.Block{
+		message.TextBlock{Text: "what is on my clipboard?"}, png}})
+	wantCalls(t, th.generate(), `call_7_0 read_clipboard {}`)
 }
