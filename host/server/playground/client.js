@@ -162,7 +162,9 @@ export class Client {
      * completes: each time the run pauses, the pending calls' handlers run
      * concurrently and their results go back as one tool message, one result
      * per call in call order. Resolves to the last response (`status:
-     * "completed"`). A bare string is one user message.
+     * "completed"`). A bare string is one user message; a message's content
+     * may list `File`s and `Blob`s beside its text (see {@link ContentInput}),
+     * which the client reads and sends as base64.
      *
      * @throws {TenxgraphError} the server refused a request.
      * @throws {MaxRoundsError} the run paused more than `maxRounds` times.
