@@ -21,9 +21,11 @@ import (
 var playgroundFS embed.FS
 
 // playgroundCSP keeps the page to its own origin: no CDN, no external
-// request of any kind.
+// request of any kind. img-src allows blob: for the object URLs the page
+// makes of images: a thread's, fetched with its token (an <img src> cannot
+// send one), and those about to be attached.
 const playgroundCSP = "default-src 'none'; script-src 'self'; style-src 'self'; connect-src 'self'; " +
-	"img-src 'self' data:; base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
+	"img-src 'self' data: blob:; base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
 
 // asset is one embedded file with its ETag, so browsers revalidate cheaply
 // and always see the page of the binary they talk to.

@@ -1,8 +1,9 @@
 // The real @ag-ui/client HttpAgent against `tenxgraph serve`: frontend tools
 // with the two-run pattern, two parallel frontend calls, a frontend tool that
-// tries to shadow a server tool, and AG-UI interrupts. The client validates
-// every event it receives (it throws on a protocol error), so a passing run
-// is also a protocol check.
+// tries to shadow a server tool, AG-UI interrupts, and user messages with
+// images and documents (the multimodal parts, and the legacy binary part).
+// The client validates every event it receives (it throws on a protocol
+// error), so a passing run is also a protocol check.
 //
 // TENXGRAPH_BIN names the tenxgraph binary (scripts/test.sh builds it); without
 // it the test builds one with `go build`.
@@ -14,6 +15,7 @@ import { mkdtempSync, copyFileSync, readFileSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os";
 import { join, dirname } from "node:path";
 import { fileURLToPath } from "node:url";
+import { createHash } from "node:crypto";
 import { HttpAgent } from "@ag-ui/client";
 
 const repo = join(dirname(fileURLToPath(import.meta.url)), "..", "..");
@@ -207,4 +209,119 @@ test("new input while calls are pending is a RUN_ERROR, and changes nothing", as
   assert.ok(runError, "a RUN_ERROR event arrived");
   assert.equal(runError.code, "pending_calls");
   assert.deepEqual(await thread("agui-pending"), before);
+});
+
+// Media: a 2×2 PNG and a one-page PDF, as a page would read them.
+const PNG = "iVBORw0KGgoAAAANSUhEUgAAAAIAAAACCAYAAABytg0kAAAAEUlEQVR4nGM4ISf3H4QZYAwARzQIDWbIDqkAAAAASUVORK5CYII=";
+const PDF = Buffer.from("%PDF-1.4\n1 0 obj <</Type /Catalog>> endobj\ntrailer <</Root 1 0 R>>\n%%EOF\n").toString("base64");
+const sha256 = (b64) => "sha256:" + createHash("sha256").update(Buffer.from(b64, "base64")).digest("hex");
+
+// blobBytes reads a blob of a thread from the server, as base64.
+async function blobBytes(threadId, ref) {
+  const res = await fetch(`${base}/v1/threads/${threadId}/blobs/${ref}`);
+  assert.equal(res.status, 200, `GET blob ${ref}`);
+  return Buffer.from(await res.arrayBuffer()).toString("base64");
+}
+
+test("a multimodal user message: an image and a document with data sources are stored as blobs", async () => {
+  const sent = [];
+  const agent = new HttpAgent({
+    url: `${base}/v1/agui`,
+    threadId: "agui-media",
+    fetch: (url, init) => {
+      sent.push(JSON.parse(init.body));
+      return fetch(url, init);
+    },
+  });
+  agent.addMessage({
+    id: "u1",
+    role: "user",
+    content: [
+      { type: "text", text: "what is in this picture and this document?" },
+      { type: "image", source: { type: "data", value: PNG, mimeType: "image/png" } },
+      { type: "document", source: { type: "data", value: PDF, mimeType: "application/pdf" } },
+    ],
+  });
+  let runError;
+  await agent.runAgent({ tools: [] }, { onRunErrorEvent: ({ event }) => (runError = event) });
+  assert.equal(runError, undefined, `no RUN_ERROR: ${JSON.stringify(runError)}`);
+  assert.deepEqual(sent[0].messages[0].content.map((p) => p.type), ["text", "image", "document"], "the client sent the parts as they are");
+
+  const t = await thread("agui-media");
+  assert.equal(t.status, "completed");
+  const [text, img, doc] = t.messages[0].content;
+  assert.equal(text.text, "what is in this picture and this document?");
+  assert.deepEqual(img, { type: "image", mime_type: "image/png", blob: sha256(PNG), size: 74, width: 2, height: 2 });
+  assert.equal(doc.type, "file");
+  assert.equal(doc.mime_type, "application/pdf");
+  assert.equal(doc.blob, sha256(PDF));
+  assert.equal(await blobBytes("agui-media", img.blob), PNG);
+  assert.equal(await blobBytes("agui-media", doc.blob), PDF);
+});
+
+test("the legacy binary part: @ag-ui/client sends it as an image part, older clients as it is; both are stored", async () => {
+  // @ag-ui/client 1.0 converts a binary part with data into the image part
+  // before sending it.
+  const sent = [];
+  const agent = new HttpAgent({
+    url: `${base}/v1/agui`,
+    threadId: "agui-binary",
+    fetch: (url, init) => {
+      sent.push(JSON.parse(init.body));
+      return fetch(url, init);
+    },
+  });
+  const warn = console.warn;
+  console.warn = () => {}; // the client's deprecation notice for the binary part
+  try {
+    agent.addMessage({ id: "u1", role: "user", content: [{ type: "text", text: "and this one?" }, { type: "binary", mimeType: "image/png", data: PNG }] });
+    await agent.runAgent({ tools: [] });
+  } finally {
+    console.warn = warn;
+  }
+  assert.equal(sent[0].messages[0].content[1].type, "image");
+  let t = await thread("agui-binary");
+  assert.equal(t.messages[0].content[1].blob, sha256(PNG));
+
+  // Clients before it (@ag-ui/core 0.0.40 to 0.0.59) send the binary part
+  // itself, with a filename.
+  const res = await fetch(`${base}/v1/agui`, {
+    method: "POST",
+    headers: { "Content-Type": "application/json", Accept: "text/event-stream" },
+    body: JSON.stringify({
+      threadId: "agui-binary-legacy",
+      runId: "r1",
+      state: {},
+      tools: [],
+      context: [],
+      forwardedProps: {},
+      messages: [{ id: "u1", role: "user", content: [{ type: "text", text: "a file" }, { type: "binary", mimeType: "application/pdf", data: PDF, filename: "a.pdf" }] }],
+    }),
+  });
+  assert.equal(res.status, 200);
+  const events = (await res.text()).split("\n").filter((l) => l.startsWith("data: ")).map((l) => JSON.parse(l.slice(6)));
+  assert.deepEqual(events.filter((e) => e.type === "RUN_ERROR"), []);
+  assert.equal(events.at(-1).type, "RUN_FINISHED");
+  // MESSAGES_SNAPSHOT names the stored file by its blob, not its bytes.
+  const snapshot = events.find((e) => e.type === "MESSAGES_SNAPSHOT");
+  assert.deepEqual(snapshot.messages[0].content[1], { type: "binary", mimeType: "application/pdf", id: sha256(PDF), filename: "a.pdf" });
+  t = await thread("agui-binary-legacy");
+  assert.deepEqual(t.messages[0].content[1], { type: "file", mime_type: "application/pdf", filename: "a.pdf", blob: sha256(PDF), size: Buffer.from(PDF, "base64").length });
+  assert.equal(await blobBytes("agui-binary-legacy", sha256(PDF)), PDF);
+});
+
+test("a part the server does not take is a RUN_ERROR naming it, and stores nothing", async () => {
+  const agent = new HttpAgent({ url: `${base}/v1/agui`, threadId: "agui-media-refused" });
+  agent.addMessage({ id: "u1", role: "user", content: [{ type: "text", text: "look" }, { type: "image", source: { type: "data", value: PDF, mimeType: "image/png" } }] });
+  let runError;
+  try {
+    await agent.runAgent({ tools: [] }, { onRunErrorEvent: ({ event }) => (runError = event) });
+  } catch {
+    // as above: the event is what the protocol promises
+  }
+  assert.ok(runError, "a RUN_ERROR arrived");
+  assert.equal(runError.code, "media_refused");
+  assert.match(runError.message, /messages\[0\]\.content\[1\]: media refused: declared image\/png, but the bytes are application\/pdf/);
+  const res = await fetch(`${base}/v1/threads/agui-media-refused`);
+  assert.equal(res.status, 404, "no thread was made");
 });

@@ -43,13 +43,79 @@ export interface ToolCallBlock {
   arguments: JsonValue;
 }
 
-/** The result of one tool call; `is_error` marks a failure the model should see as one. */
+/**
+ * The result of one tool call; `is_error` marks a failure the model should
+ * see as one. `attachments` are the images and files the tool returned
+ * beside its content (a picked file, a screenshot): the model receives them
+ * as media, not as base64 text.
+ */
 export interface ToolResultBlock {
   type: "tool_result";
   tool_call_id: string;
   content: JsonValue;
   is_error?: boolean;
+  attachments?: MediaBlock[];
 }
+
+/** What a {@link MediaBlock} holds: an image, a file (a PDF, a text) or a sound. */
+export type MediaType = "image" | "file" | "audio";
+
+/**
+ * An image, a file or a sound: in a user message, or among a tool result's
+ * `attachments` (docs/media.md). Sent, it names its bytes by exactly one
+ * source: `data` (base64), `url` (https, fetched once by the server) or
+ * `blob` (`"sha256:<hex>"`, a blob the same thread already holds). The
+ * server checks the bytes against `mime_type`, stores them once, and
+ * returns the block with `blob`, `size` and an image's `width` and
+ * `height`; read the bytes with {@link Client.getBlob}. A block read from a
+ * thread may be sent again as it is: it names its blob, not its bytes.
+ */
+export interface MediaBlock {
+  type: MediaType;
+  /** The bytes' media type (`image/png`, `application/pdf`), checked against the bytes. */
+  mime_type: string;
+  /** The name the bytes came with (at most 255 bytes). */
+  filename?: string;
+  /** The bytes, base64. */
+  data?: string;
+  /** An `https://` URL the server fetches. */
+  url?: string;
+  /** `"sha256:"` and the 64 lowercase hex digits of the bytes' SHA-256. */
+  blob?: string;
+  /** Set by the server: the bytes' length. */
+  size?: number;
+  /** Set by the server: an image's pixels. */
+  width?: number;
+  height?: number;
+}
+
+/** Bytes the client reads and sends as base64: a `File` or `Blob`, an `ArrayBuffer`, a typed array (a Node `Buffer`). */
+export type Bytes = Blob | ArrayBuffer | ArrayBufferView;
+
+/**
+ * A medium to send, described in code: the client reads it into a
+ * {@link MediaBlock} (bytes become base64 `data`) when it sends it. Give
+ * one of `data`, `url` or `blob`.
+ */
+export interface MediaInput {
+  /** Default: `image` for `image/*`, `audio` for `audio/*`, otherwise `file`. */
+  type?: MediaType;
+  /** Default: a `Blob`'s own `type`. Required for bytes that have none. */
+  mimeType?: string;
+  /** Default: a `File`'s `name`. */
+  filename?: string;
+  /** The bytes, or a base64 string. */
+  data?: Bytes | string;
+  url?: string;
+  blob?: string;
+}
+
+/**
+ * One part of a message you send: a block, a string (a text block), a
+ * `File` or `Blob` (an image, sound or file by its type, read and sent as
+ * base64), or a {@link MediaInput}.
+ */
+export type ContentInput = Block | string | Blob | MediaInput;
 
 /** A call the server hands to the client: the run waits for its result. */
 export interface RemoteToolCallBlock {
@@ -85,7 +151,7 @@ export interface ApprovalBlock {
 }
 
 /** One part of a message's content. */
-export type Block = TextBlock | ToolCallBlock | ToolResultBlock | RemoteToolCallBlock | ApprovalBlock;
+export type Block = TextBlock | MediaBlock | ToolCallBlock | ToolResultBlock | RemoteToolCallBlock | ApprovalBlock;
 
 /** A message as the server stores and returns it. */
 export interface Message {
@@ -94,11 +160,16 @@ export interface Message {
   content: Block[];
 }
 
-/** A message you send: `content` may be a plain string, read as one text block. */
+/**
+ * A message you send: `content` may be a plain string, read as one text
+ * block, or a list of parts where strings are text and `File`s, `Blob`s
+ * and {@link MediaInput}s are media:
+ * `{ role: "user", content: ["what is in this picture?", file] }`.
+ */
 export interface MessageInput {
   id?: string;
   role: Role;
-  content: string | Block[];
+  content: string | ContentInput[];
 }
 
 /** A run's outcome: it ended, or it waits for remote tool results. */
@@ -311,13 +382,17 @@ export class TenxgraphError extends Error {
  * The stable error codes of the server (docs/api.md), and the client's own
  * `network_error`. `expired`: a tool result came after its call's
  * `expires_at`; the server answered the call with an error result instead.
- * Any other string is a code of a newer server.
+ * `media_refused` (422) and `media_too_large` (413): an image, file or sound
+ * the server does not take, the message naming it
+ * (`messages[0].content[1]: media refused: declared image/png, but the
+ * bytes are application/pdf`). Any other string is a code of a newer server.
  */
 export type ErrorCode =
   | "malformed_request" | "invalid_input" | "body_too_large" | "unsupported_media_type" | "unauthorized"
   | "host_not_allowed" | "origin_not_allowed" | "method_not_allowed" | "not_found" | "thread_not_found"
   | "not_paused" | "unknown_call" | "result_conflict" | "pending_calls" | "thread_busy" | "expired" | "conflict"
   | "run_cancelled" | "run_failed" | "step_limit" | "store_unavailable" | "internal" | "network_error"
+  | "media_refused" | "media_too_large" | "blob_not_found"
   | (string & {});
 
 /**
@@ -383,10 +458,26 @@ export interface ToolContext {
 
 /**
  * Runs one remote tool call. Return (or resolve to) a JSON-serialisable
- * value: it becomes the tool result. Throw to report a failure: the model
- * gets an `is_error` result with the message.
+ * value: it becomes the tool result. Return a `File` or `Blob` (or an array
+ * of them) to hand the model a file: the result's content says what it is
+ * (`{filename, mime_type, size}`) and the bytes go as an attachment. Return
+ * `{ content, attachments }` to choose the content yourself
+ * ({@link ToolOutput}). Throw to report a failure: the model gets an
+ * `is_error` result with the message.
  */
 export type ToolHandler<A = Record<string, any>> = (args: A, ctx: ToolContext) => unknown;
+
+/**
+ * A handler's result with attachments: `content` is the JSON the model
+ * reads (absent: a description of each attachment), `attachments` the
+ * images and files it receives beside it. An object whose keys are only
+ * `content` and `attachments`, with `attachments` an array, is read this
+ * way.
+ */
+export interface ToolOutput {
+  content?: unknown;
+  attachments: Array<Blob | MediaBlock | MediaInput>;
+}
 
 /** What an approval handler decides: `true` approves, `false` denies, or say why. */
 export type ApprovalDecision = boolean | { approved: boolean; reason?: string };
@@ -528,7 +619,9 @@ export class Client {
    * completes: each time the run pauses, the pending calls' handlers run
    * concurrently and their results go back as one tool message, one result
    * per call in call order. Resolves to the last response (`status:
-   * "completed"`). A bare string is one user message.
+   * "completed"`). A bare string is one user message; a message's content
+   * may list `File`s and `Blob`s beside its text (see {@link ContentInput}),
+   * which the client reads and sends as base64.
    *
    * @throws {TenxgraphError} the server refused a request.
    * @throws {MaxRoundsError} the run paused more than `maxRounds` times.
@@ -579,6 +672,32 @@ export class Client {
   async deleteThread(threadId: string, options: { signal?: AbortSignal } = {}): Promise<void> {
     const res = await this.#request("DELETE", threadPath(threadId), undefined, options.signal, "application/json");
     await res.body?.cancel();
+  }
+
+  /**
+   * Reads the bytes of an image, file or sound the thread holds
+   * (`GET /v1/threads/{id}/blobs/sha256:<hex>`), with this client's token:
+   * `ref` is a block's `blob` or the block itself. Resolves to a `Blob`
+   * whose `type` is the one the server checked the bytes to be. In a page,
+   * show it with `URL.createObjectURL(blob)` (an `<img src>` cannot carry
+   * the token).
+   *
+   * @throws {TenxgraphError} `blob_not_found` (404) when the thread does not
+   * hold it, or is not this token's.
+   */
+  async getBlob(threadId: string, ref: string | MediaBlock, options: { signal?: AbortSignal } = {}): Promise<Blob> {
+    const r = typeof ref === "string" ? ref : ref?.blob;
+    if (typeof r !== "string" || r === "") {
+      throw new TypeError('getBlob: ref must be a blob reference ("sha256:<hex>") or a block that has one');
+    }
+    const path = `${threadPath(threadId)}/blobs/${encodeURIComponent(r).replace(/%3A/gi, ":")}`;
+    const res = await this.#request("GET", path, undefined, options.signal, "*/*");
+    try {
+      return await res.blob();
+    } catch (err) {
+      if (options.signal?.aborted) throw options.signal.reason;
+      throw new TenxgraphError(0, "network_error", `GET ${path}: reading the body: ${describe(err)}`, [], { cause: err });
+    }
   }
 
   // The loop behind invoke, stream and resume. input null resumes the
@@ -635,7 +754,8 @@ export class Client {
           res = { ...t, run_id: "" };
         }
       } else {
-        res = collect(yield* this.#round(input, threadId, ctl.signal, streaming, rc));
+        const messages = await abortable(encodeMessages(input), ctl.signal);
+        res = collect(yield* this.#round(messages, threadId, ctl.signal, streaming, rc));
       }
       for (let round = 1; res.status === "interrupted"; round++) {
         const calls = res.remote_tool_calls ?? [];
@@ -646,7 +766,7 @@ export class Client {
         if (round > this.#maxRounds) throw new MaxRoundsError(threadId, this.#maxRounds, calls);
         const decided = await abortable(Promise.all(approvals.map((a) => this.#approve(a, threadId, ctl.signal))), ctl.signal);
         const results = yield* this.#answer(calls, threadId, ctl.signal);
-        res = collect(yield* this.#round([{ role: "tool", content: [...decided, ...results] }], threadId, ctl.signal, streaming, rc));
+        res = collect(yield* this.#sendResults([...decided, ...results], calls, threadId, ctl.signal, streaming, rc));
       }
       done = true;
       return added ? { ...res, offset: added.offset, messages: added.messages } : res;
@@ -686,6 +806,35 @@ export class Client {
     }
     if (!end) throw new TenxgraphError(0, "stream_incomplete", "POST /v1/graph/stream: the stream closed before its end event");
     return end;
+  }
+
+  // Sends one round's results. When the server refuses a result's
+  // attachments (a file that is not what it claims, too large, bad base64),
+  // that result becomes an is_error result saying why and the round is sent
+  // again, as the server does with a plugin's refused attachments: a
+  // handler's file never leaves the thread stuck. A refused request changes
+  // nothing on the server, so sending again is safe; each retry drops the
+  // attachments of at least one result, so it ends.
+  async *#sendResults(content: Block[], calls: RemoteToolCallBlock[], threadId: string, signal: AbortSignal, streaming: boolean, rc: RoundConfig): AsyncGenerator<StreamEvent, RunResponse, undefined> {
+    for (;;) {
+      try {
+        return yield* this.#round([{ role: "tool", content }], threadId, signal, streaming, rc);
+      } catch (err) {
+        const refused = refusedAttachments(err, content);
+        if (refused.length === 0) throw err;
+        content = content.slice();
+        for (const i of refused) {
+          const r = content[i] as ToolResultBlock;
+          const name = calls.find((c) => c.id === r.tool_call_id)?.name ?? r.tool_call_id;
+          content[i] = {
+            type: "tool_result",
+            tool_call_id: r.tool_call_id,
+            content: `tool "${name}" returned attachments the server refused: ${(err as TenxgraphError).message}`,
+            is_error: true,
+          };
+        }
+      }
+    }
   }
 
   // Runs the handlers of one pause concurrently and returns their results
@@ -749,9 +898,22 @@ export class Client {
     } catch (err) {
       return fail(`tool "${call.name}" failed: ${describe(err)}`);
     }
-    const problem = jsonProblem(value);
+    const out = toolOutput(value);
+    if (!out) {
+      const problem = jsonProblem(value, "result");
+      if (problem) return fail(`tool "${call.name}" returned a result that is not JSON-serialisable: ${problem}`);
+      return { type: "tool_result", tool_call_id: call.id, content: value as JsonValue, is_error: false };
+    }
+    let attachments: MediaBlock[];
+    try {
+      attachments = await Promise.all(out.attachments.map((a, i) => toMediaBlock(a, out.paths[i]!)));
+    } catch (err) {
+      return fail(`tool "${call.name}" returned an attachment the client cannot send: ${describe(err)}`);
+    }
+    const content = out.content === undefined ? describeMedia(attachments, out.attachments) : out.content;
+    const problem = jsonProblem(content, "result.content");
     if (problem) return fail(`tool "${call.name}" returned a result that is not JSON-serialisable: ${problem}`);
-    return { type: "tool_result", tool_call_id: call.id, content: value as JsonValue, is_error: false };
+    return { type: "tool_result", tool_call_id: call.id, content: content as JsonValue, is_error: false, attachments };
   }
 
   async #request(method: string, path: string, body: unknown, signal: AbortSignal | undefined, accept: string): Promise<Response> {
@@ -787,6 +949,211 @@ export class Client {
     }
     return res;
   }
+}
+
+// ---------------------------------------------------------------------------
+// Media: images, files and sounds
+
+/** Options of {@link image}, {@link file} and {@link audio}. */
+export interface MediaOptions {
+  /** The bytes' media type; default: a `Blob`'s own `type`. Required for bytes that have none. */
+  mimeType?: string;
+  /** Default: a `File`'s `name`. */
+  filename?: string;
+}
+
+/**
+ * Reads bytes into an image block with base64 `data`, for a message's
+ * content: `{ role: "user", content: ["what is this?", await image(file)] }`.
+ * A `File` or `Blob` may also be put in the content as it is; this helper
+ * is for bytes without a type (`image(bytes, { mimeType: "image/png" })`)
+ * and for a block to keep or inspect.
+ */
+export function image(data: Bytes, options: MediaOptions = {}): Promise<MediaBlock> {
+  return toMediaBlock({ ...options, type: "image", data }, "image()");
+}
+
+/** Reads bytes into a file block (a PDF, a text): see {@link image}. `file(blob, { filename: "notes.txt" })`. */
+export function file(data: Bytes, options: MediaOptions = {}): Promise<MediaBlock> {
+  return toMediaBlock({ ...options, type: "file", data }, "file()");
+}
+
+/** Reads bytes into an audio block: see {@link image}. */
+export function audio(data: Bytes, options: MediaOptions = {}): Promise<MediaBlock> {
+  return toMediaBlock({ ...options, type: "audio", data }, "audio()");
+}
+
+// isBlob tells a Blob or File by its shape, so that one from another realm
+// (an iframe, a polyfill, undici in Node) counts too.
+function isBlob(x: unknown): x is Blob {
+  if (x === null || typeof x !== "object") return false;
+  const b = x as { arrayBuffer?: unknown; size?: unknown; type?: unknown; slice?: unknown };
+  return typeof b.arrayBuffer === "function" && typeof b.slice === "function" && typeof b.size === "number" && typeof b.type === "string";
+}
+
+function isFile(x: unknown): x is File {
+  return isBlob(x) && typeof (x as { name?: unknown }).name === "string";
+}
+
+function isBytes(x: unknown): x is ArrayBuffer | ArrayBufferView {
+  return ArrayBuffer.isView(x) || Object.prototype.toString.call(x) === "[object ArrayBuffer]";
+}
+
+const mediaTypes: readonly string[] = ["image", "file", "audio"];
+
+// toMediaBlock reads a File, Blob or MediaInput (or a MediaBlock, passed on
+// with its source) into the block the server takes; path names it in a
+// TypeError. The server checks everything again: this only shapes it.
+async function toMediaBlock(x: unknown, path: string): Promise<MediaBlock> {
+  if (isBytes(x)) throw new TypeError(`${path} is bytes without a type: use image(bytes, { mimeType }) or { mimeType, data: bytes }`);
+  if (!isBlob(x) && (x === null || typeof x !== "object" || Array.isArray(x))) {
+    throw new TypeError(`${path} is ${describeValue(x)}, not a File, a Blob or { mimeType, data | url | blob }`);
+  }
+  const m = (isBlob(x) ? { data: x } : x) as Record<string, unknown>;
+  const sources = (["data", "url", "blob"] as const).filter((k) => m[k] !== undefined && m[k] !== null);
+  if (sources.length === 0 && m.mimeType === undefined && m.mime_type === undefined) {
+    throw new TypeError(`${path} is ${describeValue(x)}: neither a block (it has no type) nor media (it has no data, url or blob)`);
+  }
+  if (sources.length !== 1) {
+    throw new TypeError(`${path}: give exactly one of data, url or blob${sources.length ? ` (it has ${sources.join(" and ")})` : ""}`);
+  }
+  const data = m.data;
+  let mimeType = m.mime_type ?? m.mimeType;
+  if (mimeType === undefined && isBlob(data) && data.type !== "") mimeType = data.type;
+  if (mimeType !== undefined && (typeof mimeType !== "string" || mimeType === "")) {
+    throw new TypeError(`${path}.mimeType must be a media type such as "image/png", got ${describeValue(mimeType)}`);
+  }
+  if (mimeType === undefined && sources[0] === "data") {
+    const what = isFile(data) ? `the file ${JSON.stringify(data.name)} has no type (the browser did not recognise it)` : "the bytes have no type";
+    throw new TypeError(`${path}: ${what}: name it with mimeType, e.g. file(blob, { mimeType: "application/pdf" })`);
+  }
+  const filename = m.filename ?? (isFile(data) && data.name !== "" ? data.name : undefined);
+  if (filename !== undefined && typeof filename !== "string") throw new TypeError(`${path}.filename must be a string`);
+  const type = m.type ?? (typeof mimeType === "string" && mimeType.startsWith("image/") ? "image" : typeof mimeType === "string" && mimeType.startsWith("audio/") ? "audio" : "file");
+  if (typeof type !== "string" || !mediaTypes.includes(type)) {
+    throw new TypeError(`${path}.type must be "image", "file" or "audio", got ${describeValue(type)}`);
+  }
+  // A url or blob source may leave mime_type out: the server says whether it must be there.
+  const out = { type, ...(mimeType !== undefined && { mime_type: mimeType }) } as MediaBlock;
+  if (filename !== undefined) out.filename = filename;
+  switch (sources[0]) {
+    case "data":
+      if (typeof data === "string") out.data = data;
+      else if (isBlob(data)) out.data = base64(new Uint8Array(await data.arrayBuffer()));
+      else if (ArrayBuffer.isView(data)) out.data = base64(new Uint8Array(data.buffer, data.byteOffset, data.byteLength));
+      else if (isBytes(data)) out.data = base64(new Uint8Array(data as ArrayBuffer));
+      else throw new TypeError(`${path}.data must be a File, Blob, bytes or a base64 string, got ${describeValue(data)}`);
+      break;
+    case "url":
+    case "blob": {
+      const v = m[sources[0]];
+      if (typeof v !== "string") throw new TypeError(`${path}.${sources[0]} must be a string, got ${describeValue(v)}`);
+      out[sources[0]] = v;
+      break;
+    }
+  }
+  return out;
+}
+
+// base64 encodes bytes a slice at a time: String.fromCharCode(...bytes) on
+// a whole file would overflow the stack past a few hundred KB. Each slice
+// is a multiple of 3 bytes, so the pieces join without padding between.
+function base64(bytes: Uint8Array): string {
+  const native = (bytes as Uint8Array & { toBase64?: () => string }).toBase64;
+  if (typeof native === "function") return native.call(bytes);
+  const slice = 3 * 8192;
+  const parts: string[] = [];
+  for (let i = 0; i < bytes.length; i += slice) {
+    parts.push(btoa(String.fromCharCode.apply(null, bytes.subarray(i, i + slice) as unknown as number[])));
+  }
+  return parts.join("");
+}
+
+function describeValue(x: unknown): string {
+  if (x === null) return "null";
+  if (Array.isArray(x)) return "an array";
+  if (typeof x === "string") return `the string ${JSON.stringify(x.length > 40 ? x.slice(0, 39) + "…" : x)}`;
+  if (typeof x === "object") return `an object with keys ${Object.keys(x).join(", ") || "(none)"}`;
+  return `${typeof x} ${String(x)}`;
+}
+
+// encodeMessages reads the media of the messages a run sends: strings in
+// a content list become text blocks, Files, Blobs and MediaInputs become
+// media blocks, and so do a tool result's attachments. Other blocks pass
+// as they are.
+async function encodeMessages(messages: MessageInput[]): Promise<MessageInput[]> {
+  return Promise.all(
+    messages.map(async (m, i) => {
+      if (m === null || typeof m !== "object" || !Array.isArray(m.content)) return m;
+      const content = await Promise.all(
+        m.content.map(async (part, j): Promise<Block> => {
+          const path = `messages[${i}].content[${j}]`;
+          if (typeof part === "string") return { type: "text", text: part };
+          if (part === null || typeof part !== "object") throw new TypeError(`${path} is ${describeValue(part)}, not a block, a string or a File`);
+          const type = (part as { type?: unknown }).type;
+          if (isBlob(part) || type === undefined || (typeof type === "string" && mediaTypes.includes(type))) return toMediaBlock(part, path);
+          const tr = part as ToolResultBlock;
+          if (type === "tool_result" && Array.isArray(tr.attachments)) {
+            return { ...tr, attachments: await Promise.all(tr.attachments.map((a, k) => toMediaBlock(a, `${path}.attachments[${k}]`))) };
+          }
+          return part as Block;
+        }),
+      );
+      return { ...m, content };
+    }),
+  );
+}
+
+// toolOutput reads a handler's result that carries media: a File or Blob,
+// an array of them, or { content, attachments }. Anything else is plain
+// JSON (undefined).
+function toolOutput(value: unknown): { content: unknown; attachments: unknown[]; paths: string[] } | undefined {
+  if (isBlob(value)) return { content: undefined, attachments: [value], paths: ["result"] };
+  if (Array.isArray(value) && value.length > 0 && value.every(isBlob)) {
+    return { content: undefined, attachments: value, paths: value.map((_, i) => `result[${i}]`) };
+  }
+  if (value === null || typeof value !== "object" || Array.isArray(value)) return undefined;
+  const proto = Object.getPrototypeOf(value);
+  if (proto !== Object.prototype && proto !== null) return undefined;
+  const o = value as { content?: unknown; attachments?: unknown };
+  if (!Array.isArray(o.attachments) || !Object.keys(o).every((k) => k === "content" || k === "attachments")) return undefined;
+  return { content: o.content, attachments: o.attachments, paths: o.attachments.map((_, i) => `result.attachments[${i}]`) };
+}
+
+// describeMedia is a result's content when the handler gave none: what
+// each attachment is, one object for one attachment.
+function describeMedia(blocks: MediaBlock[], given: unknown[]): JsonValue {
+  const each = blocks.map((b, i) => {
+    const d: { [key: string]: JsonValue } = {};
+    if (b.filename !== undefined) d.filename = b.filename;
+    d.mime_type = b.mime_type;
+    const g = given[i];
+    const bytes = isBlob(g) ? g : (g as { data?: unknown } | null)?.data;
+    if (isBlob(bytes)) d.size = bytes.size;
+    else if (isBytes(bytes)) d.size = bytes.byteLength;
+    if (b.url !== undefined) d.url = b.url;
+    if (b.blob !== undefined) d.blob = b.blob;
+    return d;
+  });
+  return each.length === 1 ? each[0]! : each;
+}
+
+// refusedAttachments returns which results of a tool message the server's
+// refusal is about: the one its message names (messages[0].content[N]),
+// or, for a refusal of the whole body, every result with attachments.
+// Empty when the error is not about attachments.
+function refusedAttachments(err: unknown, content: Block[]): number[] {
+  if (!(err instanceof TenxgraphError)) return [];
+  const withMedia = content.flatMap((b, i) => (b.type === "tool_result" && (b.attachments?.length ?? 0) > 0 ? [i] : []));
+  if (withMedia.length === 0) return [];
+  const about = (err.status === 422 && err.code === "media_refused") || (err.status === 413 && (err.code === "media_too_large" || err.code === "body_too_large")) || (err.status === 400 && err.code === "malformed_request");
+  if (!about) return [];
+  const named = /messages\[0\]\.content\[(\d+)\]/.exec(err.message);
+  if (named) {
+    const i = Number(named[1]);
+    return withMedia.includes(i) && (err.code !== "malformed_request" || /\.attachments\[/.test(err.message)) ? [i] : [];
+  }
+  return err.code === "malformed_request" ? [] : withMedia;
 }
 
 // ---------------------------------------------------------------------------
@@ -875,7 +1242,7 @@ function abortable<T>(p: Promise<T>, signal: AbortSignal): Promise<T> {
  * mangle silently (functions, symbols, undefined at the top, NaN and
  * Infinity, Map and Set). `toJSON` is honoured, as JSON.stringify does.
  */
-function jsonProblem(value: unknown): string | undefined {
+function jsonProblem(value: unknown, root: string): string | undefined {
   const ancestors: object[] = [];
   const walk = (v: unknown, path: string, key: string): string | undefined => {
     if (v !== null && (typeof v === "object" || typeof v === "bigint") && typeof (v as { toJSON?: unknown }).toJSON === "function") {
@@ -905,6 +1272,8 @@ function jsonProblem(value: unknown): string | undefined {
     if (ancestors.includes(obj)) return `${path} is a cycle: it contains itself`;
     if (obj instanceof Map) return `${path} is a Map, which JSON drops; convert it with Object.fromEntries(map)`;
     if (obj instanceof Set) return `${path} is a Set, which JSON drops; convert it with Array.from(set)`;
+    if (isBlob(obj)) return `${path} is a ${isFile(obj) ? "File" : "Blob"}, which JSON drops; return it as the result, or as { content, attachments: [it] }, to send it as an attachment`;
+    if (isBytes(obj)) return `${path} is binary data, which JSON mangles; send it as an attachment: { content, attachments: [{ mimeType, data }] }`;
     ancestors.push(obj);
     try {
       if (Array.isArray(obj)) {
@@ -927,7 +1296,7 @@ function jsonProblem(value: unknown): string | undefined {
       ancestors.pop();
     }
   };
-  return walk(value, "result", "");
+  return walk(value, root, "");
 }
 
 /** One raw server-sent event. */

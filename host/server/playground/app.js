@@ -1,7 +1,8 @@
 // The playground: a chat on one thread, streamed with @tenxgraph/client
 // (client.js is the compiled package, copied here by `npm run
-// build:playground`), and four browser tools registered as handlers of the
-// quickstart's remote tools.
+// build:playground`), and five browser tools registered as handlers of the
+// quickstart's remote tools. Messages may carry images and files (attach,
+// paste or drop them); the thread's are shown from its blobs.
 
 import { Client, TenxgraphError, MaxRoundsError } from "./client.js";
 
@@ -21,6 +22,10 @@ const els = {
   events: $("events"),
   clearLog: $("clear-log"),
   apiKey: $("api-key"),
+  attachments: $("attachments"),
+  attach: $("attach"),
+  attachInput: $("attach-input"),
+  pickInput: $("pick-input"),
 };
 
 // ---------------------------------------------------------------------------
@@ -74,7 +79,71 @@ const tools = {
       language: navigator.language,
     }),
   },
+  pick_file: {
+    description: "Asks you to choose a file (a button in the conversation opens the picker) and returns it as an attachment.",
+    // A browser opens a file picker only on a person's click, so the
+    // handler shows a button and waits for it: the run stays paused until
+    // the person chooses a file or declines.
+    handler: ({ prompt, accept }, ctx) => askForFile(ctx.callId, prompt, accept, ctx.signal),
+  },
 };
+
+// asks are the pick_file calls waiting for the person, shown at the end of
+// the transcript with a button that opens the picker.
+const asks = new Map(); // call id → { prompt, accept, resolve, reject }
+
+function askForFile(id, prompt, accept, signal) {
+  return new Promise((resolve, reject) => {
+    const done = () => {
+      signal.removeEventListener("abort", onAbort);
+      asks.delete(id);
+      renderTranscript();
+    };
+    const onAbort = () => {
+      done();
+      reject(signal.reason);
+    };
+    signal.addEventListener("abort", onAbort, { once: true });
+    asks.set(id, {
+      prompt: typeof prompt === "string" && prompt.trim() ? prompt : "The assistant asks for a file.",
+      accept: typeof accept === "string" ? accept : "",
+      resolve: (file) => {
+        done();
+        resolve(file);
+      },
+      decline: () => {
+        done();
+        reject(new Error("the person declined to choose a file"));
+      },
+    });
+    renderTranscript();
+  });
+}
+
+// One input serves every ask: a click on an ask's button points it at that
+// ask and opens the picker (the click is the gesture browsers require).
+let picking = null;
+els.pickInput.addEventListener("change", () => {
+  const file = els.pickInput.files?.[0];
+  const ask = asks.get(picking);
+  els.pickInput.value = "";
+  if (file && ask) ask.resolve(file);
+});
+
+function renderAsk(id, ask) {
+  const li = el("li", { class: "step ask", "data-call": id });
+  const choose = el("button", { type: "button", class: "small" }, "Choose a file…");
+  choose.addEventListener("click", () => {
+    picking = id;
+    els.pickInput.accept = ask.accept;
+    els.pickInput.click();
+  });
+  const decline = el("button", { type: "button", class: "secondary small" }, "Decline");
+  decline.addEventListener("click", () => ask.decline());
+  const actions = el("div", { class: "actions" }, choose, decline);
+  li.append(el("strong", {}, "pick_file"), `: ${ask.prompt}`, actions);
+  return li;
+}
 
 // ---------------------------------------------------------------------------
 // Client and thread
@@ -150,14 +219,21 @@ const short = (v, n = 120) => {
   return s.length > n ? s.slice(0, n - 1) + "…" : s;
 };
 
-// renderMessage turns one message into transcript items: text bubbles and
-// a line per tool call, remote hand-over and result.
+const isMedia = (b) => b.type === "image" || b.type === "file" || b.type === "audio";
+
+// renderMessage turns one message into transcript items: text bubbles
+// (with the message's images and files) and a line per tool call, remote
+// hand-over and result (with its attachments).
 function renderMessage(m, names) {
   const items = [];
   const text = m.content.filter((b) => b.type === "text").map((b) => b.text).join("");
-  if (text && (m.role === "user" || m.role === "assistant")) {
+  const media = m.content.filter(isMedia);
+  if ((text || media.length) && (m.role === "user" || m.role === "assistant")) {
     const li = el("li", { class: `msg ${m.role}`, "data-id": m.id ?? "" });
-    li.append(el("div", { class: "who" }, m.role === "user" ? "You" : "Assistant"), el("div", { class: "bubble" }, text));
+    const bubble = el("div", { class: "bubble" });
+    if (media.length) bubble.append(renderMedia(media));
+    if (text) bubble.append(text);
+    li.append(el("div", { class: "who" }, m.role === "user" ? "You" : "Assistant"), bubble);
     items.push(li);
   }
   for (const b of m.content) {
@@ -168,10 +244,66 @@ function renderMessage(m, names) {
       items.push(step("remote", "paused: handed ", b.name, " to the browser"));
     } else if (b.type === "tool_result") {
       const name = names.get(b.tool_call_id) ?? b.tool_call_id;
-      items.push(step(b.is_error ? "error" : "", b.is_error ? "error from " : "result of ", name, `: ${short(b.content)}`));
+      const li = step(b.is_error ? "error" : "", b.is_error ? "error from " : "result of ", name, `: ${short(b.content)}`);
+      if (b.attachments?.length) li.append(renderMedia(b.attachments));
+      items.push(li);
     }
   }
   return items;
+}
+
+// Stored media are read once per thread with the client (so with the API
+// key: an <img src> cannot carry it) and shown through object URLs.
+let blobURLs = new Map(); // blob reference → Promise of an object URL
+
+function blobURL(ref) {
+  let url = blobURLs.get(ref);
+  if (!url) {
+    url = client.getBlob(threadId, ref).then((b) => URL.createObjectURL(b));
+    url.catch(() => blobURLs.delete(ref)); // read again next time
+    blobURLs.set(ref, url);
+  }
+  return url;
+}
+
+function forgetBlobs() {
+  for (const url of blobURLs.values()) url.then((u) => URL.revokeObjectURL(u), () => {});
+  blobURLs = new Map();
+}
+
+function sizeText(n) {
+  if (typeof n !== "number") return "";
+  return n < 1024 ? `${n} B` : n < 1048576 ? `${(n / 1024).toFixed(1)} KB` : `${(n / 1048576).toFixed(1)} MB`;
+}
+
+// renderMedia shows blocks: images as thumbnails, other files as a chip
+// that downloads them.
+function renderMedia(blocks) {
+  const box = el("div", { class: "media" });
+  for (const b of blocks) {
+    const label = [b.filename ?? b.type, b.mime_type, sizeText(b.size)].filter(Boolean).join(" · ");
+    if (!b.blob) {
+      box.append(el("span", { class: "filechip" }, label));
+      continue;
+    }
+    if (b.type === "image") {
+      const img = el("img", { class: "thumb", alt: b.filename ?? `image (${b.mime_type})`, title: label, "data-blob": b.blob });
+      if (b.width && b.height) {
+        img.width = Math.min(b.width, 220, Math.round((b.width * 160) / b.height));
+      }
+      blobURL(b.blob).then((u) => (img.src = u), (err) => img.replaceWith(el("span", { class: "filechip" }, `${label} (not readable: ${err.message})`)));
+      box.append(img);
+    } else {
+      const a = el("a", { class: "filechip", href: "#", "data-blob": b.blob, title: "Download" }, label);
+      a.addEventListener("click", async (e) => {
+        e.preventDefault();
+        const save = el("a", { href: await blobURL(b.blob), download: b.filename ?? b.blob.slice(7, 23) });
+        save.click();
+      });
+      box.append(a);
+    }
+  }
+  return box;
 }
 
 function step(kind, before, name, after) {
@@ -186,6 +318,7 @@ function renderTranscript() {
     li.append(el("div", { class: "who" }, "Assistant"), el("div", { class: "bubble" }, text));
     items.push(li);
   }
+  for (const [id, ask] of asks) items.push(renderAsk(id, ask));
   els.transcript.replaceChildren(...items);
   els.transcript.scrollTop = els.transcript.scrollHeight;
 }
@@ -211,7 +344,7 @@ function summary(ev) {
     case "text_delta":
       return JSON.stringify(d.text);
     case "message":
-      return `${d.role}: ${short(d.content.map((b) => (b.type === "text" ? b.text : b.type === "tool_result" ? "result" : b.name)).join(", "), 80)}`;
+      return `${d.role}: ${short(d.content.map((b) => (b.type === "text" ? b.text : b.type === "tool_result" ? "result" : isMedia(b) ? `[${b.type} ${b.mime_type}]` : b.name)).join(", "), 80)}`;
     case "tool_started":
       return `${d.name} (${d.provider}, on the server)`;
     case "tool_finished":
@@ -386,19 +519,61 @@ async function run(fn) {
 
 function send(text) {
   text = text.trim();
-  if (!text || running) return;
+  if ((!text && attached.length === 0) || running) return;
+  // The client reads each File and sends it as base64 beside the text.
+  const content = text ? [text, ...attached.map((a) => a.file)] : attached.map((a) => a.file);
   els.message.value = "";
+  clearAttachments();
   sessionStorage.setItem("tenxgraph.thread", threadId);
   return run(async () => {
-    for await (const ev of client.stream([{ role: "user", content: text }], { threadId, signal: running.signal, response: "delta" })) {
+    for await (const ev of client.stream([{ role: "user", content }], { threadId, signal: running.signal, response: "delta" })) {
       onEvent(ev);
     }
   }).then(() => els.message.focus());
 }
 
+// ---------------------------------------------------------------------------
+// Attachments: files for the next message, from the Attach button, a paste
+// or a drop. What the picker offers is a convenience; the server checks
+// every file's bytes, type and size.
+
+let attached = []; // { file, url } in the order added
+
+function attach(files) {
+  for (const file of files) {
+    attached.push({ file, url: file.type.startsWith("image/") ? URL.createObjectURL(file) : null });
+  }
+  renderAttachments();
+}
+
+function clearAttachments() {
+  for (const a of attached) if (a.url) URL.revokeObjectURL(a.url);
+  attached = [];
+  renderAttachments();
+}
+
+function renderAttachments() {
+  els.attachments.replaceChildren(
+    ...attached.map((a, i) => {
+      const li = el("li", {});
+      if (a.url) li.append(el("img", { src: a.url, alt: "" }));
+      const remove = el("button", { type: "button", class: "secondary small", "aria-label": `Remove ${a.file.name}` }, "×");
+      remove.addEventListener("click", () => {
+        if (a.url) URL.revokeObjectURL(a.url);
+        attached.splice(i, 1);
+        renderAttachments();
+      });
+      li.append(el("span", {}, `${a.file.name || "pasted"} · ${sizeText(a.file.size)}`), remove);
+      return li;
+    }),
+  );
+  els.message.required = attached.length === 0;
+}
+
 function startNewThread() {
   running?.abort();
   setThread(newThreadId());
+  forgetBlobs();
   messages = [];
   drafts.clear();
   hideNotice();
@@ -424,6 +599,30 @@ els.message.addEventListener("keydown", (e) => {
   }
 });
 els.stop.addEventListener("click", () => running?.abort());
+els.attach.addEventListener("click", () => els.attachInput.click());
+els.attachInput.addEventListener("change", () => {
+  attach(els.attachInput.files ?? []);
+  els.attachInput.value = "";
+  els.message.focus();
+});
+els.message.addEventListener("paste", (e) => {
+  const files = [...(e.clipboardData?.files ?? [])];
+  if (files.length === 0) return; // text pastes as usual
+  e.preventDefault();
+  attach(files);
+});
+els.form.addEventListener("dragover", (e) => {
+  if (!e.dataTransfer?.types.includes("Files")) return;
+  e.preventDefault();
+  els.form.classList.add("dropping");
+});
+els.form.addEventListener("dragleave", () => els.form.classList.remove("dropping"));
+els.form.addEventListener("drop", (e) => {
+  els.form.classList.remove("dropping");
+  if (!e.dataTransfer?.files.length) return;
+  e.preventDefault();
+  attach(e.dataTransfer.files);
+});
 els.newThread.addEventListener("click", startNewThread);
 els.clearLog.addEventListener("click", () => els.events.replaceChildren());
 for (const chip of document.querySelectorAll(".chip")) {
