@@ -173,7 +173,9 @@ func SizeOf(m Message) int {
 		case ToolCallBlock:
 			n += len(b.ID) + len(b.Name) + len(b.Arguments)
 		case ToolResultBlock:
-			n += len(b.ToolCallID) + len(b.Content)
+			n += len(b.ToolCallID) + len(b.Content) + 128*len(b.Attachments) // references
+		case MediaBlock:
+			n += len(b.Data) + len(b.URL) + len(b.Blob) + len(b.Filename)
 		case RemoteToolCallBlock:
 			n += len(b.ID) + len(b.Name) + len(b.Arguments) + len(b.Node)
 		case ApprovalRequestBlock:

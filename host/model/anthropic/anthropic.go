@@ -23,6 +23,14 @@
 //     calls become text and tool_use blocks, in their order;
 //   - a tool message's results become tool_result blocks (tool_use_id,
 //     content as text, is_error) in one user turn, in call order;
+//   - a user message's images become image blocks with a base64 source
+//     (a url source for an image given by https url), a PDF a document
+//     block (titled with its file name), a text/plain file a document
+//     with a text source; a tool result's attachments go the same way
+//     inside its tool_result, before its text. What the API does not take
+//     (audio, other file types, an image over 5 MB of base64 or 8000 px)
+//     is a text stand-in naming it and why, and a request carries the
+//     newest 20 images and 20 MB of media at most (media.go);
 //   - consecutive messages of one role are merged into one turn (the API
 //     wants user and assistant turns to alternate), tool results first;
 //   - blank text (empty or only white space), which the API refuses, is
@@ -285,7 +293,7 @@ func (m *Model) String() string {
 // (or max_tokens is too large for one plain answer) and makes one plain
 // request otherwise.
 func (m *Model) Generate(ctx context.Context, req model.Request) (model.Response, error) {
-	body, err := m.request(req)
+	body, err := m.request(ctx, req)
 	if err != nil {
 		return model.Response{}, err
 	}

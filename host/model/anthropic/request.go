@@ -2,6 +2,7 @@ package anthropic
 
 import (
 	"bytes"
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -65,8 +66,8 @@ type fragment struct {
 // tools, in that order. The thread is rewritten for the model
 // (message.ForModel) first, and each message's encoding is kept per thread
 // (history.go).
-func (m *Model) request(req model.Request) ([]byte, error) {
-	return m.requestBody(req, streams(req, m.maxTokens))
+func (m *Model) request(ctx context.Context, req model.Request) ([]byte, error) {
+	return m.requestBody(ctx, req, streams(req, m.maxTokens))
 }
 
 // nonStreamingMaxTokens is the largest max_tokens asked for without a
@@ -81,8 +82,8 @@ func streams(req model.Request, maxTokens int) bool {
 	return req.OnDelta != nil || maxTokens > nonStreamingMaxTokens
 }
 
-func (m *Model) requestBody(req model.Request, stream bool) ([]byte, error) {
-	frags, err := m.fragments(req.ThreadID, req.Messages)
+func (m *Model) requestBody(ctx context.Context, req model.Request, stream bool) ([]byte, error) {
+	frags, err := m.fragments(ctx, req)
 	if err != nil {
 		return nil, err
 	}
@@ -188,8 +189,9 @@ func assemble(name []byte, maxTokens int, stream bool, frags []fragment, tools [
 }
 
 // encodeMessage encodes the i-th message of a thread rewritten for the
-// model.
-func encodeMessage(i int, msg message.Message) (fragment, error) {
+// model. s is its media (nil for none), blobs the bytes read for them
+// (see model.Encoder).
+func encodeMessage(i int, msg message.Message, s *model.Sends, blobs map[string][]byte) (fragment, error) {
 	var f fragment
 	switch msg.Role {
 	case message.RoleSystem:
@@ -200,6 +202,9 @@ func encodeMessage(i int, msg message.Message) (fragment, error) {
 		f.role = roleAsst
 	default:
 		return f, fmt.Errorf("anthropic: messages[%d]: role %q cannot be sent to the Messages API", i, msg.Role)
+	}
+	if s != nil {
+		return encodeMedia(i, msg, f, s, blobs)
 	}
 	var b bytes.Buffer
 	enc := json.NewEncoder(&b)

@@ -2,6 +2,7 @@ package anthropic
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"strings"
@@ -25,7 +26,7 @@ func testModel(t *testing.T) *Model {
 
 func body(t *testing.T, m *Model, req model.Request) []byte {
 	t.Helper()
-	b, err := m.request(req)
+	b, err := m.request(context.Background(), req)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -148,7 +149,7 @@ func TestNothingToSend(t *testing.T) {
 		{text(message.RoleSystem, "s", "only a system prompt")},
 		{text(message.RoleUser, "u", " \t")},
 	} {
-		if _, err := m.request(model.Request{Messages: msgs}); err == nil || !strings.Contains(err.Error(), "no messages to send") {
+		if _, err := m.request(context.Background(), model.Request{Messages: msgs}); err == nil || !strings.Contains(err.Error(), "no messages to send") {
 			t.Errorf("%+v: error %v", msgs, err)
 		}
 	}
@@ -211,8 +212,8 @@ func TestHistoriesEncodeWhatTheWholeThreadWould(t *testing.T) {
 			t.Fatalf("%d messages:\ngot  %s\nwant %s", n, got, want)
 		}
 	}
-	if h, want := m.histories.Get("t"), len(message.ForModel(thread)); len(h.sent) != want {
-		t.Fatalf("the history holds %d messages, want %d (it was not kept)", len(h.sent), want)
+	if h, want := m.histories.Get("t"), len(message.ForModel(thread)); h.Len() != want {
+		t.Fatalf("the history holds %d messages, want %d (it was not kept)", h.Len(), want)
 	}
 	other := turns(10, "two")
 	for _, req := range []model.Request{
@@ -242,7 +243,65 @@ func TestHistoriesBounded(t *testing.T) {
 		t.Fatalf("%d histories kept (t0 among them: %v), want %d, the least recently used gone", hs.Len(), hs.Has("t0"), message.DefaultMemoThreads)
 	}
 	one := hs.Get(fmt.Sprint("t", message.DefaultMemoThreads+9))
-	if hs.Bytes() != message.DefaultMemoThreads*one.size || one.size < 1000 {
-		t.Fatalf("%d bytes counted for %d histories of %d", hs.Bytes(), message.DefaultMemoThreads, one.size)
+	if hs.Bytes() != message.DefaultMemoThreads*one.Bytes() || one.Bytes() < 1000 {
+		t.Fatalf("%d bytes counted for %d histories of %d", hs.Bytes(), message.DefaultMemoThreads, one.Bytes())
+	}
+}
+
+// With media, through the pause and past the request's 20 images (the
+// oldest becoming stand-ins as the thread grows), every call is the body
+// of the whole thread encoded anew and the SDK reads it; a call on a
+// thread that gained nothing reads no blob.
+func TestHistoriesEncodeMediaAsTheWholeThreadWould(t *testing.T) {
+	m, fresh := testModel(t), testModel(t)
+	blobs, reads := map[string][]byte{}, map[string]int{}
+	reader := model.BlobReaderFunc(func(_ context.Context, ref string) ([]byte, error) {
+		reads[ref]++
+		return blobs[ref], nil
+	})
+	ref := func(data string) string {
+		r := fmt.Sprintf("sha256:%064x", len(blobs)+1)
+		blobs[r] = []byte(data)
+		return r
+	}
+	thread := turns(30, "m")
+	for i := range thread {
+		msg := &thread[i]
+		switch {
+		case msg.Role == message.RoleUser:
+			msg.Content = append(msg.Content[:1:1], message.MediaBlock{Kind: message.TypeImage, MimeType: "image/png", Blob: ref("png " + msg.ID), Size: 10})
+		case msg.Role == message.RoleTool && len(msg.Content) == 1:
+			r := msg.Content[0].(message.ToolResultBlock)
+			r.Attachments = []message.MediaBlock{
+				{Kind: message.TypeFile, MimeType: "application/pdf", Filename: `r "1".pdf`, Blob: ref("pdf " + msg.ID), Size: 10},
+				{Kind: message.TypeFile, MimeType: "text/plain", Data: []byte("<note> \u2028 " + msg.ID)},
+				{Kind: message.TypeImage, MimeType: "image/jpeg", URL: "https://example.com/a.jpg?<&>"},
+			}
+			msg.Content = []message.Block{r}
+		}
+	}
+	for n := 1; n <= len(thread); n++ {
+		req := model.Request{ThreadID: "t", Messages: thread[:n], Blobs: reader}
+		got := body(t, m, req)
+		if want := body(t, fresh, model.Request{Messages: thread[:n], Blobs: reader}); !bytes.Equal(got, want) {
+			t.Fatalf("%d messages:\ngot  %s\nwant %s", n, got, want)
+		}
+		var p anth.MessageNewParams
+		if err := json.Unmarshal(got, &p); err != nil {
+			t.Fatalf("%d messages: the SDK cannot read the body: %v", n, err)
+		}
+	}
+	last := body(t, m, model.Request{ThreadID: "t", Messages: thread, Blobs: reader})
+	if n := bytes.Count(last, []byte(`"type":"image","source":{"type":"base64"`)) + bytes.Count(last, []byte(`"type":"image","source":{"type":"url"`)); n != maxImages {
+		t.Fatalf("%d images sent, want %d", n, maxImages)
+	}
+	for r := range reads {
+		reads[r] = 0
+	}
+	body(t, m, model.Request{ThreadID: "t", Messages: thread, Blobs: reader})
+	for r, n := range reads {
+		if n != 0 {
+			t.Fatalf("%s read again (%d) for a call on a thread that gained nothing", r, n)
+		}
 	}
 }

@@ -15,6 +15,15 @@
 // text, any other JSON value as compact JSON text, and an error result
 // (is_error) is prefixed with "Error: " so the model knows the call failed.
 //
+// A user message's images, PDFs and sounds are content parts (image_url
+// with a data: URL, file with file_data, input_audio); a tool result's
+// attachments, which a tool message cannot carry, are named in its text
+// and sent in one user message after the step's last tool message. What
+// Chat Completions does not take, or what is over its limits, is a text
+// stand-in naming the block and why (media.go). The bytes are read through
+// the request's BlobReader and kept encoded per thread, so an image is
+// read and encoded once (model.Encodings).
+//
 // The step's tools are offered as function tools with parallel_tool_calls
 // on, so the model may call several tools in one step.
 //
@@ -227,7 +236,7 @@ func (m *Model) String() string {
 // Generate implements model.ChatModel: it streams when req.OnDelta is set
 // and makes one plain request otherwise.
 func (m *Model) Generate(ctx context.Context, req model.Request) (model.Response, error) {
-	params, err := m.params(req)
+	params, err := m.params(ctx, req)
 	if err != nil {
 		return model.Response{}, err
 	}

@@ -2,8 +2,10 @@ package openai
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 
 	"github.com/tenxgraph/tenxgraph/host/message"
 	"github.com/tenxgraph/tenxgraph/host/model"
@@ -40,6 +42,9 @@ type chatMessage struct {
 	Content    *string        `json:"content"`
 	ToolCalls  []chatToolCall `json:"tool_calls,omitempty"`
 	ToolCallID string         `json:"tool_call_id,omitempty"`
+	// parts, when set, are a user message's content instead: an array
+	// with media, written by appendPart.
+	parts []chatPart
 }
 
 type chatToolCall struct {
@@ -72,13 +77,13 @@ type streamOptions struct {
 // message.ForModel again: it is a no-op for a thread that is already
 // model-shaped (what agent.ModelNode sends) and makes a raw thread valid for
 // callers that use the model directly.
-func (m *Model) params(req model.Request) (chatRequest, error) {
+func (m *Model) params(ctx context.Context, req model.Request) (chatRequest, error) {
 	p := chatRequest{Model: m.name}
-	msgs, n, err := m.messages(req.ThreadID, req.Messages)
+	msgs, err := m.messages(ctx, req)
 	if err != nil {
 		return p, err
 	}
-	if n == 0 {
+	if !slices.ContainsFunc(msgs, func(f []byte) bool { return len(f) > 0 }) {
 		return p, fmt.Errorf("openai: no messages to send")
 	}
 	p.messages = msgs
@@ -119,13 +124,13 @@ func (p chatRequest) encode() ([]byte, error) {
 	out = append(out, `{"model":`...)
 	out = append(out, model...)
 	out = append(out, `,"messages":[`...)
-	for i, m := range p.messages {
-		if i > 0 {
+	for _, m := range p.messages {
+		if len(m) > 0 { // params made sure one is
+			out = append(out, m...)
 			out = append(out, ',')
 		}
-		out = append(out, m...)
 	}
-	out = append(out, ']')
+	out[len(out)-1] = ']' // the last comma
 	if len(tail) > 2 {
 		out = append(out, ',')
 		out = append(out, tail[1:]...)
@@ -137,19 +142,55 @@ func (p chatRequest) encode() ([]byte, error) {
 
 // chatMessagesOf maps a model-shaped thread's i-th message to chat messages:
 // one, except that a tool message becomes one per result, in the order
-// the results are listed (which ForModel makes the call order).
-func chatMessagesOf(i int, msg message.Message) ([]chatMessage, error) {
+// the results are listed (which ForModel makes the call order), followed
+// by one user message with the results' attachments when they have any
+// (a tool message takes text only). s sends the message's media.
+func chatMessagesOf(i int, msg message.Message, s *sender) ([]chatMessage, error) {
 	switch msg.Role {
-	case message.RoleSystem, message.RoleUser:
+	case message.RoleSystem:
 		text := msg.Text()
 		return []chatMessage{{Role: string(msg.Role), Content: &text}}, nil
+	case message.RoleUser:
+		if s.media == nil {
+			text := msg.Text()
+			return []chatMessage{{Role: "user", Content: &text}}, nil
+		}
+		var p parts
+		for _, c := range msg.Content {
+			switch c := c.(type) {
+			case message.TextBlock:
+				p.text(c.Text)
+			case message.MediaBlock:
+				part, media, err := s.part(c)
+				if err != nil {
+					return nil, fmt.Errorf("openai: messages[%d]: %w", i, err)
+				}
+				p.add(part, media)
+			}
+		}
+		return []chatMessage{p.message()}, nil
 	case message.RoleAssistant:
 		return []chatMessage{assistantMessage(msg)}, nil
 	case message.RoleTool:
 		var out []chatMessage
+		var p parts
 		for _, r := range msg.ToolResults() {
 			text := ResultText(r)
+			if len(r.Attachments) > 0 {
+				text += "\n\nAttached, in the user message after the tool results: " + message.DescribeAll(r.Attachments)
+				p.text(fmt.Sprintf("Attached to the result of %s:", r.ToolCallID))
+				for _, a := range r.Attachments {
+					part, media, err := s.part(a)
+					if err != nil {
+						return nil, fmt.Errorf("openai: messages[%d]: %w", i, err)
+					}
+					p.add(part, media)
+				}
+			}
 			out = append(out, chatMessage{Role: "tool", Content: &text, ToolCallID: r.ToolCallID})
+		}
+		if len(p.list) > 0 {
+			out = append(out, p.message())
 		}
 		return out, nil
 	}

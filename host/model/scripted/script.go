@@ -117,6 +117,9 @@ func readRule(i int, raw json.RawMessage, ps *toolspec.Problems) *rule {
 			if strings.TrimSpace(s) == "" {
 				ps.Add(toolspec.Join(path, "text"), "empty: write the reply")
 			}
+			if r.re != nil {
+				checkRefs(toolspec.Join(path, "text"), s, r.re, ps)
+			}
 			r.text = s
 		}
 	case hasCalls:

@@ -28,12 +28,15 @@
 //
 //   - match (required): a Go regular expression (RE2 syntax) searched for in
 //     the last user message. Rules are tried in order; the first match wins.
+//     The model reads text only: a message's images, files and sounds are
+//     in its text as stand-ins, such as "[image image/png 64x64]" (see
+//     message.Message.TextView), which a rule may match and quote.
 //   - text or tool_calls (exactly one): the reply, or the calls to make in one
 //     step. A call is {"name", "arguments"}; arguments is a JSON object
 //     (default {}) whose string values, at any depth, may use the match's
 //     capture groups with regexp.Expand's syntax: $1, ${1}, ${name}, and $$
-//     for a literal $. A reference to a group the pattern does not have is an
-//     error at load time. Expanded values are always strings.
+//     for a literal $; so may text. A reference to a group the pattern does
+//     not have is an error at load time. Expanded values are always strings.
 //   - then (optional, tool_calls rules only): a text/template for the reply
 //     once the results are back. Without it the reply is a plain sentence
 //     naming each tool and its result.
@@ -57,8 +60,10 @@
 //   - arg N "key": the Nth call's argument, as sent.
 //   - error N: whether the Nth result is an error (for {{if error 0}}).
 //   - user: the last user message.
+//   - attachments N: the images and files the Nth result came with, as
+//     stand-ins ("[image image/png 64x64]"), "" for none.
 //   - results: every result as "name: result" ("name failed: …" for an
-//     error), joined with "; ".
+//     error), with its attachments, joined with "; ".
 //
 // The usual template actions (if, else, with, printf, eq, …) work; range,
 // define, block and template are refused, which keeps every reply's cost
@@ -217,7 +222,7 @@ func (m *Model) answer(req model.Request) ([]message.Block, error) {
 	case r == nil:
 		return []message.Block{message.TextBlock{Text: m.fallback}}, nil
 	case r.calls == nil:
-		return []message.Block{message.TextBlock{Text: r.text}}, nil
+		return []message.Block{message.TextBlock{Text: string(r.re.ExpandString(nil, r.text, user, match))}}, nil
 	}
 
 	offered := map[string]bool{}
@@ -327,7 +332,7 @@ func sameCalls(spec []callSpec, calls []message.ToolCallBlock) bool {
 func lastUserText(msgs []message.Message) string {
 	for i := len(msgs) - 1; i >= 0; i-- {
 		if msgs[i].Role == message.RoleUser {
-			return msgs[i].Text()
+			return msgs[i].TextView()
 		}
 	}
 	return ""
@@ -485,7 +490,9 @@ func messageWords(m message.Message) int {
 		case message.ToolCallBlock:
 			n += words(b.Name) + words(string(b.Arguments))
 		case message.ToolResultBlock:
-			n += words(string(b.Content))
+			n += words(string(b.Content)) + words(message.DescribeAll(b.Attachments))
+		case message.MediaBlock:
+			n += words(b.Describe())
 		case message.RemoteToolCallBlock:
 			n += words(b.Name) + words(string(b.Arguments))
 		}

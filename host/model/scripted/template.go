@@ -32,12 +32,13 @@ var placeholderFuncs = (&step{}).funcs()
 
 func (s *step) funcs() template.FuncMap {
 	return template.FuncMap{
-		"result":  s.result,
-		"field":   s.field,
-		"arg":     s.arg,
-		"error":   s.isError,
-		"user":    func() string { return s.user },
-		"results": s.all,
+		"result":      s.result,
+		"field":       s.field,
+		"arg":         s.arg,
+		"error":       s.isError,
+		"user":        func() string { return s.user },
+		"results":     s.all,
+		"attachments": s.attachments,
 	}
 }
 
@@ -97,6 +98,24 @@ func (s *step) arg(n int, key string) (string, error) {
 	return render(v), nil
 }
 
+// attachments is what the Nth result came with, as the model sees media:
+// "[image image/png 64x64]" and the like, separated by spaces; "" for
+// none.
+func (s *step) attachments(n int) (string, error) {
+	if err := s.check("attachments", n); err != nil {
+		return "", err
+	}
+	return message.DescribeAll(s.results[n].Attachments), nil
+}
+
+// withAttachments is a result rendered, followed by its attachments.
+func withAttachments(r message.ToolResultBlock) string {
+	if len(r.Attachments) == 0 {
+		return render(r.Content)
+	}
+	return render(r.Content) + " " + message.DescribeAll(r.Attachments)
+}
+
 func (s *step) isError(n int) (bool, error) {
 	if err := s.check("error", n); err != nil {
 		return false, err
@@ -113,7 +132,7 @@ func (s *step) all() string {
 		if s.results[i].IsError {
 			verb = " failed:"
 		}
-		parts[i] = fmt.Sprintf("%s%s %s", c.Name, verb, render(s.results[i].Content))
+		parts[i] = fmt.Sprintf("%s%s %s", c.Name, verb, withAttachments(s.results[i]))
 	}
 	return strings.Join(parts, "; ")
 }
@@ -131,7 +150,7 @@ func defaultThen(s *step) string {
 		if s.results[i].IsError {
 			outcome = "which failed with"
 		}
-		parts[i] = fmt.Sprintf("%s, %s %s", c.Name, outcome, render(s.results[i].Content))
+		parts[i] = fmt.Sprintf("%s, %s %s", c.Name, outcome, withAttachments(s.results[i]))
 	}
 	switch len(parts) {
 	case 1:

@@ -24,11 +24,14 @@
 // and the tool_result blocks answering an assistant turn's tool_use blocks
 // must come first in the next user turn, one per call, in call order. A
 // request that fails a check gets a 400 with the reason, and the test fails
-// at cleanup.
+// at cleanup. Images and documents are checked as the API checks them (in
+// user turns and tool results only, of the types it takes, an image of at
+// most 5 MB of base64) and recorded with their bytes decoded.
 package anthropictest
 
 import (
 	"bytes"
+	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"net"
@@ -210,12 +213,19 @@ type Block struct {
 	ID, Name string
 	Input    json.RawMessage
 	// ToolUseID, Content and IsError are a tool_result block's; Content is
-	// its text (a string, or its text blocks joined).
+	// its text (a string, or its text blocks joined), and Parts its
+	// content's blocks when it was an array (text, image, document).
 	ToolUseID string
 	Content   string
 	IsError   bool
-	// MediaType and Data are an image or document block's base64 source.
-	MediaType, Data string
+	Parts     []Block
+	// Source is an image or document block's source type ("base64",
+	// "url" or, for a document, "text"); MediaType and Data its media
+	// type and data as sent (base64, or a text document's text), Bytes
+	// the base64 decoded, URL a url source's; Title a document's title.
+	Source, MediaType, Data string
+	Bytes                   []byte
+	URL, Title              string
 }
 
 // Tool is one offered tool.
@@ -643,7 +653,9 @@ type wireBlock struct {
 		Type      string `json:"type"`
 		MediaType string `json:"media_type"`
 		Data      string `json:"data"`
+		URL       string `json:"url"`
 	} `json:"source"`
+	Title *string `json:"title"`
 }
 
 func blank(s string) bool {
@@ -793,26 +805,82 @@ func block(role string, b wireBlock) (Block, string) {
 				out.Content = s
 			case json.Unmarshal(b.Content, &parts) == nil:
 				for k, p := range parts {
-					if p.Type == "text" {
-						if p.Text == nil || blank(*p.Text) {
-							return out, fmt.Sprintf("tool_result.content.%d: text content blocks must contain non-whitespace text", k)
-						}
-						out.Content += *p.Text
+					if p.Type != "text" && p.Type != "image" && p.Type != "document" {
+						return out, fmt.Sprintf("tool_result.content.%d.type: a tool result holds text, image and document blocks here, not %q", k, p.Type)
 					}
+					part, problem := block(role, p)
+					if problem != "" {
+						return out, fmt.Sprintf("tool_result.content.%d: %s", k, problem)
+					}
+					out.Parts = append(out.Parts, part)
+					out.Content += part.Text
 				}
 			default:
 				return out, "tool_result.content: want a string or an array of content blocks"
 			}
 		}
 	case "image", "document":
-		if b.Source == nil || b.Source.Type != "base64" || b.Source.MediaType == "" || b.Source.Data == "" {
-			return out, b.Type + ".source: want a base64 source with a media_type and data"
+		if role != "user" {
+			return out, b.Type + " blocks can only be in user messages"
 		}
-		out.MediaType, out.Data = b.Source.MediaType, b.Source.Data
+		if problem := source(b, &out); problem != "" {
+			return out, problem
+		}
 	default:
 		return out, fmt.Sprintf("unknown content block type %q", b.Type)
 	}
 	return out, ""
+}
+
+// maxImageBase64 is the API's bound on an image's base64 data.
+const maxImageBase64 = 5 << 20
+
+// source reads an image or document block's source as the API checks it:
+// an image of a type it takes, in base64 (at most 5 MB of it) or by url;
+// a document as a base64 PDF, a url, or plain text.
+func source(b wireBlock, out *Block) string {
+	src := b.Source
+	if src == nil {
+		return b.Type + ".source: Field required"
+	}
+	out.Source, out.MediaType, out.Data, out.URL = src.Type, src.MediaType, src.Data, src.URL
+	if b.Title != nil {
+		if b.Type != "document" {
+			return b.Type + ".title: Extra inputs are not permitted"
+		}
+		out.Title = *b.Title
+	}
+	switch src.Type {
+	case "url":
+		if !strings.HasPrefix(src.URL, "https://") && !strings.HasPrefix(src.URL, "http://") {
+			return b.Type + ".source.url: want an http(s) URL"
+		}
+		return ""
+	case "text":
+		if b.Type != "document" || src.MediaType != "text/plain" || blank(src.Data) {
+			return b.Type + ".source: a text source is a document's, with media_type text/plain and non-blank data"
+		}
+		return ""
+	case "base64":
+	default:
+		return fmt.Sprintf("%s.source.type: %q is not base64, url or text", b.Type, src.Type)
+	}
+	switch {
+	case b.Type == "image" && src.MediaType != "image/jpeg" && src.MediaType != "image/png" && src.MediaType != "image/gif" && src.MediaType != "image/webp":
+		return fmt.Sprintf("image.source.base64.media_type: Input should be 'image/jpeg', 'image/png', 'image/gif' or 'image/webp', got %q", src.MediaType)
+	case b.Type == "document" && src.MediaType != "application/pdf":
+		return fmt.Sprintf("document.source.base64.media_type: Input should be 'application/pdf', got %q", src.MediaType)
+	case src.Data == "":
+		return b.Type + ".source.data: Field required"
+	case b.Type == "image" && len(src.Data) > maxImageBase64:
+		return fmt.Sprintf("image.source.base64.data: image exceeds 5 MB maximum: %d bytes > %d bytes", len(src.Data), maxImageBase64)
+	}
+	raw, err := base64.StdEncoding.DecodeString(src.Data)
+	if err != nil {
+		return fmt.Sprintf("%s.source.base64.data: not valid base64: %v", b.Type, err)
+	}
+	out.Bytes = raw
+	return ""
 }
 
 // checkTurns: the first turn is the user's, turns alternate, tool_use ids

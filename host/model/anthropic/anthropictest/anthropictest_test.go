@@ -147,3 +147,59 @@ func TestRequestChecks(t *testing.T) {
 		t.Errorf("%d problems recorded, want one per refused request", n)
 	}
 }
+
+// Images and documents, alone and inside a tool_result, as the SDK sends
+// them, are recorded with their bytes decoded; what the API refuses of
+// them is refused.
+func TestMediaBlocks(t *testing.T) {
+	srv := anthropictest.NewServer(t, anthropictest.Text("ok"))
+	img := anth.NewImageBlockBase64("image/png", "iVBORw==")
+	doc := anth.NewDocumentBlock(anth.Base64PDFSourceParam{Data: "JVBERi0="})
+	result := anth.ContentBlockParamUnion{OfToolResult: &anth.ToolResultBlockParam{ToolUseID: "toolu_1", Content: []anth.ToolResultBlockParamContentUnion{
+		{OfDocument: doc.OfDocument}, {OfText: &anth.TextBlockParam{Text: "done"}}}}}
+	c := client(srv)
+	_, err := c.Messages.New(ctx, params(
+		anth.NewUserMessage(img, anth.NewTextBlock("and")),
+		anth.NewAssistantMessage(anth.NewToolUseBlock("toolu_1", map[string]any{}, "add")),
+		anth.NewUserMessage(result),
+	))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := srv.Requests()[0].Messages
+	if b := got[0].Content[0]; b.Type != "image" || b.Source != "base64" || b.MediaType != "image/png" || string(b.Bytes) != "\x89PNG" {
+		t.Fatalf("image %+v", b)
+	}
+	r := got[2].Content[0]
+	if len(r.Parts) != 2 || r.Parts[0].Type != "document" || string(r.Parts[0].Bytes) != "%PDF-" || r.Content != "done" {
+		t.Fatalf("tool_result %+v", r)
+	}
+
+	use := `{"role":"assistant","content":[{"type":"tool_use","id":"toolu_1","name":"add","input":{}}]}`
+	big := strings.Repeat("A", 5<<20+4)
+	for body, want := range map[string]string{
+		`[{"role":"user","content":"a"},{"role":"assistant","content":[{"type":"image","source":{"type":"base64","media_type":"image/png","data":"iVBORw=="}}]}]`:                                                "image blocks can only be in user messages",
+		`[{"role":"user","content":[{"type":"image","source":{"type":"base64","media_type":"image/bmp","data":"Qk0="}}]}]`:                                                                                       "Input should be 'image/jpeg'",
+		`[{"role":"user","content":[{"type":"image","source":{"type":"base64","media_type":"image/png","data":"` + big + `"}}]}]`:                                                                                "image exceeds 5 MB maximum",
+		`[{"role":"user","content":[{"type":"image","source":{"type":"base64","media_type":"image/png","data":"not base64!"}}]}]`:                                                                                "not valid base64",
+		`[{"role":"user","content":[{"type":"document","source":{"type":"base64","media_type":"text/plain","data":"aGk="}}]}]`:                                                                                   "Input should be 'application/pdf'",
+		`[{"role":"user","content":[{"type":"image","source":{"type":"base64","media_type":"image/png","data":"iVBORw=="},"title":"x"}]}]`:                                                                       "image.title: Extra inputs",
+		`[{"role":"user","content":[{"type":"document","source":{"type":"text","media_type":"text/plain","data":" "}}]}]`:                                                                                        "non-blank data",
+		`[{"role":"user","content":"a"},` + use + `,{"role":"user","content":[{"type":"tool_result","tool_use_id":"toolu_1","content":[{"type":"tool_use","id":"x","name":"add","input":{}}]}]}]`:                "a tool result holds text, image and document blocks",
+		`[{"role":"user","content":"a"},` + use + `,{"role":"user","content":[{"type":"tool_result","tool_use_id":"toolu_1","content":[{"type":"image","source":{"type":"url","url":"file:///etc/passwd"}}]}]}]`: "want an http(s) URL",
+	} {
+		srv := anthropictest.NewServer(t)
+		hreq, _ := http.NewRequest("POST", srv.URL+anthropictest.Path, strings.NewReader(`{"model":"m","max_tokens":5,"messages":`+body+`}`))
+		hreq.Header.Set("Content-Type", "application/json")
+		hreq.Header.Set("anthropic-version", "2026-10-21")
+		res, err := http.DefaultClient.Do(hreq)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, _ := io.ReadAll(res.Body)
+		res.Body.Close()
+		if problems := srv.TakeProblems(); res.StatusCode != 400 || !bytes.Contains(got, []byte(want)) || len(problems) != 1 {
+			t.Errorf("%.200s: %d %s, want a 400 saying %q", body, res.StatusCode, got, want)
+		}
+	}
+}

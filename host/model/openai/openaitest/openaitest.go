@@ -24,6 +24,7 @@ package openaitest
 
 import (
 	"bytes"
+	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"net"
@@ -182,8 +183,31 @@ type Message struct {
 	Content string
 	// ContentNull is true when content was null or absent.
 	ContentNull bool
-	ToolCalls   []ToolCall
-	ToolCallID  string
+	// Parts are the content's parts, in order, when it was an array
+	// (nil when it was a string).
+	Parts      []Part
+	ToolCalls  []ToolCall
+	ToolCallID string
+}
+
+// Part is one part of a message's content array, checked as OpenAI checks
+// it: a text part, or in a user message only, an image_url, a file (a PDF
+// as a data URL, with its filename) or input_audio (WAV or MP3).
+type Part struct {
+	// Type is "text", "image_url", "file" or "input_audio".
+	Type string
+	// Text is a text part's text.
+	Text string
+	// URL is an image_url part's url as sent: a data: URL or an https URL.
+	URL string
+	// Filename is a file part's.
+	Filename string
+	// MimeType and Data are what a data: URL (an image's or a file's
+	// file_data) carries, decoded; Data is also input_audio's bytes.
+	MimeType string
+	Data     []byte
+	// Format is input_audio's: "wav" or "mp3".
+	Format string
 }
 
 // Tool is one offered function tool.
@@ -683,11 +707,16 @@ func decode(body []byte, req *Request) string {
 			return fmt.Sprintf("messages[%d]: %v", i, err)
 		}
 		m := Message{Role: wm.Role}
-		text, null, err := contentText(wm.Content)
+		text, parts, null, err := readContent(wm.Content)
 		if err != nil {
-			return fmt.Sprintf("messages[%d].content: %v", i, err)
+			return fmt.Sprintf("messages[%d].content%v", i, err)
 		}
-		m.Content, m.ContentNull = text, null
+		m.Content, m.Parts, m.ContentNull = text, parts, null
+		for j, p := range parts {
+			if p.Type != "text" && wm.Role != "user" {
+				return fmt.Sprintf("messages[%d].content[%d]: a %s message takes text parts only, not %s (Chat Completions takes media in user messages)", i, j, wm.Role, p.Type)
+			}
+		}
 		switch wm.Role {
 		case "system", "developer", "user":
 			if null {
@@ -749,29 +778,121 @@ func checkHistory(msgs []Message) string {
 	return ""
 }
 
-// contentText reads a message's content: a string, an array of text parts,
-// or null.
-func contentText(raw json.RawMessage) (text string, null bool, err error) {
+// readContent reads a message's content: a string, an array of parts, or
+// null. Its error starts with the path below content (": ..." or
+// "[2].image_url.url: ...").
+func readContent(raw json.RawMessage) (text string, parts []Part, null bool, err error) {
 	raw = bytes.TrimSpace(raw)
 	if len(raw) == 0 || string(raw) == "null" {
-		return "", true, nil
+		return "", nil, true, nil
 	}
 	if raw[0] == '"' {
-		err = json.Unmarshal(raw, &text)
-		return text, false, err
+		if err = json.Unmarshal(raw, &text); err != nil {
+			return "", nil, false, fmt.Errorf(": %v", err)
+		}
+		return text, nil, false, nil
 	}
-	var parts []struct {
-		Type string `json:"type"`
-		Text string `json:"text"`
+	var wire []struct {
+		Type     string  `json:"type"`
+		Text     *string `json:"text"`
+		ImageURL *struct {
+			URL    string `json:"url"`
+			Detail string `json:"detail"`
+		} `json:"image_url"`
+		File *struct {
+			Filename string `json:"filename"`
+			FileData string `json:"file_data"`
+			FileID   string `json:"file_id"`
+		} `json:"file"`
+		InputAudio *struct {
+			Data   string `json:"data"`
+			Format string `json:"format"`
+		} `json:"input_audio"`
 	}
-	if err := json.Unmarshal(raw, &parts); err != nil {
-		return "", false, fmt.Errorf("want a string or an array of parts")
+	if err := json.Unmarshal(raw, &wire); err != nil {
+		return "", nil, false, fmt.Errorf(": want a string or an array of parts")
+	}
+	if len(wire) == 0 {
+		return "", nil, false, fmt.Errorf(": an empty array of parts")
 	}
 	var b strings.Builder
-	for _, p := range parts {
-		if p.Type == "text" {
+	for i, w := range wire {
+		p := Part{Type: w.Type}
+		switch w.Type {
+		case "text":
+			if w.Text == nil {
+				return "", nil, false, fmt.Errorf("[%d].text: missing", i)
+			}
+			p.Text = *w.Text
 			b.WriteString(p.Text)
+		case "image_url":
+			if w.ImageURL == nil || w.ImageURL.URL == "" {
+				return "", nil, false, fmt.Errorf("[%d].image_url.url: missing", i)
+			}
+			p.URL = w.ImageURL.URL
+			if d := w.ImageURL.Detail; d != "" && d != "auto" && d != "low" && d != "high" {
+				return "", nil, false, fmt.Errorf("[%d].image_url.detail: %q is not auto, low or high", i, d)
+			}
+			if !strings.HasPrefix(p.URL, "https://") && !strings.HasPrefix(p.URL, "http://") {
+				p.MimeType, p.Data, err = dataURL(p.URL)
+				if err != nil {
+					return "", nil, false, fmt.Errorf("[%d].image_url.url: %v", i, err)
+				}
+				switch p.MimeType {
+				case "image/png", "image/jpeg", "image/gif", "image/webp":
+				default:
+					return "", nil, false, fmt.Errorf("[%d].image_url.url: %q is not a supported image type (png, jpeg, gif, webp)", i, p.MimeType)
+				}
+			}
+		case "file":
+			if w.File == nil || w.File.FileData == "" && w.File.FileID == "" {
+				return "", nil, false, fmt.Errorf("[%d].file: want file_data or file_id", i)
+			}
+			if w.File.FileData != "" {
+				if w.File.Filename == "" {
+					return "", nil, false, fmt.Errorf("[%d].file.filename: missing (required with file_data)", i)
+				}
+				p.Filename = w.File.Filename
+				p.MimeType, p.Data, err = dataURL(w.File.FileData)
+				if err != nil {
+					return "", nil, false, fmt.Errorf("[%d].file.file_data: %v", i, err)
+				}
+				if p.MimeType != "application/pdf" {
+					return "", nil, false, fmt.Errorf("[%d].file.file_data: %q: Chat Completions takes PDF files only", i, p.MimeType)
+				}
+			}
+		case "input_audio":
+			if w.InputAudio == nil || w.InputAudio.Data == "" {
+				return "", nil, false, fmt.Errorf("[%d].input_audio.data: missing", i)
+			}
+			if f := w.InputAudio.Format; f != "wav" && f != "mp3" {
+				return "", nil, false, fmt.Errorf("[%d].input_audio.format: %q is not wav or mp3", i, f)
+			}
+			p.Format = w.InputAudio.Format
+			if p.Data, err = base64.StdEncoding.DecodeString(w.InputAudio.Data); err != nil {
+				return "", nil, false, fmt.Errorf("[%d].input_audio.data: not base64 (and not a data: URL): %v", i, err)
+			}
+		default:
+			return "", nil, false, fmt.Errorf("[%d].type: %q is not a content part type", i, w.Type)
 		}
+		parts = append(parts, p)
 	}
-	return b.String(), false, nil
+	return b.String(), parts, false, nil
+}
+
+// dataURL decodes "data:<type>;base64,<data>".
+func dataURL(u string) (string, []byte, error) {
+	rest, ok := strings.CutPrefix(u, "data:")
+	if !ok {
+		return "", nil, fmt.Errorf("want an http(s) or data: URL")
+	}
+	mime, data, ok := strings.Cut(rest, ";base64,")
+	if !ok || mime == "" {
+		return "", nil, fmt.Errorf("want data:<type>;base64,<data>")
+	}
+	raw, err := base64.StdEncoding.DecodeString(data)
+	if err != nil {
+		return "", nil, fmt.Errorf("the data is not base64: %v", err)
+	}
+	return mime, raw, nil
 }

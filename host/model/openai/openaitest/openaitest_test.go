@@ -142,3 +142,48 @@ func TestNoReplyLeft(t *testing.T) {
 		t.Fatalf("status %d", res.StatusCode)
 	}
 }
+
+// Media parts are recorded, decoded; what OpenAI refuses is refused.
+func TestContentParts(t *testing.T) {
+	srv := openaitest.NewServer(t, openaitest.Text("ok"))
+	res := post(t, srv, `{"model":"m","messages":[{"role":"user","content":[`+
+		`{"type":"text","text":"see "},`+
+		`{"type":"image_url","image_url":{"url":"data:image/png;base64,iVBORw=="}},`+
+		`{"type":"image_url","image_url":{"url":"https://example.com/a.jpg","detail":"low"}},`+
+		`{"type":"file","file":{"filename":"a.pdf","file_data":"data:application/pdf;base64,JVBERi0="}},`+
+		`{"type":"input_audio","input_audio":{"data":"UklGRg==","format":"wav"}},`+
+		`{"type":"text","text":"these"}]}]}`)
+	if res.StatusCode != http.StatusOK {
+		t.Fatalf("status %d: %v", res.StatusCode, srv.TakeProblems())
+	}
+	m := srv.Requests()[0].Messages[0]
+	p := m.Parts
+	if m.Content != "see these" || len(p) != 6 ||
+		p[1].MimeType != "image/png" || string(p[1].Data) != "\x89PNG" ||
+		p[2].URL != "https://example.com/a.jpg" || p[2].Data != nil ||
+		p[3].Filename != "a.pdf" || p[3].MimeType != "application/pdf" || string(p[3].Data) != "%PDF-" ||
+		p[4].Format != "wav" || string(p[4].Data) != "RIFF" {
+		t.Fatalf("recorded %+v", m)
+	}
+
+	call := `{"role":"assistant","content":null,"tool_calls":[{"id":"1","type":"function","function":{"name":"a","arguments":"{}"}}]}`
+	for body, problem := range map[string]string{
+		`[{"role":"user","content":"hi"},` + call + `,{"role":"tool","tool_call_id":"1","content":[{"type":"image_url","image_url":{"url":"data:image/png;base64,iVBORw=="}}]}]`: "messages[2].content[0]: a tool message takes text parts only, not image_url",
+		`[{"role":"system","content":[{"type":"file","file":{"filename":"a.pdf","file_data":"data:application/pdf;base64,JVBERi0="}}]}]`:                                         "a system message takes text parts only",
+		`[{"role":"user","content":[{"type":"image_url","image_url":{"url":"data:image/png;base64,not base64!"}}]}]`:                                                             "messages[0].content[0].image_url.url: the data is not base64",
+		`[{"role":"user","content":[{"type":"image_url","image_url":{"url":"data:image/svg+xml;base64,PHN2Zz4="}}]}]`:                                                            "not a supported image type",
+		`[{"role":"user","content":[{"type":"file","file":{"file_data":"data:application/pdf;base64,JVBERi0="}}]}]`:                                                              "file.filename: missing",
+		`[{"role":"user","content":[{"type":"file","file":{"filename":"a.txt","file_data":"data:text/plain;base64,aGk="}}]}]`:                                                    "takes PDF files only",
+		`[{"role":"user","content":[{"type":"input_audio","input_audio":{"data":"UklGRg==","format":"flac"}}]}]`:                                                                 `"flac" is not wav or mp3`,
+		`[{"role":"user","content":[{"type":"input_audio","input_audio":{"data":"data:audio/wav;base64,UklGRg==","format":"wav"}}]}]`:                                            "input_audio.data: not base64",
+		`[{"role":"user","content":[{"type":"video","text":"x"}]}]`:                                                                                                              `"video" is not a content part type`,
+		`[{"role":"user","content":[]}]`: "an empty array of parts",
+	} {
+		srv := openaitest.NewServer(t)
+		res := post(t, srv, `{"model":"m",`+tools+`,"messages":`+body+`}`)
+		problems := srv.TakeProblems()
+		if res.StatusCode != http.StatusBadRequest || len(problems) != 1 || !strings.Contains(problems[0], problem) {
+			t.Errorf("%s: status %d, problems %v, want %q", body, res.StatusCode, problems, problem)
+		}
+	}
+}
