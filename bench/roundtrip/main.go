@@ -42,10 +42,17 @@ import (
 	"bytes"
 	"cmp"
 	"context"
+	"encoding/base64"
+	"encoding/binary"
 	"encoding/json"
 	"flag"
 	"fmt"
+	"hash/crc32"
+	"image"
+	"image/png"
 	"io"
+	"math"
+	"math/rand/v2"
 	"net/http"
 	"os"
 	"os/exec"
@@ -77,6 +84,7 @@ type options struct {
 	seq, dur                                       time.Duration
 	conc, turns, threads                           int
 	threadBytes, cacheBytes                        int64
+	image                                          int
 }
 
 func main() {
@@ -97,6 +105,7 @@ func main() {
 	flag.StringVar(&o.store, "store", "sqlite", `the checkpointer: "sqlite" (a file in the temporary folder) or "postgres" (the DSN in $ROUNDTRIP_POSTGRES_DSN)`)
 	flag.StringVar(&o.durability, "durability", "", `the server's checkpointer.durability: "sync", "async" or "exit" ("": its default)`)
 	flag.IntVar(&o.replicas, "replicas", 1, "servers on the one store, taking requests in turn (not with -threads)")
+	flag.IntVar(&o.image, "image", 0, "attach to each round trip's user message a PNG of about this many bytes, new content every time (0: text only)")
 	flag.BoolVar(&o.idlePoll, "idle-poll", false, "keep idle CPUs polling for the whole run, so that no process waits for its CPU to wake (Linux, root; see bench/wakeup)")
 	flag.Parse()
 	// The profiles are written by other processes: their paths go to them
@@ -135,6 +144,10 @@ type bench struct {
 	turn       atomic.Int64 // picks the server of the next request
 
 	delta bool // ask for config.response "delta", as the clients do
+
+	// image is -image's PNG, whose content each round trip makes new
+	// (imageOf); nil for text only.
+	image []byte
 }
 
 func run(o options) error {
@@ -158,6 +171,9 @@ func run(o options) error {
 	}
 	b := &bench{dir: dir, client: &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: o.conc + 8}}}
 	defer b.stop()
+	if o.image > 0 {
+		b.image = noisePNG(o.image)
+	}
 	modelCfg := `{"provider": "scripted", "script": "script.json"}`
 	switch o.model {
 	case "scripted":
@@ -280,7 +296,12 @@ func (b *bench) trip(thread string) (time.Duration, error) {
 		Status          string
 		RemoteToolCalls []struct{ ID string } `json:"remote_tool_calls"`
 	}
-	if err := b.post(`{"input": {"messages": [{"role": "user", "content": "what is 2+3*4 and what is on my clipboard?"}]}, "config": {`+config+`}}`, &res); err != nil {
+	content := `"what is 2+3*4 and what is on my clipboard?"`
+	if b.image != nil {
+		content = `[{"type": "text", "text": "what is 2+3*4 and what is on my clipboard?"}, {"type": "image", "mime_type": "image/png", "data": "` +
+			base64.StdEncoding.EncodeToString(imageOf(b.image, thread)) + `"}]`
+	}
+	if err := b.post(`{"input": {"messages": [{"role": "user", "content": `+content+`}]}, "config": {`+config+`}}`, &res); err != nil {
 		return 0, err
 	}
 	if res.Status != "interrupted" || len(res.RemoteToolCalls) != 1 {
@@ -679,4 +700,36 @@ func forEach(n, width int, f func(i int) error) error {
 		g.Go(func() error { return f(i) })
 	}
 	return g.Wait()
+}
+
+// noisePNG is an RGB PNG of about n bytes of random pixels, which do not
+// compress: what a photo or a screenshot costs to store and send.
+func noisePNG(n int) []byte {
+	side := max(int(math.Sqrt(float64(n)/3)), 1)
+	img := image.NewRGBA(image.Rect(0, 0, side, side))
+	rng := rand.New(rand.NewPCG(1, 2))
+	for i := range img.Pix {
+		if i%4 == 3 {
+			img.Pix[i] = 255
+		} else {
+			img.Pix[i] = byte(rng.Uint32())
+		}
+	}
+	var buf bytes.Buffer
+	if err := png.Encode(&buf, img); err != nil {
+		panic(err)
+	}
+	return buf.Bytes()
+}
+
+// imageOf is base with a tEXt chunk naming thread after its header: the
+// same picture, new bytes (a new blob) for every thread and turn.
+func imageOf(base []byte, thread string) []byte {
+	const head = 8 + 25 // the signature and the IHDR chunk
+	text := "Comment\x00" + thread + " " + strconv.FormatInt(time.Now().UnixNano(), 10)
+	chunk := binary.BigEndian.AppendUint32(nil, uint32(len(text)))
+	chunk = append(chunk, "tEXt"+text...)
+	chunk = binary.BigEndian.AppendUint32(chunk, crc32.ChecksumIEEE(chunk[4:]))
+	out := make([]byte, 0, len(base)+len(chunk))
+	return append(append(append(out, base[:head]...), chunk...), base[head:]...)
 }
