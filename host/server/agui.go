@@ -12,6 +12,7 @@ import (
 	"net/http"
 	neturl "net/url"
 	"reflect"
+	"slices"
 	"strings"
 	"time"
 
@@ -62,6 +63,11 @@ func (s *Server) handleAGUI(w http.ResponseWriter, r *http.Request) {
 	if in.RunID == "" {
 		in.RunID = events.GenerateRunID()
 	}
+	peer := aguiPeer{thread: in.ThreadID, host: r.Host}
+	if peer.v1, err = speaksAGUI1(data); err != nil {
+		writeErr(w, err)
+		return
+	}
 	cfg := graph.RunConfig{ThreadID: in.ThreadID, Tenant: tenant(r)}
 	if cfg.Durability, err = aguiDurability(in.ForwardedProps); err != nil {
 		writeErr(w, err)
@@ -80,14 +86,14 @@ func (s *Server) handleAGUI(w http.ResponseWriter, r *http.Request) {
 	}
 	ctx, stop := s.runContext(r)
 	defer stop()
-	input, err := s.aguiInput(ctx, in, cfg)
+	input, err := s.aguiInput(ctx, in, cfg, peer)
 	if err == nil && len(input) > s.cfg.MaxRequestMessages {
 		// Refused before the stream opens, as a run request is: a client
 		// resends its transcript, so only what is new to the thread counts.
 		writeErr(w, tooManyMessages("messages", len(input), s.cfg.MaxRequestMessages, " new to the thread"))
 		return
 	}
-	a := &aguiRun{w: w, ctx: r.Context(), in: in, sse: aguisse.NewSSEWriter(), interrupts: wantsInterrupts(in.ForwardedProps)}
+	a := &aguiRun{w: w, ctx: r.Context(), in: in, sse: aguisse.NewSSEWriter(), interrupts: wantsInterrupts(in.ForwardedProps), v1: peer.v1}
 	w.Header().Set("Content-Type", "text/event-stream")
 	w.Header().Set("Cache-Control", "no-cache")
 	w.WriteHeader(http.StatusOK)
@@ -178,13 +184,52 @@ func wantsInterrupts(props any) bool {
 	return v
 }
 
+// aguiPeer is what reading and answering one AG-UI request depends on: the
+// protocol the client speaks, and where its thread's blobs are.
+type aguiPeer struct {
+	// v1: the client speaks AG-UI 1.0 or later, so the server names
+	// stored media as 1.0 parts with a file source (and tool messages may
+	// carry parts); before 1.0, as legacy binary parts (and tool messages
+	// are text).
+	v1 bool
+	// thread and host: a url to this thread's blob route, relative or on
+	// the host the request came to, is that blob, never fetched.
+	thread, host string
+}
+
+// speaksAGUI1 reads RunAgentInput.protocolVersion, which @ag-ui/client 1.0
+// and later send ("1.0") and earlier clients do not (the AG-UI SDK for Go
+// does not read it, so the body is read again for it). A "0.x" version, or
+// none, is a client before 1.0; any other string is 1.0 or a later one,
+// and AG-UI handles a version it cannot read as a later one.
+func speaksAGUI1(body []byte) (bool, error) {
+	var v struct {
+		ProtocolVersion any `json:"protocolVersion"`
+		Snake           any `json:"protocol_version"`
+	}
+	_ = json.Unmarshal(body, &v) // read before, by strictjson: an object
+	pv := v.ProtocolVersion
+	if pv == nil {
+		pv = v.Snake
+	}
+	if pv == nil {
+		return false, nil
+	}
+	s, ok := pv.(string)
+	if !ok {
+		return false, fmt.Errorf("%w: protocolVersion: must be a string, the AG-UI version the client speaks (\"1.0\")", errMalformed)
+	}
+	major, _, _ := strings.Cut(s, ".")
+	return s != "" && major != "0", nil
+}
+
 // aguiInput finds what is new in an AG-UI request. On a paused thread, the
 // new input is the results for pending calls: tool messages answering them,
 // or resume entries. Otherwise it is the messages whose ids the thread does
 // not have yet; messages the server already has are never appended twice. A
 // request whose only new messages are tool results (a result that came late)
 // sends those, for the graph to judge.
-func (s *Server) aguiInput(ctx context.Context, in types.RunAgentInput, cfg graph.RunConfig) ([]message.Message, error) {
+func (s *Server) aguiInput(ctx context.Context, in types.RunAgentInput, cfg graph.RunConfig, peer aguiPeer) ([]message.Message, error) {
 	th, err := s.svc.App.ThreadFor(ctx, cfg.Tenant, in.ThreadID)
 	if err != nil && !errors.Is(err, graph.ErrThreadNotFound) {
 		return nil, err
@@ -194,7 +239,7 @@ func (s *Server) aguiInput(ctx context.Context, in types.RunAgentInput, cfg grap
 		known[m.ID] = true
 	}
 	if len(th.RemoteToolCalls) > 0 || len(th.ApprovalRequests) > 0 {
-		return resultsFor(th, in)
+		return resultsFor(th, in, peer)
 	}
 	var out, results []message.Message
 	for i, m := range in.Messages {
@@ -202,10 +247,14 @@ func (s *Server) aguiInput(ctx context.Context, in types.RunAgentInput, cfg grap
 			continue
 		}
 		if m.Role == types.RoleTool && m.ToolCallID != "" {
-			results = append(results, message.Message{ID: m.ID, Role: message.RoleTool, Content: []message.Block{toolResult(m)}})
+			r, err := toolResult(m, peer)
+			if err != nil {
+				return nil, fmt.Errorf("%w: messages[%d]: %w", graph.ErrInvalidInput, i, err)
+			}
+			results = append(results, message.Message{ID: m.ID, Role: message.RoleTool, Content: []message.Block{r}})
 			continue
 		}
-		msg, ok, err := fromAGUI(m)
+		msg, ok, err := fromAGUI(m, peer)
 		if err != nil {
 			return nil, fmt.Errorf("%w: messages[%d]: %w", graph.ErrInvalidInput, i, err)
 		}
@@ -230,7 +279,7 @@ func (s *Server) aguiInput(ctx context.Context, in types.RunAgentInput, cfg grap
 // Approval requests are answered only by resume entries: resolved approves
 // (unless its payload says {"approved": false}), cancelled denies; a payload
 // may carry a "reason".
-func resultsFor(th graph.Result, in types.RunAgentInput) ([]message.Message, error) {
+func resultsFor(th graph.Result, in types.RunAgentInput, peer aguiPeer) ([]message.Message, error) {
 	pending := th.RemoteToolCalls
 	for _, a := range th.ApprovalRequests {
 		pending = append(pending, message.RemoteToolCallBlock{ID: a.ID, Name: a.Name, Arguments: a.Arguments, Node: a.Node})
@@ -252,7 +301,7 @@ func resultsFor(th graph.Result, in types.RunAgentInput) ([]message.Message, err
 			calls[c.ID] = true
 		}
 	}
-	for _, m := range in.Messages {
+	for i, m := range in.Messages {
 		if m.Role != types.RoleTool || approval[m.ToolCallID] || seen[m.ToolCallID] {
 			continue
 		}
@@ -264,7 +313,11 @@ func resultsFor(th graph.Result, in types.RunAgentInput) ([]message.Message, err
 			continue
 		}
 		seen[m.ToolCallID] = true
-		answers = append(answers, message.Message{ID: m.ID, Role: message.RoleTool, Content: []message.Block{toolResult(m)}})
+		r, err := toolResult(m, peer)
+		if err != nil {
+			return nil, fmt.Errorf("%w: messages[%d]: %w", graph.ErrInvalidInput, i, err)
+		}
+		answers = append(answers, message.Message{ID: m.ID, Role: message.RoleTool, Content: []message.Block{r}})
 	}
 	answer := message.Message{Role: message.RoleTool}
 	if len(in.Resume) > 0 {
@@ -307,7 +360,7 @@ func resultsFor(th graph.Result, in types.RunAgentInput) ([]message.Message, err
 		// Whatever else the client sent, the thread waits for results: the
 		// graph refuses new input and names the pending calls.
 		for i := len(in.Messages) - 1; i >= 0; i-- {
-			if m, ok, _ := fromAGUI(in.Messages[i]); ok && m.Role == message.RoleUser {
+			if m, ok, _ := fromAGUI(in.Messages[i], peer); ok && m.Role == message.RoleUser {
 				return []message.Message{m}, nil
 			}
 		}
@@ -355,21 +408,42 @@ func pendingIDs(p []message.RemoteToolCallBlock) []string {
 }
 
 // toolResult reads an AG-UI tool message: content that is JSON stays JSON,
-// other text becomes a string; an error marks the result as failed.
-func toolResult(m types.Message) message.ToolResultBlock {
+// other text becomes a string; an error marks the result as failed. Content
+// parts (AG-UI 1.0) are read as in a user message: their text is the
+// result, and their images, sounds and documents its attachments.
+func toolResult(m types.Message, peer aguiPeer) (message.ToolResultBlock, error) {
 	text := contentText(m.Content)
-	if m.Error != "" {
-		if text == "" {
-			text = m.Error
+	var attachments []message.MediaBlock
+	if parts, ok := m.Content.([]any); ok {
+		blocks, err := aguiParts(parts, true, peer)
+		if err != nil {
+			return message.ToolResultBlock{}, err
 		}
-		return message.ToolResultBlock{ToolCallID: m.ToolCallID, Content: jsonString(text), IsError: true}
+		var t strings.Builder
+		for _, b := range blocks {
+			switch b := b.(type) {
+			case message.TextBlock:
+				t.WriteString(b.Text)
+			case message.MediaBlock:
+				attachments = append(attachments, b)
+			}
+		}
+		text = t.String()
 	}
-	// Text that is JSON the store can read back (strictjson: no key twice,
-	// at most MaxDepth deep) is kept as that JSON; other text as a string.
-	if strings.TrimSpace(text) != "" && strictjson.Check([]byte(text)) == nil {
-		return message.ToolResultBlock{ToolCallID: m.ToolCallID, Content: json.RawMessage(text)}
+	r := message.ToolResultBlock{ToolCallID: m.ToolCallID, Content: jsonString(text), Attachments: attachments}
+	switch {
+	case m.Error != "":
+		if text == "" {
+			r.Content = jsonString(m.Error)
+		}
+		r.IsError = true
+	case strings.TrimSpace(text) != "" && strictjson.Check([]byte(text)) == nil:
+		// Text that is JSON the store can read back (strictjson: no key
+		// twice, at most MaxDepth deep) is kept as that JSON; other text
+		// as a string.
+		r.Content = json.RawMessage(text)
 	}
-	return message.ToolResultBlock{ToolCallID: m.ToolCallID, Content: jsonString(text)}
+	return r, nil
 }
 
 func jsonString(s string) json.RawMessage {
@@ -382,7 +456,7 @@ func jsonString(s string) json.RawMessage {
 // images, sounds and documents become media blocks (see aguiParts). Tool
 // calls are never taken from a client (only the model makes them); tool
 // messages are only read as results for pending calls.
-func fromAGUI(m types.Message) (message.Message, bool, error) {
+func fromAGUI(m types.Message, peer aguiPeer) (message.Message, bool, error) {
 	var role message.Role
 	switch m.Role {
 	case types.RoleUser:
@@ -397,7 +471,7 @@ func fromAGUI(m types.Message) (message.Message, bool, error) {
 	default:
 		return message.Message{}, false, nil
 	}
-	blocks, err := aguiParts(m.Content, role == message.RoleUser)
+	blocks, err := aguiParts(m.Content, role == message.RoleUser, peer)
 	if err != nil {
 		return message.Message{}, false, err
 	}
@@ -405,14 +479,13 @@ func fromAGUI(m types.Message) (message.Message, bool, error) {
 }
 
 // aguiParts reads AG-UI content: a string, or parts. Text parts in a row
-// make one text block. In a user message (media), the multimodal parts of
+// make one text block. Where media may stand, the multimodal parts of
 // @ag-ui/core (image, audio, document, with a source of type "data",
-// base64, or "url") and the legacy binary part (mimeType with data, url or
-// id) become image, audio and file blocks; a url that is a data: URL is
-// its data, and a binary id is a blob the thread holds ("sha256:<hex>",
-// as the server's MESSAGES_SNAPSHOT names them). Video is refused. A part
-// that cannot be read says where (content[i] and its key).
-func aguiParts(content any, media bool) ([]message.Block, error) {
+// base64, "url", or "file", a blob the thread holds) and the legacy binary
+// part (mimeType with data, url or id) become image, audio and file blocks
+// (see aguiMedia). Video is refused. A part that cannot be read says where
+// (content[i] and its key).
+func aguiParts(content any, media bool, peer aguiPeer) ([]message.Block, error) {
 	switch c := content.(type) {
 	case nil:
 		return []message.Block{message.TextBlock{}}, nil
@@ -441,9 +514,9 @@ func aguiParts(content any, media bool) ([]message.Block, error) {
 				continue
 			}
 			if !media {
-				return nil, fmt.Errorf("content[%d]: only text parts are supported here; %v parts stand only in a user message", i, p["type"])
+				return nil, fmt.Errorf("content[%d]: only text parts are supported here; %v parts stand only in a user or tool message", i, p["type"])
 			}
-			b, err := aguiMedia(p)
+			b, err := aguiMedia(p, peer)
 			if err != nil {
 				return nil, strictjson.At(fmt.Sprintf("content[%d]", i), err)
 			}
@@ -459,7 +532,7 @@ func aguiParts(content any, media bool) ([]message.Block, error) {
 	return nil, fmt.Errorf("content: want a string or parts")
 }
 
-// aguiPart is an AG-UI input content part, in either spelling of its keys.
+// aguiPart is an AG-UI content part, in either spelling of its keys.
 type aguiPart struct {
 	Type      string `json:"type"`
 	MimeType  string `json:"mimeType"`
@@ -468,17 +541,28 @@ type aguiPart struct {
 	URL       string `json:"url"`
 	Data      string `json:"data"`
 	Filename  string `json:"filename"`
+	Metadata  any    `json:"metadata"`
 	Source    *struct {
 		Type      string `json:"type"`
 		Value     string `json:"value"`
+		Provider  string `json:"provider"`
 		MimeType  string `json:"mimeType"`
 		MimeType2 string `json:"mime_type"`
 	} `json:"source"`
 }
 
+// blobProvider is the provider the server names in the file sources it
+// sends (AG-UI 1.0: the handle's value is opaque, and only its provider
+// can read it): a peer that sees another provider's handle drops the part
+// instead of sending "sha256:..." to a model provider as a file id.
+const blobProvider = "tenxgraph"
+
 // aguiMedia converts one media part into a media block; the host checks
-// its bytes when the run takes it in.
-func aguiMedia(p map[string]any) (message.Block, error) {
+// its bytes when the run takes it in. A url that is a data: URL is its
+// data; a url to this thread's blob route, a file source (AG-UI 1.0) and a
+// binary part's id name a blob the thread holds ("sha256:<hex>"), as the
+// server's MESSAGES_SNAPSHOT does.
+func aguiMedia(p map[string]any, peer aguiPeer) (message.Block, error) {
 	raw, _ := json.Marshal(p) // decoded from JSON: it encodes
 	var part aguiPart
 	if err := json.Unmarshal(raw, &part); err != nil {
@@ -522,16 +606,31 @@ func aguiMedia(p map[string]any) (message.Block, error) {
 	}
 	if part.Type != "binary" {
 		if part.Source == nil {
-			return nil, &strictjson.Error{Path: "source", Msg: `missing: {"type": "data" or "url", "value": ...}`}
+			return nil, &strictjson.Error{Path: "source", Msg: `missing: {"type": "data", "url" or "file", "value": ...}`}
 		}
 		mimeType = cmp.Or(part.Source.MimeType, part.Source.MimeType2, mimeType)
-		switch part.Source.Type {
+		// AG-UI 1.0 parts keep a filename in their metadata (as
+		// @ag-ui/client does when it converts a binary part).
+		if m, ok := part.Metadata.(map[string]any); ok {
+			if f, ok := m["filename"].(string); ok {
+				part.Filename = f
+			}
+		}
+		switch v := part.Source.Value; part.Source.Type {
 		case "data":
-			data = part.Source.Value
+			data = v
 		case "url":
-			url = part.Source.Value
+			url = v
+		case "file":
+			if part.Source.Provider != "" && part.Source.Provider != blobProvider {
+				return nil, &strictjson.Error{Path: "source.provider", Msg: fmt.Sprintf("%q: a handle another provider issued, which this server cannot read; send the bytes as data (a file source names a blob of this server, provider %q)", part.Source.Provider, blobProvider)}
+			}
+			if !message.ValidBlobRef(v) {
+				return nil, &strictjson.Error{Path: "source.value", Msg: fmt.Sprintf("%q is not a blob of this server (\"sha256:\" and 64 lowercase hex digits); send the bytes as data", v)}
+			}
+			blob = v
 		default:
-			return nil, &strictjson.Error{Path: "source.type", Msg: fmt.Sprintf(`want "data" or "url", got %q`, part.Source.Type)}
+			return nil, &strictjson.Error{Path: "source.type", Msg: fmt.Sprintf(`want "data", "url" or "file", got %q`, part.Source.Type)}
 		}
 	}
 	// Where the client put what the block reads, for messages.
@@ -545,6 +644,9 @@ func aguiMedia(p map[string]any) (message.Block, error) {
 			return nil, &strictjson.Error{Path: urlKey, Msg: err.Error()}
 		}
 		mimeType, data, url = cmp.Or(mimeType, t), d, ""
+	}
+	if ref, ok := peer.ownBlob(url); ok {
+		url, blob = "", ref
 	}
 	if url != "" {
 		return message.MediaBlock{Kind: kind, MimeType: mimeType, Filename: part.Filename, URL: url}, nil
@@ -572,6 +674,31 @@ func aguiMedia(p map[string]any) (message.Block, error) {
 		}
 	}
 	return b, err
+}
+
+// ownBlob reads a url that names one of this thread's blobs at its route,
+// /v1/threads/{thread_id}/blobs/sha256:<hex>, relative or on the host the
+// request came to: it is that blob, never fetched (the server would fetch
+// its own route without the client's credentials, and the bytes are
+// here). A url to another thread's route is a url like any other.
+func (p aguiPeer) ownBlob(raw string) (string, bool) {
+	if raw == "" {
+		return "", false
+	}
+	u, err := neturl.Parse(raw)
+	if err != nil || u.RawQuery != "" || u.Fragment != "" || u.User != nil {
+		return "", false
+	}
+	if u.Scheme != "" || u.Host != "" {
+		if (u.Scheme != "http" && u.Scheme != "https") || !strings.EqualFold(u.Host, p.host) {
+			return "", false
+		}
+	}
+	ref, ok := strings.CutPrefix(u.Path, "/v1/threads/"+p.thread+"/blobs/")
+	if !ok || !message.ValidBlobRef(ref) {
+		return "", false
+	}
+	return ref, true
 }
 
 // dataURL reads the part of a data: URL after "data:": its media type and
@@ -618,6 +745,8 @@ type aguiRun struct {
 	// own are the calls the client answered with its own tool messages
 	// in this request (two-run pattern): their results are not echoed.
 	own map[string]bool
+	// v1: the client speaks AG-UI 1.0 (see aguiPeer).
+	v1 bool
 }
 
 func (a *aguiRun) emit(e events.Event) {
@@ -682,7 +811,7 @@ func (a *aguiRun) event(ev graph.Event) {
 			values = map[string]json.RawMessage{}
 		}
 		a.emit(events.NewStateSnapshotEvent(values))
-		a.emit(events.NewMessagesSnapshotEvent(toAGUI(d.Messages)))
+		a.emit(messagesSnapshot{events.NewMessagesSnapshotEvent(toAGUI(d.Messages, a.v1))})
 		if d.Status == graph.StatusInterrupted && a.interrupts {
 			var its []types.Interrupt
 			for _, c := range d.RemoteToolCalls {
@@ -739,7 +868,12 @@ func (a *aguiRun) message(m message.Message) {
 			if a.own[r.ToolCallID] {
 				continue
 			}
-			a.emit(events.NewToolCallResultEvent(toolMessageID(m.ID, r.ToolCallID, len(results)), r.ToolCallID, resultText(r)))
+			e := events.NewToolCallResultEvent(toolMessageID(m.ID, r.ToolCallID, len(results)), r.ToolCallID, resultText(r))
+			if parts := resultParts(r, a.v1); parts != nil {
+				a.emit(&toolCallResultParts{ToolCallResultEvent: e, Content: parts})
+				continue
+			}
+			a.emit(e)
 		}
 	}
 }
@@ -771,9 +905,56 @@ func resultText(r message.ToolResultBlock) string {
 	return string(r.Content)
 }
 
-// toAGUI converts the thread for MESSAGES_SNAPSHOT. Remote calls still
-// pending have no tool message: that is how a client knows what to run.
-func toAGUI(msgs []message.Message) []types.Message {
+// messagesSnapshot is MESSAGES_SNAPSHOT, checked as the AG-UI SDK for Go
+// checks it except for what AG-UI 1.0 added, which the SDK (written before
+// 1.0) refuses: tool messages whose content is parts.
+type messagesSnapshot struct {
+	*events.MessagesSnapshotEvent
+}
+
+// Validate checks the snapshot with each tool message's parts standing in
+// as text.
+func (e messagesSnapshot) Validate() error {
+	check := *e.MessagesSnapshotEvent
+	check.Messages = slices.Clone(e.Messages)
+	for i, m := range check.Messages {
+		if _, parts := m.Content.([]any); parts && m.Role == types.RoleTool {
+			check.Messages[i].Content = ""
+		}
+	}
+	return check.Validate()
+}
+
+// toolCallResultParts is TOOL_CALL_RESULT with content parts (AG-UI 1.0),
+// which the AG-UI SDK for Go, whose content is a string, cannot write.
+type toolCallResultParts struct {
+	*events.ToolCallResultEvent
+	Content []any `json:"content"`
+}
+
+// ToJSON writes the event with its parts (the embedded event's ToJSON
+// would write its text).
+func (e *toolCallResultParts) ToJSON() ([]byte, error) { return json.Marshal(e) }
+
+// resultParts is a result's content for an AG-UI 1.0 client when it has
+// attachments: a text part, its text, then each attachment as a media part
+// (see mediaPart). Without attachments, or before 1.0 (where a tool
+// message is text only), nil: the content is its text.
+func resultParts(r message.ToolResultBlock, v1 bool) []any {
+	if !v1 || len(r.Attachments) == 0 {
+		return nil
+	}
+	parts := []any{textPart{Type: types.InputContentTypeText, Text: resultText(r)}}
+	for _, mb := range r.Attachments {
+		parts = append(parts, mediaPart(mb, true))
+	}
+	return parts
+}
+
+// toAGUI converts the thread for MESSAGES_SNAPSHOT, for a client that
+// speaks AG-UI 1.0 (v1) or one before it. Remote calls still pending have
+// no tool message: that is how a client knows what to run.
+func toAGUI(msgs []message.Message, v1 bool) []types.Message {
 	out := make([]types.Message, 0, len(msgs))
 	for _, m := range msgs {
 		switch m.Role {
@@ -781,6 +962,9 @@ func toAGUI(msgs []message.Message) []types.Message {
 			results := m.ToolResults()
 			for _, r := range results {
 				tm := types.Message{ID: toolMessageID(m.ID, r.ToolCallID, len(results)), Role: types.RoleTool, ToolCallID: r.ToolCallID, Content: resultText(r)}
+				if parts := resultParts(r, v1); parts != nil {
+					tm.Content = parts
+				}
 				if r.IsError {
 					tm.Error = resultText(r)
 				}
@@ -796,40 +980,97 @@ func toAGUI(msgs []message.Message) []types.Message {
 			}
 			out = append(out, am)
 		default:
-			out = append(out, types.Message{ID: m.ID, Role: types.Role(m.Role), Content: aguiContent(m)})
+			out = append(out, types.Message{ID: m.ID, Role: types.Role(m.Role), Content: aguiContent(m, v1)})
 		}
 	}
 	return out
 }
 
 // aguiContent is a message's content for MESSAGES_SNAPSHOT: its text, or,
-// with media, its parts, each medium as a binary part whose id is its blob
-// (which a client may send back as it is, and read at
-// /v1/threads/{thread_id}/blobs/{id}).
-func aguiContent(m message.Message) any {
-	var parts []types.InputContent
+// with media, its parts (see mediaPart), which a client may send back as
+// they are.
+func aguiContent(m message.Message, v1 bool) any {
+	var parts []any
 	for _, b := range m.Content {
 		if mb, ok := b.(message.MediaBlock); ok {
 			if parts == nil {
-				parts = []types.InputContent{}
+				parts = []any{}
 				for _, t := range m.Content {
 					if _, ok := t.(message.MediaBlock); ok {
 						break
 					}
 					if tb, ok := t.(message.TextBlock); ok {
-						parts = append(parts, types.InputContent{Type: types.InputContentTypeText, Text: tb.Text})
+						parts = append(parts, textPart{Type: types.InputContentTypeText, Text: tb.Text})
 					}
 				}
 			}
-			parts = append(parts, types.InputContent{Type: types.InputContentTypeBinary, MimeType: mb.MimeType, ID: mb.Blob, Filename: mb.Filename})
+			parts = append(parts, mediaPart(mb, v1))
 			continue
 		}
 		if tb, ok := b.(message.TextBlock); ok && parts != nil {
-			parts = append(parts, types.InputContent{Type: types.InputContentTypeText, Text: tb.Text})
+			parts = append(parts, textPart{Type: types.InputContentTypeText, Text: tb.Text})
 		}
 	}
 	if parts == nil {
 		return m.Text()
 	}
 	return parts
+}
+
+// textPart is a text part; its text is written even when empty (AG-UI
+// requires it).
+type textPart struct {
+	Type string `json:"type"`
+	Text string `json:"text"`
+}
+
+// filePart is an AG-UI 1.0 media part whose source is a file: a handle
+// (the blob's reference) the server issued, which the client keeps, may
+// send back, and reads at /v1/threads/{thread_id}/blobs/{value}.
+type filePart struct {
+	Type   string `json:"type"`
+	Source struct {
+		Type     string `json:"type"`
+		Value    string `json:"value"`
+		Provider string `json:"provider"`
+		MimeType string `json:"mimeType"`
+	} `json:"source"`
+	Metadata map[string]any `json:"metadata,omitempty"`
+}
+
+// mediaPart names a stored medium by its blob. For an AG-UI 1.0 client, as
+// an image, audio or document part with a file source of provider
+// "tenxgraph", and its filename, size and pixels in metadata: 1.0 has no
+// binary part, and @ag-ui/client 1.0 drops a binary part with only an id.
+// A url source to the blob route would not do: a url is for whoever needs
+// the bytes to fetch, and this route answers only the thread's token (a
+// browser's <img> sends none), while a peer the transcript is forwarded to
+// (a model provider, another agent) would try it. Before 1.0, as a binary
+// part whose id is the blob.
+func mediaPart(mb message.MediaBlock, v1 bool) any {
+	if !v1 {
+		return types.InputContent{Type: types.InputContentTypeBinary, MimeType: mb.MimeType, ID: mb.Blob, Filename: mb.Filename}
+	}
+	p := filePart{Type: types.InputContentTypeDocument}
+	switch mb.Kind {
+	case message.TypeImage:
+		p.Type = types.InputContentTypeImage
+	case message.TypeAudio:
+		p.Type = types.InputContentTypeAudio
+	}
+	p.Source.Type, p.Source.Value, p.Source.Provider, p.Source.MimeType = "file", mb.Blob, blobProvider, mb.MimeType
+	meta := map[string]any{}
+	if mb.Filename != "" {
+		meta["filename"] = mb.Filename
+	}
+	if mb.Size > 0 {
+		meta["size"] = mb.Size
+	}
+	if mb.Width > 0 && mb.Height > 0 {
+		meta["width"], meta["height"] = mb.Width, mb.Height
+	}
+	if len(meta) > 0 {
+		p.Metadata = meta
+	}
+	return p
 }

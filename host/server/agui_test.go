@@ -25,7 +25,7 @@ type aguiEvent struct {
 	ToolCallID      string            `json:"toolCallId"`
 	ToolCallName    string            `json:"toolCallName"`
 	ParentMessageID *string           `json:"parentMessageId"`
-	Content         string            `json:"content"`
+	Content         eventContent      `json:"content"`
 	Messages        []json.RawMessage `json:"messages"`
 	Outcome         *struct {
 		Type       string `json:"type"`
@@ -39,6 +39,19 @@ type aguiEvent struct {
 	} `json:"outcome"`
 	Code    string `json:"code"`
 	Message string `json:"message"`
+}
+
+// eventContent is an event's content: its text or, when it is content
+// parts (AG-UI 1.0's TOOL_CALL_RESULT), their JSON.
+type eventContent string
+
+func (c *eventContent) UnmarshalJSON(b []byte) error {
+	var s string
+	if err := json.Unmarshal(b, &s); err != nil {
+		s = string(b)
+	}
+	*c = eventContent(s)
+	return nil
 }
 
 func parseAGUI(t *testing.T, body []byte) []aguiEvent {
@@ -280,7 +293,7 @@ func TestAGUIEventOrder(t *testing.T) {
 		t.Fatalf("the parent is not the snapshot's assistant message: %v", snap[1])
 	}
 	results := ofType(evs, "TOOL_CALL_RESULT")
-	if len(results) != 1 || results[0].ToolCallID != ss[0].ToolCallID || !strings.Contains(results[0].Content, `"result":14`) {
+	if len(results) != 1 || results[0].ToolCallID != ss[0].ToolCallID || !strings.Contains(string(results[0].Content), `"result":14`) {
 		t.Fatalf("results %+v", results)
 	}
 	if fin := evs[len(evs)-1]; fin.Type != "RUN_FINISHED" || fin.Outcome != nil {
@@ -462,7 +475,7 @@ func TestAGUIShadowedTool(t *testing.T) {
 	evs := e.agui(in)
 	checkAGUI(t, evs, "shadow", "run-shadow")
 	results := ofType(evs, "TOOL_CALL_RESULT")
-	if len(results) != 1 || !strings.Contains(results[0].Content, `"result":14`) {
+	if len(results) != 1 || !strings.Contains(string(results[0].Content), `"result":14`) {
 		t.Fatalf("the server calculator did not run: %v", eventTypes(evs))
 	}
 	if fin := evs[len(evs)-1]; fin.Outcome != nil {
@@ -547,7 +560,7 @@ func TestAGUIInterrupts(t *testing.T) {
 		t.Fatalf("resume end %+v", fin)
 	}
 	res := ofType(evs, "TOOL_CALL_RESULT")
-	if len(res) != 2 || res[0].ToolCallID != c1 || res[0].Content != `{"text":"clip"}` || res[1].ToolCallID != c2 || !strings.Contains(res[1].Content, "cancelled") {
+	if len(res) != 2 || res[0].ToolCallID != c1 || res[0].Content != `{"text":"clip"}` || res[1].ToolCallID != c2 || !strings.Contains(string(res[1].Content), "cancelled") {
 		t.Fatalf("results echoed %+v", res)
 	}
 	th := e.thread("int-two")

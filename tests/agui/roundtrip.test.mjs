@@ -325,3 +325,103 @@ test("a part the server does not take is a RUN_ERROR naming it, and stores nothi
   const res = await fetch(`${base}/v1/threads/agui-media-refused`);
   assert.equal(res.status, 404, "no thread was made");
 });
+
+// captureWarnings runs fn and returns what the client logged with
+// console.warn meanwhile: its notices of anything it converted, stripped
+// or dropped.
+async function captureWarnings(fn) {
+  const warnings = [];
+  const warn = console.warn;
+  console.warn = (...args) => warnings.push(args.join(" "));
+  try {
+    await fn();
+  } finally {
+    console.warn = warn;
+  }
+  return warnings;
+}
+
+test("AG-UI 1.0: the snapshot names a stored image as a file part the client keeps, and sending it back names the blob", async () => {
+  const sent = [];
+  const agent = new HttpAgent({
+    url: `${base}/v1/agui`,
+    threadId: "agui-media-1",
+    fetch: (url, init) => {
+      sent.push(JSON.parse(init.body));
+      return fetch(url, init);
+    },
+  });
+  agent.addMessage({
+    id: "u1",
+    role: "user",
+    content: [
+      { type: "text", text: "what is in this picture?" },
+      { type: "image", source: { type: "data", value: PNG, mimeType: "image/png" } },
+    ],
+  });
+  let runError;
+  let warnings = await captureWarnings(() => agent.runAgent({ tools: [] }, { onRunErrorEvent: ({ event }) => (runError = event) }));
+  assert.equal(runError, undefined, `no RUN_ERROR: ${JSON.stringify(runError)}`);
+  assert.equal(sent[0].protocolVersion, "1.0", "the client says it speaks AG-UI 1.0");
+  assert.deepEqual(warnings, [], "the client converted, stripped or dropped nothing");
+  const image = {
+    type: "image",
+    source: { type: "file", value: sha256(PNG), provider: "tenxgraph", mimeType: "image/png" },
+    metadata: { size: 74, width: 2, height: 2 },
+  };
+  assert.deepEqual(agent.messages[0].content, [{ type: "text", text: "what is in this picture?" }, image], "agent.messages keeps the image");
+  assert.equal(await blobBytes("agui-media-1", agent.messages[0].content[1].source.value), PNG, "the file source's value is the blob");
+
+  // The transcript goes back with the next run, and a new message names
+  // the image by the part the client holds.
+  agent.addMessage({ id: "u2", role: "user", content: [{ type: "text", text: "and again?" }, agent.messages[0].content[1]] });
+  warnings = await captureWarnings(() => agent.runAgent({ tools: [] }, { onRunErrorEvent: ({ event }) => (runError = event) }));
+  assert.equal(runError, undefined, `no RUN_ERROR: ${JSON.stringify(runError)}`);
+  assert.deepEqual(warnings, []);
+  assert.deepEqual(sent[1].messages[0].content[1], image, "the transcript went back as the client holds it");
+  const t = await thread("agui-media-1");
+  assert.equal(t.status, "completed");
+  assert.deepEqual(t.messages.map((m) => m.id).filter((id) => id.startsWith("u")), ["u1", "u2"], "nothing appended twice");
+  assert.deepEqual(t.messages.find((m) => m.id === "u2").content[1], { type: "image", mime_type: "image/png", blob: sha256(PNG), size: 74, width: 2, height: 2 });
+  assert.deepEqual(agent.messages.find((m) => m.id === "u2").content[1], image);
+});
+
+test("AG-UI 1.0: a frontend tool returns a document as a content part: it is the result's attachment, and comes back as a part", async () => {
+  const agent = new HttpAgent({ url: `${base}/v1/agui`, threadId: "agui-tool-media" });
+  agent.addMessage({ id: "u1", role: "user", content: "pick a file" });
+  const pickFile = {
+    name: "pick_file",
+    description: "Ask the person to choose a file.",
+    parameters: { type: "object", properties: { prompt: { type: "string" } } },
+  };
+  let pending;
+  let warnings = await captureWarnings(() =>
+    agent.runAgent({ tools: [pickFile] }, { onRunFinishedEvent: (p) => (pending = p.pendingToolCallIds) }),
+  );
+  assert.deepEqual(warnings, []);
+  assert.equal(pending?.length, 1, "the run hands pick_file over");
+  const size = Buffer.from(PDF, "base64").length;
+  agent.addMessage({
+    id: "result-1",
+    role: "tool",
+    toolCallId: pending[0],
+    content: [
+      { type: "text", text: JSON.stringify({ filename: "a.pdf", mime_type: "application/pdf", size }) },
+      { type: "document", source: { type: "data", value: PDF, mimeType: "application/pdf" }, metadata: { filename: "a.pdf" } },
+    ],
+  });
+  let runError;
+  warnings = await captureWarnings(() => agent.runAgent({ tools: [pickFile] }, { onRunErrorEvent: ({ event }) => (runError = event) }));
+  assert.equal(runError, undefined, `no RUN_ERROR: ${JSON.stringify(runError)}`);
+  assert.deepEqual(warnings, []);
+  assert.match(agent.messages.at(-1).content, new RegExp(`You picked a\\.pdf \\(application/pdf, ${size} bytes\\)`));
+
+  const t = await thread("agui-tool-media");
+  const result = t.messages.flatMap((m) => m.content).find((b) => b.type === "tool_result" && b.tool_call_id === pending[0]);
+  assert.deepEqual(result.content, { filename: "a.pdf", mime_type: "application/pdf", size });
+  assert.deepEqual(result.attachments, [{ type: "file", mime_type: "application/pdf", filename: "a.pdf", blob: sha256(PDF), size }]);
+  assert.deepEqual(agent.messages.find((m) => m.id === "result-1").content, [
+    { type: "text", text: JSON.stringify({ filename: "a.pdf", mime_type: "application/pdf", size }) },
+    { type: "document", source: { type: "file", value: sha256(PDF), provider: "tenxgraph", mimeType: "application/pdf" }, metadata: { filename: "a.pdf", size } },
+  ]);
+});
