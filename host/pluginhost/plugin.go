@@ -27,7 +27,6 @@ import (
 	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/go-plugin"
 	"github.com/hashicorp/go-plugin/runner"
-	"google.golang.org/grpc"
 
 	"github.com/tenxgraph/tenxgraph/internal/sandbox"
 	"github.com/tenxgraph/tenxgraph/internal/supervise"
@@ -254,7 +253,7 @@ func (p *Plugin) follow(inst *instance, changed <-chan struct{}) {
 // gives an error naming the plugin (the ToolNode turns it into an error
 // result for that call), and is restarted for the next call. A call outside
 // the plugin's Limits gives an error naming the limit (wrapping ErrLimit).
-func (p *Plugin) CallTool(ctx context.Context, req sdk.CallToolRequest) (sdk.CallToolResponse, error) {
+func (p *Plugin) CallTool(ctx context.Context, req sdk.CallToolRequest) (resp sdk.CallToolResponse, err error) {
 	if p.cfg.Prefix != "" {
 		name, ok := strings.CutPrefix(req.Name, p.cfg.Prefix)
 		if !ok {
@@ -266,12 +265,15 @@ func (p *Plugin) CallTool(ctx context.Context, req sdk.CallToolRequest) (sdk.Cal
 	if err := lim.checkArguments(req); err != nil {
 		return sdk.CallToolResponse{}, fmt.Errorf("plugin %q: %w", p.cfg.Name, err)
 	}
+	ctx, span := p.traceCall(ctx, req)
+	if span != nil {
+		defer func() { endCall(span, resp, err) }()
+	}
 	inst, err := p.enter(ctx)
 	if err != nil {
 		return sdk.CallToolResponse{}, err
 	}
 	defer p.inflight.Done()
-	var resp sdk.CallToolResponse
 	err = lim.bound(ctx, req.Name, func(ctx context.Context) (err error) {
 		resp, err = inst.c.CallTool(ctx, req)
 		return err
@@ -421,8 +423,7 @@ func (p *Plugin) spawn() (*instance, error) {
 		// After go-plugin's own options, which receive up to 2 GiB: what
 		// the host receives from the plugin is bounded by its
 		// max_result_bytes, refused as it arrives.
-		GRPCDialOptions: []grpc.DialOption{grpc.WithDefaultCallOptions(
-			grpc.MaxCallRecvMsgSize(p.cfg.Limits.receiveBytes()), grpc.MaxCallSendMsgSize(sdk.MaxMessageBytes))},
+		GRPCDialOptions: p.dialOptions(),
 	})
 	inst.pc = pc
 	fail := func(err error) (*instance, error) {
