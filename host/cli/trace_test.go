@@ -121,8 +121,9 @@ func (s jaegerSpan) tag(key string) string {
 // each tool call with the span the provider's own process made (the
 // builtin plugin's calculator, the remote bridge), the MCP bridge's
 // tools/call span, and a third-party plugin's spans, its author's own
-// included, though its sandbox has no network; every span the host
-// exports from a plugin names that plugin's service.
+// included, though its sandbox has no network, and its start, which the
+// call waited for; every span the host exports from a plugin names that
+// plugin's service.
 func TestOneTraceAcrossProcesses(t *testing.T) {
 	otlp, query := jaeger(t)
 	nm, err := filepath.Abs("../../plugins/mcp/testdata/npm/node_modules")
@@ -150,7 +151,7 @@ func TestOneTraceAcrossProcesses(t *testing.T) {
 	os.WriteFile(cfg, []byte(`{"agent": "tenxgraph:react",
   "model": {"provider": "scripted", "script": "script.json"},
   "builtin_tools": {"node": "tools", "enable": ["calculator"]},
-  "plugins": [{"name": "traced", "command": [`+quote(plugin)+`], "network": "none"}],
+  "plugins": [{"name": "traced", "command": [`+quote(plugin)+`], "network": "none", "start": "lazy"}],
   "mcp_servers": {"everything": {"command": "node", "args": [`+quote(filepath.Join(nm, "@modelcontextprotocol/server-everything/dist/index.js"))+`, "stdio"], "allow_tools": ["echo"]}},
   "remote_tools": [{"name": "read_clipboard", "description": "Read the clipboard.", "parameters": {"type": "object", "properties": {}}}],
   "checkpointer": {"type": "memory"}}`), 0o600)
@@ -201,6 +202,7 @@ func TestOneTraceAcrossProcesses(t *testing.T) {
 		{"tenxgraph/remote", "execute_tool read_clipboard"},
 		{"tenxgraph/traced", "execute_tool lookup"},
 		{"tenxgraph/traced", "tracedplugin.lookup"},
+		{"tenxgraph", "start plugin traced"}, // lazy: the call waited for its start
 		{"tenxgraph/mcp", "tools/call echo"},
 	}
 	var spans []jaegerSpan
@@ -266,6 +268,10 @@ func TestOneTraceAcrossProcesses(t *testing.T) {
 			}
 			if s.tag("tracedplugin.key") != "abc" {
 				t.Errorf("the author's span lost its attribute: %+v", s.Tags)
+			}
+		case s.Operation == "start plugin traced":
+			if p, ok := parent(s); !ok || p.Operation != "execute_tool lookup" || s.tag("tenxgraph.sandbox") == "" {
+				t.Errorf("the plugin's start: parent ok %v, sandbox %q", ok, s.tag("tenxgraph.sandbox"))
 			}
 		case s.Operation == "chat":
 			if s.tag("gen_ai.operation.name") != "chat" || s.tag("gen_ai.provider.name") != "scripted" {

@@ -22,6 +22,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
@@ -109,6 +110,10 @@ type instance struct {
 	run       *procRunner          // its runner, which knows how it exited
 	watching  context.Context      // done when the host stops watching it
 	stopWatch context.CancelFunc
+	// began and ready time its start (a trace shows a call that waited
+	// for it); start counts the plugin's starts, restarts included.
+	began, ready time.Time
+	start        int64
 }
 
 // Plugin is a provider in a subprocess, supervised. It implements
@@ -130,6 +135,7 @@ type Plugin struct {
 	warnOnce sync.Once         // the sandbox's warnings are logged at the first start
 	iso      sandbox.Isolation // the last process's, once started
 	started  bool
+	starts   atomic.Int64 // processes started, restarts included
 }
 
 // Start verifies and starts a plugin and reads its tool list. A plugin that
@@ -269,11 +275,15 @@ func (p *Plugin) CallTool(ctx context.Context, req sdk.CallToolRequest) (resp sd
 	if span != nil {
 		defer func() { endCall(span, resp, err) }()
 	}
+	called := time.Now()
 	inst, err := p.enter(ctx)
 	if err != nil {
 		return sdk.CallToolResponse{}, err
 	}
 	defer p.inflight.Done()
+	if span != nil && inst.ready.After(called) {
+		p.traceStart(ctx, inst)
+	}
 	err = lim.bound(ctx, req.Name, func(ctx context.Context) (err error) {
 		resp, err = inst.c.CallTool(ctx, req)
 		return err
@@ -379,7 +389,7 @@ func (p *Plugin) spawn() (*instance, error) {
 			return nil, fmt.Errorf("plugin %q: %w", p.cfg.Name, err)
 		}
 	}
-	inst := &instance{}
+	inst := &instance{began: time.Now(), start: p.starts.Add(1)}
 	// A plugin run as another account shares its socket folder with the
 	// host through that account's group.
 	unixGroup := p.cfg.Sandbox.Group
@@ -492,6 +502,7 @@ func (p *Plugin) spawn() (*instance, error) {
 		return stop(fmt.Errorf("plugin %q: read its tools: %w", p.cfg.Name, err))
 	}
 	go p.follow(inst, changed)
+	inst.ready = time.Now()
 	return inst, nil
 }
 

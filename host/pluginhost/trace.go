@@ -83,3 +83,21 @@ func endCall(span trace.Span, resp sdk.CallToolResponse, err error) {
 	span.SetAttributes(attribute.String("tenxgraph.tool.outcome", outcome))
 	span.End()
 }
+
+// traceStart records, in a traced call that waited for it, the start of
+// the plugin's process: "start plugin NAME", from the launch through the
+// sandbox to the tool list read, with the isolation it got and which of
+// the plugin's starts it was (a lazy plugin's first call is its second:
+// the first read its tools; later ones are restarts).
+func (p *Plugin) traceStart(ctx context.Context, inst *instance) {
+	p.mu.Lock()
+	iso := p.iso
+	p.mu.Unlock()
+	_, span := telemetry.Tracer().Start(ctx, "start plugin "+p.cfg.Name, trace.WithTimestamp(inst.began),
+		trace.WithAttributes(
+			attribute.String("tenxgraph.provider", p.cfg.Name),
+			attribute.String("tenxgraph.sandbox", iso.String()),
+			attribute.Int64("tenxgraph.plugin.start", inst.start),
+		))
+	span.End(trace.WithTimestamp(inst.ready))
+}

@@ -3,6 +3,9 @@ package telemetry
 import (
 	"bytes"
 	"context"
+	"os"
+	"strconv"
+	"time"
 
 	"go.opentelemetry.io/otel/trace"
 	commonpb "go.opentelemetry.io/proto/otlp/common/v1"
@@ -81,17 +84,58 @@ func (t *Traces) accept(ctx context.Context, provider string, data []byte) {
 	}
 }
 
-// upload sends the plugins' spans to the collector, one batch at a time,
-// until Shutdown.
+// upload sends the plugins' spans to the collector until Shutdown, as the
+// SDK's batch processor sends the host's: gathered for up to the batch
+// delay (OTEL_BSP_SCHEDULE_DELAY, 5 s by default) or until a batch's worth
+// (OTEL_BSP_MAX_EXPORT_BATCH_SIZE calls' spans, 512 by default), then in
+// one request. One request per tool call cost the host more than all its
+// other tracing together.
 func (t *Traces) upload() {
 	defer t.wg.Done()
-	for b := range t.queue {
+	delay := time.Duration(envInt("OTEL_BSP_SCHEDULE_DELAY", 5000)) * time.Millisecond
+	size := envInt("OTEL_BSP_MAX_EXPORT_BATCH_SIZE", 512)
+	var pending []*tracepb.ResourceSpans
+	send := func() {
+		if len(pending) == 0 {
+			return
+		}
 		ctx, cancel := context.WithTimeout(context.Background(), uploadTimeout)
-		if err := t.client.UploadTraces(ctx, b.spans); err != nil {
-			t.log.Warn("tracing: exporting a plugin's spans failed", "error", err)
+		if err := t.client.UploadTraces(ctx, pending); err != nil {
+			t.log.Warn("tracing: exporting plugins' spans failed", "error", err)
 		}
 		cancel()
+		pending = nil
 	}
+	timer := time.NewTimer(delay)
+	defer timer.Stop()
+	for {
+		select {
+		case b, ok := <-t.queue:
+			if !ok {
+				send()
+				return
+			}
+			if len(pending) == 0 {
+				timer.Reset(delay)
+			}
+			pending = append(pending, b.spans...)
+			if len(pending) >= size {
+				send()
+			}
+		case <-timer.C:
+			send()
+		}
+	}
+}
+
+// envInt reads a positive number from an OTEL_* variable, or gives def
+// when it is unset or not one.
+func envInt(name string, def int) int {
+	n, err := strconv.Atoi(os.Getenv(name))
+	if err != nil || n <= 0 {
+		return def
+	}
+	return n
 }
 
 func stringKV(k, v string) *commonpb.KeyValue {
