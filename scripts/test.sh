@@ -105,6 +105,9 @@ for m in "${MODULES[@]}"; do (cd "$m" && go test -race -count=1 ./...); done
 step "go test: memory held by clients that do not read, and by providers that send too much (no -race, which multiplies memory)"
 go test -count=1 -run '^(TestSlowReadersAreDropped|TestSlowReadersShareOneLargeMessage|TestHugePluginResultsRefusedAsTheyArrive|TestHugeMCPResultsRefusedAsTheyArrive)$' ./host/server ./host/service
 
+step "a plugin and a code-first program outside the repository, built as docs/plugins.md says"
+scripts/plugin-outside.sh
+
 step "AG-UI: the real @ag-ui/client against tenxgraph serve"
 bin_dir=$(mktemp -d)
 go build -o "$bin_dir/tenxgraph" ./cmd/tenxgraph
