@@ -6,6 +6,11 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 export PATH="$(go env GOPATH)/bin:$PATH"
+# The tests never change go.mod or go.sum, whatever the caller's GOFLAGS
+# say (a later -mod wins): a test that needs a module changed fails, and
+# the tree stays as it was. Modules the tests make in temporary folders
+# set their own.
+export GOFLAGS="${GOFLAGS:+$GOFLAGS }-mod=readonly"
 FUZZTIME="${FUZZTIME:-10s}"
 STATICCHECK_VERSION=v0.8.2
 # The Go modules of the repository: the host, and the SDK plugin authors
