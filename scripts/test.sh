@@ -6,6 +6,11 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 export PATH="$(go env GOPATH)/bin:$PATH"
+# The tests never change go.mod or go.sum, whatever the caller's GOFLAGS
+# say (a later -mod wins): a test that needs a module changed fails, and
+# the tree stays as it was. Modules the tests make in temporary folders
+# set their own.
+export GOFLAGS="${GOFLAGS:+$GOFLAGS }-mod=readonly"
 FUZZTIME="${FUZZTIME:-10s}"
 STATICCHECK_VERSION=v0.8.2
 # The Go modules of the repository: the host, and the SDK plugin authors
@@ -113,6 +118,9 @@ step "go test -race (the import rules are internal/layers)"
 for m in "${MODULES[@]}"; do (cd "$m" && go test -race -count=1 ./...); done
 step "go test: memory held by clients that do not read, and by providers that send too much (no -race, which multiplies memory)"
 go test -count=1 -run '^(TestSlowReadersAreDropped|TestSlowReadersShareOneLargeMessage|TestHugePluginResultsRefusedAsTheyArrive|TestHugeMCPResultsRefusedAsTheyArrive)$' ./host/server ./host/service
+
+step "a plugin and a code-first program outside the repository, built as docs/plugins.md says"
+scripts/plugin-outside.sh
 
 step "AG-UI: the real @ag-ui/client against tenxgraph serve"
 bin_dir=$(mktemp -d)

@@ -383,9 +383,15 @@ func (p *Plugin) get(ctx context.Context) (*instance, error) {
 func (p *Plugin) spawn() (*instance, error) {
 	if p.cfg.SHA256 != "" {
 		if err := verify(p.cfg.Command[0], p.cfg.SHA256); err != nil {
-			// Logged as well as returned: on a restart, the error reaches
-			// only the model whose call waited for the plugin.
-			p.log.Error("refusing to start the plugin: its binary does not match the pinned sha256", "error", err)
+			// On a restart the error reaches only the model whose call
+			// waited for the plugin, so it is logged too. The first start
+			// returns it to whoever started the host, which says it once.
+			p.mu.Lock()
+			restart := p.started
+			p.mu.Unlock()
+			if restart {
+				p.log.Error("refusing to start the plugin: its binary does not match the pinned sha256", "error", err)
+			}
 			return nil, fmt.Errorf("plugin %q: %w", p.cfg.Name, err)
 		}
 	}
@@ -445,7 +451,7 @@ func (p *Plugin) spawn() (*instance, error) {
 		// A plugin that died before its handshake: say how, and what it
 		// wrote, rather than go-plugin's words about the handshake.
 		if exit, ok := inst.run.exitedEarly(2 * time.Second); ok {
-			err = fmt.Errorf("it exited before its handshake (%s).%s", exitStatus(exit), inst.run.tail)
+			err = fmt.Errorf("it exited before its handshake (%s)%s", exitStatus(exit), inst.run.tail)
 		}
 	}
 	if err != nil {

@@ -314,6 +314,9 @@ type ToolInfo struct {
 	Provider    string        `json:"provider"`
 	Kind        toolnode.Kind `json:"kind"`
 	Description string        `json:"description"`
+	// NeedsApproval: a person approves each call before it runs, because
+	// the tool says so or its provider's require_approval does.
+	NeedsApproval bool `json:"needs_approval,omitempty"`
 }
 
 // Tools lists every ToolNode's tools, by node then name.
@@ -325,7 +328,7 @@ func (s *Service) Tools() []ToolInfo {
 			continue
 		}
 		for _, t := range tn.Tools() {
-			out = append(out, ToolInfo{Node: name, Name: t.Spec.Name, Provider: t.Provider, Kind: t.Kind, Description: t.Spec.Description})
+			out = append(out, ToolInfo{Node: name, Name: t.Spec.Name, Provider: t.Provider, Kind: t.Kind, Description: t.Spec.Description, NeedsApproval: t.NeedsApproval})
 		}
 	}
 	sort.SliceStable(out, func(i, j int) bool {
