@@ -105,6 +105,15 @@ else
 	echo "PostgreSQL $("$pg_bin/postgres" --version | awk '{print $3}') at $pg_dir"
 fi
 
+step "jaeger (the collector the trace tests export to), built from the version tools/jaeger pins"
+jaeger_version=$(cd tools/jaeger && go list -m -f '{{.Version}}' github.com/jaegertracing/jaeger)
+jaeger_bin="$(go env GOPATH)/bin/tenxgraph-test-jaeger-$jaeger_version"
+if [ ! -x "$jaeger_bin" ]; then
+	(cd tools/jaeger && go build -o "$jaeger_bin" github.com/jaegertracing/jaeger/cmd/jaeger)
+fi
+export TENXGRAPH_TEST_JAEGER="$jaeger_bin"
+echo "Jaeger $jaeger_version at $jaeger_bin"
+
 step "go test -race (the import rules are internal/layers)"
 for m in "${MODULES[@]}"; do (cd "$m" && go test -race -count=1 ./...); done
 step "go test: memory held by clients that do not read, and by providers that send too much (no -race, which multiplies memory)"

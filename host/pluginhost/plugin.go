@@ -22,12 +22,12 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/go-plugin"
 	"github.com/hashicorp/go-plugin/runner"
-	"google.golang.org/grpc"
 
 	"github.com/tenxgraph/tenxgraph/internal/sandbox"
 	"github.com/tenxgraph/tenxgraph/internal/supervise"
@@ -110,6 +110,10 @@ type instance struct {
 	run       *procRunner          // its runner, which knows how it exited
 	watching  context.Context      // done when the host stops watching it
 	stopWatch context.CancelFunc
+	// began and ready time its start (a trace shows a call that waited
+	// for it); start counts the plugin's starts, restarts included.
+	began, ready time.Time
+	start        int64
 }
 
 // Plugin is a provider in a subprocess, supervised. It implements
@@ -131,6 +135,7 @@ type Plugin struct {
 	warnOnce sync.Once         // the sandbox's warnings are logged at the first start
 	iso      sandbox.Isolation // the last process's, once started
 	started  bool
+	starts   atomic.Int64 // processes started, restarts included
 }
 
 // Start verifies and starts a plugin and reads its tool list. A plugin that
@@ -254,7 +259,7 @@ func (p *Plugin) follow(inst *instance, changed <-chan struct{}) {
 // gives an error naming the plugin (the ToolNode turns it into an error
 // result for that call), and is restarted for the next call. A call outside
 // the plugin's Limits gives an error naming the limit (wrapping ErrLimit).
-func (p *Plugin) CallTool(ctx context.Context, req sdk.CallToolRequest) (sdk.CallToolResponse, error) {
+func (p *Plugin) CallTool(ctx context.Context, req sdk.CallToolRequest) (resp sdk.CallToolResponse, err error) {
 	if p.cfg.Prefix != "" {
 		name, ok := strings.CutPrefix(req.Name, p.cfg.Prefix)
 		if !ok {
@@ -266,12 +271,19 @@ func (p *Plugin) CallTool(ctx context.Context, req sdk.CallToolRequest) (sdk.Cal
 	if err := lim.checkArguments(req); err != nil {
 		return sdk.CallToolResponse{}, fmt.Errorf("plugin %q: %w", p.cfg.Name, err)
 	}
+	ctx, span := p.traceCall(ctx, req)
+	if span != nil {
+		defer func() { endCall(span, resp, err) }()
+	}
+	called := time.Now()
 	inst, err := p.enter(ctx)
 	if err != nil {
 		return sdk.CallToolResponse{}, err
 	}
 	defer p.inflight.Done()
-	var resp sdk.CallToolResponse
+	if span != nil && inst.ready.After(called) {
+		p.traceStart(ctx, inst)
+	}
 	err = lim.bound(ctx, req.Name, func(ctx context.Context) (err error) {
 		resp, err = inst.c.CallTool(ctx, req)
 		return err
@@ -383,7 +395,7 @@ func (p *Plugin) spawn() (*instance, error) {
 			return nil, fmt.Errorf("plugin %q: %w", p.cfg.Name, err)
 		}
 	}
-	inst := &instance{}
+	inst := &instance{began: time.Now(), start: p.starts.Add(1)}
 	// A plugin run as another account shares its socket folder with the
 	// host through that account's group.
 	unixGroup := p.cfg.Sandbox.Group
@@ -427,8 +439,7 @@ func (p *Plugin) spawn() (*instance, error) {
 		// After go-plugin's own options, which receive up to 2 GiB: what
 		// the host receives from the plugin is bounded by its
 		// max_result_bytes, refused as it arrives.
-		GRPCDialOptions: []grpc.DialOption{grpc.WithDefaultCallOptions(
-			grpc.MaxCallRecvMsgSize(p.cfg.Limits.receiveBytes()), grpc.MaxCallSendMsgSize(sdk.MaxMessageBytes))},
+		GRPCDialOptions: p.dialOptions(),
 	})
 	inst.pc = pc
 	fail := func(err error) (*instance, error) {
@@ -497,6 +508,7 @@ func (p *Plugin) spawn() (*instance, error) {
 		return stop(fmt.Errorf("plugin %q: read its tools: %w", p.cfg.Name, err))
 	}
 	go p.follow(inst, changed)
+	inst.ready = time.Now()
 	return inst, nil
 }
 

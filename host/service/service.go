@@ -28,6 +28,7 @@ import (
 	"github.com/tenxgraph/tenxgraph/host/model/openai"
 	"github.com/tenxgraph/tenxgraph/host/model/scripted"
 	"github.com/tenxgraph/tenxgraph/host/pluginhost"
+	"github.com/tenxgraph/tenxgraph/host/telemetry"
 	"github.com/tenxgraph/tenxgraph/host/toolnode"
 	"github.com/tenxgraph/tenxgraph/sdk"
 	"github.com/tenxgraph/tenxgraph/sdk/toolspec"
@@ -88,6 +89,8 @@ func New(ctx context.Context, cfg *config.Config, opts Options) (s *Service, err
 		m, err := newModel(cfg.Model)
 		if err != nil {
 			ps.Add("model", "%v", err)
+		} else if telemetry.Enabled() {
+			m = model.Traced(m, cfg.Model.Provider, cfg.Model.Model, cfg.Model.BaseURL)
 		}
 		env.Model = m
 	}
