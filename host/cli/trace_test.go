@@ -12,6 +12,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/tenxgraph/tenxgraph/host/model/openai/openaitest"
 )
 
 // jaeger starts the Jaeger all-in-one whose binary TENXGRAPH_TEST_JAEGER
@@ -316,4 +318,76 @@ func fetchTrace(t *testing.T, query, traceID string) ([]jaegerSpan, map[string]s
 		services[id] = p.ServiceName
 	}
 	return out.Data[0].Spans, services
+}
+
+// The model's calls are GenAI spans of the run's trace, and each HTTP
+// request to the model's server carries the trace on: the fake OpenAI
+// server sees a traceparent of the client's trace id, and the span records
+// the model, the server, the tokens and the finish reason.
+func TestModelCallsCarryTheTrace(t *testing.T) {
+	otlp, query := jaeger(t)
+	bin, _ := built(t)
+	srv := openaitest.NewServer(t,
+		openaitest.Reply{ToolCalls: []openaitest.ToolCall{openaitest.Call("call_1", "calculator", `{"expression": "6*7"}`)}, Usage: &openaitest.Usage{PromptTokens: 11, CompletionTokens: 5}},
+		openaitest.Reply{Text: "42", Usage: &openaitest.Usage{PromptTokens: 23, CompletionTokens: 2}})
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "10xgraph.json")
+	os.WriteFile(cfg, []byte(`{"agent": "tenxgraph:react",
+  "model": {"provider": "openai", "model": "test-model", "base_url": `+quote(srv.URL)+`},
+  "builtin_tools": {"node": "tools", "enable": ["calculator"]},
+  "checkpointer": {"type": "memory"}}`), 0o600)
+	t.Setenv("OTEL_EXPORTER_OTLP_ENDPOINT", otlp)
+	t.Setenv("OTEL_BSP_SCHEDULE_DELAY", "100")
+	cmd, base := serving(t, bin, "--config", cfg)
+
+	const traceID = "0af7651916cd43dd8448eb211c80319c"
+	req, _ := http.NewRequest("POST", base+"/v1/graph/invoke", strings.NewReader(`{"input": {"messages": [{"role": "user", "content": "6*7?"}]}, "config": {"thread_id": "m1"}}`))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("traceparent", "00-"+traceID+"-b7ad6b7169203331-01")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != 200 {
+		t.Fatalf("invoke: %d", resp.StatusCode)
+	}
+	cmd.Process.Signal(os.Interrupt)
+	cmd.Wait()
+
+	reqs := srv.Requests()
+	if len(reqs) != 2 {
+		t.Fatalf("%d model calls, want 2", len(reqs))
+	}
+	for i, r := range reqs {
+		if tp := r.Header.Get("traceparent"); !strings.HasPrefix(tp, "00-"+traceID+"-") {
+			t.Errorf("model call %d: traceparent %q, want the client's trace %s", i, tp, traceID)
+		}
+	}
+	var chats []jaegerSpan
+	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+		spans, _ := fetchTrace(t, query, traceID)
+		chats = chats[:0]
+		for _, s := range spans {
+			if s.Operation == "chat test-model" {
+				chats = append(chats, s)
+			}
+		}
+		if len(chats) == 2 || time.Now().After(deadline) {
+			break
+		}
+	}
+	if len(chats) != 2 {
+		t.Fatalf("%d chat spans in the trace, want 2", len(chats))
+	}
+	slices.SortFunc(chats, func(a, b jaegerSpan) int {
+		return strings.Compare(a.tag("gen_ai.usage.input_tokens"), b.tag("gen_ai.usage.input_tokens"))
+	})
+	for i, want := range []struct{ in, out, finish string }{{"11", "5", "tool_calls"}, {"23", "2", "stop"}} {
+		s := chats[i]
+		if s.tag("gen_ai.provider.name") != "openai" || s.tag("gen_ai.request.model") != "test-model" || s.tag("server.address") != "127.0.0.1" ||
+			s.tag("gen_ai.usage.input_tokens") != want.in || s.tag("gen_ai.usage.output_tokens") != want.out || !strings.Contains(s.tag("gen_ai.response.finish_reasons"), want.finish) {
+			t.Errorf("chat span %d: %+v; want openai, test-model, 127.0.0.1, %s in, %s out, finish %s", i, s.Tags, want.in, want.out, want.finish)
+		}
+	}
 }
