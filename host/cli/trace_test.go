@@ -3,6 +3,7 @@ package cli_test
 import (
 	"encoding/json"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"os"
@@ -329,7 +330,8 @@ func TestModelCallsCarryTheTrace(t *testing.T) {
 	bin, _ := built(t)
 	srv := openaitest.NewServer(t,
 		openaitest.Reply{ToolCalls: []openaitest.ToolCall{openaitest.Call("call_1", "calculator", `{"expression": "6*7"}`)}, Usage: &openaitest.Usage{PromptTokens: 11, CompletionTokens: 5}},
-		openaitest.Reply{Text: "42", Usage: &openaitest.Usage{PromptTokens: 23, CompletionTokens: 2}})
+		openaitest.Reply{Text: "42", Usage: &openaitest.Usage{PromptTokens: 23, CompletionTokens: 2}},
+		openaitest.Reply{Text: "hello from AG-UI", Usage: &openaitest.Usage{PromptTokens: 31, CompletionTokens: 4}})
 	dir := t.TempDir()
 	cfg := filepath.Join(dir, "10xgraph.json")
 	os.WriteFile(cfg, []byte(`{"agent": "tenxgraph:react",
@@ -352,12 +354,26 @@ func TestModelCallsCarryTheTrace(t *testing.T) {
 	if resp.StatusCode != 200 {
 		t.Fatalf("invoke: %d", resp.StatusCode)
 	}
+	// An AG-UI client's run joins the caller's trace the same way.
+	req, _ = http.NewRequest("POST", base+"/v1/agui", strings.NewReader(`{"threadId": "ag1", "runId": "r1", "messages": [{"id": "u1", "role": "user", "content": "hi"}], "tools": [], "context": [], "state": null, "forwardedProps": {}}`))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "text/event-stream")
+	req.Header.Set("traceparent", "00-"+traceID+"-b7ad6b7169203331-01")
+	resp, err = http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 200 {
+		t.Fatalf("AG-UI run: %d", resp.StatusCode)
+	}
 	cmd.Process.Signal(os.Interrupt)
 	cmd.Wait()
 
 	reqs := srv.Requests()
-	if len(reqs) != 2 {
-		t.Fatalf("%d model calls, want 2", len(reqs))
+	if len(reqs) != 3 {
+		t.Fatalf("%d model calls, want 3", len(reqs))
 	}
 	for i, r := range reqs {
 		if tp := r.Header.Get("traceparent"); !strings.HasPrefix(tp, "00-"+traceID+"-") {
@@ -365,25 +381,29 @@ func TestModelCallsCarryTheTrace(t *testing.T) {
 		}
 	}
 	var chats []jaegerSpan
+	agui := false
 	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(100 * time.Millisecond) {
 		spans, _ := fetchTrace(t, query, traceID)
-		chats = chats[:0]
+		chats, agui = chats[:0], false
 		for _, s := range spans {
-			if s.Operation == "chat test-model" {
+			switch s.Operation {
+			case "chat test-model":
 				chats = append(chats, s)
+			case "POST /v1/agui":
+				agui = true
 			}
 		}
-		if len(chats) == 2 || time.Now().After(deadline) {
+		if len(chats) == 3 && agui || time.Now().After(deadline) {
 			break
 		}
 	}
-	if len(chats) != 2 {
-		t.Fatalf("%d chat spans in the trace, want 2", len(chats))
+	if len(chats) != 3 || !agui {
+		t.Fatalf("%d chat spans in the trace, want 3; the AG-UI request's span: %v", len(chats), agui)
 	}
 	slices.SortFunc(chats, func(a, b jaegerSpan) int {
 		return strings.Compare(a.tag("gen_ai.usage.input_tokens"), b.tag("gen_ai.usage.input_tokens"))
 	})
-	for i, want := range []struct{ in, out, finish string }{{"11", "5", "tool_calls"}, {"23", "2", "stop"}} {
+	for i, want := range []struct{ in, out, finish string }{{"11", "5", "tool_calls"}, {"23", "2", "stop"}, {"31", "4", "stop"}} {
 		s := chats[i]
 		if s.tag("gen_ai.provider.name") != "openai" || s.tag("gen_ai.request.model") != "test-model" || s.tag("server.address") != "127.0.0.1" ||
 			s.tag("gen_ai.usage.input_tokens") != want.in || s.tag("gen_ai.usage.output_tokens") != want.out || !strings.Contains(s.tag("gen_ai.response.finish_reasons"), want.finish) {
