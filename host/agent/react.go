@@ -7,14 +7,12 @@ import (
 	"strconv"
 	"sync/atomic"
 
+	"github.com/tenxgraph/tenxgraph/host/config"
 	"github.com/tenxgraph/tenxgraph/host/graph"
 	"github.com/tenxgraph/tenxgraph/host/message"
 	"github.com/tenxgraph/tenxgraph/host/model"
 	"github.com/tenxgraph/tenxgraph/host/toolnode"
 )
-
-// DefaultMaxSteps bounds a run's model calls when the config sets none.
-const DefaultMaxSteps = 25
 
 // ErrMaxSteps: the model kept calling tools past max_steps.
 var ErrMaxSteps = errors.New("model called tools too many times without a final answer")
@@ -60,8 +58,8 @@ type ModelNode struct {
 	Tools *toolnode.Node
 	// SystemPrompt, when set, is sent first.
 	SystemPrompt string
-	// MaxSteps bounds the node's model calls per run (DefaultMaxSteps when
-	// zero).
+	// MaxSteps bounds the node's model calls per run
+	// (config.DefaultMaxSteps, model.max_steps's default, when zero).
 	MaxSteps int
 
 	views views // per thread: what the model was last sent, to extend
@@ -74,7 +72,7 @@ func (m *ModelNode) Run(ctx context.Context, in *graph.Input) (graph.Update, err
 	counter, _ := in.Run.Memo(callsKey{m}, func() (any, error) { return new(atomic.Int32), nil })
 	limit := m.MaxSteps
 	if limit <= 0 {
-		limit = DefaultMaxSteps
+		limit = config.DefaultMaxSteps
 	}
 	if n := counter.(*atomic.Int32).Add(1); int(n) > limit {
 		return graph.Update{}, fmt.Errorf("%w (max_steps is %d; raise model.max_steps if the task needs more)", ErrMaxSteps, limit)

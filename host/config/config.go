@@ -51,7 +51,9 @@ const (
 	// AG-UI transcript of several hundred turns, stays under it; without
 	// it, one 4 MiB body of tiny messages stores some 100,000.
 	DefaultMaxRequestMessages = 1000
-	// DefaultMaxSteps stops a model that keeps calling tools forever.
+	// DefaultMaxSteps stops a model that keeps calling tools forever: the
+	// one default of model.max_steps, which a ModelNode (package agent)
+	// built without a bound uses too.
 	DefaultMaxSteps = 25
 	// DefaultMaxRetries matches the OpenAI SDKs' default.
 	DefaultMaxRetries = 2
