@@ -259,6 +259,14 @@ func (n *Node) stale() bool {
 	return false
 }
 
+// reading is a provider's tool list as refresh read it, and the channel
+// that announces its next change.
+type reading struct {
+	s    *source
+	md   sdk.MetadataResponse
+	next <-chan struct{}
+}
+
 // refresh re-reads the tool lists of the providers that announced a change,
 // so that the next model step is offered the new tools. It costs one
 // non-blocking channel receive per provider when nothing changed. A tool
@@ -269,11 +277,6 @@ func (n *Node) refresh(ctx context.Context, r *graph.Run) {
 		return
 	}
 	// The providers are asked without the lock: never hold it across I/O.
-	type reading struct {
-		s    *source
-		md   sdk.MetadataResponse
-		next <-chan struct{}
-	}
 	var stale []*source
 	n.mu.RLock()
 	for _, s := range n.sources {
@@ -296,6 +299,17 @@ func (n *Node) refresh(ctx context.Context, r *graph.Run) {
 	if len(read) == 0 {
 		return
 	}
+	// The tools left out are reported once the lock is let go: an event
+	// goes into the run's stream, whose reader may be slow, and no other
+	// run's tool set may wait for it.
+	for _, e := range n.reread(read) {
+		r.Emit(graph.Event{Type: EventToolIgnored, Data: e})
+	}
+}
+
+// reread takes the lists read, under the lock, and returns the tools it
+// left out.
+func (n *Node) reread(read []reading) (ignored []ToolIgnored) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	for _, rd := range read {
@@ -318,8 +332,8 @@ func (n *Node) refresh(ctx context.Context, r *graph.Run) {
 				reason = "a configured remote tool has that name"
 			}
 			if reason != "" {
-				r.Emit(graph.Event{Type: EventToolIgnored, Data: ToolIgnored{Node: n.name, Name: spec.Name,
-					Reason: fmt.Sprintf("provider %q added the tool, but the node cannot offer it: %s", s.name, reason)}})
+				ignored = append(ignored, ToolIgnored{Node: n.name, Name: spec.Name,
+					Reason: fmt.Sprintf("provider %q added the tool, but the node cannot offer it: %s", s.name, reason)})
 				continue
 			}
 			seen[spec.Name] = s.name
@@ -332,6 +346,7 @@ func (n *Node) refresh(ctx context.Context, r *graph.Run) {
 	n.server = server
 	n.gen++
 	n.reindex()
+	return ignored
 }
 
 // Name is the node's name in the graph.
