@@ -62,19 +62,18 @@ type ModelNode struct {
 	// (config.DefaultMaxSteps, model.max_steps's default, when zero).
 	MaxSteps int
 
-	views views // per thread: what the model was last sent, to extend
+	views views                         // per thread: what the model was last sent, to extend
+	calls graph.RunLocal[*atomic.Int32] // per run: the model calls made
 }
-
-type callsKey struct{ n *ModelNode }
 
 // Run implements graph.Node.
 func (m *ModelNode) Run(ctx context.Context, in *graph.Input) (graph.Update, error) {
-	counter, _ := in.Run.Memo(callsKey{m}, func() (any, error) { return new(atomic.Int32), nil })
+	counter, _ := m.calls.Get(in.Run, func() (*atomic.Int32, error) { return new(atomic.Int32), nil })
 	limit := m.MaxSteps
 	if limit <= 0 {
 		limit = config.DefaultMaxSteps
 	}
-	if n := counter.(*atomic.Int32).Add(1); int(n) > limit {
+	if n := counter.Add(1); int(n) > limit {
 		return graph.Update{}, fmt.Errorf("%w (max_steps is %d; raise model.max_steps if the task needs more)", ErrMaxSteps, limit)
 	}
 	view := m.views.Get(in.Run.Key())

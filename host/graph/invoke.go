@@ -116,7 +116,7 @@ func (a *App) run(ctx context.Context, input []message.Message, cfg RunConfig, e
 	r.prior = len(s.state.Messages)
 	for _, name := range a.g.order {
 		if c, ok := a.g.nodes[name].(RunChecker); ok {
-			if err := c.CheckRun(r); err != nil {
+			if err := c.CheckRun(ctx, r); err != nil {
 				return Result{}, err
 			}
 		}

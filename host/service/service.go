@@ -156,7 +156,7 @@ func New(ctx context.Context, cfg *config.Config, opts Options) (s *Service, err
 // returned.
 func graphProblems(g *graph.StateGraph, cfg *config.Config, ps *toolspec.Problems) error {
 	if err := g.AttachRemoteTools(cfg.RemoteTools); err != nil {
-		var aps graph.Problems
+		var aps toolspec.Problems
 		if !errors.As(err, &aps) {
 			return err
 		}

@@ -12,7 +12,6 @@ package toolnode
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"slices"
 	"sort"
@@ -89,6 +88,7 @@ type Node struct {
 	remoteTimeout time.Duration
 
 	answered *message.ThreadMemo[map[string]bool] // per thread, the calls with a result
+	sets     graph.RunLocal[*runSets]             // per run, its tool sets
 }
 
 // DefaultRemoteTimeout is how long a remote call waits for the client's
@@ -374,27 +374,40 @@ func (ts *ToolSet) Specs() []sdk.ToolSpec { return ts.specs }
 // Tools are the set's entries.
 func (ts *ToolSet) Tools() []Tool { return ts.tools }
 
-type toolSetKey struct {
-	node *Node
-	gen  uint64
+// runSets are a run's tool sets of one node, by the generation of the
+// node's server tools they were built for.
+type runSets struct {
+	mu    sync.Mutex
+	byGen map[uint64]*runSet
+}
+
+type runSet struct {
+	once sync.Once
+	ts   *ToolSet
+	err  error
 }
 
 // ToolSet returns the tools this run offers: the node's own plus the run's
 // client tools whose names are free. It is built once per run, and again
 // when a provider's tool list changed (see sdk.ToolsWatcher): the model
-// step after a change sees the new tools. The remote bridge leaves out a
-// client tool that would shadow one of the node's, and the run's events
-// report it (EventToolIgnored).
+// step after a change sees the new tools. The remote bridge judges the
+// run's client tools and leaves out one that would shadow one of the
+// node's, and the run's events report it (EventToolIgnored).
 func (n *Node) ToolSet(ctx context.Context, r *graph.Run) (*ToolSet, error) {
 	n.refresh(ctx, r)
 	n.mu.RLock()
 	gen := n.gen
 	n.mu.RUnlock()
-	v, err := r.Memo(toolSetKey{n, gen}, func() (any, error) { return n.buildToolSet(ctx, r) })
-	if err != nil {
-		return nil, err
+	sets, _ := n.sets.Get(r, func() (*runSets, error) { return &runSets{byGen: map[uint64]*runSet{}}, nil })
+	sets.mu.Lock()
+	set := sets.byGen[gen]
+	if set == nil {
+		set = &runSet{}
+		sets.byGen[gen] = set
 	}
-	return v.(*ToolSet), nil
+	sets.mu.Unlock()
+	set.once.Do(func() { set.ts, set.err = n.buildToolSet(ctx, r) })
+	return set.ts, set.err
 }
 
 func (n *Node) buildToolSet(ctx context.Context, r *graph.Run) (*ToolSet, error) {
@@ -403,17 +416,12 @@ func (n *Node) buildToolSet(ctx context.Context, r *graph.Run) (*ToolSet, error)
 	n.mu.RLock()
 	base, byName, server, remoteTools := n.base, n.byName, n.server, n.remote
 	n.mu.RUnlock()
-	specs, err := runTools(r)
-	if err != nil {
-		return nil, err
-	}
-	if len(specs) == 0 {
+	if len(r.RemoteTools) == 0 {
 		return base, nil
 	}
-	req := sdk.PrepareRunRequest{RunTools: make([]json.RawMessage, len(specs)), Taken: make([]string, 0, len(byName))}
-	for i, spec := range specs {
-		req.RunTools[i] = remote.FlatJSON(spec)
-	}
+	// The run's client tools go to the bridge as the client sent them:
+	// the bridge reads them, once, and judges them.
+	req := sdk.PrepareRunRequest{RunTools: r.RemoteTools, Taken: make([]string, 0, len(byName))}
 	for name := range byName {
 		req.Taken = append(req.Taken, name)
 	}
@@ -423,7 +431,7 @@ func (n *Node) buildToolSet(ctx context.Context, r *graph.Run) (*ToolSet, error)
 		return nil, fmt.Errorf("tool node %q: the remote bridge could not judge the run's client tools: %w", n.name, err)
 	}
 	if len(resp.Problems) > 0 {
-		return nil, fmt.Errorf("tool node %q: %w: the run's client tools are invalid: %s: %s", n.name, graph.ErrInvalidInput, resp.Problems[0].Path, resp.Problems[0].Message)
+		return nil, fmt.Errorf("%w: config.%v", graph.ErrInvalidInput, toolspec.Problems(resp.Problems))
 	}
 	for _, ig := range resp.Ignored {
 		r.Emit(graph.Event{Type: EventToolIgnored, Data: ToolIgnored{Node: n.name, Name: ig.Name,
