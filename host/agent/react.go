@@ -32,8 +32,21 @@ func React(ctx context.Context, env Env) (*graph.StateGraph, error) {
 		AddNode("tools", tools).
 		AddEdge(graph.START, "model").
 		AddConditionalEdges("model", ToolsCondition("tools"), "tools", graph.END).
-		AddEdge("tools", "model")
+		AddEdge("tools", "model").
+		SetStepLimit(StepLimit(env.MaxSteps))
 	return g, nil
+}
+
+// StepLimit is the super-step bound of a graph whose loop is a ModelNode
+// and a ToolNode, for a model allowed maxSteps calls (config.DefaultMaxSteps
+// when zero): each call is followed by at most one tool step, so the
+// model's own bound (ErrMaxSteps, which says which setting to raise) comes
+// first; never below the engine's default.
+func StepLimit(maxSteps int) int {
+	if maxSteps <= 0 {
+		maxSteps = config.DefaultMaxSteps
+	}
+	return max(graph.DefaultStepLimit, 2*maxSteps+2)
 }
 
 // ToolsCondition routes to the ToolNode when the last message calls tools,

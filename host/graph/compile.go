@@ -1,6 +1,7 @@
 package graph
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"sync"
@@ -22,12 +23,6 @@ func WithInterruptAfter(nodes ...string) Option {
 			a.interruptAfter[n] = true
 		}
 	}
-}
-
-// WithStepLimit bounds the super-steps of one run, so a graph that loops
-// forever fails with ErrStepLimit instead of hanging. The default is 100.
-func WithStepLimit(n int) Option {
-	return func(a *App) { a.stepLimit = n }
 }
 
 // DefaultStepLimit is the super-step bound when none is set: deep enough for
@@ -126,7 +121,7 @@ func (g *StateGraph) Compile(cp checkpoint.Checkpointer, opts ...Option) (*App, 
 		g: g, cp: cp,
 		index:          map[string]int{},
 		interruptAfter: map[string]bool{},
-		stepLimit:      DefaultStepLimit,
+		stepLimit:      cmp.Or(g.stepLimit, DefaultStepLimit),
 		busy:           map[string]struct{}{},
 		idGen:          newID,
 		cacheBytes:     DefaultCacheBytes,

@@ -101,6 +101,8 @@ type StateGraph struct {
 	edges    map[string][]string
 	routers  map[string]routeSpec
 	problems []string
+	// stepLimit bounds a run's super-steps (SetStepLimit); 0: DefaultStepLimit.
+	stepLimit int
 }
 
 type routeSpec struct {
@@ -143,6 +145,16 @@ func (g *StateGraph) AddConditionalEdges(from string, route Router, possible ...
 		g.problems = append(g.problems, fmt.Sprintf("node %q has two routers", from))
 	}
 	g.routers[from] = routeSpec{route: route, possible: possible}
+	return g
+}
+
+// SetStepLimit bounds the super-steps of one run, so a graph that loops
+// forever fails with ErrStepLimit instead of hanging (DefaultStepLimit when
+// never set; n <= 0 sets it back). The graph's author knows its loops: an
+// agent whose model may call tools a given number of times sets what that
+// loop needs.
+func (g *StateGraph) SetStepLimit(n int) *StateGraph {
+	g.stepLimit = max(n, 0)
 	return g
 }
 

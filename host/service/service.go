@@ -140,10 +140,6 @@ func New(ctx context.Context, cfg *config.Config, opts Options) (s *Service, err
 		return s, toolspec.Problems{{Path: "media", Message: err.Error()}}
 	}
 	gopts = append(gopts, graph.WithMedia(mc))
-	if cfg.Model != nil && cfg.Model.MaxSteps > 0 {
-		// Each model call is followed by at most one tool step.
-		gopts = append(gopts, graph.WithStepLimit(max(graph.DefaultStepLimit, 2*cfg.Model.MaxSteps+2)))
-	}
 	if s.App, err = g.Compile(s.Store, gopts...); err != nil {
 		return s, err
 	}
