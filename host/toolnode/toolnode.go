@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/tenxgraph/tenxgraph/host/graph"
+	"github.com/tenxgraph/tenxgraph/host/memo"
 	"github.com/tenxgraph/tenxgraph/host/message"
 	"github.com/tenxgraph/tenxgraph/plugins/remote"
 	"github.com/tenxgraph/tenxgraph/sdk"
@@ -87,8 +88,8 @@ type Node struct {
 	// waits for its result (SetRemoteTimeout).
 	remoteTimeout time.Duration
 
-	answered *message.ThreadMemo[map[string]bool] // per thread, the calls with a result
-	sets     graph.RunLocal[*runSets]             // per run, its tool sets
+	answered *memo.Fold[map[string]bool] // per thread, the calls with a result
+	sets     graph.RunLocal[*runSets]    // per run, its tool sets
 }
 
 // DefaultRemoteTimeout is how long a remote call waits for the client's
