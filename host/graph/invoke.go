@@ -68,7 +68,7 @@ func (a *App) run(ctx context.Context, input []message.Message, cfg RunConfig, e
 	if err := durability.Check(); err != nil {
 		return Result{}, invalid("config.durability: %v", err)
 	}
-	r := &Run{ThreadID: cfg.ThreadID, Tenant: cfg.Tenant, RunID: a.idGen(), key: key, emit: emit, listening: emit != nil, store: a.blobs}
+	r := &Run{ThreadID: cfg.ThreadID, Tenant: cfg.Tenant, RunID: a.idGen(), key: key, emit: emit, listening: emit != nil, store: a.cp}
 	if obs := a.observer; obs != nil {
 		if emit == nil {
 			r.emit = obs
@@ -536,7 +536,7 @@ type writer struct {
 	app      *App
 	run      *Run
 	hold     *hold
-	lease    checkpoint.Lease // zero without a Leaser store
+	lease    checkpoint.Lease
 	seq      int64
 	meta     map[string]string
 	runTools []json.RawMessage

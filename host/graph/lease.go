@@ -18,9 +18,8 @@ import (
 // after its process dies mid-run.
 const DefaultLease = 30 * time.Second
 
-// WithLease sets the lease a run takes on its thread in a store that
-// implements checkpoint.Leaser (see DefaultLease); d <= 0 keeps the
-// default. Shorter leases free a dead replica's threads sooner and cost
+// WithLease sets the lease a run takes on its thread in the store (see
+// DefaultLease); d <= 0 keeps the default. Shorter leases free a dead replica's threads sooner and cost
 // more heartbeats.
 func WithLease(d time.Duration) Option {
 	return func(a *App) {
@@ -31,12 +30,11 @@ func WithLease(d time.Duration) Option {
 }
 
 // hold is a run's (or a delete's) hold on a thread (thread is its key):
-// the in-process entry in App.busy and, with a Leaser store, the store's
-// lease, renewed by a heartbeat until released.
+// the in-process entry in App.busy and the store's lease, renewed by a
+// heartbeat until released.
 type hold struct {
 	thread string
 	lease  checkpoint.Lease
-	leased bool
 	// released is set once the run's last checkpoint released the lease
 	// with it (checkpoint.Checkpoint.Release): unclaim has nothing left to
 	// release, and the heartbeat finding the lease gone is no loss.
@@ -97,17 +95,14 @@ func (a *App) take(ctx context.Context, key string, wait bool) (context.Context,
 // lease lost.
 func (a *App) claim(ctx context.Context, key string) (context.Context, *hold, error) {
 	h := &hold{thread: key}
-	if a.leaser == nil {
-		return ctx, h, nil
-	}
-	le, err := a.leaser.Claim(ctx, key, a.leaseTTL)
+	le, err := a.cp.Claim(ctx, key, a.leaseTTL)
 	if errors.Is(err, checkpoint.ErrLeased) {
 		return ctx, nil, busy(key, "another run holds the thread; wait for it to finish")
 	}
 	if err != nil {
 		return ctx, nil, fmt.Errorf("thread %q: claim: %w", idOf(key), err)
 	}
-	h.lease, h.leased, h.renewed = le, true, le
+	h.lease, h.renewed = le, le
 	runCtx, cancel := context.WithCancelCause(ctx)
 	h.cancelRun = cancel
 	h.beatCtx, h.stopBeat = context.WithCancel(context.WithoutCancel(ctx))
@@ -141,7 +136,7 @@ func (a *App) heartbeat(h *hold) {
 
 // renew extends h's lease once and reports whether to go on.
 func (a *App) renew(h *hold) bool {
-	next, err := a.leaser.Extend(h.beatCtx, h.renewed, a.leaseTTL)
+	next, err := a.cp.Extend(h.beatCtx, h.renewed, a.leaseTTL)
 	switch {
 	case err == nil:
 		h.renewed = next
@@ -174,7 +169,7 @@ func (h *hold) stop() {
 // when ctx is done, so the thread is free at once rather than when the lease
 // expires.
 func (a *App) unclaim(ctx context.Context, h *hold) {
-	if h == nil || !h.leased {
+	if h == nil {
 		return
 	}
 	h.stop()
@@ -183,5 +178,5 @@ func (a *App) unclaim(ctx context.Context, h *hold) {
 	}
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), recordTimeout)
 	defer cancel()
-	_ = a.leaser.Release(rctx, h.lease) // a failed release only keeps the thread busy until the lease expires
+	_ = a.cp.Release(rctx, h.lease) // a failed release only keeps the thread busy until the lease expires
 }

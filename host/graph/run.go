@@ -109,8 +109,8 @@ type Run struct {
 	tail []message.Message
 
 	// key is the thread's key in the store (checkpoint.ThreadKey), and
-	// incarnation its life there, "" without a Leaser store or for a
-	// thread written before leases (see callID).
+	// incarnation its life there, "" for a thread written before leases
+	// (see callID).
 	key         string
 	incarnation string
 
@@ -119,7 +119,7 @@ type Run struct {
 	locals    sync.Map // *RunLocal[T] -> *runLocal[T]
 
 	// blobs are the media the run took in (see ingest), store the
-	// store's blobs (nil when it keeps none).
+	// store's blobs (nil in a Run made by hand).
 	blobs runBlobs
 	store checkpoint.BlobStore
 }

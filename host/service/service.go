@@ -125,9 +125,7 @@ func New(ctx context.Context, cfg *config.Config, opts Options) (s *Service, err
 			return s, err
 		}
 		s.ownsStore = true
-		if s.sweeper, err = startSweeper(s.Store, cfg.Checkpointer.IdleTTL, opts.Logger); err != nil {
-			return s, err
-		}
+		s.sweeper = startSweeper(s.Store, cfg.Checkpointer.IdleTTL, opts.Logger)
 	}
 	var gopts []graph.Option
 	if cfg.Cache.MaxBytes > 0 {

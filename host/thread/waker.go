@@ -25,8 +25,7 @@ const (
 )
 
 // Waker expires the due threads of an App's store for as long as it runs.
-// Run it in every process that serves the store; with a store that is not a
-// checkpoint.Scheduler it does nothing.
+// Run it in every process that serves the store.
 type Waker struct {
 	// App is the app whose threads are woken.
 	App *graph.App
@@ -60,7 +59,7 @@ func (w *Waker) Run(ctx context.Context) error {
 	stop, done := w.stop, w.done
 	w.mu.Unlock()
 	defer close(done)
-	sched, ok := w.App.Checkpointer().(checkpoint.Scheduler)
+	sched := w.App.Checkpointer()
 	every := w.Interval
 	if every <= 0 {
 		every = DefaultWakeInterval
@@ -75,7 +74,7 @@ func (w *Waker) Run(ctx context.Context) error {
 			return nil
 		default:
 		}
-		if ok && w.pass(ctx, sched) {
+		if w.pass(ctx, sched) {
 			continue // a full batch made progress: more may be due now
 		}
 		select {
