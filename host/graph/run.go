@@ -104,8 +104,8 @@ type Run struct {
 	prior int
 	// Step is the current super-step (1-based).
 	Step int
-	// tail is the thread as the run's last append left it, with room to
-	// grow (see App.appendMessages).
+	// tail is the thread as the run's last append left it, or as the run
+	// took it over, with room to grow (see App.appendMessages).
 	tail []message.Message
 
 	// key is the thread's key in the store (checkpoint.ThreadKey), and
