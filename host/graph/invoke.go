@@ -84,8 +84,7 @@ func (a *App) run(ctx context.Context, input []message.Message, cfg RunConfig, e
 	if err != nil {
 		return Result{}, err
 	}
-	defer a.release(key)
-	defer a.unclaim(ctx, h)
+	defer a.release(ctx, h)
 	r.incarnation = h.lease.Incarnation
 
 	latest, prev, err := a.load(ctx, key, h)
@@ -135,7 +134,7 @@ func (a *App) run(ctx context.Context, input []message.Message, cfg RunConfig, e
 	}
 	// Every path that returns after an asynchronous write writes again,
 	// which waits for it; this only keeps a write from outliving the run
-	// (and its lease, released by unclaim) on any other.
+	// (and its lease, let go by release) on any other.
 	defer w.settle() //nolint:errcheck // see above
 	r.Emit(Event{Type: EventRunStarted, Data: RunStarted{ThreadID: r.ThreadID, RunID: r.RunID, Resumed: s.resumed}})
 	if s.replay {
