@@ -119,44 +119,21 @@ func TestThreadMemoConcurrent(t *testing.T) {
 	}
 }
 
-// genThread makes a thread of n messages from a few call ids, so that it
-// has every edge ForModel handles: results that come later, before their
-// call or twice, results for unknown calls, calls never answered, calls
-// repeating an id, results in non-tool messages, remote-call markers.
+// genThread makes a thread of n messages that call tools and answer them,
+// from a few call ids, so that ids repeat within and across threads.
 func genThread(rng *rand.Rand, n int) []message.Message {
-	id := func() string { return fmt.Sprintf("c%d", rng.IntN(12)) }
-	var msgs []message.Message
-	for i := range n {
-		var m message.Message
-		m.ID = fmt.Sprintf("m%d", i)
-		switch rng.IntN(6) {
+	msgs := make([]message.Message, n)
+	for i := range msgs {
+		id, m := fmt.Sprintf("c%d", rng.IntN(12)), message.Message{ID: fmt.Sprintf("m%d", i), Role: message.RoleAssistant}
+		switch rng.IntN(3) {
 		case 0:
-			m.Role = message.RoleUser
 			m.Content = []message.Block{message.TextBlock{Text: "hi"}}
-			if rng.IntN(4) == 0 {
-				m.Content = append(m.Content, message.ToolResultBlock{ToolCallID: id(), Content: json.RawMessage(`"u"`)})
-			}
-		case 1, 2:
-			m.Role = message.RoleAssistant
-			if rng.IntN(3) == 0 {
-				m.Content = append(m.Content, message.TextBlock{Text: "thinking"})
-			}
-			for range rng.IntN(3) {
-				m.Content = append(m.Content, message.ToolCallBlock{ID: id(), Name: "t", Arguments: json.RawMessage(`{}`)})
-			}
-		case 3, 4:
-			m.Role = message.RoleTool
-			for range 1 + rng.IntN(2) {
-				if rng.IntN(4) == 0 {
-					m.Content = append(m.Content, message.RemoteToolCallBlock{ID: id(), Name: "r", Arguments: json.RawMessage(`{}`), Node: "tools"})
-				} else {
-					m.Content = append(m.Content, message.ToolResultBlock{ToolCallID: id(), Content: json.RawMessage(fmt.Sprintf("%d", i)), IsError: rng.IntN(5) == 0})
-				}
-			}
+		case 1:
+			m.Content = []message.Block{message.ToolCallBlock{ID: id, Name: "t", Arguments: json.RawMessage(`{}`)}}
 		default:
-			m.Role = message.RoleSystem
+			m.Role, m.Content = message.RoleTool, []message.Block{message.ToolResultBlock{ToolCallID: id, Content: json.RawMessage(`"r"`)}}
 		}
-		msgs = append(msgs, m)
+		msgs[i] = m
 	}
 	return msgs
 }
