@@ -397,9 +397,9 @@ func (a *App) apply(r *Run, s State, u Update) State {
 // what the run's last append returned, or the thread as the run took it
 // over with the array it is in (Run.tail): the run then writes past all
 // it has handed out, in an array only it writes. Otherwise it copies msgs
-// once, with room to grow. The result's capacity is its length, so a node or anyone
-// else appending to a state copies it, and no state handed out ever
-// changes. A run's appends thus cost what they add, not the thread's
+// once, with room to grow. The result's capacity is its length, so a node
+// or anyone else appending to a state copies it, and no state handed out
+// ever changes. A run's appends thus cost what they add, not the thread's
 // length, and a thread's messages stay in one array from run to run, which
 // the memos over them recognise at once (message.SamePrefix).
 func (a *App) appendMessages(r *Run, msgs, add []message.Message) []message.Message {

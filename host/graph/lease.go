@@ -19,8 +19,8 @@ import (
 const DefaultLease = 30 * time.Second
 
 // WithLease sets the lease a run takes on its thread in the store (see
-// DefaultLease); d <= 0 keeps the default. Shorter leases free a dead replica's threads sooner and cost
-// more heartbeats.
+// DefaultLease); d <= 0 keeps the default. Shorter leases free a dead
+// replica's threads sooner and cost more heartbeats.
 func WithLease(d time.Duration) Option {
 	return func(a *App) {
 		if d > 0 {
@@ -37,7 +37,8 @@ type hold struct {
 	lease  checkpoint.Lease
 	// released is set once the run's last checkpoint released the lease
 	// with it (checkpoint.Checkpoint.Release): release has nothing left to
-	// release in the store, and the heartbeat finding the lease gone is no loss.
+	// release in the store, and the heartbeat finding the lease gone is no
+	// loss.
 	released atomic.Bool
 
 	// The heartbeat is a timer, not a goroutine: most runs end before

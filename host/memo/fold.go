@@ -6,12 +6,12 @@ import (
 	"github.com/tenxgraph/tenxgraph/host/message"
 )
 
-// Fold keeps, per thread, a value folded over the thread's messages,
-// and folds in only the messages added since it last saw the thread, so
-// that reading it costs what the thread gained rather than its length
-// (plus one comparison of the message headers, see message.SamePrefix). Messages
-// that do not extend the ones it saw (an edited or re-created thread) are
-// folded again from the start. It keeps threads within PerThread's
+// Fold keeps, per thread, a value folded over the thread's messages, and
+// folds in only the messages added since it last saw the thread, so that
+// reading it costs what the thread gained rather than its length (plus
+// one comparison of the message headers, see message.SamePrefix).
+// Messages that do not extend the ones it saw (an edited or re-created
+// thread) are folded again from the start. It keeps threads within PerThread's
 // bounds, Max threads and MaxBytes of messages (estimated): it shares the
 // messages with the thread's state, but would keep them alive after the
 // thread cache let them go. It is safe for concurrent use.
