@@ -29,7 +29,7 @@ import (
 
 	"github.com/tenxgraph/tenxgraph/host/graph"
 	"github.com/tenxgraph/tenxgraph/host/media"
-	"github.com/tenxgraph/tenxgraph/host/toolnode/remotespec"
+	"github.com/tenxgraph/tenxgraph/host/remotetool"
 	"github.com/tenxgraph/tenxgraph/internal/hostallow"
 	"github.com/tenxgraph/tenxgraph/internal/sandbox"
 	"github.com/tenxgraph/tenxgraph/sdk/toolspec"
@@ -51,7 +51,9 @@ const (
 	// AG-UI transcript of several hundred turns, stays under it; without
 	// it, one 4 MiB body of tiny messages stores some 100,000.
 	DefaultMaxRequestMessages = 1000
-	// DefaultMaxSteps stops a model that keeps calling tools forever.
+	// DefaultMaxSteps stops a model that keeps calling tools forever: the
+	// one default of model.max_steps, which a ModelNode (package agent)
+	// built without a bound uses too.
 	DefaultMaxSteps = 25
 	// DefaultMaxRetries matches the OpenAI SDKs' default.
 	DefaultMaxRetries = 2
@@ -650,7 +652,7 @@ func (c *checker) remoteTools(f field) []graph.RemoteToolConfig {
 	// code-first AttachRemoteTools. Where this file already said what is
 	// wrong (a name that is not a string), its "missing" would only repeat it.
 	var more toolspec.Problems
-	for _, p := range remotespec.Check(tools) {
+	for _, p := range remotetool.Check(tools) {
 		if path := toolspec.Join(f.path, p.Path); !c.covered(path) {
 			more.Add(path, "%s", p.Message)
 		}

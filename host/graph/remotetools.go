@@ -2,14 +2,13 @@ package graph
 
 import (
 	"encoding/json"
-	"fmt"
 	"time"
 )
 
 // RemoteToolConfig declares a tool whose schema the server owns and whose
 // implementation runs in the client. It is the code-first twin of an entry
 // of remote_tools in 10xgraph.json and is validated by the same rules
-// (the ToolNode's: see RemoteToolNode).
+// (package remotetool's, which a ToolNode applies: see RemoteToolNode).
 type RemoteToolConfig struct {
 	// Node is the ToolNode that offers the tool.
 	Node string
@@ -27,17 +26,12 @@ type RemoteToolConfig struct {
 }
 
 // RemoteToolNode is implemented by nodes that can offer remote tools: a
-// ToolNode. AttachRemoteTools refuses nodes that don't implement it.
+// ToolNode, whose package owns the rules remote tools follow.
 type RemoteToolNode interface {
 	Node
-	// CheckRemoteTools reports what is wrong with tools (a bad name or
-	// schema, a name the node already serves), at paths "[i]..." where i
-	// is the entry's index in the whole list, indexes[k] for tools[k].
-	CheckRemoteTools(tools []RemoteToolConfig, indexes []int) Problems
-	// AttachRemoteTools adds tools already checked.
-	AttachRemoteTools(tools []RemoteToolConfig)
+	// AttachRemoteTools judges tools, the graph's whole list, against g
+	// and attaches each to the ToolNode it names; it attaches nothing
+	// when anything is wrong, and returns every problem with its path in
+	// the list ("[1].node").
+	AttachRemoteTools(g *StateGraph, tools []RemoteToolConfig) error
 }
-
-func index(i int) string { return fmt.Sprintf("[%d]", i) }
-
-func sprintf(format string, args ...any) string { return fmt.Sprintf(format, args...) }
