@@ -206,6 +206,11 @@ func TestOneTraceAcrossProcesses(t *testing.T) {
 		{"tenxgraph/traced", "execute_tool lookup"},
 		{"tenxgraph/traced", "tracedplugin.lookup"},
 		{"tenxgraph", "start plugin traced"}, // lazy: the call waited for its start
+		{"tenxgraph", "invoke_agent"},
+		{"tenxgraph", "superstep"},
+		{"tenxgraph", "node tools"},
+		{"tenxgraph", "thread.claim"},
+		{"tenxgraph", "checkpoint.write"},
 		{"tenxgraph/mcp", "tools/call echo"},
 	}
 	var spans []jaegerSpan
@@ -234,6 +239,7 @@ func TestOneTraceAcrossProcesses(t *testing.T) {
 
 	byID := map[string]jaegerSpan{}
 	requests := 0
+	var runs []jaegerSpan
 	for _, s := range spans {
 		byID[s.SpanID] = s
 	}
@@ -249,6 +255,20 @@ func TestOneTraceAcrossProcesses(t *testing.T) {
 	for _, s := range spans {
 		svc := services[s.ProcessID]
 		switch {
+		case s.Operation == "invoke_agent":
+			runs = append(runs, s)
+			if p, ok := parent(s); !ok || p.Operation != "POST /v1/graph/invoke" || s.tag("gen_ai.conversation.id") != "t1" {
+				t.Errorf("a run's span: want it under its request, on thread t1 (tags %+v)", s.Tags)
+			}
+		case svc == "tenxgraph" && s.Operation == "execute_tool calculator":
+			// A tool call is under its node, the node under its step, the
+			// step under the run.
+			n, ok := parent(s)
+			st, ok2 := parent(n)
+			run, ok3 := parent(st)
+			if !ok || !ok2 || !ok3 || n.Operation != "node tools" || st.Operation != "superstep" || run.Operation != "invoke_agent" {
+				t.Errorf("the calculator's span is under %q < %q < %q, want node tools < superstep < invoke_agent", n.Operation, st.Operation, run.Operation)
+			}
 		case s.Operation == "POST /v1/graph/invoke":
 			requests++
 			if _, ok := parent(s); ok || len(s.References) == 0 || s.References[0].SpanID != "00f067aa0ba902b7" {
@@ -288,6 +308,23 @@ func TestOneTraceAcrossProcesses(t *testing.T) {
 	}
 	if requests != 2 {
 		t.Errorf("%d request spans, want the invoke and the resume", requests)
+	}
+	// The run that resumed links to the run that paused.
+	if len(runs) != 2 {
+		t.Fatalf("%d run spans, want 2", len(runs))
+	}
+	linked := false
+	for _, a := range runs {
+		for _, b := range runs {
+			for _, r := range a.References {
+				if r.RefType != "CHILD_OF" && r.SpanID == b.SpanID {
+					linked = a.tag("tenxgraph.run.resumed") == "true" && b.tag("tenxgraph.run.status") == "interrupted"
+				}
+			}
+		}
+	}
+	if !linked {
+		t.Errorf("the resuming run does not link to the paused one: %+v / %+v", runs[0].References, runs[1].References)
 	}
 }
 

@@ -59,7 +59,7 @@ func (a *App) Stream(ctx context.Context, input []message.Message, cfg RunConfig
 	}
 }
 
-func (a *App) run(ctx context.Context, input []message.Message, cfg RunConfig, emit func(Event)) (Result, error) {
+func (a *App) run(ctx context.Context, input []message.Message, cfg RunConfig, emit func(Event)) (res Result, err error) {
 	key, err := keyOf("config.thread_id", cfg.Tenant, cfg.ThreadID)
 	if err != nil {
 		return Result{}, err
@@ -76,11 +76,17 @@ func (a *App) run(ctx context.Context, input []message.Message, cfg RunConfig, e
 			r.emit = func(e Event) { obs(e); emit(e) }
 		}
 	}
+	ctx, span := traceRun(ctx, r)
+	if span != nil {
+		defer func() { endRun(span, r, res, err) }()
+	}
 	// The claim comes before anything is read or run: a second run of the
 	// thread, in this process or another, is refused here, having done
 	// nothing. A resume waits for the run in progress instead, as it may
 	// be a retry of that run's answers (see take).
+	_, claim := traceClaim(ctx)
 	ctx, h, err := a.take(ctx, key, answersOnly(input, cfg))
+	endSpan(claim, err)
 	if err != nil {
 		return Result{}, err
 	}
@@ -117,6 +123,9 @@ func (a *App) run(ctx context.Context, input []message.Message, cfg RunConfig, e
 	}
 	if s.idle {
 		return Result{}, errNothingDue
+	}
+	if s.resumed {
+		linkPause(span, s.pause.Trace)
 	}
 	r.RemoteTools = s.runTools
 	r.prior = len(s.state.Messages)
@@ -174,11 +183,14 @@ func (a *App) run(ctx context.Context, input []message.Message, cfg RunConfig, e
 			return Result{}, w.fail(ctx, state, next, fmt.Errorf("thread %q: run cancelled: %w", r.ThreadID, context.Cause(ctx)))
 		}
 		r.Step++
-		ran, updates, err := a.resumeStep(ctx, r, state, w.pause)
+		sctx, sspan := traceStep(ctx, r, w.pause.Step, true)
+		ran, updates, err := a.resumeStep(sctx, r, state, w.pause)
 		if err != nil {
+			endSpan(sspan, err)
 			return Result{}, w.fail(ctx, state, next, err)
 		}
-		done, res, err := a.finishStep(ctx, r, &w, state, ran, updates, w.pause.Step)
+		done, res, err := a.finishStep(sctx, r, &w, state, ran, updates, w.pause.Step)
+		endSpan(sspan, err)
 		if done || err != nil {
 			return res.Result, err
 		}
@@ -193,11 +205,14 @@ func (a *App) run(ctx context.Context, input []message.Message, cfg RunConfig, e
 			err := fmt.Errorf("thread %q: %w: %d super-steps without reaching END; the graph is probably looping (raise the limit if it is not)", r.ThreadID, ErrStepLimit, a.stepLimit)
 			return Result{}, w.fail(ctx, state, next, err)
 		}
-		updates, err := a.step(ctx, r, state, next, &w)
+		sctx, sspan := traceStep(ctx, r, next, false)
+		updates, err := a.step(sctx, r, state, next, &w)
 		if err != nil {
+			endSpan(sspan, err)
 			return Result{}, w.fail(ctx, state, next, err)
 		}
-		done, res, err := a.finishStep(ctx, r, &w, state, next, updates, next)
+		done, res, err := a.finishStep(sctx, r, &w, state, next, updates, next)
+		endSpan(sspan, err)
 		if done || err != nil {
 			return res.Result, err
 		}
@@ -346,7 +361,9 @@ func (a *App) step(ctx context.Context, r *Run, state State, next []string, w *w
 
 func (a *App) runNode(ctx context.Context, r *Run, in *Input) (Update, error) {
 	r.Emit(Event{Type: EventNodeStarted, Data: NodeEvent{Node: in.Node, Step: r.Step}})
+	ctx, span := traceNode(ctx, r, in.Node)
 	u, err := a.g.nodes[in.Node].Run(ctx, in)
+	endSpan(span, err)
 	if err != nil {
 		return Update{}, fmt.Errorf("node %q: %w", in.Node, err)
 	}
@@ -562,6 +579,9 @@ func (w *writer) put(ctx context.Context, s State, next []string, status checkpo
 	if err := w.settle(); err != nil {
 		return err
 	}
+	if status == checkpoint.StatusInterrupted {
+		w.pause.Trace = w.run.traceparent // the run resuming this pause links to this one
+	}
 	ws := wireState{State: s, RunTools: w.runTools, pause: w.pause, logged: w.logged, logBytes: w.logBytes}
 	raw, add, err := encodeState(ws)
 	if err != nil {
@@ -584,14 +604,24 @@ func (w *writer) put(ctx context.Context, s State, next []string, status checkpo
 	}
 	ws.logged = len(s.Messages)
 	size := int64(len(raw)) + ws.logBytes
-	if w.async && status == checkpoint.StatusRunning {
+	async := w.async && status == checkpoint.StatusRunning
+	wctx, span := traceWrite(ctx, cp.Seq, string(status), async)
+	if async {
 		// The state written is never changed (see appendMessages), so the
 		// next step may run on it meanwhile.
 		done := make(chan error, 1)
-		go func() { done <- w.save(ctx, cp, ws, size) }()
+		go func() {
+			err := w.save(wctx, cp, ws, size)
+			endSpan(span, err)
+			done <- err
+		}()
 		w.pending = done
-	} else if err := w.save(ctx, cp, ws, size); err != nil {
-		return err
+	} else {
+		err := w.save(wctx, cp, ws, size)
+		endSpan(span, err)
+		if err != nil {
+			return err
+		}
 	}
 	w.seq++
 	w.logged, w.logBytes = ws.logged, ws.logBytes

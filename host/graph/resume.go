@@ -44,6 +44,9 @@ type pause struct {
 	// ("pending writes"): a retry of the step uses them instead of running
 	// those nodes again.
 	Writes map[string]wireUpdate `json:"writes,omitempty"`
+	// Trace is the W3C traceparent of the traced run that paused, which
+	// the run resuming it links to.
+	Trace string `json:"trace,omitempty"`
 }
 
 // wireUpdate is an Update as a checkpoint stores it.

@@ -55,7 +55,8 @@ func (p *Plugin) traceCall(ctx context.Context, req sdk.CallToolRequest) (contex
 			attribute.String("gen_ai.tool.type", "function"),
 			attribute.String("tenxgraph.provider", p.cfg.Name),
 		))
-	return sdk.WithSpanSink(ctx, telemetry.PluginSpans(p.cfg.Name)), span
+	name := p.cfg.Name
+	return sdk.WithSpanSink(ctx, func(ctx context.Context, spans []byte) { telemetry.PluginSpans(ctx, name, spans) }), span
 }
 
 // endCall records a tool call's outcome on its span: "ok", "deferred" (a

@@ -12,8 +12,6 @@ import (
 	resourcepb "go.opentelemetry.io/proto/otlp/resource/v1"
 	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
 	"google.golang.org/protobuf/proto"
-
-	"github.com/tenxgraph/tenxgraph/sdk"
 )
 
 // pluginBatch is the spans one plugin call returned, checked and named.
@@ -21,18 +19,16 @@ type pluginBatch struct {
 	spans []*tracepb.ResourceSpans
 }
 
-// PluginSpans is the sdk.SpanSink for the calls of the provider named
-// provider: the spans a plugin returns with a result are exported with the
-// host's own, as the service "<service.name>/<provider>". They come from a
-// process the host does not trust, so only spans of the call's own trace
-// are kept (a plugin cannot write into another trace), and the resource
-// they claim is replaced by the provider's name as the host knows it. It
-// drops everything while tracing is off.
-func PluginSpans(provider string) sdk.SpanSink {
-	return func(ctx context.Context, data []byte) {
-		if t := current.Load(); t != nil {
-			t.accept(ctx, provider, data)
-		}
+// PluginSpans exports the spans a plugin of the provider named provider
+// returned with a call's result (an OTLP TracesData, see sdk.SpanSink)
+// with the host's own, as the service "<service.name>/<provider>". They
+// come from a process the host does not trust, so only spans of the trace
+// of ctx's span (the call's) are kept (a plugin cannot write into another
+// trace), and the resource they claim is replaced by the provider's name
+// as the host knows it. It drops everything while tracing is off.
+func PluginSpans(ctx context.Context, provider string, data []byte) {
+	if t := current.Load(); t != nil {
+		t.accept(ctx, provider, data)
 	}
 }
 

@@ -15,6 +15,8 @@ import (
 	"github.com/tenxgraph/tenxgraph/host/message"
 	"github.com/tenxgraph/tenxgraph/sdk"
 	"github.com/tenxgraph/tenxgraph/sdk/strictjson"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/trace"
 )
 
 // EventApprovalRequested is the event a ToolNode emits for each call that
@@ -66,6 +68,7 @@ func (n *Node) Run(ctx context.Context, in *graph.Input) (graph.Update, error) {
 			req := message.ApprovalRequestBlock{ID: c.ID, Name: c.Name, Arguments: c.Arguments, Node: n.name}
 			blocks[i] = req
 			in.Run.Emit(graph.Event{Type: EventApprovalRequested, Data: req})
+			traceApproval(ctx, "approval requested", c.ID, c.Name, nil, "")
 		default:
 			jobs = append(jobs, job{i, t})
 		}
@@ -181,12 +184,14 @@ func (n *Node) resume(ctx context.Context, in *graph.Input) (graph.Update, error
 			case !ok:
 				blocks[k] = errorResult(it.ID, "the call to approve is no longer in the thread")
 			case !b.Approved:
+				traceApproval(ctx, "approval denied", it.ID, calls[i].Name, &b.Approved, b.Reason)
 				msg := fmt.Sprintf("the call to tool %q was denied by the person asked to approve it; it did not run", calls[i].Name)
 				if b.Reason != "" {
 					msg += ". Reason: " + b.Reason
 				}
 				blocks[k] = errorResult(it.ID, msg)
 			default:
+				traceApproval(ctx, "approval granted", it.ID, calls[i].Name, &b.Approved, b.Reason)
 				approved = append(approved, calls[i])
 				approvedAt = append(approvedAt, k)
 			}
@@ -377,4 +382,21 @@ func media(atts []sdk.Attachment) []message.MediaBlock {
 func errorResult(id, msg string) message.ToolResultBlock {
 	raw, _ := json.Marshal(msg) // strings always encode
 	return message.ToolResultBlock{ToolCallID: id, Content: raw, IsError: true}
+}
+
+// traceApproval records an approval's request or decision as an event of
+// the node's span, when the run is traced.
+func traceApproval(ctx context.Context, what, callID, tool string, approved *bool, reason string) {
+	span := trace.SpanFromContext(ctx)
+	if !span.IsRecording() {
+		return
+	}
+	attrs := []attribute.KeyValue{attribute.String("gen_ai.tool.call.id", callID), attribute.String("gen_ai.tool.name", tool)}
+	if approved != nil {
+		attrs = append(attrs, attribute.Bool("tenxgraph.approval.approved", *approved))
+	}
+	if reason != "" {
+		attrs = append(attrs, attribute.String("tenxgraph.approval.reason", reason))
+	}
+	span.AddEvent(what, trace.WithAttributes(attrs...))
 }
