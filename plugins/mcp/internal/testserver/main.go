@@ -7,10 +7,13 @@
 //	testserver -http ADDR serve Streamable HTTP at ADDR/mcp; prints the address
 //	  -json               answer each call with a JSON body, not an SSE stream
 //	  -sse                serve the legacy HTTP+SSE transport at ADDR/sse instead
+//	testserver -meta      also have a tool "meta" that answers the request's
+//	                      params._meta as JSON
 package main
 
 import (
 	"context"
+	"encoding/json"
 	"flag"
 	"fmt"
 	"log"
@@ -40,8 +43,21 @@ type bigArgs struct {
 	Bytes int `json:"bytes" jsonschema:"how many bytes of text to return"`
 }
 
+// withMeta adds the tool "meta" (flag -meta).
+var withMeta bool
+
 func newServer() *mcp.Server {
 	s := mcp.NewServer(&mcp.Implementation{Name: "testserver", Version: "1.0.0"}, nil)
+	if withMeta {
+		mcp.AddTool(s, &mcp.Tool{Name: "meta", Description: "Answer the request's params._meta."},
+			func(_ context.Context, req *mcp.CallToolRequest, _ struct{}) (*mcp.CallToolResult, any, error) {
+				b, err := json.Marshal(req.Params.Meta)
+				if err != nil {
+					return nil, nil, err
+				}
+				return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: string(b)}}}, nil, nil
+			})
+	}
 	echo := func(_ context.Context, _ *mcp.CallToolRequest, in echoArgs) (*mcp.CallToolResult, any, error) {
 		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: in.Text}}}, nil, nil
 	}
@@ -78,6 +94,7 @@ func main() {
 	addr := flag.String("http", "", "serve Streamable HTTP on this address (host:port) instead of stdio")
 	jsonBodies := flag.Bool("json", false, "with -http: answer each call with a JSON body rather than an SSE stream")
 	sse := flag.Bool("sse", false, "with -http: serve the legacy HTTP+SSE transport at /sse instead")
+	flag.BoolVar(&withMeta, "meta", false, `also have a tool "meta" that answers the request's params._meta`)
 	flag.Parse()
 	if *addr == "" {
 		if err := newServer().Run(context.Background(), &mcp.StdioTransport{}); err != nil {
