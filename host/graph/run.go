@@ -115,11 +115,11 @@ type Run struct {
 	incarnation string
 
 	emit      func(Event)
-	listening bool     // a Stream consumer receives the events
+	listening bool // a Stream consumer receives the events
 	// traceparent is the run's span's W3C trace context while it is
 	// traced: a pause keeps it, so that the run resuming it links to it.
 	traceparent string
-	locals    sync.Map // *RunLocal[T] -> *runLocal[T]
+	locals      sync.Map // *RunLocal[T] -> *runLocal[T]
 
 	// blobs are the media the run took in (see ingest), store the
 	// store's blobs (nil in a Run made by hand).
