@@ -324,7 +324,7 @@ func (b *Bridge) CallTool(ctx context.Context, req sdk.CallToolRequest) (sdk.Cal
 		return sdk.ErrorResult(fmt.Errorf("%s: tool %q: %w", r.srv.describe(), r.tool.Name, err)), nil
 	}
 	if truncated {
-		r.srv.log.Info("result truncated", "tool", r.tool.Name, "max_output_bytes", cfg.maxOutput(), "max_result_bytes", cfg.MaxResultBytes)
+		traceLog(ctx, r.srv.log).Info("result truncated", "tool", r.tool.Name, "max_output_bytes", cfg.maxOutput(), "max_result_bytes", cfg.MaxResultBytes)
 	}
 	if n := resp.Size(); cfg.MaxResultBytes > 0 && n > cfg.MaxResultBytes {
 		return sdk.ErrorResult(fmt.Errorf("tool %q returned %d bytes, over the limit of %d (%s); the result was dropped",

@@ -453,7 +453,7 @@ func (s *server) call(ctx context.Context, tool *mcpsdk.Tool, args json.RawMessa
 			return nil, &failure{fmt.Sprintf("%s lost its connection during the call of %q (%v); it is being connected again, and the call was not retried: %s", s.describe(), tool.Name, err, why)}
 		}
 		retried = true
-		s.log.Warn("the connection broke during a call; retrying it once, as the tool is read-only or idempotent", "tool", tool.Name, "error", err)
+		traceLog(ctx, s.log).Warn("the connection broke during a call; retrying it once, as the tool is read-only or idempotent", "tool", tool.Name, "error", err)
 	}
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 
+	"github.com/hashicorp/go-hclog"
 	mcpsdk "github.com/modelcontextprotocol/go-sdk/mcp"
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/attribute"
@@ -70,4 +71,13 @@ func (c metaCarrier) Keys() []string {
 		keys = append(keys, k)
 	}
 	return keys
+}
+
+// traceLog is l with the call's trace_id and span_id, when it is traced,
+// so that a line logged during a call is found from its trace.
+func traceLog(ctx context.Context, l hclog.Logger) hclog.Logger {
+	if sc := trace.SpanContextFromContext(ctx); sc.IsValid() {
+		return l.With("trace_id", sc.TraceID().String(), "span_id", sc.SpanID().String())
+	}
+	return l
 }
