@@ -590,22 +590,16 @@ func Check(data []byte, dir string) (*Config, toolspec.Problems) {
 		c.add("", "the config must be a JSON object, got %s", root.kind)
 		return nil, c.ps
 	}
-	top := field{c: c, v: root}.object("agent", "remote_tools", "model", "builtin_tools", "mcp_servers", "plugins", "provider_defaults", "checkpointer", "server", "cache", "remote_tool_defaults", "media")
+	top := field{c: c, v: root}.object(topKeys()...)
 	cfg := &Config{Dir: abs}
-	defaults := top.get("provider_defaults").object(append(providerDefaultKeys(), profileKeys...)...)
-	readProviderKeys(defaults, &c.defaults)
-	cfg.SandboxDefaults = c.providerDefaults(defaults)
-	cfg.Agent, _ = top.get("agent").required(`name a registered graph such as "tenxgraph:react"`)
-	cfg.RemoteTools = c.remoteTools(top.get("remote_tools"))
-	cfg.RemoteToolTimeout, _ = top.get("remote_tool_defaults").object("timeout").get("timeout").duration()
-	cfg.Model = c.model(top.get("model"))
-	cfg.BuiltinTools = c.builtinTools(top.get("builtin_tools"))
-	cfg.MCPServers, cfg.MCPServerOrder = c.mcpServers(top.get("mcp_servers"))
-	cfg.Plugins = c.plugins(top.get("plugins"))
-	cfg.Checkpointer = c.checkpointer(top.get("checkpointer"))
-	cfg.Server = c.server(top.get("server"))
-	cfg.Cache.MaxBytes, _ = top.get("cache").object("max_bytes").get("max_bytes").integer(1, math.MaxInt64)
-	cfg.Media = c.media(top.get("media"))
+	_, _ = top.get(schemaKey).str()
+	for _, first := range []bool{true, false} {
+		for _, s := range sections {
+			if s.First == first {
+				s.read(c, top.get(s.Key), cfg)
+			}
+		}
+	}
 	c.checkSecrets(cfg)
 	return cfg, c.ps
 }
@@ -667,9 +661,9 @@ func (c *checker) model(f field) *Model {
 	m := &Model{MaxSteps: DefaultMaxSteps, MaxRetries: DefaultMaxRetries}
 	provider := o.get("provider")
 	if !provider.present() {
-		c.add(provider.path, `missing: "openai" (any OpenAI-compatible endpoint), "anthropic" (Anthropic's Messages API) or "scripted" (rules from a script file, for demos and tests)`)
+		c.add(provider.path, "missing: %s", modelProviderList())
 	}
-	m.Provider, _ = provider.oneOf("openai", "anthropic", "scripted")
+	m.Provider, _ = provider.oneOf(modelProviderNames()...)
 
 	model := o.get("model")
 	m.Model, _ = model.text()
@@ -723,9 +717,6 @@ func (c *checker) model(f field) *Model {
 	}
 	return m
 }
-
-// builtinNames are the builtin provider's tools.
-var builtinNames = []string{"calculator", "current_time", "http_fetch", "read_file", "write_file", "list_files"}
 
 func (c *checker) builtinTools(f field) *BuiltinTools {
 	o := f.object(append(providerEntryKeys("node", "enable", "http_fetch", "workspace"), profileKeys...)...)
@@ -997,7 +988,7 @@ func (c *checker) checkpointer(f field) Checkpointer {
 	cp.Durability = graph.Durability(d)
 	typ := o.get("type")
 	if typ.present() {
-		t, ok := typ.oneOf("sqlite", "memory", "postgres")
+		t, ok := typ.oneOf(checkpointerNames()...)
 		if !ok {
 			return cp // which keys belong depends on a type we do not know
 		}
