@@ -29,6 +29,7 @@ import (
 
 	"github.com/tenxgraph/tenxgraph/host/graph"
 	"github.com/tenxgraph/tenxgraph/host/media"
+	"github.com/tenxgraph/tenxgraph/host/model"
 	"github.com/tenxgraph/tenxgraph/host/toolnode/remotespec"
 	"github.com/tenxgraph/tenxgraph/internal/hostallow"
 	"github.com/tenxgraph/tenxgraph/internal/sandbox"
@@ -56,14 +57,13 @@ const (
 	// DefaultMaxRetries matches the OpenAI SDKs' default.
 	DefaultMaxRetries = 2
 	// DefaultAPIKeyEnv is where every OpenAI client looks for the key.
-	DefaultAPIKeyEnv = "OPENAI_API_KEY"
+	DefaultAPIKeyEnv = model.DefaultAPIKeyEnv
 	// DefaultAnthropicAPIKeyEnv is where Anthropic's clients look for the
 	// key.
-	DefaultAnthropicAPIKeyEnv = "ANTHROPIC_API_KEY"
+	DefaultAnthropicAPIKeyEnv = model.DefaultAnthropicAPIKeyEnv
 	// DefaultMaxTokens is the anthropic provider's max_tokens when the
-	// config sets none: the Messages API requires one, and every current
-	// Claude model allows this much output.
-	DefaultMaxTokens = 8192
+	// config sets none (model.DefaultMaxTokens).
+	DefaultMaxTokens = model.DefaultMaxTokens
 	// DefaultSQLitePath is relative to the config's folder, so state stays
 	// with the project rather than with the shell's current directory.
 	DefaultSQLitePath = ".tenxgraph/state.db"
@@ -277,41 +277,9 @@ func (c *checker) providerSettings(o field) ProviderSettings {
 	return s
 }
 
-// Model configures the chat model.
-type Model struct {
-	// Provider is "openai" (any OpenAI-compatible endpoint: OpenAI,
-	// Ollama, vLLM, llama.cpp, LM Studio), "anthropic" (Anthropic's
-	// Messages API, or a server that speaks it) or "scripted"
-	// (deterministic rules from Script, for demos and tests that must run
-	// offline).
-	Provider string
-	// Model is the model name sent to the endpoint; required for openai
-	// and anthropic, where there is no sensible guess.
-	Model string
-	// BaseURL is empty for the provider's own endpoint (OPENAI_BASE_URL
-	// or ANTHROPIC_BASE_URL may override it at run time). Anthropic's is
-	// the API root, without /v1.
-	BaseURL string
-	// APIKeyEnv names the environment variable holding the key (default
-	// OPENAI_API_KEY for openai, ANTHROPIC_API_KEY for anthropic), so the
-	// key never sits in the file.
-	APIKeyEnv string
-	// MaxTokens bounds one answer's output tokens (anthropic only, which
-	// must send one: default DefaultMaxTokens).
-	MaxTokens int
-	// Script is the scripted model's rule file (absolute).
-	Script string
-	// SystemPrompt is prepended to every conversation; empty for none.
-	SystemPrompt string
-	// MaxSteps bounds model calls per run (default 25), so a model that
-	// loops on tools ends with an error instead of a bill.
-	MaxSteps int
-	// Timeout bounds one model call; 0 leaves it to the provider's default.
-	Timeout time.Duration
-	// MaxRetries is how often a failed call is retried (default 2); 0
-	// turns retries off.
-	MaxRetries int
-}
+// Model configures the chat model: model.Config, which the providers
+// read, so that they need nothing of this package.
+type Model = model.Config
 
 // BuiltinTools selects the builtin tools provider's tools.
 type BuiltinTools struct {
