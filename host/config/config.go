@@ -14,6 +14,7 @@ package config
 import (
 	"bytes"
 	"cmp"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -395,6 +396,10 @@ type Plugin struct {
 	Cwd string
 	// Sandbox is what the plugin's process may have; its Env includes Env.
 	Sandbox sandbox.Profile
+	// Options are sent to the plugin with Configure (a JSON object, as
+	// written; nil when absent). A plugin that declares an options schema
+	// has them checked against it when it starts, `validate` included.
+	Options json.RawMessage
 }
 
 // DefaultKeepHistory is checkpointer.keep_history when unset: the last
@@ -870,7 +875,7 @@ func (c *checker) plugins(f field) []Plugin {
 	var out []Plugin
 	first := map[string]int{}
 	for i, it := range items {
-		o := it.object(append(providerEntryKeys("name", "command", "sha256", "node", "env", "start"), "cwd", "pass_env", "limits", "network", "user", "group", "prefix", "filesystem")...)
+		o := it.object(append(providerEntryKeys("name", "command", "sha256", "node", "env", "start"), "cwd", "pass_env", "limits", "network", "user", "group", "prefix", "filesystem", "options")...)
 		if !o.present() {
 			continue
 		}
@@ -927,6 +932,15 @@ func (c *checker) plugins(f field) []Plugin {
 		}
 		p.Cwd, _ = o.get("cwd").filePath()
 		p.Sandbox = c.profile(o, p.Env)
+		if opts := o.get("options"); opts.present() {
+			if opts.v.kind != kindObject {
+				opts.wrongType("an object: the plugin's own options, which it declares")
+			} else {
+				var buf bytes.Buffer
+				opts.v.encode(&buf)
+				p.Options = buf.Bytes()
+			}
+		}
 		out = append(out, p)
 	}
 	return out

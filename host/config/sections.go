@@ -265,6 +265,7 @@ func pluginsSchema() *jsonschema.Schema {
 		{"start", withDefault(enum(`"startup" (a broken plugin fails the start, not the first run) or "lazy" (started on first use).`, "startup", "lazy"), "startup")},
 		{"cwd", text("Its working directory, relative to this file's folder (default: the host's).")},
 		{"prefix", pattern(`Put before each of its tool names on the node, such as "wx_", so that two plugins' names cannot collide.`, prefixPattern.String())},
+		{"options", &jsonschema.Schema{Type: "object", Description: "The plugin's own options, sent to it when it starts; a plugin that declares an options schema has them checked against it (`tenxgraph validate` starts it to read the schema)."}},
 	}, settingProps(), entryProps(), profileProps(false))...)
 	p.Required = []string{"name", "command"}
 	return array("Third-party tool providers, started in this order.", p)

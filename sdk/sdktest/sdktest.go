@@ -152,8 +152,12 @@ func Start(t testing.TB, command ...string) sdk.Provider {
 }
 
 // StartConfigured is Start for a plugin that takes options (sdk.Configured):
-// options, marshalled to JSON, are sent with Configure before any other
-// call, as the host sends a provider's options from its config.
+// options, marshalled to JSON, are sent with Configure before any call but
+// GetMetadata, as the host sends a provider's options from its config. A
+// plugin that declares an options schema has them checked against it
+// first, as the host does: a mismatch fails the test with each problem's
+// path. (Start configures such a plugin with {}, as the host does when
+// the config gives no options.)
 func StartConfigured(t testing.TB, options any, command ...string) sdk.Provider {
 	t.Helper()
 	raw, err := json.Marshal(options)
@@ -234,20 +238,45 @@ func start(t testing.TB, options json.RawMessage, command []string) sdk.Provider
 		stop()
 		<-watchDone
 	})
-	if options != nil {
-		c, ok := p.(sdk.Configurer)
-		if !ok {
-			t.Fatalf("sdktest.StartConfigured %s: the provider cannot take options", name)
-		}
-		ctx, cancel := context.WithTimeout(context.Background(), shutdownTimeout)
-		err := c.Configure(ctx, sdk.ConfigureRequest{Options: options})
-		cancel()
-		if err != nil {
-			t.Fatalf("sdktest.StartConfigured %s: the plugin refused its options: %v", name, err)
-		}
-	}
+	configure(t, name, p, options)
 	checkTools(t, "sdktest.Start", p)
 	return p
+}
+
+// configure sends the options as the host does: a plugin that declares an
+// options schema has the options checked against it first (a mismatch
+// fails the test, each problem with its path), and is configured even
+// without options, with {}.
+func configure(t testing.TB, name string, p sdk.Provider, options json.RawMessage) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), shutdownTimeout)
+	defer cancel()
+	md, err := p.Metadata(ctx, sdk.MetadataRequest{})
+	if err != nil {
+		t.Fatalf("sdktest.Start %s: reading its metadata: %v", name, err)
+	}
+	if len(md.OptionsSchema) > 0 {
+		s, err := toolspec.Compile(md.OptionsSchema)
+		if err != nil {
+			t.Fatalf("sdktest.Start %s: the host would refuse its options schema: %v", name, err)
+		}
+		if options == nil {
+			options = json.RawMessage(`{}`)
+		}
+		if ps := toolspec.CheckValue(s, "options", options); len(ps) > 0 {
+			t.Fatalf("sdktest.StartConfigured %s: the options do not match the plugin's options schema:\n%v", name, ps)
+		}
+	}
+	if options == nil {
+		return
+	}
+	c, ok := p.(sdk.Configurer)
+	if !ok {
+		t.Fatalf("sdktest.StartConfigured %s: the provider cannot take options", name)
+	}
+	if err := c.Configure(ctx, sdk.ConfigureRequest{Options: options}); err != nil {
+		t.Fatalf("sdktest.StartConfigured %s: the plugin refused its options: %v", name, err)
+	}
 }
 
 // testLog writes log lines to the test's log until the test is over: a
