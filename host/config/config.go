@@ -28,9 +28,10 @@ import (
 	"strings"
 	"time"
 
-	"github.com/tenxgraph/tenxgraph/host/graph"
+	"github.com/tenxgraph/tenxgraph/host/checkpoint"
 	"github.com/tenxgraph/tenxgraph/host/media"
 	"github.com/tenxgraph/tenxgraph/host/model"
+	"github.com/tenxgraph/tenxgraph/host/remotetool"
 	"github.com/tenxgraph/tenxgraph/host/toolnode/remotespec"
 	"github.com/tenxgraph/tenxgraph/internal/hostallow"
 	"github.com/tenxgraph/tenxgraph/internal/sandbox"
@@ -103,7 +104,7 @@ type Config struct {
 	// They are checked here (names, schemas, duplicates) so a broken schema
 	// fails at startup, not when a model first calls the tool; whether
 	// each Node exists is checked when the graph is built.
-	RemoteTools []graph.RemoteToolConfig
+	RemoteTools []remotetool.Config
 	// RemoteToolTimeout is how long a remote call waits for the client's
 	// result when its tool has no timeout of its own, per-run client tools
 	// included (remote_tool_defaults.timeout; 0:
@@ -419,7 +420,7 @@ type Checkpointer struct {
 	// carries a password and so never sits in the file.
 	DSNEnv string
 	// Lease is how long a run's claim on its thread lasts unless its
-	// heartbeat renews it (0: graph.DefaultLease, 30s): how long a thread
+	// heartbeat renews it (0: checkpoint.DefaultLease, 30s): how long a thread
 	// stays busy after the replica running it dies.
 	Lease time.Duration
 	// KeepHistory is how many checkpoints each thread keeps beyond its
@@ -433,8 +434,8 @@ type Checkpointer struct {
 	IdleTTL time.Duration
 	// Durability is when runs write their checkpoints, unless a request
 	// says otherwise: one of graph's durability modes, "" for the default
-	// (graph.DurabilitySync).
-	Durability graph.Durability
+	// (checkpoint.DurabilitySync).
+	Durability checkpoint.Durability
 }
 
 // Cache bounds the cache of decoded threads, which saves a run on a thread
@@ -442,7 +443,7 @@ type Checkpointer struct {
 // again.
 type Cache struct {
 	// MaxBytes is the cache's budget, an estimate of the memory its
-	// threads take (0: graph.DefaultCacheBytes, 256 MiB); the least
+	// threads take (0: checkpoint.DefaultCacheBytes, 256 MiB); the least
 	// recently used threads are dropped to stay within it.
 	MaxBytes int64
 }
@@ -585,12 +586,12 @@ func nodeName(f field) string {
 	return DefaultNode
 }
 
-func (c *checker) remoteTools(f field) []graph.RemoteToolConfig {
+func (c *checker) remoteTools(f field) []remotetool.Config {
 	items, _ := f.items()
 	if len(items) == 0 {
 		return nil
 	}
-	tools := make([]graph.RemoteToolConfig, len(items))
+	tools := make([]remotetool.Config, len(items))
 	for i, it := range items {
 		o := it.object("node", "node_name", "name", "description", "parameters", "timeout")
 		t := &tools[i]
@@ -966,8 +967,8 @@ func (c *checker) checkpointer(f field) Checkpointer {
 		cp.KeepHistory = &keep
 	}
 	cp.IdleTTL, _ = o.get("idle_ttl").duration()
-	d, _ := o.get("durability").oneOf(string(graph.DurabilitySync), string(graph.DurabilityAsync), string(graph.DurabilityExit))
-	cp.Durability = graph.Durability(d)
+	d, _ := o.get("durability").oneOf(string(checkpoint.DurabilitySync), string(checkpoint.DurabilityAsync), string(checkpoint.DurabilityExit))
+	cp.Durability = checkpoint.Durability(d)
 	typ := o.get("type")
 	if typ.present() {
 		t, ok := typ.oneOf(checkpointerNames()...)

@@ -6,7 +6,7 @@ import (
 
 	"github.com/google/jsonschema-go/jsonschema"
 
-	"github.com/tenxgraph/tenxgraph/host/graph"
+	"github.com/tenxgraph/tenxgraph/host/checkpoint"
 	"github.com/tenxgraph/tenxgraph/host/media"
 	"github.com/tenxgraph/tenxgraph/internal/sandbox"
 )
@@ -51,7 +51,7 @@ func init() {
 	register(Section{Key: "cache",
 		Schema: func() *jsonschema.Schema {
 			return object("The cache of decoded threads, which saves a resume or the next turn from reading its thread again.",
-				prop{"max_bytes", withDefault(integer("The cache's budget, an estimate of its threads' memory; the least recently used threads are dropped to stay within it.", 1, math.MaxInt64), graph.DefaultCacheBytes)})
+				prop{"max_bytes", withDefault(integer("The cache's budget, an estimate of its threads' memory; the least recently used threads are dropped to stay within it.", 1, math.MaxInt64), checkpoint.DefaultCacheBytes)})
 		},
 		read: func(c *checker, f field, cfg *Config) {
 			cfg.Cache.MaxBytes, _ = f.object("max_bytes").get("max_bytes").integer(1, math.MaxInt64)
@@ -301,10 +301,10 @@ func checkpointerSchema() *jsonschema.Schema {
 		prop{"type", withDefault(enum(`"sqlite" (embedded, survives restarts), "memory" (lost on exit) or "postgres".`, checkpointerNames()...), checkpointerKinds[0].Name)},
 		prop{"path", withDefault(text("The sqlite file, relative to this file's folder."), DefaultSQLitePath)},
 		prop{"dsn_env", envNameSchema(`The environment variable holding the postgres DSN, such as "DATABASE_URL".`)},
-		prop{"lease", withDefault(duration("How long a run's claim on its thread lasts unless renewed: how long a thread stays busy after the replica running it dies."), graph.DefaultLease.String())},
+		prop{"lease", withDefault(duration("How long a run's claim on its thread lasts unless renewed: how long a thread stays busy after the replica running it dies."), checkpoint.DefaultLease.String())},
 		prop{"keep_history", withDefault(integer("Checkpoints each thread keeps beyond its latest; -1 keeps them all.", -1, math.MaxInt32), DefaultKeepHistory)},
 		prop{"idle_ttl", duration("Deletes the threads nobody has written for that long.")},
-		prop{"durability", withDefault(enum(`When runs write their checkpoints: "sync" (before the next step), "async" (beside it) or "exit" (when the run ends).`, string(graph.DurabilitySync), string(graph.DurabilityAsync), string(graph.DurabilityExit)), string(graph.DurabilitySync))},
+		prop{"durability", withDefault(enum(`When runs write their checkpoints: "sync" (before the next step), "async" (beside it) or "exit" (when the run ends).`, string(checkpoint.DurabilitySync), string(checkpoint.DurabilityAsync), string(checkpoint.DurabilityExit)), string(checkpoint.DurabilitySync))},
 	)
 	for _, k := range checkpointerKinds {
 		var others []string

@@ -4,24 +4,25 @@ import (
 	"fmt"
 
 	"github.com/tenxgraph/tenxgraph/host/graph"
+	"github.com/tenxgraph/tenxgraph/host/remotetool"
 	"github.com/tenxgraph/tenxgraph/host/toolnode/remotespec"
 	"github.com/tenxgraph/tenxgraph/sdk"
 	"github.com/tenxgraph/tenxgraph/sdk/toolspec"
 )
 
 // RemoteSpec is a declared remote tool as the model sees it.
-func RemoteSpec(c graph.RemoteToolConfig) sdk.ToolSpec { return remotespec.Spec(c) }
+func RemoteSpec(c remotetool.Config) sdk.ToolSpec { return remotespec.Spec(c) }
 
 // CheckRemoteTools checks what can be known without a graph: names, schemas
 // and duplicates (remotespec.Check, the rules the config loader uses too).
-func CheckRemoteTools(tools []graph.RemoteToolConfig) toolspec.Problems {
+func CheckRemoteTools(tools []remotetool.Config) toolspec.Problems {
 	return remotespec.Check(tools)
 }
 
 // CheckRemoteTools implements graph.RemoteToolNode: each tool's name and
 // schema must be valid, its timeout not negative, and a remote tool may not take a name the node
 // already serves.
-func (n *Node) CheckRemoteTools(tools []graph.RemoteToolConfig, indexes []int) graph.Problems {
+func (n *Node) CheckRemoteTools(tools []remotetool.Config, indexes []int) graph.Problems {
 	n.mu.RLock()
 	defer n.mu.RUnlock()
 	var ps graph.Problems
@@ -41,7 +42,7 @@ func (n *Node) CheckRemoteTools(tools []graph.RemoteToolConfig, indexes []int) g
 }
 
 // AttachRemoteTools implements graph.RemoteToolNode.
-func (n *Node) AttachRemoteTools(tools []graph.RemoteToolConfig) {
+func (n *Node) AttachRemoteTools(tools []remotetool.Config) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	for _, t := range tools {

@@ -4,13 +4,13 @@
 package remotespec
 
 import (
-	"github.com/tenxgraph/tenxgraph/host/graph"
+	"github.com/tenxgraph/tenxgraph/host/remotetool"
 	"github.com/tenxgraph/tenxgraph/sdk"
 	"github.com/tenxgraph/tenxgraph/sdk/toolspec"
 )
 
 // Spec is a declared remote tool as the model sees it.
-func Spec(c graph.RemoteToolConfig) sdk.ToolSpec {
+func Spec(c remotetool.Config) sdk.ToolSpec {
 	params := c.Parameters
 	if len(params) == 0 {
 		params = sdk.EmptyObjectSchema
@@ -20,7 +20,7 @@ func Spec(c graph.RemoteToolConfig) sdk.ToolSpec {
 
 // Check checks what can be known without a graph: names, schemas and
 // duplicates. Paths are relative to the list ("[1].parameters").
-func Check(tools []graph.RemoteToolConfig) toolspec.Problems {
+func Check(tools []remotetool.Config) toolspec.Problems {
 	var ps toolspec.Problems
 	first := map[string]int{}
 	for i, t := range tools {
