@@ -31,6 +31,7 @@ import (
 	"github.com/tenxgraph/tenxgraph/host/checkpoint"
 	"github.com/tenxgraph/tenxgraph/host/media"
 	"github.com/tenxgraph/tenxgraph/host/model"
+	"github.com/tenxgraph/tenxgraph/host/pluginhost"
 	"github.com/tenxgraph/tenxgraph/host/remotetool"
 	"github.com/tenxgraph/tenxgraph/host/toolnode/remotespec"
 	"github.com/tenxgraph/tenxgraph/internal/hostallow"
@@ -69,26 +70,21 @@ const (
 	// DefaultSQLitePath is relative to the config's folder, so state stays
 	// with the project rather than with the shell's current directory.
 	DefaultSQLitePath = ".tenxgraph/state.db"
-	// DefaultTimeout bounds a tool call that neither answers nor reports
-	// progress, for every provider: the MCP bridge's long-standing default.
-	DefaultTimeout = 60 * time.Second
-	// DefaultMaxArgumentBytes bounds a call's arguments (1 MiB): far above
-	// what a model writes for a tool, far below what would hurt the host.
-	DefaultMaxArgumentBytes = 1 << 20
-	// DefaultMaxResultBytes bounds a tool's result (4 MiB), the request
-	// body limit: a result is read into the conversation and sent to the
-	// model.
-	DefaultMaxResultBytes = 4 << 20
+	// DefaultTimeout, DefaultMaxArgumentBytes and DefaultMaxResultBytes
+	// are the call limits of a provider entry that sets none: the plugin
+	// host's, which enforces them.
+	DefaultTimeout          = pluginhost.DefaultTimeout
+	DefaultMaxArgumentBytes = pluginhost.DefaultMaxArgumentBytes
+	DefaultMaxResultBytes   = pluginhost.DefaultMaxResultBytes
 	// DefaultShutdownGrace is how long a stopping server lets runs finish
 	// before cancelling them: longer than a typical model call, short
 	// enough that a deploy does not hang.
 	DefaultShutdownGrace = 30 * time.Second
 )
 
-// MaxCallBytes is the largest max_argument_bytes and max_result_bytes: a
-// call's arguments and its result each cross between host and plugin as
-// one gRPC message.
-const MaxCallBytes = 192 << 20
+// MaxCallBytes is the largest max_argument_bytes and max_result_bytes
+// (pluginhost.MaxCallBytes).
+const MaxCallBytes = pluginhost.MaxCallBytes
 
 // Config is a validated 10xgraph.json.
 type Config struct {
@@ -170,20 +166,9 @@ type Media struct {
 // provider_defaults sets them for every entry that leaves them out; an
 // entry's settings hold the result. A zero value means the built-in default.
 type ProviderSettings struct {
-	// Timeout bounds a call for as long as the tool neither answers nor
-	// reports progress (0: DefaultTimeout). Past it the call is cancelled
-	// and the model reads an error naming the limit.
-	Timeout time.Duration
-	// ToolTimeouts override Timeout for the tools they name (an MCP
-	// server's tools by their names on the server, as allow_tools). Only an
-	// entry sets them: tool names belong to one provider.
-	ToolTimeouts map[string]time.Duration
-	// MaxArgumentBytes bounds a call's arguments (0:
-	// DefaultMaxArgumentBytes); a larger call never reaches the provider.
-	MaxArgumentBytes int64
-	// MaxResultBytes bounds a result (0: DefaultMaxResultBytes); a larger
-	// one becomes an error result naming the limit.
-	MaxResultBytes int64
+	// Settings are the call limits, in the plugin host's own type: the
+	// host fills in their defaults (Settings.Limits) and enforces them.
+	pluginhost.Settings
 	// RequireApproval names the tools whose every call waits for a
 	// person's approval before it runs (require_approval). Only an entry
 	// sets it: tool names belong to one provider.

@@ -1,7 +1,6 @@
 package service
 
 import (
-	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -79,7 +78,7 @@ func (s *Service) startProviders(ctx context.Context, opts Options, env *agent.E
 		}
 		jobs = append(jobs, job{label: builtinName, path: "builtin_tools", node: bt.Node, cfg: pluginhost.Config{Name: builtinName,
 			Command: []string{self, "plugin", "builtin"}, Options: raw, Sandbox: profile, Key: "builtin_tools",
-			Limits: limits(bt.ProviderSettings, "builtin_tools")}, approve: bt.RequireApproval})
+			Limits: bt.ProviderSettings.Limits("builtin_tools")}, approve: bt.RequireApproval})
 	}
 	var ps toolspec.Problems
 	for i, pl := range cfg.Plugins {
@@ -156,7 +155,7 @@ func (s *Service) startProviders(ctx context.Context, opts Options, env *agent.E
 // its config path.
 func pluginConfig(pl config.Plugin, key string) pluginhost.Config {
 	return pluginhost.Config{Name: pl.Name, Command: pl.Command, SHA256: pl.SHA256, Lazy: pl.Start == "lazy", Prefix: pl.Prefix,
-		Sandbox: pl.Sandbox, Key: key, Dir: pl.Cwd, Limits: limits(pl.ProviderSettings, key), Options: pl.Options}
+		Sandbox: pl.Sandbox, Key: key, Dir: pl.Cwd, Limits: pl.ProviderSettings.Limits(key), Options: pl.Options}
 }
 
 // optionProblems checks the options of each plugins[] entry that has
@@ -240,7 +239,7 @@ func (s *Service) startMCP(ctx context.Context, self string, log hclog.Logger, e
 		}
 		byNode[sc.Node] = append(byNode[sc.Node], mcpServer(sc))
 		wait[sc.Node] = max(wait[sc.Node], sc.Timeout, mcp.DefaultTimeout)
-		l, b := limits(sc.ProviderSettings, "mcp_servers"), bound[sc.Node]
+		l, b := sc.ProviderSettings.Limits("mcp_servers"), bound[sc.Node]
 		for _, d := range sc.ToolTimeouts {
 			l.Timeout = max(l.Timeout, d)
 		}
@@ -304,7 +303,7 @@ func (s *Service) startMCP(ctx context.Context, self string, log hclog.Logger, e
 // included: the bridge knows which server a tool belongs to, so it
 // enforces them.
 func mcpServer(sc config.MCPServer) mcp.Server {
-	l := limits(sc.ProviderSettings, "")
+	l := sc.ProviderSettings.Limits("")
 	env := maps.Clone(sc.Sandbox.Env)
 	for _, k := range sc.Sandbox.PassEnv {
 		if _, ok := os.LookupEnv(k); ok {
@@ -384,18 +383,6 @@ func envPath(cfg *config.Config, entry string, env map[string]string, k string) 
 // waits for an MCP bridge: the bridge enforces each server's limits itself
 // and says which one ran out; the host's bound is for a bridge that hangs.
 const mcpTimeoutMargin = 5 * time.Second
-
-// limits are a provider entry's settings as the plugin host enforces them,
-// with the defaults filled in; key is the entry's config path.
-func limits(s config.ProviderSettings, key string) pluginhost.Limits {
-	return pluginhost.Limits{
-		Timeout:          cmp.Or(s.Timeout, config.DefaultTimeout),
-		ToolTimeouts:     s.ToolTimeouts,
-		MaxArgumentBytes: cmp.Or(s.MaxArgumentBytes, config.DefaultMaxArgumentBytes),
-		MaxResultBytes:   cmp.Or(s.MaxResultBytes, config.DefaultMaxResultBytes),
-		Key:              key,
-	}
-}
 
 // checkToolTimeouts reports each tool_timeouts entry naming a tool the
 // provider does not have: a misspelt name would leave that tool on the
