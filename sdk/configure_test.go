@@ -37,9 +37,8 @@ func greeter(t *testing.T) sdk.Provider {
 // schema refuses what the options type and WithProperty refuse, with
 // paths; and the options reach build decoded.
 func TestNewConfiguredDeclaresItsOptionsSchema(t *testing.T) {
-	p := sdktest.Serve(t, greeter(t))
 	ctx := context.Background()
-	md, err := p.Metadata(ctx, sdk.MetadataRequest{})
+	md, err := greeter(t).Metadata(ctx, sdk.MetadataRequest{})
 	if err != nil || len(md.Tools) != 0 || len(md.OptionsSchema) == 0 {
 		t.Fatalf("before Configure: %+v, %v; want no tools and a schema", md, err)
 	}
@@ -60,15 +59,17 @@ func TestNewConfiguredDeclaresItsOptionsSchema(t *testing.T) {
 	if ps := toolspec.CheckValue(s, "options", json.RawMessage(`{}`)); len(ps) != 0 {
 		t.Errorf("{} refused: every option is optional: %v", ps)
 	}
-	if err := p.(sdk.Configurer).Configure(ctx, sdk.ConfigureRequest{Options: json.RawMessage(`{"greeting":"hi","times":2}`)}); err != nil {
-		t.Fatal(err)
-	}
+	p := sdktest.ServeConfigured(t, greeterOptions{Greeting: "hi", Times: 2}, greeter(t))
 	md, err = p.Metadata(ctx, sdk.MetadataRequest{})
 	if err != nil || len(md.Tools) != 1 || string(md.OptionsSchema) != string(mustSchema(t)) {
-		t.Fatalf("after Configure: %+v, %v; want the tool and the same schema", md, err)
+		t.Fatalf("after Configure, across the boundary: %+v, %v; want the tool and the same schema", md, err)
 	}
 	if got := sdktest.Decode[string](t, sdktest.Call(t, p, "greet", map[string]string{"name": "Ada"})); got != "hi Ada; hi Ada; " {
 		t.Errorf("greet = %q", got)
+	}
+	// Served without options, it is configured with {}, as the host does.
+	if got := sdktest.Decode[string](t, sdktest.Call(t, sdktest.Serve(t, greeter(t)), "greet", map[string]string{"name": "Ada"})); got != " Ada; " {
+		t.Errorf("greet with no options = %q", got)
 	}
 }
 
@@ -83,8 +84,11 @@ func mustSchema(t *testing.T) json.RawMessage {
 // Options the schema would refuse never reach build: decoded strictly,
 // an unknown key fails Configure naming it.
 func TestNewConfiguredDecodesStrictly(t *testing.T) {
-	p := sdktest.Serve(t, greeter(t))
-	err := p.(sdk.Configurer).Configure(context.Background(), sdk.ConfigureRequest{Options: json.RawMessage(`{"greting":"hi"}`)})
+	p, err := sdk.NewConfigured(func(context.Context, greeterOptions) (sdk.Provider, error) { return sdk.MustTools("g", "1"), nil })
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = p.(sdk.Configurer).Configure(context.Background(), sdk.ConfigureRequest{Options: json.RawMessage(`{"greting":"hi"}`)})
 	if err == nil || !strings.Contains(err.Error(), "greting") {
 		t.Fatalf("Configure with an unknown key: %v", err)
 	}

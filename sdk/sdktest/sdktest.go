@@ -73,8 +73,28 @@ const shutdownTimeout = 10 * time.Second
 //
 // The returned provider also implements sdk.RunToolsProvider and
 // sdk.Shutdowner. Unlike the host, the in-process connection keeps gRPC's
-// default 4 MiB message limit; use Start to test larger results.
+// default 4 MiB message limit; use Start to test larger results. A
+// provider that declares an options schema (sdk.NewConfigured) is
+// configured with {}, as the host configures it when the config gives no
+// options; ServeConfigured sends options of your choosing.
 func Serve(t testing.TB, p sdk.Provider) sdk.Provider {
+	t.Helper()
+	return serve(t, p, nil)
+}
+
+// ServeConfigured is Serve for a provider that takes options: checked
+// against its options schema, if it declares one, then sent with
+// Configure, as the host does (see StartConfigured).
+func ServeConfigured(t testing.TB, options any, p sdk.Provider) sdk.Provider {
+	t.Helper()
+	raw, err := json.Marshal(options)
+	if err != nil {
+		t.Fatalf("sdktest.ServeConfigured: options: %v", err)
+	}
+	return serve(t, p, raw)
+}
+
+func serve(t testing.TB, p sdk.Provider, options json.RawMessage) sdk.Provider {
 	t.Helper()
 	client, server := plugin.TestPluginGRPCConn(t, false, sdk.PluginSet(p))
 	raw, err := client.Dispense(sdk.PluginName)
@@ -97,6 +117,7 @@ func Serve(t testing.TB, p sdk.Provider) sdk.Provider {
 		server.Stop()
 		_ = client.Close()
 	})
+	configure(t, "sdktest.Serve", remote, options)
 	checkTools(t, "sdktest.Serve", remote)
 	return remote
 }
@@ -238,7 +259,7 @@ func start(t testing.TB, options json.RawMessage, command []string) sdk.Provider
 		stop()
 		<-watchDone
 	})
-	configure(t, name, p, options)
+	configure(t, "sdktest.Start "+name, p, options)
 	checkTools(t, "sdktest.Start", p)
 	return p
 }
@@ -247,24 +268,24 @@ func start(t testing.TB, options json.RawMessage, command []string) sdk.Provider
 // options schema has the options checked against it first (a mismatch
 // fails the test, each problem with its path), and is configured even
 // without options, with {}.
-func configure(t testing.TB, name string, p sdk.Provider, options json.RawMessage) {
+func configure(t testing.TB, who string, p sdk.Provider, options json.RawMessage) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), shutdownTimeout)
 	defer cancel()
 	md, err := p.Metadata(ctx, sdk.MetadataRequest{})
 	if err != nil {
-		t.Fatalf("sdktest.Start %s: reading its metadata: %v", name, err)
+		t.Fatalf("%s: reading its metadata: %v", who, err)
 	}
 	if len(md.OptionsSchema) > 0 {
 		s, err := toolspec.Compile(md.OptionsSchema)
 		if err != nil {
-			t.Fatalf("sdktest.Start %s: the host would refuse its options schema: %v", name, err)
+			t.Fatalf("%s: the host would refuse its options schema: %v", who, err)
 		}
 		if options == nil {
 			options = json.RawMessage(`{}`)
 		}
 		if ps := toolspec.CheckValue(s, "options", options); len(ps) > 0 {
-			t.Fatalf("sdktest.StartConfigured %s: the options do not match the plugin's options schema:\n%v", name, ps)
+			t.Fatalf("%s: the options do not match the provider's options schema:\n%v", who, ps)
 		}
 	}
 	if options == nil {
@@ -272,10 +293,10 @@ func configure(t testing.TB, name string, p sdk.Provider, options json.RawMessag
 	}
 	c, ok := p.(sdk.Configurer)
 	if !ok {
-		t.Fatalf("sdktest.StartConfigured %s: the provider cannot take options", name)
+		t.Fatalf("%s: the provider cannot take options", who)
 	}
 	if err := c.Configure(ctx, sdk.ConfigureRequest{Options: options}); err != nil {
-		t.Fatalf("sdktest.StartConfigured %s: the plugin refused its options: %v", name, err)
+		t.Fatalf("%s: the provider refused its options: %v", who, err)
 	}
 }
 
