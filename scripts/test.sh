@@ -6,6 +6,11 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 export PATH="$(go env GOPATH)/bin:$PATH"
+# The tests never change go.mod or go.sum, whatever the caller's GOFLAGS
+# say (a later -mod wins): a test that needs a module changed fails, and
+# the tree stays as it was. Modules the tests make in temporary folders
+# set their own.
+export GOFLAGS="${GOFLAGS:+$GOFLAGS }-mod=readonly"
 FUZZTIME="${FUZZTIME:-10s}"
 STATICCHECK_VERSION=v0.8.2
 # The Go modules of the repository: the host, and the SDK plugin authors
@@ -100,10 +105,22 @@ else
 	echo "PostgreSQL $("$pg_bin/postgres" --version | awk '{print $3}') at $pg_dir"
 fi
 
+step "jaeger (the collector the trace tests export to), built from the version tools/jaeger pins"
+jaeger_version=$(cd tools/jaeger && go list -m -f '{{.Version}}' github.com/jaegertracing/jaeger)
+jaeger_bin="$(go env GOPATH)/bin/tenxgraph-test-jaeger-$jaeger_version"
+if [ ! -x "$jaeger_bin" ]; then
+	(cd tools/jaeger && go build -o "$jaeger_bin" github.com/jaegertracing/jaeger/cmd/jaeger)
+fi
+export TENXGRAPH_TEST_JAEGER="$jaeger_bin"
+echo "Jaeger $jaeger_version at $jaeger_bin"
+
 step "go test -race (the import rules are internal/layers)"
 for m in "${MODULES[@]}"; do (cd "$m" && go test -race -count=1 ./...); done
 step "go test: memory held by clients that do not read, and by providers that send too much (no -race, which multiplies memory)"
 go test -count=1 -run '^(TestSlowReadersAreDropped|TestSlowReadersShareOneLargeMessage|TestHugePluginResultsRefusedAsTheyArrive|TestHugeMCPResultsRefusedAsTheyArrive)$' ./host/server ./host/service
+
+step "a plugin and a code-first program outside the repository, built as docs/plugins.md says"
+scripts/plugin-outside.sh
 
 step "AG-UI: the real @ag-ui/client against tenxgraph serve"
 bin_dir=$(mktemp -d)

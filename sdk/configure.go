@@ -49,9 +49,13 @@ func NewConfigured[Options any](build func(ctx context.Context, options Options)
 	if build == nil {
 		return nil, errors.New("NewConfigured: nil build function")
 	}
-	schema, err := typedSchema[Options](refine)
+	var b toolBuild
+	schema, err := typedSchema[Options](&b, refine)
 	if err != nil {
 		return nil, fmt.Errorf("options: %w", err)
+	}
+	if b.requiresApproval {
+		return nil, errors.New("options: RequiresApproval marks a tool; options have no approval")
 	}
 	return &configured{schema: schema, ready: make(chan struct{}), build: func(ctx context.Context, raw json.RawMessage) (Provider, error) {
 		var o Options

@@ -85,8 +85,8 @@ func MessageBytes(n int) int {
 	attachment := bytesField(1, MaxMimeTypeBytes) + bytesField(2, MaxFilenameBytes) + bytesField(3, n)
 	framing := bytesField(4, attachment) - n
 	// CallTool.Response: content_json = 1, is_error = 2, deferred = 3,
-	// attachments = 4, each with one byte of data at least.
-	response := bytesField(1, n) + boolField(2) + boolField(3) + min(n, MaxAttachments)*framing
+	// attachments = 4, each with one byte of data at least, spans = 5.
+	response := bytesField(1, n) + boolField(2) + boolField(3) + min(n, MaxAttachments)*framing + bytesField(5, MaxSpanBytes)
 	// CallTool.Progress: progress = 1, total = 2, message = 3.
 	progress := doubleField(1) + doubleField(2) + bytesField(3, n)
 	// CallTool.Event: progress = 1 | response = 2.
@@ -117,10 +117,15 @@ type grpcPlugin struct {
 	onLost  func()            // called when the host's lifeline breaks
 	onStuck func(tool string) // called when a handler ignores cancellation
 	log     hclog.Logger      // each call's Logger, when set
+	tracing *tracing          // the plugin's spans; one of its own when nil
 }
 
 func (g *grpcPlugin) GRPCServer(_ *plugin.GRPCBroker, s *grpc.Server) error {
-	pb.RegisterToolProviderServer(s, &grpcServer{p: g.impl, onLost: g.onLost, onStuck: g.onStuck, log: g.log})
+	t := g.tracing
+	if t == nil {
+		t = newTracing()
+	}
+	pb.RegisterToolProviderServer(s, &grpcServer{p: g.impl, onLost: g.onLost, onStuck: g.onStuck, log: g.log, tracing: t})
 	return nil
 }
 
@@ -142,6 +147,7 @@ type grpcServer struct {
 	onLost   func()
 	onStuck  func(tool string)
 	log      hclog.Logger
+	tracing  *tracing
 	stopping atomic.Bool
 }
 
@@ -210,10 +216,20 @@ func (s *grpcServer) callTool(ctx context.Context, req *pb.CallTool_Request) (*p
 				Progress: p.Progress, Total: p.Total, Message: p.Message}})
 		})
 	}
+	ctx, span := s.tracing.startCall(ctx, in)
 	if s.log != nil {
-		ctx = ContextWithLogger(ctx, s.log.With("tool", in.Name, "call_id", in.CallID))
+		l := s.log.With("tool", in.Name, "call_id", in.CallID)
+		if span != nil {
+			sc := span.SpanContext()
+			l = l.With("trace_id", sc.TraceID().String(), "span_id", sc.SpanID().String())
+		}
+		ctx = ContextWithLogger(ctx, l)
 	}
 	resp, err := s.run(ctx, in)
+	var spans []byte
+	if span != nil {
+		spans = s.tracing.endCall(span, resp, err)
+	}
 	switch {
 	case errors.Is(err, ErrUnknownTool):
 		return nil, status.Error(codes.NotFound, err.Error())
@@ -222,7 +238,9 @@ func (s *grpcServer) callTool(ctx context.Context, req *pb.CallTool_Request) (*p
 	case err != nil:
 		return nil, status.Error(codes.Unknown, err.Error())
 	}
-	return toPBResponse(resp), nil
+	out := toPBResponse(resp)
+	out.Spans = spans
+	return out, nil
 }
 
 // run calls the provider's tool and watches it: a handler that has not
@@ -446,6 +464,7 @@ func (c *grpcClient) CallTool(ctx context.Context, req CallToolRequest) (CallToo
 			if err != nil {
 				return CallToolResponse{}, fromStatus(err)
 			}
+			sinkSpans(ctx, resp)
 			return fromPBResponse(resp), nil
 		}
 		c.progress.Store(-1) // refused before the tool ran: call it the plain way
@@ -454,7 +473,18 @@ func (c *grpcClient) CallTool(ctx context.Context, req CallToolRequest) (CallToo
 	if err != nil {
 		return CallToolResponse{}, fromStatus(err)
 	}
+	sinkSpans(ctx, resp)
 	return fromPBResponse(resp), nil
+}
+
+// sinkSpans hands the spans a plugin returned with a result to the
+// context's SpanSink, if any.
+func sinkSpans(ctx context.Context, resp *pb.CallTool_Response) {
+	if len(resp.Spans) > 0 {
+		if sink := spanSinkFrom(ctx); sink != nil {
+			sink(ctx, resp.Spans)
+		}
+	}
 }
 
 // callStream runs a tool with CallToolStream, handing its progress to fn.

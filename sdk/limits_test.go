@@ -24,13 +24,14 @@ func TestMessageBytes(t *testing.T) {
 	for _, n := range []int{0, 1, 2, 99, 100, 101, 127, 128, 16383, 16384, 2097151, 2097152, 4 << 20} {
 		content := strings.Repeat("x", n)
 		progress := &pb.CallTool_Progress{Progress: math.MaxFloat64, Total: math.MaxFloat64, Message: content}
-		response := &pb.CallTool_Response{ContentJson: []byte(content), IsError: true, Deferred: true}
+		spans := make([]byte, sdk.MaxSpanBytes) // the most spans a result carries
+		response := &pb.CallTool_Response{ContentJson: []byte(content), IsError: true, Deferred: true, Spans: spans}
 		// The most attachments n bytes can carry, with the longest names:
 		// their data split evenly, the content empty; or one byte each,
 		// the content the rest.
 		k := min(n, sdk.MaxAttachments)
-		even := &pb.CallTool_Response{IsError: true, Deferred: true}
-		ones := &pb.CallTool_Response{ContentJson: []byte(content[k:]), IsError: true, Deferred: true}
+		even := &pb.CallTool_Response{IsError: true, Deferred: true, Spans: spans}
+		ones := &pb.CallTool_Response{ContentJson: []byte(content[k:]), IsError: true, Deferred: true, Spans: spans}
 		for i := range k {
 			size := n / k
 			if i == 0 {

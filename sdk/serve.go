@@ -10,6 +10,7 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/go-plugin"
+	"go.opentelemetry.io/otel"
 	"google.golang.org/grpc"
 )
 
@@ -55,9 +56,14 @@ func Serve(p Provider, opts ...ServeOption) {
 	}
 	watchParent(lost)
 	onTerminate(lost)
+	// The process's global tracer provider is the plugin's, so spans a tool
+	// starts with otel.Tracer join the host's trace like the call's own.
+	t := newTracing()
+	otel.SetTracerProvider(t.provider)
+	otel.SetTextMapPropagator(propagator)
 	plugin.Serve(&plugin.ServeConfig{
 		HandshakeConfig:  Handshake,
-		VersionedPlugins: map[int]plugin.PluginSet{1: {PluginName: &grpcPlugin{impl: p, onLost: lost, onStuck: stuck, log: cfg.logger}}},
+		VersionedPlugins: map[int]plugin.PluginSet{1: {PluginName: &grpcPlugin{impl: p, onLost: lost, onStuck: stuck, log: cfg.logger, tracing: t}}},
 		GRPCServer: func(opts []grpc.ServerOption) *grpc.Server {
 			opts = append(opts, grpc.MaxRecvMsgSize(MaxMessageBytes), grpc.MaxSendMsgSize(MaxMessageBytes),
 				grpc.NumStreamWorkers(streamWorkers))

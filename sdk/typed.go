@@ -2,6 +2,7 @@ package sdk
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -53,17 +54,20 @@ func NewTool[In, Out any](name, description string, fn func(ctx context.Context,
 	case fn == nil:
 		return Tool{}, fmt.Errorf("tool %q: nil function", name)
 	}
-	params, err := typedSchema[In](opts)
+	var b toolBuild
+	params, err := typedSchema[In](&b, opts)
 	if err != nil {
 		return Tool{}, fmt.Errorf("tool %q: %w", name, err)
 	}
-	return Func(name, description, params, func(ctx context.Context, args json.RawMessage) (any, error) {
+	t := Func(name, description, params, func(ctx context.Context, args json.RawMessage) (any, error) {
 		in, err := decodeArgs[In](args)
 		if err != nil {
 			return nil, err
 		}
 		return fn(ctx, in)
-	}), nil
+	})
+	t.Spec.RequiresApproval = b.requiresApproval
+	return t, nil
 }
 
 // MustTool is NewTool for tools defined at package level; it panics on an
@@ -76,10 +80,36 @@ func MustTool[In, Out any](name, description string, fn func(ctx context.Context
 	return t
 }
 
-// ToolOption refines the schema NewTool derives from In, before it is
-// checked and frozen. WithProperty covers the usual needs; write your own
-// to change anything else with github.com/google/jsonschema-go.
-type ToolOption func(schema *jsonschema.Schema) error
+// ToolOption refines the tool NewTool builds: its parameters schema, before
+// it is checked and frozen (WithProperty for the usual needs, WithSchema for
+// anything else), or its spec (RequiresApproval).
+type ToolOption func(t *toolBuild) error
+
+// toolBuild is what options refine while NewTool builds a tool.
+type toolBuild struct {
+	schema           *jsonschema.Schema
+	requiresApproval bool
+}
+
+// RequiresApproval marks the tool as one a person approves before each
+// call: for a tool that acts on the world in ways hard to undo (sending,
+// deleting, paying). The host pauses the run with an approval request
+// before every call, and runs the tool only once it is approved; an
+// operator can require approval of more tools, never of fewer. It sets
+// ToolSpec.RequiresApproval, which a tool built with Func sets itself.
+func RequiresApproval() ToolOption {
+	return func(t *toolBuild) error {
+		t.requiresApproval = true
+		return nil
+	}
+}
+
+// WithSchema changes the parameters schema NewTool derives from In with
+// edit, for what WithProperty cannot say, using
+// github.com/google/jsonschema-go. The result is checked as any other.
+func WithSchema(edit func(schema *jsonschema.Schema) error) ToolOption {
+	return func(t *toolBuild) error { return edit(t.schema) }
+}
 
 // WithProperty merges JSON Schema keywords, given as a JSON object, into
 // the schema of the top-level property name (its JSON name), replacing
@@ -93,7 +123,7 @@ type ToolOption func(schema *jsonschema.Schema) error
 // A property In does not have, or keywords that are not a JSON object, make
 // NewTool fail.
 func WithProperty(name, keywords string) ToolOption {
-	return func(s *jsonschema.Schema) error {
+	return WithSchema(func(s *jsonschema.Schema) error {
 		prop, ok := s.Properties[name]
 		if !ok {
 			return fmt.Errorf("WithProperty(%q): no such property (properties: %s)", name, strings.Join(s.PropertyOrder, ", "))
@@ -118,16 +148,63 @@ func WithProperty(name, keywords string) ToolOption {
 		}
 		next := new(jsonschema.Schema)
 		if err := json.Unmarshal(raw, next); err != nil {
-			return fmt.Errorf("WithProperty(%q): %w", name, err)
+			return fmt.Errorf("WithProperty(%q, %s): %w", name, keywords, keywordError(err))
+		}
+		if _, err := next.Resolve(&jsonschema.ResolveOptions{ValidateDefaults: true}); err != nil {
+			return fmt.Errorf("WithProperty(%q, %s): %w", name, keywords, keywordError(err))
 		}
 		s.Properties[name] = next
 		return nil
+	})
+}
+
+// keywordError says what is wrong with a keyword in JSON Schema's words
+// ("minimum" must be a number), not in those of the Go types
+// jsonschema-go decodes it into.
+func keywordError(err error) error {
+	var te *json.UnmarshalTypeError
+	if !errors.As(err, &te) {
+		// jsonschema-go's own words, without the name of its Go type.
+		msg := strings.TrimPrefix(err.Error(), "jsonschema.Schema: ")
+		msg = strings.TrimPrefix(msg, "<anonymous schema>: ")
+		if rest, ok := strings.CutPrefix(msg, "validating root: "); ok {
+			msg = "its default does not pass its own schema: " + rest
+		}
+		return errors.New(msg)
 	}
+	var path []string
+	for _, f := range strings.Split(te.Field, ".") {
+		if f != "" && !strings.HasPrefix(f, "schema") { // schemaWithoutMethods and the like: jsonschema-go's internals
+			path = append(path, f)
+		}
+	}
+	want := "an object"
+	switch te.Type.Kind() {
+	case reflect.Float32, reflect.Float64, reflect.Int, reflect.Int64, reflect.Uint64:
+		want = "a number"
+	case reflect.String:
+		want = "a string"
+	case reflect.Bool:
+		want = "true or false"
+	case reflect.Slice:
+		want = "an array"
+	}
+	return fmt.Errorf("%q must be %s, not %s", strings.Join(path, "."), want, jsonKind(te.Value))
+}
+
+// jsonKind names a JSON value's kind as encoding/json reports it, with
+// its article.
+func jsonKind(v string) string {
+	switch v {
+	case "array", "object", "":
+		return "an " + cmp.Or(v, "other value")
+	}
+	return "a " + v
 }
 
 // typedSchema derives, refines, checks and encodes the parameters schema
 // of In.
-func typedSchema[In any](opts []ToolOption) (json.RawMessage, error) {
+func typedSchema[In any](b *toolBuild, opts []ToolOption) (json.RawMessage, error) {
 	rt := reflect.TypeFor[In]()
 	st := rt
 	if st.Kind() == reflect.Pointer {
@@ -144,8 +221,9 @@ func typedSchema[In any](opts []ToolOption) (json.RawMessage, error) {
 		s.Properties = map[string]*jsonschema.Schema{} // as EmptyObjectSchema: some model APIs want the key
 	}
 	requiredNotNull(s)
+	b.schema = s
 	for _, o := range opts {
-		if err := o(s); err != nil {
+		if err := o(b); err != nil {
 			return nil, err
 		}
 	}

@@ -101,9 +101,15 @@ func TestNewToolSchemaChecks(t *testing.T) {
 		}, "pattern"},
 		{"default breaks the schema", func() (sdk.Tool, error) {
 			return sdk.NewTool("greet", "", greet, sdk.WithProperty("times", `{"maximum": 3, "default": 5}`))
-		}, "validating /properties/times: maximum"},
+		}, `WithProperty("times", {"maximum": 3, "default": 5}): its default does not pass its own schema: maximum`},
+		{"keyword of the wrong type", func() (sdk.Tool, error) {
+			return sdk.NewTool("greet", "", greet, sdk.WithProperty("times", `{"minimum": "one"}`))
+		}, `WithProperty("times", {"minimum": "one"}): "minimum" must be a number, not a string`},
+		{"enum not an array", func() (sdk.Tool, error) {
+			return sdk.NewTool("greet", "", greet, sdk.WithProperty("name", `{"enum": "Ada"}`))
+		}, `"enum" must be an array, not a string`},
 		{"option changes the root type", func() (sdk.Tool, error) {
-			return sdk.NewTool("greet", "", greet, func(s *jsonschema.Schema) error { s.Type = "array"; return nil })
+			return sdk.NewTool("greet", "", greet, sdk.WithSchema(func(s *jsonschema.Schema) error { s.Type = "array"; return nil }))
 		}, `"type": "object"`},
 	}
 	for _, c := range cases {

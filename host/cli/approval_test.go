@@ -3,6 +3,7 @@ package cli_test
 import (
 	"encoding/json"
 	"os"
+	"regexp"
 	"strings"
 	"testing"
 )
@@ -56,5 +57,18 @@ func TestRunAsksForApproval(t *testing.T) {
 	code, out, errs = run(t, "", "run", "--config", cfg, "hello")
 	if code == 0 || !strings.Contains(out+errs, `builtin_tools.require_approval[0]: the provider has no tool "calculater"`) {
 		t.Fatalf("misspelt name: exit %d\n%s%s", code, out, errs)
+	}
+}
+
+// tenxgraph tools says which tools a person approves before each call.
+func TestToolsShowsApproval(t *testing.T) {
+	code, out, errs := run(t, "", "tools", "--config", gatedQuickstart(t))
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	for _, want := range []string{`(?m)^NODE\s+TOOL\s+PROVIDER\s+KIND\s+APPROVAL\s+DESCRIPTION$`, `tools\s+calculator\s+builtin\s+server\s+required\s`, `tools\s+current_time\s+builtin\s+server\s+-\s`} {
+		if !regexp.MustCompile(want).MatchString(out) {
+			t.Errorf("no line matching %q in:\n%s", want, out)
+		}
 	}
 }

@@ -87,14 +87,18 @@ it: a "$schema" key in the file, or VS Code's "json.schemas" setting.
 func toolsCmd() *cobra.Command {
 	return &cobra.Command{
 		Use:   "tools",
-		Short: "List each node's tools with their provider and kind",
+		Short: "List each node's tools with their provider, kind and whether a person approves each call",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return withService(cmd, checkpoint.NewMemory(), func(s *service.Service) error {
 				w := tabwriter.NewWriter(cmd.OutOrStdout(), 2, 4, 2, ' ', 0)
-				fmt.Fprintln(w, "NODE\tTOOL\tPROVIDER\tKIND\tDESCRIPTION")
+				fmt.Fprintln(w, "NODE\tTOOL\tPROVIDER\tKIND\tAPPROVAL\tDESCRIPTION")
 				for _, t := range s.Tools() {
-					fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\n", t.Node, t.Name, t.Provider, t.Kind, summary(t.Description))
+					approval := "-"
+					if t.NeedsApproval {
+						approval = "required"
+					}
+					fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\n", t.Node, t.Name, t.Provider, t.Kind, approval, summary(t.Description))
 				}
 				if err := w.Flush(); err != nil {
 					return err

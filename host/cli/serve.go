@@ -10,6 +10,8 @@ import (
 	"runtime/pprof"
 	"time"
 
+	"github.com/tenxgraph/tenxgraph/host/telemetry"
+
 	"github.com/spf13/cobra"
 
 	"github.com/tenxgraph/tenxgraph/host/config"
@@ -22,6 +24,9 @@ import (
 // each is stopped at once and in parallel, and a provider's stop is bounded
 // (about 2s, see pluginhost), so this is a margin, not a wait.
 const providerStopWait = 2 * time.Second
+
+// traceFlushWait bounds exporting the last spans at exit.
+const traceFlushWait = 2 * time.Second
 
 func serveCmd() *cobra.Command {
 	var addr string
@@ -41,6 +46,19 @@ period plus 5 seconds.`,
 			if grace < 0 {
 				return fmt.Errorf("--shutdown-grace %s: must not be negative", grace)
 			}
+			// Tracing first: the providers and the model are set up
+			// for it as they start.
+			traces, err := telemetry.Setup(cmd.Context(), service.DefaultLogger())
+			if err != nil {
+				return fail(err)
+			}
+			defer func() {
+				ctx, cancel := context.WithTimeout(context.WithoutCancel(cmd.Context()), traceFlushWait)
+				defer cancel()
+				if err := traces.Shutdown(ctx); err != nil {
+					fmt.Fprintf(cmd.ErrOrStderr(), "shutting down: tracing: %v\n", err)
+				}
+			}()
 			return withService(cmd, nil, func(s *service.Service) error {
 				limitMemory(s.Config.Cache.MaxBytes)
 				srv, err := server.New(s, server.Options{})

@@ -26,6 +26,9 @@ func TestMediaRoundTrip(t *testing.T) {
 		// Unpadded and wrapped base64 are read; written padded.
 		{`{"type":"image","mime_type":"image/png","data":"` + strings.TrimRight(b64, "=") + `"}`, `{"type":"image","mime_type":"image/png","data":"` + b64 + `"}`},
 		{`{"type":"image","mime_type":"image/png","data":"` + b64[:4] + `\n` + b64[4:] + `"}`, `{"type":"image","mime_type":"image/png","data":"` + b64 + `"}`},
+		{`{"type":"image","mime_type":"image/png","data":"` + b64[:4] + `\r\n` + b64[4:] + `\r\n"}`, `{"type":"image","mime_type":"image/png","data":"` + b64 + `"}`},
+		{`{"type":"image","mime_type":"image/png","data":" ` + b64[:4] + ` \t` + b64[4:] + `"}`, `{"type":"image","mime_type":"image/png","data":"` + b64 + `"}`},
+		{`{"type":"image","mime_type":"image/png","data":"` + strings.TrimRight(b64, "=")[:4] + `\n` + strings.TrimRight(b64, "=")[4:] + `\n"}`, `{"type":"image","mime_type":"image/png","data":"` + b64 + `"}`},
 		{`{"type":"tool_result","tool_call_id":"c1","content":{"ok":true},"is_error":false,"attachments":[{"type":"image","mime_type":"image/png","blob":"` + ref + `"}]}`, ``},
 		// No attachments: the shape tool results had before media.
 		{`{"type":"tool_result","tool_call_id":"c1","content":1,"is_error":false}`, ``},

@@ -7,6 +7,9 @@ import (
 	"net/url"
 	"strings"
 	"time"
+
+	"github.com/tenxgraph/tenxgraph/host/telemetry"
+	"go.opentelemetry.io/contrib/instrumentation/net/http/otelhttp"
 )
 
 // CheckBaseURL reports what is wrong with a provider's base URL: it must be
@@ -82,5 +85,10 @@ func DefaultTransport() http.RoundTripper {
 	t.ForceAttemptHTTP2 = true
 	t.MaxIdleConns = max(t.MaxIdleConns, MaxIdleConnsPerHost)
 	t.MaxIdleConnsPerHost = MaxIdleConnsPerHost
+	if telemetry.Enabled() {
+		// Each request carries the run's traceparent to the model
+		// server and is a span of its own under the call's.
+		return otelhttp.NewTransport(t)
+	}
 	return t
 }

@@ -22,12 +22,12 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/go-plugin"
 	"github.com/hashicorp/go-plugin/runner"
-	"google.golang.org/grpc"
 
 	"github.com/tenxgraph/tenxgraph/internal/sandbox"
 	"github.com/tenxgraph/tenxgraph/internal/supervise"
@@ -113,6 +113,10 @@ type instance struct {
 	run       *procRunner          // its runner, which knows how it exited
 	watching  context.Context      // done when the host stops watching it
 	stopWatch context.CancelFunc
+	// began and ready time its start (a trace shows a call that waited
+	// for it); start counts the plugin's starts, restarts included.
+	began, ready time.Time
+	start        int64
 }
 
 // Plugin is a provider in a subprocess, supervised. It implements
@@ -134,6 +138,7 @@ type Plugin struct {
 	warnOnce sync.Once         // the sandbox's warnings are logged at the first start
 	iso      sandbox.Isolation // the last process's, once started
 	started  bool
+	starts   atomic.Int64 // processes started, restarts included
 }
 
 // Start verifies and starts a plugin and reads its tool list. A plugin that
@@ -257,7 +262,7 @@ func (p *Plugin) follow(inst *instance, changed <-chan struct{}) {
 // gives an error naming the plugin (the ToolNode turns it into an error
 // result for that call), and is restarted for the next call. A call outside
 // the plugin's Limits gives an error naming the limit (wrapping ErrLimit).
-func (p *Plugin) CallTool(ctx context.Context, req sdk.CallToolRequest) (sdk.CallToolResponse, error) {
+func (p *Plugin) CallTool(ctx context.Context, req sdk.CallToolRequest) (resp sdk.CallToolResponse, err error) {
 	if p.cfg.Prefix != "" {
 		name, ok := strings.CutPrefix(req.Name, p.cfg.Prefix)
 		if !ok {
@@ -269,12 +274,19 @@ func (p *Plugin) CallTool(ctx context.Context, req sdk.CallToolRequest) (sdk.Cal
 	if err := lim.checkArguments(req); err != nil {
 		return sdk.CallToolResponse{}, fmt.Errorf("plugin %q: %w", p.cfg.Name, err)
 	}
+	ctx, span := p.traceCall(ctx, req)
+	if span != nil {
+		defer func() { endCall(span, resp, err) }()
+	}
+	called := time.Now()
 	inst, err := p.enter(ctx)
 	if err != nil {
 		return sdk.CallToolResponse{}, err
 	}
 	defer p.inflight.Done()
-	var resp sdk.CallToolResponse
+	if span != nil && inst.ready.After(called) {
+		p.traceStart(ctx, inst)
+	}
 	err = lim.bound(ctx, req.Name, func(ctx context.Context) (err error) {
 		resp, err = inst.c.CallTool(ctx, req)
 		return err
@@ -374,13 +386,19 @@ func (p *Plugin) get(ctx context.Context) (*instance, error) {
 func (p *Plugin) spawn() (*instance, error) {
 	if p.cfg.SHA256 != "" {
 		if err := verify(p.cfg.Command[0], p.cfg.SHA256); err != nil {
-			// Logged as well as returned: on a restart, the error reaches
-			// only the model whose call waited for the plugin.
-			p.log.Error("refusing to start the plugin: its binary does not match the pinned sha256", "error", err)
+			// On a restart the error reaches only the model whose call
+			// waited for the plugin, so it is logged too. The first start
+			// returns it to whoever started the host, which says it once.
+			p.mu.Lock()
+			restart := p.started
+			p.mu.Unlock()
+			if restart {
+				p.log.Error("refusing to start the plugin: its binary does not match the pinned sha256", "error", err)
+			}
 			return nil, fmt.Errorf("plugin %q: %w", p.cfg.Name, err)
 		}
 	}
-	inst := &instance{}
+	inst := &instance{began: time.Now(), start: p.starts.Add(1)}
 	// A plugin run as another account shares its socket folder with the
 	// host through that account's group.
 	unixGroup := p.cfg.Sandbox.Group
@@ -424,8 +442,7 @@ func (p *Plugin) spawn() (*instance, error) {
 		// After go-plugin's own options, which receive up to 2 GiB: what
 		// the host receives from the plugin is bounded by its
 		// max_result_bytes, refused as it arrives.
-		GRPCDialOptions: []grpc.DialOption{grpc.WithDefaultCallOptions(
-			grpc.MaxCallRecvMsgSize(p.cfg.Limits.receiveBytes()), grpc.MaxCallSendMsgSize(sdk.MaxMessageBytes))},
+		GRPCDialOptions: p.dialOptions(),
 	})
 	inst.pc = pc
 	fail := func(err error) (*instance, error) {
@@ -437,7 +454,7 @@ func (p *Plugin) spawn() (*instance, error) {
 		// A plugin that died before its handshake: say how, and what it
 		// wrote, rather than go-plugin's words about the handshake.
 		if exit, ok := inst.run.exitedEarly(2 * time.Second); ok {
-			err = fmt.Errorf("it exited before its handshake (%s).%s", exitStatus(exit), inst.run.tail)
+			err = fmt.Errorf("it exited before its handshake (%s)%s", exitStatus(exit), inst.run.tail)
 		}
 	}
 	if err != nil {
@@ -497,6 +514,7 @@ func (p *Plugin) spawn() (*instance, error) {
 		}
 	}
 	go p.follow(inst, changed)
+	inst.ready = time.Now()
 	return inst, nil
 }
 

@@ -98,7 +98,7 @@ func (r *procRunner) ID() string            { return strconv.Itoa(r.proc.PID()) 
 
 func (r *procRunner) Diagnose(context.Context) string {
 	if err, ok := r.exitedEarly(2 * time.Second); ok {
-		return fmt.Sprintf("the plugin %s exited before its handshake (%v).%s", r.cmd.Path, exitStatus(err), r.tail)
+		return fmt.Sprintf("the plugin %s exited before its handshake (%v)%s", r.cmd.Path, exitStatus(err), r.tail)
 	}
 	return fmt.Sprintf("the plugin %s did not complete the handshake: is it built with sdk.Serve (or go-plugin, toolprovider.v1), for this OS and architecture, and executable?%s", r.cmd.Path, r.tail)
 }
@@ -152,7 +152,8 @@ func exitStatus(err error) string {
 	return err.Error()
 }
 
-// tailReader passes r through, keeping its last lines in t.
+// tailReader passes r through, keeping its last lines in t, with each JSON
+// log line in the form go-plugin files at its level (see logLine).
 func tailReader(t *sandbox.Tail, r io.ReadCloser) io.ReadCloser {
 	pr, pw := io.Pipe()
 	go func() {
@@ -160,7 +161,8 @@ func tailReader(t *sandbox.Tail, r io.ReadCloser) io.ReadCloser {
 		sc.Buffer(make([]byte, 64<<10), 1<<20)
 		for sc.Scan() {
 			t.Add(sc.Text())
-			if _, err := io.WriteString(pw, sc.Text()+"\n"); err != nil {
+			line := logLine(sc.Bytes())
+			if _, err := pw.Write(append(line[:len(line):len(line)], '\n')); err != nil {
 				break
 			}
 		}

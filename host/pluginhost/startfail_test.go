@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hashicorp/go-hclog"
+
 	"github.com/tenxgraph/tenxgraph/host/pluginhost"
 )
 
@@ -72,5 +74,19 @@ func TestSHA256RefusalOnRestartIsLogged(t *testing.T) {
 	}
 	if _, err := call(ctx, p, "echo", `{}`); err == nil || !strings.Contains(err.Error(), "sha256") {
 		t.Errorf("a call after the refusal: %v", err)
+	}
+}
+
+// A first start refused by the sha256 pin says so once, in the error its
+// caller prints, and not again in the log.
+func TestSHA256RefusalAtFirstStartIsSaidOnce(t *testing.T) {
+	l := &logs{}
+	_, err := pluginhost.Start(context.Background(), pluginhost.Config{Name: "pinned", Command: []string{testplugin},
+		SHA256: strings.Repeat("0", 64), Logger: hclog.New(&hclog.LoggerOptions{Output: l, Level: hclog.Debug})})
+	if err == nil || !strings.Contains(err.Error(), "sha256") {
+		t.Fatalf("wrong pin: %v", err)
+	}
+	if strings.Contains(l.String(), "sha256") {
+		t.Errorf("the refusal is in the log as well as in the error:\n%s", l)
 	}
 }

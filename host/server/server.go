@@ -18,10 +18,13 @@ import (
 	"time"
 
 	"github.com/hashicorp/go-hclog"
+	"go.opentelemetry.io/contrib/instrumentation/net/http/otelhttp"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/tenxgraph/tenxgraph/host/config"
 	"github.com/tenxgraph/tenxgraph/host/graph"
 	"github.com/tenxgraph/tenxgraph/host/service"
+	"github.com/tenxgraph/tenxgraph/host/telemetry"
 )
 
 // Server serves one service over HTTP.
@@ -184,7 +187,27 @@ func (s *Server) allowed(r *http.Request) []string {
 
 // Handler is the server's handler, with the Host and Origin checks, CORS
 // and access logs: for tests and for mounting under another server.
-func (s *Server) Handler() http.Handler { return s.accessLog(s.guard(s.cors(s.mux))) }
+func (s *Server) Handler() http.Handler {
+	h := s.accessLog(s.guard(s.cors(s.mux)))
+	if telemetry.Enabled() {
+		h = s.traced(h)
+	}
+	return h
+}
+
+// traced makes each request a server span, named by its route ("POST
+// /v1/graph/invoke"), the child of the request's W3C traceparent header
+// when it has one (so a client's trace, or an AG-UI client's, continues
+// through the run, its tools and its model calls).
+func (s *Server) traced(h http.Handler) http.Handler {
+	return otelhttp.NewHandler(h, "tenxgraph",
+		otelhttp.WithSpanNameFormatter(func(_ string, r *http.Request) string {
+			if _, pattern := s.mux.Handler(r); pattern != "" && strings.HasPrefix(pattern, r.Method+" ") {
+				return pattern
+			}
+			return r.Method
+		}))
+}
 
 // Serve accepts connections on ln until Shutdown.
 func (s *Server) Serve(ln net.Listener) error {
@@ -363,8 +386,12 @@ func (s *Server) accessLog(next http.Handler) http.Handler {
 		start := time.Now()
 		sw := &statusWriter{ResponseWriter: w, rc: http.NewResponseController(w), timeout: s.writeTimeout}
 		next.ServeHTTP(sw, r)
-		s.log.Info("request", "method", r.Method, "path", r.URL.Path, "status", sw.status,
-			"bytes", sw.bytes, "duration", time.Since(start), "remote", r.RemoteAddr)
+		kv := []any{"method", r.Method, "path", r.URL.Path, "status", sw.status,
+			"bytes", sw.bytes, "duration", time.Since(start), "remote", r.RemoteAddr}
+		if sc := trace.SpanContextFromContext(r.Context()); sc.IsValid() {
+			kv = append(kv, "trace_id", sc.TraceID().String(), "span_id", sc.SpanID().String())
+		}
+		s.log.Info("request", kv...)
 	})
 }
 

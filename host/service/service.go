@@ -28,6 +28,7 @@ import (
 	"github.com/tenxgraph/tenxgraph/host/model/openai"
 	"github.com/tenxgraph/tenxgraph/host/model/scripted"
 	"github.com/tenxgraph/tenxgraph/host/pluginhost"
+	"github.com/tenxgraph/tenxgraph/host/telemetry"
 	"github.com/tenxgraph/tenxgraph/host/toolnode"
 	"github.com/tenxgraph/tenxgraph/sdk"
 	"github.com/tenxgraph/tenxgraph/sdk/toolspec"
@@ -91,6 +92,8 @@ func New(ctx context.Context, cfg *config.Config, opts Options) (s *Service, err
 		m, err := newModel(cfg.Model)
 		if err != nil {
 			ps.Add("model", "%v", err)
+		} else if telemetry.Enabled() {
+			m = model.Traced(m, cfg.Model.Provider, cfg.Model.Model, cfg.Model.BaseURL)
 		}
 		env.Model = m
 	}
@@ -321,6 +324,9 @@ type ToolInfo struct {
 	Provider    string        `json:"provider"`
 	Kind        toolnode.Kind `json:"kind"`
 	Description string        `json:"description"`
+	// NeedsApproval: a person approves each call before it runs, because
+	// the tool says so or its provider's require_approval does.
+	NeedsApproval bool `json:"needs_approval,omitempty"`
 }
 
 // Tools lists every ToolNode's tools, by node then name.
@@ -332,7 +338,7 @@ func (s *Service) Tools() []ToolInfo {
 			continue
 		}
 		for _, t := range tn.Tools() {
-			out = append(out, ToolInfo{Node: name, Name: t.Spec.Name, Provider: t.Provider, Kind: t.Kind, Description: t.Spec.Description})
+			out = append(out, ToolInfo{Node: name, Name: t.Spec.Name, Provider: t.Provider, Kind: t.Kind, Description: t.Spec.Description, NeedsApproval: t.NeedsApproval})
 		}
 	}
 	sort.SliceStable(out, func(i, j int) bool {

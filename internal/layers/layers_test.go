@@ -45,7 +45,9 @@ func list(t *testing.T, dir string, patterns ...string) []pkg {
 	if err != nil {
 		t.Skipf("the import rules are read with the go command: %v", err)
 	}
-	cmd := exec.Command(gobin, append([]string{"list", "-json=ImportPath,Deps,TestImports,XTestImports"}, patterns...)...)
+	// -mod=readonly whatever GOFLAGS says: reading the import graph must
+	// not write the repository's go.sum.
+	cmd := exec.Command(gobin, append([]string{"list", "-mod=readonly", "-json=ImportPath,Deps,TestImports,XTestImports"}, patterns...)...)
 	cmd.Dir = dir
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr

@@ -17,7 +17,11 @@ type Tail struct {
 const tailLines = 10
 
 // Add keeps line (cut to 500 bytes), dropping the oldest past the limit.
+// A blank line is not kept: it says nothing, and would show as "|  |".
 func (t *Tail) Add(line string) {
+	if strings.TrimSpace(line) == "" {
+		return
+	}
 	if len(line) > 500 {
 		line = line[:500] + "…"
 	}

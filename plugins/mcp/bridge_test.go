@@ -20,6 +20,7 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 
+	"github.com/tenxgraph/tenxgraph/internal/proctest"
 	"github.com/tenxgraph/tenxgraph/sdk"
 	"github.com/tenxgraph/tenxgraph/sdk/sdktest"
 )
@@ -308,6 +309,15 @@ func TestServerKilledAndRecovered(t *testing.T) {
 	first := pid(ev)
 	if err := syscall.Kill(first, syscall.SIGKILL); err != nil {
 		t.Fatal(err)
+	}
+	// The kill takes the server's whole group, but not at once: on a busy
+	// machine the server could still answer a call made right away. The
+	// call below is made once nothing of it runs, before the bridge has
+	// necessarily noticed.
+	for deadline := time.Now().Add(10 * time.Second); len(proctest.Group(first)) > 0; time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the killed server's processes %v still run after 10s", proctest.Group(first))
+		}
 	}
 	if s := text(t, callT(t, b, "everything__echo", map[string]any{"message": "after"})); s != "Echo: after" {
 		t.Fatalf("after the crash: %q", s)

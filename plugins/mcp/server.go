@@ -16,6 +16,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	mcpsdk "github.com/modelcontextprotocol/go-sdk/mcp"
+	"go.opentelemetry.io/otel/propagation"
 
 	"github.com/tenxgraph/tenxgraph/internal/supervise"
 	"github.com/tenxgraph/tenxgraph/sdk"
@@ -397,7 +398,11 @@ func (c *call) finish() {
 // ends, the SDK sends notifications/cancelled. A connection lost during the
 // call is made again, and the call retried once if the tool says it is
 // read-only or idempotent (a second run changes nothing).
-func (s *server) call(ctx context.Context, tool *mcpsdk.Tool, args json.RawMessage) (*mcpsdk.CallToolResult, error) {
+func (s *server) call(ctx context.Context, tool *mcpsdk.Tool, args json.RawMessage) (res *mcpsdk.CallToolResult, err error) {
+	ctx, span := s.traceCall(ctx, tool)
+	if span != nil {
+		defer func() { endCallSpan(span, res, err) }()
+	}
 	timeout, key := s.cfg.toolTimeout(tool.Name)
 	cctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
@@ -418,6 +423,9 @@ func (s *server) call(ctx context.Context, tool *mcpsdk.Tool, args json.RawMessa
 		}
 		p := &mcpsdk.CallToolParams{Name: tool.Name, Arguments: args}
 		p.SetProgressToken(token)
+		if span != nil {
+			propagation.TraceContext{}.Inject(ctx, metaCarrier(p.Meta))
+		}
 		res, err := conn.cs.CallTool(cctx, p)
 		if err == nil {
 			return res, nil

@@ -96,31 +96,99 @@ func ServeConfigured(t testing.TB, options any, p sdk.Provider) sdk.Provider {
 
 func serve(t testing.TB, p sdk.Provider, options json.RawMessage) sdk.Provider {
 	t.Helper()
-	client, server := plugin.TestPluginGRPCConn(t, false, sdk.PluginSet(p))
-	raw, err := client.Dispense(sdk.PluginName)
+	// go-plugin's own lines (its debug lines about stdio streams) go to the
+	// test's log, as Start's do, not to the test binary's stderr.
+	logs := &testLog{t: t}
+	t.Cleanup(logs.stop) // runs last: after the server has stopped
+	log := hclog.New(&hclog.LoggerOptions{Name: "sdktest", Output: logs, Level: hclog.Debug})
+	ctx, cancel := context.WithCancel(context.Background())
+	reattach := make(chan *plugin.ReattachConfig, 1)
+	closed := make(chan struct{})
+	go plugin.Serve(&plugin.ServeConfig{
+		HandshakeConfig: sdk.Handshake,
+		Plugins:         sdk.PluginSet(p),
+		GRPCServer:      plugin.DefaultGRPCServer,
+		Logger:          log,
+		Test:            &plugin.ServeTestConfig{Context: ctx, ReattachConfigCh: reattach, CloseCh: closed},
+	})
+	var rc *plugin.ReattachConfig
+	select {
+	case rc = <-reattach:
+	case <-closed:
+		cancel()
+		t.Fatal("sdktest.Serve: the in-process plugin server did not start (see the log)")
+	}
+	// The server is this process: the client waits for it to close, not
+	// for a process to exit.
+	rc.ReattachFunc = func() (runner.AttachedRunner, error) { return inProcess(closed), nil }
+	client := plugin.NewClient(&plugin.ClientConfig{
+		HandshakeConfig:  sdk.Handshake,
+		Plugins:          sdk.PluginSet(p),
+		Reattach:         rc,
+		AllowedProtocols: []plugin.Protocol{plugin.ProtocolGRPC},
+		Logger:           log,
+	})
+	var rpc plugin.ClientProtocol
+	stop := func() {
+		defer cancel()
+		if rpc != nil {
+			_ = rpc.Close() // asks the server to stop itself, which it does
+		}
+		wait := time.NewTimer(shutdownTimeout)
+		defer wait.Stop()
+		select {
+		case <-closed:
+		case <-wait.C: // it did not: close its listener under it
+			cancel()
+			<-closed
+		}
+	}
+	var err error
+	rpc, err = client.Client()
 	if err != nil {
-		server.Stop()
-		_ = client.Close()
+		stop()
+		t.Fatalf("sdktest.Serve: %v", err)
+	}
+	raw, err := rpc.Dispense(sdk.PluginName)
+	if err != nil {
+		stop()
 		t.Fatalf("sdktest.Serve: %v", err)
 	}
 	remote := raw.(sdk.Provider)
 	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), shutdownTimeout)
-		defer cancel()
+		sctx, scancel := context.WithTimeout(context.Background(), shutdownTimeout)
+		defer scancel()
 		if sd, ok := remote.(sdk.Shutdowner); ok {
-			if err := sd.Shutdown(ctx); err != nil {
+			if err := sd.Shutdown(sctx); err != nil {
 				t.Errorf("sdktest.Serve: shutting the provider down: %v", err)
 			}
 		}
-		// Stop the server first: closing the client asks the server to stop
-		// itself, which would race with stopping it here.
-		server.Stop()
-		_ = client.Close()
+		stop()
 	})
 	configure(t, "sdktest.Serve", remote, options)
 	checkTools(t, "sdktest.Serve", remote)
 	return remote
 }
+
+// inProcess is the go-plugin runner of a server in this process, which
+// ends when closed is.
+type inProcess <-chan struct{}
+
+func (c inProcess) Wait(ctx context.Context) error {
+	select {
+	case <-c:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+func (inProcess) Kill(context.Context) error { return nil } // the server stops itself when the client closes
+func (inProcess) ID() string                 { return "in-process" }
+
+// PluginToHost and HostToPlugin keep addresses as they are: both sides
+// are this process.
+func (inProcess) PluginToHost(n, a string) (string, string, error) { return n, a, nil }
+func (inProcess) HostToPlugin(n, a string) (string, string, error) { return n, a, nil }
 
 // Build compiles the main package pkg, a path such as "." or
 // "./cmd/myplugin" relative to the test's package directory (or an import

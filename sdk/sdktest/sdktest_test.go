@@ -312,3 +312,36 @@ func TestServeConfiguredChecksTheOptions(t *testing.T) {
 		t.Error("the provider was built from options its schema refuses")
 	}
 }
+
+// logRecorder is a testing.TB that keeps what is logged to it.
+type logRecorder struct {
+	testing.TB
+	mu   sync.Mutex
+	logs []string
+}
+
+func (r *logRecorder) Log(args ...any) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.logs = append(r.logs, fmt.Sprint(args...))
+}
+
+func (r *logRecorder) String() string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return strings.Join(r.logs, "\n")
+}
+
+// go-plugin's own lines about an in-process connection go to the test's
+// log, where Start's go too, not to the test binary's stderr.
+func TestServeLogsToTheTestLog(t *testing.T) {
+	r := &logRecorder{TB: t}
+	t.Run("serve", func(t *testing.T) {
+		r.TB = t
+		p := sdktest.Serve(r, newProvider())
+		sdktest.Decode[sum](t, sdktest.Call(t, p, "add", addArgs{A: 1, B: 1}))
+	})
+	if got := r.String(); !strings.Contains(got, "[DEBUG] sdktest: plugin address") {
+		t.Errorf("go-plugin's lines did not reach the test's log:\n%s", got)
+	}
+}

@@ -540,6 +540,16 @@ export interface RunOptions {
    * `checkpointer.durability` (`"sync"` unless configured).
    */
   durability?: Durability;
+  /**
+   * A W3C trace context to continue (`"00-<trace id>-<span id>-01"`): every
+   * request of the run (the first and each resume) carries it as the
+   * `traceparent` header, so the server's spans for the run, its model
+   * calls and its tools join the caller's trace. `tracestate` goes with it
+   * when given. Checked before anything is sent.
+   */
+  traceparent?: string;
+  /** The W3C `tracestate` sent with {@link RunOptions.traceparent}. */
+  tracestate?: string;
 }
 
 /** When the server writes a run's checkpoints (see {@link RunOptions.durability}). */
@@ -549,7 +559,12 @@ export type Durability = "sync" | "async" | "exit";
 interface RoundConfig {
   response: "full" | "delta";
   durability?: Durability;
+  headers?: Record<string, string>; // the trace context
 }
+
+// A W3C traceparent: version 00, a 32-hex trace id and a 16-hex parent id,
+// neither all zeros, and the flags.
+const TRACEPARENT = /^00-(?!0{32})[0-9a-f]{32}-(?!0{16})[0-9a-f]{16}-[0-9a-f]{2}$/;
 
 /** The default of {@link ClientOptions.maxRounds}. */
 export const DEFAULT_MAX_ROUNDS = 25;
@@ -715,6 +730,15 @@ export class Client {
       throw new TypeError(`durability must be "sync", "async" or "exit", got ${String(durability)}`);
     }
     const rc: RoundConfig = { response, durability };
+    if (options.traceparent !== undefined) {
+      if (typeof options.traceparent !== "string" || !TRACEPARENT.test(options.traceparent)) {
+        throw new TypeError(`traceparent must be a W3C trace context ("00-" then 32 and 16 lowercase hex digits and the flags, joined by "-"), got ${JSON.stringify(options.traceparent)}`);
+      }
+      rc.headers = { traceparent: options.traceparent };
+      if (options.tracestate !== undefined) rc.headers["tracestate"] = String(options.tracestate);
+    } else if (options.tracestate !== undefined) {
+      throw new TypeError("tracestate is sent only with a traceparent: set traceparent too");
+    }
     // One controller per run, so ending the run early (an abort, an error,
     // a consumer that stops iterating) cancels everything it started.
     const ctl = new AbortController();
@@ -787,10 +811,10 @@ export class Client {
     if (rc.durability) config.durability = rc.durability;
     const body = { input: { messages }, config };
     if (!streaming) {
-      const res = await this.#request("POST", "/v1/graph/invoke", body, signal, "application/json");
+      const res = await this.#request("POST", "/v1/graph/invoke", body, signal, "application/json", rc.headers);
       return (await readJSON(res)) as RunResponse;
     }
-    const res = await this.#request("POST", "/v1/graph/stream", body, signal, "text/event-stream");
+    const res = await this.#request("POST", "/v1/graph/stream", body, signal, "text/event-stream", rc.headers);
     if (!res.body) throw new TenxgraphError(0, "bad_response", "POST /v1/graph/stream: the response has no body");
     let end: RunResponse | undefined;
     for await (const raw of sseEvents(res.body)) {
@@ -916,9 +940,9 @@ export class Client {
     return { type: "tool_result", tool_call_id: call.id, content: content as JsonValue, is_error: false, attachments };
   }
 
-  async #request(method: string, path: string, body: unknown, signal: AbortSignal | undefined, accept: string): Promise<Response> {
+  async #request(method: string, path: string, body: unknown, signal: AbortSignal | undefined, accept: string, extra?: Record<string, string>): Promise<Response> {
     const url = this.baseUrl + path;
-    const headers: Record<string, string> = { Accept: accept };
+    const headers: Record<string, string> = { ...extra, Accept: accept };
     if (body !== undefined) headers["Content-Type"] = "application/json";
     if (this.#apiKey) headers["Authorization"] = `Bearer ${this.#apiKey}`;
     const init: RequestInit = { method, headers };

@@ -3,6 +3,7 @@
 served the way hashicorp/go-plugin expects, with Debian's python3-grpcio and
 python3-protobuf. docs/plugins.md ("Plugins in other languages") explains
 each step."""
+import datetime
 import json
 import os
 import struct
@@ -35,8 +36,10 @@ stopping = threading.Event()
 
 
 def log(level, message, **fields):
-    # JSON lines on stderr: the host files them under the plugin's name.
-    print(json.dumps({"@level": level, "@message": message, "@timestamp": time.strftime("%Y-%m-%dT%H:%M:%S%z"), **fields}),
+    # JSON lines on stderr: the host files them under the plugin's name, at
+    # their level. The timestamp is RFC 3339: 2026-05-01T12:00:00.123456+00:00.
+    now = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="microseconds")
+    print(json.dumps({"@level": level, "@message": message, "@timestamp": now, **fields}),
           file=sys.stderr, flush=True)
 
 

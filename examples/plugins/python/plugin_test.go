@@ -16,6 +16,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/tenxgraph/tenxgraph/sdk"
 	"github.com/tenxgraph/tenxgraph/sdk/sdktest"
@@ -178,12 +179,13 @@ func TestPythonPluginThroughServe(t *testing.T) {
 	write("10xgraph.json", string(cfg))
 
 	cmd := exec.Command(bin, "serve", "--addr", "127.0.0.1:0", "--config", filepath.Join(dir, "10xgraph.json"))
+	cmd.Env = append(os.Environ(), "TENXGRAPH_LOG_LEVEL=info")
 	out, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
 	}
-	var stderr strings.Builder
-	cmd.Stderr = &stderr
+	stderr := &lockedBuffer{}
+	cmd.Stderr = stderr
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -207,6 +209,16 @@ func TestPythonPluginThroughServe(t *testing.T) {
 	if len(results) != 1 || string(results[0].Content) != `{"words":4}` || results[0].IsError {
 		t.Fatalf("tool results %+v; want one {\"words\":4}\nserve's log:\n%s", results, stderr.String())
 	}
+	// The plugin's log line is filed at its level, with its fields, under
+	// the plugin's name (serve logs at info here: a line the host could
+	// not read would be filed raw at debug, and not shown).
+	logged := regexp.MustCompile(`\[INFO\]\s+tenxgraph\.wordcount[.\w]*: counted: .*words=4`)
+	for deadline := time.Now().Add(10 * time.Second); !logged.MatchString(stderr.String()); {
+		if time.Now().After(deadline) {
+			t.Fatalf("no info line \"counted\" in serve's log:\n%s", stderr.String())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
 	// The swatch's image reaches the thread as the result's attachment:
 	// an image block, its bytes as data or, once stored, a blob
 	// reference.
@@ -223,6 +235,24 @@ func TestPythonPluginThroughServe(t *testing.T) {
 			t.Fatalf("the attachment's data is not a PNG: %v", err)
 		}
 	}
+}
+
+// lockedBuffer is a buffer a process writes to while the test reads it.
+type lockedBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *lockedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *lockedBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
 }
 
 type toolResult struct {

@@ -549,7 +549,18 @@ type CallTool_Response struct {
 	// A host that predates them ignores them; one that knows them counts
 	// their data with content_json against the provider's
 	// max_result_bytes, and takes at most 100 per result.
-	Attachments   []*CallTool_Attachment `protobuf:"bytes,4,rep,name=attachments,proto3" json:"attachments,omitempty"`
+	Attachments []*CallTool_Attachment `protobuf:"bytes,4,rep,name=attachments,proto3" json:"attachments,omitempty"`
+	// spans are the trace spans the plugin recorded for this call's trace
+	// and ended before answering (its own span for the call and any its
+	// tool made through the context), as an OTLP TracesData message
+	// (opentelemetry.proto.trace.v1.TracesData). A plugin sends them only
+	// when the call's gRPC metadata carries a sampled W3C traceparent, at
+	// most MaxSpanBytes of them; the host checks that every span belongs to
+	// the call's trace, names the provider as the spans' service, and
+	// exports them with its own. So a plugin's spans reach the operator's
+	// collector without the plugin reaching the network. A host that
+	// predates them ignores them.
+	Spans         []byte `protobuf:"bytes,5,opt,name=spans,proto3" json:"spans,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -608,6 +619,13 @@ func (x *CallTool_Response) GetDeferred() bool {
 func (x *CallTool_Response) GetAttachments() []*CallTool_Attachment {
 	if x != nil {
 		return x.Attachments
+	}
+	return nil
+}
+
+func (x *CallTool_Response) GetSpans() []byte {
+	if x != nil {
+		return x.Spans
 	}
 	return nil
 }
@@ -1313,7 +1331,7 @@ const file_toolprovider_v1_toolprovider_proto_rawDesc = "" +
 	"\aversion\x18\x02 \x01(\tR\aversion\x12\"\n" +
 	"\fcapabilities\x18\x03 \x03(\tR\fcapabilities\x12/\n" +
 	"\x05tools\x18\x04 \x03(\v2\x19.toolprovider.v1.ToolSpecR\x05tools\x12.\n" +
-	"\x13options_schema_json\x18\x05 \x01(\fR\x11optionsSchemaJson\"\xdd\x05\n" +
+	"\x13options_schema_json\x18\x05 \x01(\fR\x11optionsSchemaJson\"\xf3\x05\n" +
 	"\bCallTool\x1a\xd7\x01\n" +
 	"\aRequest\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12%\n" +
@@ -1321,12 +1339,13 @@ const file_toolprovider_v1_toolprovider_proto_rawDesc = "" +
 	"\acall_id\x18\x03 \x01(\tR\x06callId\x12\x1b\n" +
 	"\tthread_id\x18\x04 \x01(\tR\bthreadId\x124\n" +
 	"\brun_tool\x18\x05 \x01(\v2\x19.toolprovider.v1.ToolSpecR\arunTool\x12%\n" +
-	"\x0eprogress_token\x18\x06 \x01(\x04R\rprogressToken\x1a\xac\x01\n" +
+	"\x0eprogress_token\x18\x06 \x01(\x04R\rprogressToken\x1a\xc2\x01\n" +
 	"\bResponse\x12!\n" +
 	"\fcontent_json\x18\x01 \x01(\fR\vcontentJson\x12\x19\n" +
 	"\bis_error\x18\x02 \x01(\bR\aisError\x12\x1a\n" +
 	"\bdeferred\x18\x03 \x01(\bR\bdeferred\x12F\n" +
-	"\vattachments\x18\x04 \x03(\v2$.toolprovider.v1.CallTool.AttachmentR\vattachments\x1aY\n" +
+	"\vattachments\x18\x04 \x03(\v2$.toolprovider.v1.CallTool.AttachmentR\vattachments\x12\x14\n" +
+	"\x05spans\x18\x05 \x01(\fR\x05spans\x1aY\n" +
 	"\n" +
 	"Attachment\x12\x1b\n" +
 	"\tmime_type\x18\x01 \x01(\tR\bmimeType\x12\x1a\n" +

@@ -13,7 +13,7 @@ _sym_db = _symbol_database.Default()
 
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\"toolprovider/v1/toolprovider.proto\x12\x0ftoolprovider.v1\"a\n\x08ToolSpec\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x13\n\x0b\x64\x65scription\x18\x02 \x01(\t\x12\x17\n\x0fparameters_json\x18\x03 \x01(\x0c\x12\x19\n\x11requires_approval\x18\x04 \x01(\x08\"\xa1\x01\n\x0bGetMetadata\x1a\t\n\x07Request\x1a\x86\x01\n\x08Response\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x0f\n\x07version\x18\x02 \x01(\t\x12\x14\n\x0c\x63\x61pabilities\x18\x03 \x03(\t\x12(\n\x05tools\x18\x04 \x03(\x0b\x32\x19.toolprovider.v1.ToolSpec\x12\x1b\n\x13options_schema_json\x18\x05 \x01(\x0c\"\xa8\x04\n\x08\x43\x61llTool\x1a\x98\x01\n\x07Request\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x16\n\x0e\x61rguments_json\x18\x02 \x01(\x0c\x12\x0f\n\x07\x63\x61ll_id\x18\x03 \x01(\t\x12\x11\n\tthread_id\x18\x04 \x01(\t\x12+\n\x08run_tool\x18\x05 \x01(\x0b\x32\x19.toolprovider.v1.ToolSpec\x12\x16\n\x0eprogress_token\x18\x06 \x01(\x04\x1a\x7f\n\x08Response\x12\x14\n\x0c\x63ontent_json\x18\x01 \x01(\x0c\x12\x10\n\x08is_error\x18\x02 \x01(\x08\x12\x10\n\x08\x64\x65\x66\x65rred\x18\x03 \x01(\x08\x12\x39\n\x0b\x61ttachments\x18\x04 \x03(\x0b\x32$.toolprovider.v1.CallTool.Attachment\x1a?\n\nAttachment\x12\x11\n\tmime_type\x18\x01 \x01(\t\x12\x10\n\x08\x66ilename\x18\x02 \x01(\t\x12\x0c\n\x04\x64\x61ta\x18\x03 \x01(\x0c\x1a<\n\x08Progress\x12\x10\n\x08progress\x18\x01 \x01(\x01\x12\r\n\x05total\x18\x02 \x01(\x01\x12\x0f\n\x07message\x18\x03 \x01(\t\x1a\x80\x01\n\x05\x45vent\x12\x36\n\x08progress\x18\x01 \x01(\x0b\x32\".toolprovider.v1.CallTool.ProgressH\x00\x12\x36\n\x08response\x18\x02 \x01(\x0b\x32\".toolprovider.v1.CallTool.ResponseH\x00\x42\x07\n\x05\x65vent\"\xb5\x02\n\nPrepareRun\x1a\x30\n\x07Request\x12\x16\n\x0erun_tools_json\x18\x01 \x03(\x0c\x12\r\n\x05taken\x18\x02 \x03(\t\x1a\xa1\x01\n\x08Response\x12(\n\x05tools\x18\x01 \x03(\x0b\x32\x19.toolprovider.v1.ToolSpec\x12\x34\n\x07ignored\x18\x02 \x03(\x0b\x32#.toolprovider.v1.PrepareRun.Ignored\x12\x35\n\x08problems\x18\x03 \x03(\x0b\x32#.toolprovider.v1.PrepareRun.Problem\x1a\'\n\x07Ignored\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x0e\n\x06reason\x18\x02 \x01(\t\x1a(\n\x07Problem\x12\x0c\n\x04path\x18\x01 \x01(\t\x12\x0f\n\x07message\x18\x02 \x01(\t\"\x80\x01\n\x05Watch\x1a\t\n\x07Request\x1al\n\x05\x45vent\x12\x15\n\rtools_changed\x18\x01 \x01(\x08\x12\x16\n\x0eprogress_token\x18\x02 \x01(\x04\x12\x34\n\x08progress\x18\x03 \x01(\x0b\x32\".toolprovider.v1.CallTool.Progress\"!\n\x08Shutdown\x1a\t\n\x07Request\x1a\n\n\x08Response\"8\n\tConfigure\x1a\x1f\n\x07Request\x12\x14\n\x0coptions_json\x18\x01 \x01(\x0c\x1a\n\n\x08Response2\xe0\x04\n\x0cToolProvider\x12Z\n\x0bGetMetadata\x12$.toolprovider.v1.GetMetadata.Request\x1a%.toolprovider.v1.GetMetadata.Response\x12Q\n\x08\x43\x61llTool\x12!.toolprovider.v1.CallTool.Request\x1a\".toolprovider.v1.CallTool.Response\x12V\n\x0e\x43\x61llToolStream\x12!.toolprovider.v1.CallTool.Request\x1a\x1f.toolprovider.v1.CallTool.Event0\x01\x12W\n\nPrepareRun\x12#.toolprovider.v1.PrepareRun.Request\x1a$.toolprovider.v1.PrepareRun.Response\x12G\n\x05Watch\x12\x1e.toolprovider.v1.Watch.Request\x1a\x1c.toolprovider.v1.Watch.Event0\x01\x12Q\n\x08Shutdown\x12!.toolprovider.v1.Shutdown.Request\x1a\".toolprovider.v1.Shutdown.Response\x12T\n\tConfigure\x12\".toolprovider.v1.Configure.Request\x1a#.toolprovider.v1.Configure.ResponseBIZGgithub.com/tenxgraph/tenxgraph/sdk/proto/toolprovider/v1;toolproviderv1b\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\"toolprovider/v1/toolprovider.proto\x12\x0ftoolprovider.v1\"a\n\x08ToolSpec\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x13\n\x0b\x64\x65scription\x18\x02 \x01(\t\x12\x17\n\x0fparameters_json\x18\x03 \x01(\x0c\x12\x19\n\x11requires_approval\x18\x04 \x01(\x08\"\xa1\x01\n\x0bGetMetadata\x1a\t\n\x07Request\x1a\x86\x01\n\x08Response\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x0f\n\x07version\x18\x02 \x01(\t\x12\x14\n\x0c\x63\x61pabilities\x18\x03 \x03(\t\x12(\n\x05tools\x18\x04 \x03(\x0b\x32\x19.toolprovider.v1.ToolSpec\x12\x1b\n\x13options_schema_json\x18\x05 \x01(\x0c\"\xb8\x04\n\x08\x43\x61llTool\x1a\x98\x01\n\x07Request\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x16\n\x0e\x61rguments_json\x18\x02 \x01(\x0c\x12\x0f\n\x07\x63\x61ll_id\x18\x03 \x01(\t\x12\x11\n\tthread_id\x18\x04 \x01(\t\x12+\n\x08run_tool\x18\x05 \x01(\x0b\x32\x19.toolprovider.v1.ToolSpec\x12\x16\n\x0eprogress_token\x18\x06 \x01(\x04\x1a\x8e\x01\n\x08Response\x12\x14\n\x0c\x63ontent_json\x18\x01 \x01(\x0c\x12\x10\n\x08is_error\x18\x02 \x01(\x08\x12\x10\n\x08\x64\x65\x66\x65rred\x18\x03 \x01(\x08\x12\x39\n\x0b\x61ttachments\x18\x04 \x03(\x0b\x32$.toolprovider.v1.CallTool.Attachment\x12\r\n\x05spans\x18\x05 \x01(\x0c\x1a?\n\nAttachment\x12\x11\n\tmime_type\x18\x01 \x01(\t\x12\x10\n\x08\x66ilename\x18\x02 \x01(\t\x12\x0c\n\x04\x64\x61ta\x18\x03 \x01(\x0c\x1a<\n\x08Progress\x12\x10\n\x08progress\x18\x01 \x01(\x01\x12\r\n\x05total\x18\x02 \x01(\x01\x12\x0f\n\x07message\x18\x03 \x01(\t\x1a\x80\x01\n\x05\x45vent\x12\x36\n\x08progress\x18\x01 \x01(\x0b\x32\".toolprovider.v1.CallTool.ProgressH\x00\x12\x36\n\x08response\x18\x02 \x01(\x0b\x32\".toolprovider.v1.CallTool.ResponseH\x00\x42\x07\n\x05\x65vent\"\xb5\x02\n\nPrepareRun\x1a\x30\n\x07Request\x12\x16\n\x0erun_tools_json\x18\x01 \x03(\x0c\x12\r\n\x05taken\x18\x02 \x03(\t\x1a\xa1\x01\n\x08Response\x12(\n\x05tools\x18\x01 \x03(\x0b\x32\x19.toolprovider.v1.ToolSpec\x12\x34\n\x07ignored\x18\x02 \x03(\x0b\x32#.toolprovider.v1.PrepareRun.Ignored\x12\x35\n\x08problems\x18\x03 \x03(\x0b\x32#.toolprovider.v1.PrepareRun.Problem\x1a\'\n\x07Ignored\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x0e\n\x06reason\x18\x02 \x01(\t\x1a(\n\x07Problem\x12\x0c\n\x04path\x18\x01 \x01(\t\x12\x0f\n\x07message\x18\x02 \x01(\t\"\x80\x01\n\x05Watch\x1a\t\n\x07Request\x1al\n\x05\x45vent\x12\x15\n\rtools_changed\x18\x01 \x01(\x08\x12\x16\n\x0eprogress_token\x18\x02 \x01(\x04\x12\x34\n\x08progress\x18\x03 \x01(\x0b\x32\".toolprovider.v1.CallTool.Progress\"!\n\x08Shutdown\x1a\t\n\x07Request\x1a\n\n\x08Response\"8\n\tConfigure\x1a\x1f\n\x07Request\x12\x14\n\x0coptions_json\x18\x01 \x01(\x0c\x1a\n\n\x08Response2\xe0\x04\n\x0cToolProvider\x12Z\n\x0bGetMetadata\x12$.toolprovider.v1.GetMetadata.Request\x1a%.toolprovider.v1.GetMetadata.Response\x12Q\n\x08\x43\x61llTool\x12!.toolprovider.v1.CallTool.Request\x1a\".toolprovider.v1.CallTool.Response\x12V\n\x0e\x43\x61llToolStream\x12!.toolprovider.v1.CallTool.Request\x1a\x1f.toolprovider.v1.CallTool.Event0\x01\x12W\n\nPrepareRun\x12#.toolprovider.v1.PrepareRun.Request\x1a$.toolprovider.v1.PrepareRun.Response\x12G\n\x05Watch\x12\x1e.toolprovider.v1.Watch.Request\x1a\x1c.toolprovider.v1.Watch.Event0\x01\x12Q\n\x08Shutdown\x12!.toolprovider.v1.Shutdown.Request\x1a\".toolprovider.v1.Shutdown.Response\x12T\n\tConfigure\x12\".toolprovider.v1.Configure.Request\x1a#.toolprovider.v1.Configure.ResponseBIZGgithub.com/tenxgraph/tenxgraph/sdk/proto/toolprovider/v1;toolproviderv1b\x06proto3')
 
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, globals())
 _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'toolprovider.v1.toolprovider_pb2', globals())
@@ -30,45 +30,45 @@ if _descriptor._USE_C_DESCRIPTORS == False:
   _GETMETADATA_RESPONSE._serialized_start=182
   _GETMETADATA_RESPONSE._serialized_end=316
   _CALLTOOL._serialized_start=319
-  _CALLTOOL._serialized_end=871
+  _CALLTOOL._serialized_end=887
   _CALLTOOL_REQUEST._serialized_start=332
   _CALLTOOL_REQUEST._serialized_end=484
-  _CALLTOOL_RESPONSE._serialized_start=486
-  _CALLTOOL_RESPONSE._serialized_end=613
-  _CALLTOOL_ATTACHMENT._serialized_start=615
-  _CALLTOOL_ATTACHMENT._serialized_end=678
-  _CALLTOOL_PROGRESS._serialized_start=680
-  _CALLTOOL_PROGRESS._serialized_end=740
-  _CALLTOOL_EVENT._serialized_start=743
-  _CALLTOOL_EVENT._serialized_end=871
-  _PREPARERUN._serialized_start=874
-  _PREPARERUN._serialized_end=1183
-  _PREPARERUN_REQUEST._serialized_start=888
-  _PREPARERUN_REQUEST._serialized_end=936
-  _PREPARERUN_RESPONSE._serialized_start=939
-  _PREPARERUN_RESPONSE._serialized_end=1100
-  _PREPARERUN_IGNORED._serialized_start=1102
-  _PREPARERUN_IGNORED._serialized_end=1141
-  _PREPARERUN_PROBLEM._serialized_start=1143
-  _PREPARERUN_PROBLEM._serialized_end=1183
-  _WATCH._serialized_start=1186
-  _WATCH._serialized_end=1314
+  _CALLTOOL_RESPONSE._serialized_start=487
+  _CALLTOOL_RESPONSE._serialized_end=629
+  _CALLTOOL_ATTACHMENT._serialized_start=631
+  _CALLTOOL_ATTACHMENT._serialized_end=694
+  _CALLTOOL_PROGRESS._serialized_start=696
+  _CALLTOOL_PROGRESS._serialized_end=756
+  _CALLTOOL_EVENT._serialized_start=759
+  _CALLTOOL_EVENT._serialized_end=887
+  _PREPARERUN._serialized_start=890
+  _PREPARERUN._serialized_end=1199
+  _PREPARERUN_REQUEST._serialized_start=904
+  _PREPARERUN_REQUEST._serialized_end=952
+  _PREPARERUN_RESPONSE._serialized_start=955
+  _PREPARERUN_RESPONSE._serialized_end=1116
+  _PREPARERUN_IGNORED._serialized_start=1118
+  _PREPARERUN_IGNORED._serialized_end=1157
+  _PREPARERUN_PROBLEM._serialized_start=1159
+  _PREPARERUN_PROBLEM._serialized_end=1199
+  _WATCH._serialized_start=1202
+  _WATCH._serialized_end=1330
   _WATCH_REQUEST._serialized_start=170
   _WATCH_REQUEST._serialized_end=179
-  _WATCH_EVENT._serialized_start=1206
-  _WATCH_EVENT._serialized_end=1314
-  _SHUTDOWN._serialized_start=1316
-  _SHUTDOWN._serialized_end=1349
+  _WATCH_EVENT._serialized_start=1222
+  _WATCH_EVENT._serialized_end=1330
+  _SHUTDOWN._serialized_start=1332
+  _SHUTDOWN._serialized_end=1365
   _SHUTDOWN_REQUEST._serialized_start=170
   _SHUTDOWN_REQUEST._serialized_end=179
   _SHUTDOWN_RESPONSE._serialized_start=182
   _SHUTDOWN_RESPONSE._serialized_end=192
-  _CONFIGURE._serialized_start=1351
-  _CONFIGURE._serialized_end=1407
-  _CONFIGURE_REQUEST._serialized_start=1364
-  _CONFIGURE_REQUEST._serialized_end=1395
+  _CONFIGURE._serialized_start=1367
+  _CONFIGURE._serialized_end=1423
+  _CONFIGURE_REQUEST._serialized_start=1380
+  _CONFIGURE_REQUEST._serialized_end=1411
   _CONFIGURE_RESPONSE._serialized_start=182
   _CONFIGURE_RESPONSE._serialized_end=192
-  _TOOLPROVIDER._serialized_start=1410
-  _TOOLPROVIDER._serialized_end=2018
+  _TOOLPROVIDER._serialized_start=1426
+  _TOOLPROVIDER._serialized_end=2034
 # @@protoc_insertion_point(module_scope)
