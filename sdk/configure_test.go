@@ -102,3 +102,12 @@ func TestNewConfiguredRefusesANonObjectOptionsType(t *testing.T) {
 		t.Fatalf("NewConfigured with []string options: %v", err)
 	}
 }
+
+// RequiresApproval marks a tool: given to NewConfigured it is a mistake,
+// said at once rather than ignored.
+func TestNewConfiguredRefusesAToolOnlyOption(t *testing.T) {
+	_, err := sdk.NewConfigured(func(context.Context, greeterOptions) (sdk.Provider, error) { return nil, nil }, sdk.RequiresApproval())
+	if err == nil || !strings.Contains(err.Error(), "RequiresApproval") {
+		t.Fatalf("NewConfigured with RequiresApproval: %v", err)
+	}
+}
