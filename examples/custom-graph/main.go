@@ -53,7 +53,8 @@ func build(ctx context.Context, env agent.Env) (*graph.StateGraph, error) {
 		AddNode("tools", tools).
 		AddEdge(graph.START, "model").
 		AddConditionalEdges("model", agent.ToolsCondition("tools"), "tools", graph.END).
-		AddEdge("tools", "model")
+		AddEdge("tools", "model").
+		SetStepLimit(agent.StepLimit(env.MaxSteps)) // room for the model's max_steps calls and their tool steps
 	// Remote tools can be declared in code too, validated by the same rules
 	// as the config file's remote_tools (which the host attaches after this).
 	err = g.AttachRemoteTools([]graph.RemoteToolConfig{{

@@ -7,14 +7,12 @@ import (
 	"strconv"
 	"sync/atomic"
 
+	"github.com/tenxgraph/tenxgraph/host/config"
 	"github.com/tenxgraph/tenxgraph/host/graph"
 	"github.com/tenxgraph/tenxgraph/host/message"
 	"github.com/tenxgraph/tenxgraph/host/model"
 	"github.com/tenxgraph/tenxgraph/host/toolnode"
 )
-
-// DefaultMaxSteps bounds a run's model calls when the config sets none.
-const DefaultMaxSteps = 25
 
 // ErrMaxSteps: the model kept calling tools past max_steps.
 var ErrMaxSteps = errors.New("model called tools too many times without a final answer")
@@ -34,8 +32,21 @@ func React(ctx context.Context, env Env) (*graph.StateGraph, error) {
 		AddNode("tools", tools).
 		AddEdge(graph.START, "model").
 		AddConditionalEdges("model", ToolsCondition("tools"), "tools", graph.END).
-		AddEdge("tools", "model")
+		AddEdge("tools", "model").
+		SetStepLimit(StepLimit(env.MaxSteps))
 	return g, nil
+}
+
+// StepLimit is the super-step bound of a graph whose loop is a ModelNode
+// and a ToolNode, for a model allowed maxSteps calls (config.DefaultMaxSteps
+// when zero): each call is followed by at most one tool step, so the
+// model's own bound (ErrMaxSteps, which says which setting to raise) comes
+// first; never below the engine's default.
+func StepLimit(maxSteps int) int {
+	if maxSteps <= 0 {
+		maxSteps = config.DefaultMaxSteps
+	}
+	return max(graph.DefaultStepLimit, 2*maxSteps+2)
 }
 
 // ToolsCondition routes to the ToolNode when the last message calls tools,
@@ -60,23 +71,22 @@ type ModelNode struct {
 	Tools *toolnode.Node
 	// SystemPrompt, when set, is sent first.
 	SystemPrompt string
-	// MaxSteps bounds the node's model calls per run (DefaultMaxSteps when
-	// zero).
+	// MaxSteps bounds the node's model calls per run
+	// (config.DefaultMaxSteps, model.max_steps's default, when zero).
 	MaxSteps int
 
-	views views // per thread: what the model was last sent, to extend
+	views views                         // per thread: what the model was last sent, to extend
+	calls graph.RunLocal[*atomic.Int32] // per run: the model calls made
 }
-
-type callsKey struct{ n *ModelNode }
 
 // Run implements graph.Node.
 func (m *ModelNode) Run(ctx context.Context, in *graph.Input) (graph.Update, error) {
-	counter, _ := in.Run.Memo(callsKey{m}, func() (any, error) { return new(atomic.Int32), nil })
+	counter, _ := m.calls.Get(in.Run, func() (*atomic.Int32, error) { return new(atomic.Int32), nil })
 	limit := m.MaxSteps
 	if limit <= 0 {
-		limit = DefaultMaxSteps
+		limit = config.DefaultMaxSteps
 	}
-	if n := counter.(*atomic.Int32).Add(1); int(n) > limit {
+	if n := counter.Add(1); int(n) > limit {
 		return graph.Update{}, fmt.Errorf("%w (max_steps is %d; raise model.max_steps if the task needs more)", ErrMaxSteps, limit)
 	}
 	view := m.views.Get(in.Run.Key())

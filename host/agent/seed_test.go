@@ -583,6 +583,32 @@ func TestMaxSteps(t *testing.T) {
 	}
 }
 
+// The prebuilt agent bounds its own loop: with more model calls allowed
+// than the engine's default super-steps cover (2 per call), the model's
+// bound still comes first, naming the setting to raise.
+func TestMaxStepsAboveTheEngineDefault(t *testing.T) {
+	n := 0
+	m := model.Func(func(ctx context.Context, req model.Request) (model.Response, error) {
+		n++
+		return model.Response{Message: message.Message{Role: message.RoleAssistant, Content: []message.Block{call(fmt.Sprint("l", n), "add", `{"a":1,"b":1}`)}}}, nil
+	})
+	g, err := agent.React(ctx, agent.Env{Model: m, MaxSteps: 60, Providers: map[string][]sdk.Provider{"tools": {newCounted()}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	app, err := g.Compile(checkpoint.NewMemory())
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = app.Invoke(ctx, user("loop"), graph.RunConfig{ThreadID: "loop"})
+	if !errors.Is(err, agent.ErrMaxSteps) || errors.Is(err, graph.ErrStepLimit) || !strings.Contains(err.Error(), "max_steps is 60") {
+		t.Fatalf("looping model: %v", err)
+	}
+	if n != 60 {
+		t.Fatalf("the model was called %d times, want 60 (a 61st call is refused before it is made)", n)
+	}
+}
+
 // Results are any JSON and reach the model as the client sent them.
 func TestHandlerResultsAreJSON(t *testing.T) {
 	for _, content := range []string{`{"text":"hi"}`, `42`, `"plain"`, `[1,{"a":null}]`, `null`, `true`} {

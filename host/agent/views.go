@@ -3,6 +3,7 @@ package agent
 import (
 	"sync"
 
+	"github.com/tenxgraph/tenxgraph/host/memo"
 	"github.com/tenxgraph/tenxgraph/host/message"
 )
 
@@ -14,7 +15,7 @@ import (
 // call rewrites the whole thread once); a view shares its messages with
 // the thread's state, but keeps them alive after the thread cache lets
 // them go, hence the bound in bytes.
-type views = message.PerThread[view]
+type views = memo.PerThread[view]
 
 type view struct {
 	v message.ModelView

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/tenxgraph/tenxgraph/host/graph"
+	"github.com/tenxgraph/tenxgraph/host/memo"
 	"github.com/tenxgraph/tenxgraph/host/message"
 	"github.com/tenxgraph/tenxgraph/host/model"
 )
@@ -73,7 +74,7 @@ func TestModelNodeSendsForModel(t *testing.T) {
 // The views stay within their bounds, dropping the least recently used.
 func TestViewsBounded(t *testing.T) {
 	var vs views
-	const maxViews, maxViewBytes = message.DefaultMemoThreads, message.DefaultMemoBytes
+	const maxViews, maxViewBytes = memo.DefaultThreads, memo.DefaultBytes
 	for i := range maxViews + 10 {
 		thread := fmt.Sprintf("t%d", i)
 		v := vs.Get(thread)

@@ -45,8 +45,8 @@ func BlobRef(data []byte) string {
 	return BlobPrefix + hex.EncodeToString(sum[:])
 }
 
-// BlobStore is implemented by stores that keep the blobs of their threads
-// (Checkpoint.Blobs). Memory, SQLite and Postgres implement it. Every read
+// BlobStore is the part of a store that keeps the blobs of its threads
+// (Checkpoint.Blobs). Every read
 // is scoped to a thread: a blob another thread holds is, to this one, a
 // blob that does not exist.
 type BlobStore interface {

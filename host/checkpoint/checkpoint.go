@@ -97,8 +97,11 @@ type Checkpoint struct {
 	WakeAt time.Time
 }
 
-// Checkpointer stores checkpoints. Implementations must be safe for
-// concurrent use and must pass the conformance suite in checkpointtest.
+// Checkpointer stores checkpoints. It is what every store does: Memory,
+// SQLite and Postgres implement all of it, so that the engine and the
+// runtime beside it have one store to speak to and no fallbacks for a
+// store that can do less. Implementations must be safe for concurrent use
+// and must pass the conformance suite in checkpointtest.
 type Checkpointer interface {
 	// Put appends cp to its thread. cp.Seq must be one more than the
 	// thread's latest (1 for a new thread); otherwise Put writes nothing and
@@ -115,23 +118,17 @@ type Checkpointer interface {
 	DeleteThread(ctx context.Context, threadID string) error
 	// Close releases the store's resources.
 	Close() error
+
+	Leaser
+	TailReader
+	Scheduler
+	Pruner
+	BlobStore
 }
 
-// SeqReader is implemented by stores that can report a thread's newest
-// sequence number more cheaply than its checkpoint. The graph engine keeps
-// the latest state of the threads it works on decoded in memory, and uses
-// LatestSeq to know that copy is still the latest, whoever else writes to
-// the store.
-type SeqReader interface {
-	// LatestSeq returns the thread's newest sequence number, 0 when the
-	// thread has no checkpoint.
-	LatestSeq(ctx context.Context, threadID string) (int64, error)
-}
-
-// Scheduler is implemented by stores that can find the threads whose latest
+// Scheduler is the part of a store that finds the threads whose latest
 // checkpoint asked to be woken (Checkpoint.WakeAt), so that whichever
 // process shares the store, after a restart too, wakes them on time.
-// Memory, SQLite and Postgres implement it.
 type Scheduler interface {
 	// Due returns up to limit ids of threads whose latest checkpoint's
 	// WakeAt is not after now, earliest first. A thread stays due until a
@@ -139,11 +136,10 @@ type Scheduler interface {
 	Due(ctx context.Context, now time.Time, limit int) ([]string, error)
 }
 
-// TailReader is implemented by stores that can read a thread's latest
+// TailReader is the part of a store that reads a thread's latest
 // checkpoint with only the end of its log, for a reader that holds the
 // rest: a replica whose copy of a thread another replica has since
-// extended reads what was added, not the whole thread again. Memory,
-// SQLite and Postgres implement it.
+// extended reads what was added, not the whole thread again.
 type TailReader interface {
 	// LatestTail is Latest with Log holding only the entries from index
 	// from on (none when the log is not longer), and logLen the length of
@@ -153,9 +149,8 @@ type TailReader interface {
 	LatestTail(ctx context.Context, threadID string, from int) (cp Checkpoint, logLen int, err error)
 }
 
-// Pruner is implemented by stores that can delete the threads nobody has
-// written for a while (an idle-thread TTL). SQLite, Postgres and Memory
-// implement it.
+// Pruner is the part of a store that deletes the threads nobody has
+// written for a while (an idle-thread TTL).
 type Pruner interface {
 	// DeleteIdle deletes up to limit threads whose latest checkpoint was
 	// written before cutoff and that no unexpired lease holds, as

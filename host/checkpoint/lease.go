@@ -48,9 +48,9 @@ type Head struct {
 	Seq         int64
 }
 
-// Leaser is implemented by stores that can lease threads to one writer at
-// a time across processes. Memory, SQLite and Postgres implement it; the
-// graph engine claims every thread before running it when its store does.
+// Leaser is the part of a store that leases threads to one writer at a
+// time across processes: the graph engine claims every thread before it
+// runs it.
 //
 // A thread's incarnation and lease live in the store alongside its
 // checkpoints. Put's rules, with Checkpoint.Token:

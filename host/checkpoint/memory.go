@@ -57,15 +57,7 @@ type memLease struct {
 	until int64 // unix ms; 0: released
 }
 
-var (
-	_ Checkpointer = (*Memory)(nil)
-	_ SeqReader    = (*Memory)(nil)
-	_ Leaser       = (*Memory)(nil)
-	_ Scheduler    = (*Memory)(nil)
-	_ Pruner       = (*Memory)(nil)
-	_ TailReader   = (*Memory)(nil)
-	_ BlobStore    = (*Memory)(nil)
-)
+var _ Checkpointer = (*Memory)(nil)
 
 // NewMemory returns an empty in-memory store, ready to use; there is nothing
 // to open or configure.
@@ -139,22 +131,6 @@ func (th *memThread) read(c memCheckpoint) Checkpoint {
 		}
 	}
 	return cp
-}
-
-// LatestSeq implements SeqReader.
-func (m *Memory) LatestSeq(ctx context.Context, threadID string) (int64, error) {
-	if err := ctx.Err(); err != nil {
-		return 0, fmt.Errorf("checkpoint: latest seq of thread %q: %w", threadID, err)
-	}
-	m.mu.RLock()
-	defer m.mu.RUnlock()
-	if m.closed {
-		return 0, fmt.Errorf("checkpoint: latest seq of thread %q: %w", threadID, errMemoryClosed)
-	}
-	if th := m.threads[threadID]; th != nil {
-		return th.latest, nil
-	}
-	return 0, nil
 }
 
 // Latest returns a deep copy of the thread's newest checkpoint, so the caller

@@ -221,7 +221,6 @@ const (
 		ON CONFLICT DO NOTHING
 	)
 	SELECT EXISTS (SELECT 1 FROM ins), COALESCE((SELECT seq FROM latest), 0)`
-	pgLatestSeq = `SELECT COALESCE(MAX(seq), 0) FROM tenxgraph_checkpoints WHERE thread_id = $1::text`
 	// pgHistory takes LIMIT NULL as no limit. The newest row carries the
 	// log up to its length from index $3 (the others' logs are prefixes of
 	// it), read by the same statement, so from the same snapshot.
@@ -314,15 +313,7 @@ type Postgres struct {
 	closeOnce sync.Once
 }
 
-var (
-	_ Checkpointer = (*Postgres)(nil)
-	_ SeqReader    = (*Postgres)(nil)
-	_ Leaser       = (*Postgres)(nil)
-	_ Scheduler    = (*Postgres)(nil)
-	_ Pruner       = (*Postgres)(nil)
-	_ TailReader   = (*Postgres)(nil)
-	_ BlobStore    = (*Postgres)(nil)
-)
+var _ Checkpointer = (*Postgres)(nil)
 
 // OpenPostgres connects to the database dsn names (a libpq keyword/value
 // string or a postgres:// URL) and creates the schema when missing, so a new
@@ -475,7 +466,7 @@ func checkPgVersion(version int) error {
 // wait for the writer; once the write is taken, Put waits for the server's
 // answer even if ctx ends meanwhile, so a caller never believes a write
 // failed that the server committed. (Only a broken connection leaves the
-// outcome unknown; Latest or LatestSeq tells.)
+// outcome unknown; Latest tells.)
 func (p *Postgres) Put(ctx context.Context, cp Checkpoint) error {
 	if err := p.put(ctx, cp); err != nil {
 		return fmt.Errorf("checkpoint: put thread %q seq %d: %w", cp.ThreadID, cp.Seq, err)
@@ -614,15 +605,6 @@ func pgText(what, s string) error {
 		return fmt.Errorf("%s %q contains a NUL byte", what, s)
 	}
 	return nil
-}
-
-// LatestSeq implements SeqReader with an index-only read.
-func (p *Postgres) LatestSeq(ctx context.Context, threadID string) (int64, error) {
-	var seq int64
-	if err := p.pool.QueryRow(ctx, pgLatestSeq, threadID).Scan(&seq); err != nil {
-		return 0, fmt.Errorf("checkpoint: latest seq of thread %q: %w", threadID, err)
-	}
-	return seq, nil
 }
 
 // Latest returns the thread's newest checkpoint, or an error wrapping

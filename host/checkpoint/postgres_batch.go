@@ -238,8 +238,8 @@ func (p *Postgres) runBatch(reqs []*pgReq) (err error, rolledBack bool) {
 	}
 	// The server's error for any statement aborts the transaction; an
 	// error before anything was sent leaves nothing to abort. Anything
-	// else (the connection broke) leaves the outcome unknown: Latest or
-	// LatestSeq tells.
+	// else (the connection broke) leaves the outcome unknown: Latest
+	// tells.
 	var pe *pgconn.PgError
 	rolledBack = errors.As(err, &pe) || pgconn.SafeToRetry(err)
 	for _, r := range reqs {

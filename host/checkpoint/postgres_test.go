@@ -147,8 +147,8 @@ func TestPostgresTwoHandles(t *testing.T) {
 			if err != nil || cp.Seq != 2 || cp.RunID != fmt.Sprint(winner) {
 				t.Fatalf("round %d: Latest = seq %d run %q, %v; want seq 2 run %d", round, cp.Seq, cp.RunID, err, winner)
 			}
-			if n, err := h.LatestSeq(ctx, th); err != nil || n != 2 {
-				t.Fatalf("round %d: LatestSeq = %d, %v; want 2", round, n, err)
+			if hd, err := h.Head(ctx, th); err != nil || hd.Seq != 2 {
+				t.Fatalf("round %d: Head = seq %d, %v; want 2", round, hd.Seq, err)
 			}
 		}
 	}
@@ -185,8 +185,8 @@ func TestPostgresDeleteRacesPut(t *testing.T) {
 		if putErr != nil && !errors.Is(putErr, checkpoint.ErrConflict) {
 			t.Fatalf("round %d: Put: %v; want nil or ErrConflict", round, putErr)
 		}
-		if n, err := a.LatestSeq(ctx, th); err != nil || n != 0 {
-			t.Fatalf("round %d: LatestSeq after the race = %d, %v; want 0 (put error: %v)", round, n, err, putErr)
+		if hd, err := a.Head(ctx, th); err != nil || hd.Seq != 0 {
+			t.Fatalf("round %d: Head after the race = seq %d, %v; want 0 (put error: %v)", round, hd.Seq, err, putErr)
 		}
 	}
 }

@@ -243,13 +243,7 @@ type SQLite struct {
 
 var (
 	_ Checkpointer = (*SQLite)(nil)
-	_ SeqReader    = (*SQLite)(nil)
-	_ Leaser       = (*SQLite)(nil)
-	_ Scheduler    = (*SQLite)(nil)
-	_ Pruner       = (*SQLite)(nil)
 	_ Compacter    = (*SQLite)(nil)
-	_ TailReader   = (*SQLite)(nil)
-	_ BlobStore    = (*SQLite)(nil)
 )
 
 // OpenSQLite opens the store at path, creating the file, its parent
@@ -664,15 +658,6 @@ func (s *SQLite) Head(ctx context.Context, threadID string) (Head, error) {
 		return Head{}, nil
 	}
 	return h, nil
-}
-
-// LatestSeq implements SeqReader with an index-only read.
-func (s *SQLite) LatestSeq(ctx context.Context, threadID string) (int64, error) {
-	var seq int64
-	if err := s.latestSeq.QueryRowContext(ctx, threadID).Scan(&seq); err != nil {
-		return 0, fmt.Errorf("checkpoint: latest seq of thread %q: %w", threadID, err)
-	}
-	return seq, nil
 }
 
 // Latest returns the thread's newest checkpoint, read from the read pool so

@@ -51,11 +51,7 @@ content once, however many threads hold it), their size, and how many
 			defer store.Close()
 			out := cmd.OutOrStdout()
 			if idle > 0 {
-				pr, ok := store.(checkpoint.Pruner)
-				if !ok {
-					return fail(fmt.Errorf("--delete-idle: the %s checkpointer cannot delete idle threads", cfg.Checkpointer.Type))
-				}
-				n, err := service.DeleteIdle(ctx, pr, time.Now().Add(-idle))
+				n, err := service.DeleteIdle(ctx, store, time.Now().Add(-idle))
 				if err != nil {
 					return fail(fmt.Errorf("deleting idle threads: %w", err))
 				}
@@ -70,13 +66,11 @@ content once, however many threads hold it), their size, and how many
 				}
 				fmt.Fprintf(out, "compacted %s: %s returned to the file system\n", cfg.Checkpointer.Path, byteSize(freed))
 			}
-			if bs, ok := store.(checkpoint.BlobStore); ok {
-				u, err := bs.BlobUsage(ctx)
-				if err != nil {
-					return fail(err)
-				}
-				fmt.Fprintf(out, "media: %d blob(s), %s, held by %d thread link(s)\n", u.Blobs, byteSize(u.Bytes), u.Links)
+			u, err := store.BlobUsage(ctx)
+			if err != nil {
+				return fail(err)
 			}
+			fmt.Fprintf(out, "media: %d blob(s), %s, held by %d thread link(s)\n", u.Blobs, byteSize(u.Bytes), u.Links)
 			return nil
 		},
 	}

@@ -29,11 +29,11 @@ import (
 	"time"
 
 	"github.com/tenxgraph/tenxgraph/host/checkpoint"
+	"github.com/tenxgraph/tenxgraph/host/graph"
 	"github.com/tenxgraph/tenxgraph/host/media"
 	"github.com/tenxgraph/tenxgraph/host/model"
 	"github.com/tenxgraph/tenxgraph/host/pluginhost"
 	"github.com/tenxgraph/tenxgraph/host/remotetool"
-	"github.com/tenxgraph/tenxgraph/host/toolnode/remotespec"
 	"github.com/tenxgraph/tenxgraph/internal/hostallow"
 	"github.com/tenxgraph/tenxgraph/internal/sandbox"
 	"github.com/tenxgraph/tenxgraph/sdk/toolspec"
@@ -55,7 +55,9 @@ const (
 	// AG-UI transcript of several hundred turns, stays under it; without
 	// it, one 4 MiB body of tiny messages stores some 100,000.
 	DefaultMaxRequestMessages = 1000
-	// DefaultMaxSteps stops a model that keeps calling tools forever.
+	// DefaultMaxSteps stops a model that keeps calling tools forever: the
+	// one default of model.max_steps, which a ModelNode (package agent)
+	// built without a bound uses too.
 	DefaultMaxSteps = 25
 	// DefaultMaxRetries matches the OpenAI SDKs' default.
 	DefaultMaxRetries = 2
@@ -100,7 +102,7 @@ type Config struct {
 	// They are checked here (names, schemas, duplicates) so a broken schema
 	// fails at startup, not when a model first calls the tool; whether
 	// each Node exists is checked when the graph is built.
-	RemoteTools []remotetool.Config
+	RemoteTools []graph.RemoteToolConfig
 	// RemoteToolTimeout is how long a remote call waits for the client's
 	// result when its tool has no timeout of its own, per-run client tools
 	// included (remote_tool_defaults.timeout; 0:
@@ -571,12 +573,12 @@ func nodeName(f field) string {
 	return DefaultNode
 }
 
-func (c *checker) remoteTools(f field) []remotetool.Config {
+func (c *checker) remoteTools(f field) []graph.RemoteToolConfig {
 	items, _ := f.items()
 	if len(items) == 0 {
 		return nil
 	}
-	tools := make([]remotetool.Config, len(items))
+	tools := make([]graph.RemoteToolConfig, len(items))
 	for i, it := range items {
 		o := it.object("node", "node_name", "name", "description", "parameters", "timeout")
 		t := &tools[i]
@@ -603,7 +605,7 @@ func (c *checker) remoteTools(f field) []remotetool.Config {
 	// code-first AttachRemoteTools. Where this file already said what is
 	// wrong (a name that is not a string), its "missing" would only repeat it.
 	var more toolspec.Problems
-	for _, p := range remotespec.Check(tools) {
+	for _, p := range remotetool.Check(tools) {
 		if path := toolspec.Join(f.path, p.Path); !c.covered(path) {
 			more.Add(path, "%s", p.Message)
 		}

@@ -51,17 +51,14 @@ func (a *App) CacheStats() CacheStats {
 // are still the latest: a run's claim (checkpoint.Lease) reports them, a
 // reader asks (checkpoint.Leaser's Head, a cheap read). Another process
 // writing the thread, or deleting and re-creating it, makes the entry
-// stale, and it is then read afresh. A store without leases is asked its
-// latest seq (checkpoint.SeqReader), which cannot see a re-created thread:
-// such a store is for one process. Stores with neither get no cache.
+// stale, and it is then read afresh.
 //
 // The cache is bounded in bytes: each entry costs its state's encoded size
 // plus an estimate of the decoded structure's overhead, and the least
 // recently used threads are dropped to stay within max (a miss only costs a
 // read). A thread larger than the whole budget is not kept.
 type threadCache struct {
-	heads checkpoint.Leaser // nil: seqs
-	seqs  checkpoint.SeqReader
+	heads checkpoint.Leaser
 	max   int64
 
 	mu        sync.Mutex
@@ -92,12 +89,10 @@ const (
 )
 
 func newThreadCache(cp checkpoint.Checkpointer, maxBytes int64) *threadCache {
-	heads, _ := cp.(checkpoint.Leaser)
-	seqs, _ := cp.(checkpoint.SeqReader)
-	if heads == nil && seqs == nil || maxBytes <= 0 {
+	if maxBytes <= 0 {
 		return nil
 	}
-	return &threadCache{heads: heads, seqs: seqs, max: maxBytes, m: map[string]*list.Element{}}
+	return &threadCache{heads: cp, max: maxBytes, m: map[string]*list.Element{}}
 }
 
 // store keeps state as the thread's latest; encoded is the size of its
@@ -229,16 +224,11 @@ func sameArray(a, b []message.Message) bool {
 // current reports whether hit is still the thread's latest checkpoint: as
 // h's claim saw it, or as the store says now.
 func (c *threadCache) current(ctx context.Context, hit cached, h *hold) bool {
-	switch {
-	case h != nil && h.leased:
+	if h != nil {
 		return h.lease.Incarnation == hit.cp.Incarnation && h.lease.Seq == hit.cp.Seq
-	case c.heads != nil:
-		head, err := c.heads.Head(ctx, hit.thread)
-		return err == nil && head == checkpoint.Head{Incarnation: hit.cp.Incarnation, Seq: hit.cp.Seq}
-	default:
-		seq, err := c.seqs.LatestSeq(ctx, hit.thread)
-		return err == nil && seq == hit.cp.Seq
 	}
+	head, err := c.heads.Head(ctx, hit.thread)
+	return err == nil && head == checkpoint.Head{Incarnation: hit.cp.Incarnation, Seq: hit.cp.Seq}
 }
 
 // load returns the thread's latest checkpoint and its decoded state, or a
@@ -246,7 +236,7 @@ func (c *threadCache) current(ctx context.Context, hit cached, h *hold) bool {
 // thread (nil for a reader); what is read under a lease is cached, since
 // the lease names its incarnation.
 func (a *App) load(ctx context.Context, thread string, h *hold) (*checkpoint.Checkpoint, wireState, error) {
-	if h != nil && h.leased && h.lease.Seq == 0 {
+	if h != nil && h.lease.Seq == 0 {
 		// The claim read the thread's head in the statement that leased
 		// it, and the lease keeps it so: a thread without checkpoints (new,
 		// or deleted) has nothing to read.
@@ -263,10 +253,10 @@ func (a *App) load(ctx context.Context, thread string, h *hold) (*checkpoint.Che
 			stale = &hit
 		}
 	}
-	if tr, ok := a.cp.(checkpoint.TailReader); ok && stale != nil && stale.state.logged > 0 {
+	if stale != nil && stale.state.logged > 0 {
 		// Another process extended the thread since this copy: read only
 		// what it added, if the copy is of the same life of the thread.
-		cp, state, ok, err := a.loadTail(ctx, tr, thread, *stale, h)
+		cp, state, ok, err := a.loadTail(ctx, thread, *stale, h)
 		if err != nil || ok {
 			return cp, state, err
 		}
@@ -282,7 +272,7 @@ func (a *App) load(ctx context.Context, thread string, h *hold) (*checkpoint.Che
 	if err != nil {
 		return nil, wireState{}, fmt.Errorf("thread %q: read checkpoint %d: %w", idOf(thread), cp.Seq, err)
 	}
-	if h != nil && h.leased {
+	if h != nil {
 		cp.Incarnation = h.lease.Incarnation
 	}
 	// A reader caches what it read too: the checkpoint names the
@@ -297,16 +287,16 @@ func (a *App) load(ctx context.Context, thread string, h *hold) (*checkpoint.Che
 // cannot be extended (the thread was deleted and started again, or it is
 // not the log's prefix): the caller then reads the thread whole. A thread
 // gone is (nil, ok).
-func (a *App) loadTail(ctx context.Context, tr checkpoint.TailReader, thread string, stale cached, h *hold) (*checkpoint.Checkpoint, wireState, bool, error) {
+func (a *App) loadTail(ctx context.Context, thread string, stale cached, h *hold) (*checkpoint.Checkpoint, wireState, bool, error) {
 	have := stale.state.logged
-	cp, n, err := tr.LatestTail(ctx, thread, have)
+	cp, n, err := a.cp.LatestTail(ctx, thread, have)
 	switch {
 	case errors.Is(err, checkpoint.ErrNotFound):
 		return nil, wireState{}, true, nil
 	case err != nil:
 		return nil, wireState{}, false, fmt.Errorf("thread %q: load: %w", idOf(thread), err)
 	}
-	sameLife := cp.Incarnation == stale.cp.Incarnation && (h == nil || !h.leased || h.lease.Incarnation == cp.Incarnation)
+	sameLife := cp.Incarnation == stale.cp.Incarnation && (h == nil || h.lease.Incarnation == cp.Incarnation)
 	if !sameLife || n < have || len(cp.Log) != n-have {
 		return nil, wireState{}, false, nil
 	}

@@ -1,6 +1,7 @@
 package graph
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"sync"
@@ -24,21 +25,15 @@ func WithInterruptAfter(nodes ...string) Option {
 	}
 }
 
-// WithStepLimit bounds the super-steps of one run, so a graph that loops
-// forever fails with ErrStepLimit instead of hanging. The default is 100.
-func WithStepLimit(n int) Option {
-	return func(a *App) { a.stepLimit = n }
-}
-
 // DefaultStepLimit is the super-step bound when none is set: deep enough for
 // any reasonable agent loop, small enough to stop a runaway one in seconds.
 const DefaultStepLimit = 100
 
 // App is a compiled graph bound to a checkpointer. It is safe for concurrent
 // use; runs on one thread are serialised (a second concurrent run on a thread
-// fails with ErrThreadBusy rather than racing). With a store that implements
-// checkpoint.Leaser they are serialised across every process sharing the
-// store: a run claims its thread there before it does any work.
+// fails with ErrThreadBusy rather than racing), across every process sharing
+// the store: a run claims its thread there (checkpoint.Leaser) before it
+// does any work.
 type App struct {
 	g              *StateGraph
 	cp             checkpoint.Checkpointer
@@ -55,13 +50,11 @@ type App struct {
 
 	cacheBytes int64 // the cache's budget (WithCacheBytes); <= 0: no cache
 
-	leaser   checkpoint.Leaser // the store's leases; nil: runs are serialised in this process only
 	leaseTTL time.Duration
 
 	durability Durability // of runs whose RunConfig names none (WithDurability)
 
-	media *media.Checker       // what media runs take in (WithMedia)
-	blobs checkpoint.BlobStore // the store's blobs; nil: the store keeps none
+	media *media.Checker // what media runs take in (WithMedia)
 }
 
 // Observe has fn receive every event of every run, Invoke's included, on the
@@ -126,7 +119,7 @@ func (g *StateGraph) Compile(cp checkpoint.Checkpointer, opts ...Option) (*App, 
 		g: g, cp: cp,
 		index:          map[string]int{},
 		interruptAfter: map[string]bool{},
-		stepLimit:      DefaultStepLimit,
+		stepLimit:      cmp.Or(g.stepLimit, DefaultStepLimit),
 		busy:           map[string]struct{}{},
 		idGen:          newID,
 		cacheBytes:     DefaultCacheBytes,
@@ -134,8 +127,6 @@ func (g *StateGraph) Compile(cp checkpoint.Checkpointer, opts ...Option) (*App, 
 		durability:     DurabilitySync,
 		media:          media.Default(),
 	}
-	a.leaser, _ = cp.(checkpoint.Leaser)
-	a.blobs, _ = cp.(checkpoint.BlobStore)
 	for i, n := range g.order {
 		a.index[n] = i
 	}

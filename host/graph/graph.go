@@ -18,8 +18,8 @@ package graph
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
-	"slices"
 
 	"github.com/tenxgraph/tenxgraph/host/message"
 )
@@ -101,6 +101,8 @@ type StateGraph struct {
 	edges    map[string][]string
 	routers  map[string]routeSpec
 	problems []string
+	// stepLimit bounds a run's super-steps (SetStepLimit); 0: DefaultStepLimit.
+	stepLimit int
 }
 
 type routeSpec struct {
@@ -146,6 +148,16 @@ func (g *StateGraph) AddConditionalEdges(from string, route Router, possible ...
 	return g
 }
 
+// SetStepLimit bounds the super-steps of one run, so a graph that loops
+// forever fails with ErrStepLimit instead of hanging (DefaultStepLimit when
+// never set; n <= 0 sets it back). The graph's author knows its loops: an
+// agent whose model may call tools a given number of times sets what that
+// loop needs.
+func (g *StateGraph) SetStepLimit(n int) *StateGraph {
+	g.stepLimit = max(n, 0)
+	return g
+}
+
 // Node returns the node called name, or nil.
 func (g *StateGraph) Node(name string) Node { return g.nodes[name] }
 
@@ -163,81 +175,16 @@ func (g *StateGraph) ToolNodes() []string {
 // AttachRemoteTools declares remote tools on the graph's ToolNodes. It is
 // validated here, once: names, schemas, duplicates, nodes that are missing
 // or are not ToolNodes, and names the node already serves. Any problem
-// rejects the whole list, with paths like "[1].node".
+// rejects the whole list, with paths like "[1].node". The rules are the
+// ToolNodes' (package remotetool): the engine only hands the list over.
 func (g *StateGraph) AttachRemoteTools(tools []RemoteToolConfig) error {
-	var ps Problems
-	byNode := map[string][]int{}
-	first := map[string]int{}
-	for i, t := range tools {
-		if t.Name != "" {
-			if j, dup := first[t.Name]; dup {
-				ps.add(index(i)+".name", "duplicate tool name %q (first declared at [%d])", t.Name, j)
-			} else {
-				first[t.Name] = i
-			}
+	if len(tools) == 0 {
+		return nil
+	}
+	for _, name := range g.order {
+		if n, ok := g.nodes[name].(RemoteToolNode); ok {
+			return n.AttachRemoteTools(g, tools)
 		}
-		if t.Node == "" {
-			ps.add(index(i)+".node", "missing: name the ToolNode that offers the tool")
-			continue
-		}
-		n, ok := g.nodes[t.Node]
-		if !ok {
-			ps.add(index(i)+".node", "graph has no node %q (ToolNodes: %s)", t.Node, listOrNone(g.ToolNodes()))
-			continue
-		}
-		if _, ok := n.(RemoteToolNode); !ok {
-			ps.add(index(i)+".node", "node %q is not a ToolNode (ToolNodes: %s)", t.Node, listOrNone(g.ToolNodes()))
-			continue
-		}
-		byNode[t.Node] = append(byNode[t.Node], i)
 	}
-	for node, idx := range byNode {
-		ps = append(ps, g.nodes[node].(RemoteToolNode).CheckRemoteTools(pick(tools, idx), idx)...)
-	}
-	if len(ps) > 0 {
-		slices.SortStableFunc(ps, func(a, b Problem) int { return comparePaths(a.Path, b.Path) })
-		return ps
-	}
-	for node, idx := range byNode {
-		g.nodes[node].(RemoteToolNode).AttachRemoteTools(pick(tools, idx))
-	}
-	return nil
-}
-
-func pick(tools []RemoteToolConfig, idx []int) []RemoteToolConfig {
-	out := make([]RemoteToolConfig, len(idx))
-	for i, j := range idx {
-		out[i] = tools[j]
-	}
-	return out
-}
-
-func comparePaths(a, b string) int {
-	var ia, ib int
-	fmt.Sscanf(a, "[%d]", &ia)
-	fmt.Sscanf(b, "[%d]", &ib)
-	if ia != ib {
-		return ia - ib
-	}
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
-}
-
-func listOrNone(names []string) string {
-	if len(names) == 0 {
-		return "none"
-	}
-	out := ""
-	for i, n := range names {
-		if i > 0 {
-			out += ", "
-		}
-		out += n
-	}
-	return out
+	return errors.New("remote tools need a ToolNode to offer them, and the graph has none: add one (package toolnode)")
 }

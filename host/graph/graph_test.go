@@ -336,3 +336,28 @@ func TestCancelledRunIsRecorded(t *testing.T) {
 		t.Fatalf("a run cancelled before it started left the thread %q", th.Status)
 	}
 }
+
+// A graph bounds its own super-steps: a loop stops with ErrStepLimit once
+// the graph's limit is reached, and the thread records the failure.
+func TestStepLimitIsTheGraphs(t *testing.T) {
+	var steps atomic.Int32
+	loop := graph.NodeFunc(func(context.Context, *graph.Input) (graph.Update, error) {
+		steps.Add(1)
+		return graph.Update{}, nil
+	})
+	app, err := graph.New().AddNode("loop", loop).AddEdge(graph.START, "loop").AddEdge("loop", "loop").
+		SetStepLimit(3).Compile(checkpoint.NewMemory())
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = app.Invoke(ctx, user("go"), graph.RunConfig{ThreadID: "loop"})
+	if !errors.Is(err, graph.ErrStepLimit) || !strings.Contains(err.Error(), "3 super-steps") {
+		t.Fatalf("looping graph: %v", err)
+	}
+	if n := steps.Load(); n != 3 {
+		t.Fatalf("the node ran %d times, want 3", n)
+	}
+	if th, _ := app.Thread(ctx, "loop"); th.Status != graph.StatusFailed {
+		t.Fatalf("thread status %s, want failed", th.Status)
+	}
+}

@@ -1,8 +1,8 @@
 package graph
 
 import (
+	"context"
 	"encoding/json"
-	"strings"
 	"time"
 
 	"github.com/tenxgraph/tenxgraph/host/message"
@@ -57,36 +57,7 @@ type AnswerChecker interface {
 // before the run changes anything (a ToolNode checks the run's client
 // tools). An error fails the run with the thread untouched.
 type RunChecker interface {
-	CheckRun(r *Run) error
-}
-
-// Problem is one thing wrong with a declaration, at a path relative to
-// what was declared ("[1].name").
-type Problem struct {
-	Path    string
-	Message string
-}
-
-func (p Problem) String() string {
-	if p.Path == "" {
-		return p.Message
-	}
-	return p.Path + ": " + p.Message
-}
-
-// Problems is every problem found, one per line in its Error.
-type Problems []Problem
-
-func (ps Problems) Error() string {
-	lines := make([]string, len(ps))
-	for i, p := range ps {
-		lines[i] = p.String()
-	}
-	return strings.Join(lines, "\n")
-}
-
-func (ps *Problems) add(path, format string, args ...any) {
-	*ps = append(*ps, Problem{Path: path, Message: sprintf(format, args...)})
+	CheckRun(ctx context.Context, r *Run) error
 }
 
 // blocksOf sorts the pending interrupts whose values are remote calls or

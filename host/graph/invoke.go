@@ -68,7 +68,7 @@ func (a *App) run(ctx context.Context, input []message.Message, cfg RunConfig, e
 	if err := durability.Check(); err != nil {
 		return Result{}, invalid("config.durability: %v", err)
 	}
-	r := &Run{ThreadID: cfg.ThreadID, Tenant: cfg.Tenant, RunID: a.idGen(), key: key, emit: emit, listening: emit != nil, store: a.blobs}
+	r := &Run{ThreadID: cfg.ThreadID, Tenant: cfg.Tenant, RunID: a.idGen(), key: key, emit: emit, listening: emit != nil, store: a.cp}
 	if obs := a.observer; obs != nil {
 		if emit == nil {
 			r.emit = obs
@@ -84,14 +84,20 @@ func (a *App) run(ctx context.Context, input []message.Message, cfg RunConfig, e
 	if err != nil {
 		return Result{}, err
 	}
-	defer a.release(key)
-	defer a.unclaim(ctx, h)
+	defer a.release(ctx, h)
 	r.incarnation = h.lease.Incarnation
 
 	latest, prev, err := a.load(ctx, key, h)
 	if err != nil {
 		return Result{}, err
 	}
+	// The thread is the run's: so is the array its messages are in, with
+	// room to grow, when the previous run on the thread handed it over
+	// (see appendMessages). The run hands the array it appended to over to
+	// the next run when it ends, if it saved all it appended (and after
+	// its last write, deferred below).
+	r.tail = a.cache.takeTail(key, prev.Messages)
+	defer func() { a.cache.giveTail(key, r.tail) }()
 	// The input's media are taken in once the thread is the run's: a blob
 	// source names a blob the thread holds, which nothing else changes
 	// meanwhile. Nothing is stored yet; the first checkpoint carries them.
@@ -116,7 +122,7 @@ func (a *App) run(ctx context.Context, input []message.Message, cfg RunConfig, e
 	r.prior = len(s.state.Messages)
 	for _, name := range a.g.order {
 		if c, ok := a.g.nodes[name].(RunChecker); ok {
-			if err := c.CheckRun(r); err != nil {
+			if err := c.CheckRun(ctx, r); err != nil {
 				return Result{}, err
 			}
 		}
@@ -128,13 +134,8 @@ func (a *App) run(ctx context.Context, input []message.Message, cfg RunConfig, e
 	}
 	// Every path that returns after an asynchronous write writes again,
 	// which waits for it; this only keeps a write from outliving the run
-	// (and its lease, released by unclaim) on any other. Then the run hands
-	// the array it appended to over to the next run, if it saved all it
-	// appended.
-	defer func() {
-		w.settle() //nolint:errcheck // see above
-		a.cache.giveTail(r.key, r.tail)
-	}()
+	// (and its lease, let go by release) on any other.
+	defer w.settle() //nolint:errcheck // see above
 	r.Emit(Event{Type: EventRunStarted, Data: RunStarted{ThreadID: r.ThreadID, RunID: r.RunID, Resumed: s.resumed}})
 	if s.replay {
 		res := a.result(r, s.state, StatusCompleted, prev.pause)
@@ -393,22 +394,19 @@ func (a *App) apply(r *Run, s State, u Update) State {
 }
 
 // appendMessages returns msgs with add appended, in place when msgs is
-// what the run's last append returned: the run then writes past all it
-// has handed out, in an array only it writes. A run's first append does
-// the same in the array the previous run on the thread handed over with
-// the thread (threadCache.takeTail), and otherwise copies msgs once, with
-// room to grow. The result's capacity is its length, so a node or anyone
-// else appending to a state copies it, and no state handed out ever
-// changes. A run's appends thus cost what they add, not the thread's
+// what the run's last append returned, or the thread as the run took it
+// over with the array it is in (Run.tail): the run then writes past all
+// it has handed out, in an array only it writes. Otherwise it copies msgs
+// once, with room to grow. The result's capacity is its length, so a node
+// or anyone else appending to a state copies it, and no state handed out
+// ever changes. A run's appends thus cost what they add, not the thread's
 // length, and a thread's messages stay in one array from run to run, which
 // the memos over them recognise at once (message.SamePrefix).
 func (a *App) appendMessages(r *Run, msgs, add []message.Message) []message.Message {
 	out := r.tail
 	if !sameArray(out, msgs) {
-		if out = a.cache.takeTail(r.key, msgs); out == nil {
-			out = make([]message.Message, len(msgs), len(msgs)+len(add)+16)
-			copy(out, msgs)
-		}
+		out = make([]message.Message, len(msgs), len(msgs)+len(add)+16)
+		copy(out, msgs)
 	}
 	var named map[string]string // the calls of add by the ids they came with
 	for _, m := range add {
@@ -536,7 +534,7 @@ type writer struct {
 	app      *App
 	run      *Run
 	hold     *hold
-	lease    checkpoint.Lease // zero without a Leaser store
+	lease    checkpoint.Lease
 	seq      int64
 	meta     map[string]string
 	runTools []json.RawMessage

@@ -15,10 +15,9 @@ import (
 // WithLease does not say: checkpoint.DefaultLease.
 const DefaultLease = checkpoint.DefaultLease
 
-// WithLease sets the lease a run takes on its thread in a store that
-// implements checkpoint.Leaser (see DefaultLease); d <= 0 keeps the
-// default. Shorter leases free a dead replica's threads sooner and cost
-// more heartbeats.
+// WithLease sets the lease a run takes on its thread in the store (see
+// DefaultLease); d <= 0 keeps the default. Shorter leases free a dead
+// replica's threads sooner and cost more heartbeats.
 func WithLease(d time.Duration) Option {
 	return func(a *App) {
 		if d > 0 {
@@ -28,15 +27,15 @@ func WithLease(d time.Duration) Option {
 }
 
 // hold is a run's (or a delete's) hold on a thread (thread is its key):
-// the in-process entry in App.busy and, with a Leaser store, the store's
-// lease, renewed by a heartbeat until released.
+// the in-process entry in App.busy and the store's lease, renewed by a
+// heartbeat until released.
 type hold struct {
 	thread string
 	lease  checkpoint.Lease
-	leased bool
 	// released is set once the run's last checkpoint released the lease
-	// with it (checkpoint.Checkpoint.Release): unclaim has nothing left to
-	// release, and the heartbeat finding the lease gone is no loss.
+	// with it (checkpoint.Checkpoint.Release): release has nothing left to
+	// release in the store, and the heartbeat finding the lease gone is no
+	// loss.
 	released atomic.Bool
 
 	// The heartbeat is a timer, not a goroutine: most runs end before
@@ -56,23 +55,18 @@ type hold struct {
 // superseded (its heartbeat was too late, say) or its thread deleted.
 var errLeaseLost = errors.New("the run lost its claim on the thread (another run took it, or it was deleted)")
 
-// take holds the thread of key for one run (or delete): in this process
-// (acquire), then in the store (claim). With wait, a thread busy with
-// another run is tried again, with backoff, until it is free, ctx ends or a
-// lease's duration has passed; then the busy error is returned. The caller
-// releases (release, then unclaim) when done.
+// take holds the thread of key for one run (or delete): in this process,
+// then in the store (tryTake). With wait, a thread busy with another run
+// is tried again, with backoff, until it is free, ctx ends or a lease's
+// duration has passed; then the busy error is returned. The caller lets
+// the thread go with release when done.
 func (a *App) take(ctx context.Context, key string, wait bool) (context.Context, *hold, error) {
 	deadline := time.Now().Add(a.leaseTTL)
 	delay := 5 * time.Millisecond
 	for {
-		err := a.acquire(key)
+		rctx, h, err := a.tryTake(ctx, key)
 		if err == nil {
-			rctx, h, cerr := a.claim(ctx, key)
-			if cerr == nil {
-				return rctx, h, nil
-			}
-			a.release(key)
-			err = cerr
+			return rctx, h, nil
 		}
 		if !wait || !errors.Is(err, ErrThreadBusy) || time.Now().Add(delay).After(deadline) {
 			return ctx, nil, err
@@ -88,23 +82,32 @@ func (a *App) take(ctx context.Context, key string, wait bool) (context.Context,
 	}
 }
 
-// claim takes the store's lease on the thread of key (the in-process entry
-// is already held); one leased elsewhere is ErrThreadBusy. The returned
-// context is ctx, cancelled with errLeaseLost if the heartbeat finds the
-// lease lost.
-func (a *App) claim(ctx context.Context, key string) (context.Context, *hold, error) {
-	h := &hold{thread: key}
-	if a.leaser == nil {
-		return ctx, h, nil
+// tryTake holds the thread of key once: in this process (App.busy), then
+// in the store, by its lease; a thread held in either is ErrThreadBusy. The
+// returned context is ctx, cancelled with errLeaseLost if the heartbeat
+// finds the lease lost.
+func (a *App) tryTake(ctx context.Context, key string) (context.Context, *hold, error) {
+	a.mu.Lock()
+	_, held := a.busy[key]
+	if !held {
+		a.busy[key] = struct{}{}
 	}
-	le, err := a.leaser.Claim(ctx, key, a.leaseTTL)
-	if errors.Is(err, checkpoint.ErrLeased) {
-		return ctx, nil, busy(key, "another run holds the thread; wait for it to finish")
+	a.mu.Unlock()
+	if held {
+		return ctx, nil, busy(key, "wait for the current run to finish")
 	}
+	le, err := a.cp.Claim(ctx, key, a.leaseTTL)
 	if err != nil {
+		a.mu.Lock()
+		delete(a.busy, key)
+		a.mu.Unlock()
+		if errors.Is(err, checkpoint.ErrLeased) {
+			return ctx, nil, busy(key, "another run holds the thread; wait for it to finish")
+		}
 		return ctx, nil, fmt.Errorf("thread %q: claim: %w", idOf(key), err)
 	}
-	h.lease, h.leased, h.renewed = le, true, le
+	h := &hold{thread: key}
+	h.lease, h.renewed = le, le
 	runCtx, cancel := context.WithCancelCause(ctx)
 	h.cancelRun = cancel
 	h.beatCtx, h.stopBeat = context.WithCancel(context.WithoutCancel(ctx))
@@ -138,7 +141,7 @@ func (a *App) heartbeat(h *hold) {
 
 // renew extends h's lease once and reports whether to go on.
 func (a *App) renew(h *hold) bool {
-	next, err := a.leaser.Extend(h.beatCtx, h.renewed, a.leaseTTL)
+	next, err := a.cp.Extend(h.beatCtx, h.renewed, a.leaseTTL)
 	switch {
 	case err == nil:
 		h.renewed = next
@@ -167,18 +170,18 @@ func (h *hold) stop() {
 	h.cancelRun(nil)
 }
 
-// unclaim stops the heartbeat and releases the store's lease, bounded even
-// when ctx is done, so the thread is free at once rather than when the lease
-// expires.
-func (a *App) unclaim(ctx context.Context, h *hold) {
-	if h == nil || !h.leased {
-		return
-	}
+// release lets the thread h holds go: it stops the heartbeat and releases
+// the store's lease (unless the run's last checkpoint did), bounded even
+// when ctx is done, so the thread is free at once rather than when the
+// lease expires; then this process's hold.
+func (a *App) release(ctx context.Context, h *hold) {
 	h.stop()
-	if h.released.Load() {
-		return
+	if !h.released.Load() {
+		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), recordTimeout)
+		defer cancel()
+		_ = a.cp.Release(rctx, h.lease) // a failed release only keeps the thread busy until the lease expires
 	}
-	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), recordTimeout)
-	defer cancel()
-	_ = a.leaser.Release(rctx, h.lease) // a failed release only keeps the thread busy until the lease expires
+	a.mu.Lock()
+	delete(a.busy, h.thread)
+	a.mu.Unlock()
 }

@@ -128,7 +128,7 @@ func (r *Run) ReadBlob(ctx context.Context, ref string) ([]byte, error) {
 		return b.Data, nil
 	}
 	if r.store == nil {
-		return nil, fmt.Errorf("thread %q: blob %s: %w (the store keeps no blobs)", r.ThreadID, ref, ErrBlobNotFound)
+		return nil, fmt.Errorf("thread %q: blob %s: %w (a Run made by hand has no store)", r.ThreadID, ref, ErrBlobNotFound)
 	}
 	b, err := r.store.ReadBlob(ctx, r.Key(), ref)
 	if errors.Is(err, checkpoint.ErrBlobNotFound) {
@@ -172,11 +172,7 @@ func (a *App) Blob(ctx context.Context, tenant, threadID, ref string) (checkpoin
 	if !message.ValidBlobRef(ref) {
 		return checkpoint.Blob{}, invalid("blob: want %q and the 64 lowercase hex digits of the bytes' SHA-256", message.BlobPrefix)
 	}
-	bs, ok := a.cp.(checkpoint.BlobStore)
-	if !ok {
-		return checkpoint.Blob{}, fmt.Errorf("thread %q: blob %s: %w", threadID, ref, ErrBlobNotFound)
-	}
-	b, err := bs.ReadBlob(ctx, key, ref)
+	b, err := a.cp.ReadBlob(ctx, key, ref)
 	if errors.Is(err, checkpoint.ErrBlobNotFound) {
 		return checkpoint.Blob{}, fmt.Errorf("thread %q: blob %s: %w", threadID, ref, ErrBlobNotFound)
 	}
@@ -302,9 +298,6 @@ func mediaErr(path string, err error) error {
 func (in *ingester) block(ctx context.Context, b message.MediaBlock, path string) (message.MediaBlock, error) {
 	if err := checkFilename(b.Filename); err != nil {
 		return b, mediaErr(path+".filename", err)
-	}
-	if in.run.store == nil {
-		return b, mediaErr(path, fmt.Errorf("%w: this checkpointer keeps no blobs, so the thread cannot hold images, files or sounds", media.ErrRefused))
 	}
 	out := message.MediaBlock{Kind: b.Kind, Filename: b.Filename}
 	if b.Blob != "" {

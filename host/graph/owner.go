@@ -78,23 +78,6 @@ func busy(key, detail string) error {
 	return &StateError{Kind: ErrThreadBusy, ThreadID: idOf(key), Detail: detail}
 }
 
-// acquire takes the thread of key for one run (or delete) in this process.
-func (a *App) acquire(key string) error {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	if _, held := a.busy[key]; held {
-		return busy(key, "wait for the current run to finish")
-	}
-	a.busy[key] = struct{}{}
-	return nil
-}
-
-func (a *App) release(key string) {
-	a.mu.Lock()
-	delete(a.busy, key)
-	a.mu.Unlock()
-}
-
 // ThreadFor returns tenant's thread threadID: its current state, or
 // ErrThreadNotFound when tenant has no such thread (another tenant's
 // thread of that id included). It reads the state the app keeps decoded
@@ -130,8 +113,7 @@ func (a *App) DeleteThread(ctx context.Context, tenant, threadID string) error {
 	if err != nil {
 		return err
 	}
-	defer a.release(key)
-	defer a.unclaim(ctx, h)
+	defer a.release(ctx, h)
 	_, err = a.cp.Latest(ctx, key)
 	switch {
 	case errors.Is(err, checkpoint.ErrNotFound):

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/tenxgraph/tenxgraph/host/checkpoint"
@@ -522,4 +523,12 @@ func answerIDs(gs []given) []string {
 		out[i] = g.id
 	}
 	return out
+}
+
+// listOrNone joins names with ", ", or says "none".
+func listOrNone(names []string) string {
+	if len(names) == 0 {
+		return "none"
+	}
+	return strings.Join(names, ", ")
 }

@@ -98,28 +98,28 @@ type Run struct {
 	RunID  string
 	// RemoteTools are this run's client tools as the run's config gave
 	// them (RunConfig.RemoteTools, or the paused run's); the nodes that
-	// offer them parse and judge them (RunChecker).
+	// offer them have them judged (RunChecker).
 	RemoteTools []json.RawMessage
 	// prior is the thread's message count when the run began (Result.Prior).
 	prior int
 	// Step is the current super-step (1-based).
 	Step int
-	// tail is the thread as the run's last append left it, with room to
-	// grow (see App.appendMessages).
+	// tail is the thread as the run's last append left it, or as the run
+	// took it over, with room to grow (see App.appendMessages).
 	tail []message.Message
 
 	// key is the thread's key in the store (checkpoint.ThreadKey), and
-	// incarnation its life there, "" without a Leaser store or for a
-	// thread written before leases (see callID).
+	// incarnation its life there, "" for a thread written before leases
+	// (see callID).
 	key         string
 	incarnation string
 
 	emit      func(Event)
 	listening bool     // a Stream consumer receives the events
-	memo      sync.Map // key -> *memoEntry
+	locals    sync.Map // *RunLocal[T] -> *runLocal[T]
 
 	// blobs are the media the run took in (see ingest), store the
-	// store's blobs (nil when it keeps none).
+	// store's blobs (nil in a Run made by hand).
 	blobs runBlobs
 	store checkpoint.BlobStore
 }
@@ -149,12 +149,6 @@ func (r *Run) ProviderThreadID() string {
 	return "t" + hex.EncodeToString(sum[:6]) + "/" + r.ThreadID
 }
 
-type memoEntry struct {
-	once sync.Once
-	v    any
-	err  error
-}
-
 // Emit reports progress on the run's event stream. It is cheap when nobody
 // listens.
 func (r *Run) Emit(e Event) {
@@ -163,14 +157,28 @@ func (r *Run) Emit(e Event) {
 	}
 }
 
-// Memo computes a value once per run and shares it between nodes and steps:
-// a ToolNode's tool set, for one, is built once although the model node and
-// the ToolNode both need it on every step.
-func (r *Run) Memo(key any, f func() (any, error)) (any, error) {
-	e, _ := r.memo.LoadOrStore(key, &memoEntry{})
-	m := e.(*memoEntry)
-	m.once.Do(func() { m.v, m.err = f() })
-	return m.v, m.err
+// RunLocal is a value each run keeps of its own, made on its first use in
+// the run and shared by the run's nodes and steps: a ToolNode's tool set,
+// for one, is built once although the model node and the ToolNode both
+// need it on every step. Declare one per use (a field of a node, say): its
+// address names the value. The zero value is ready to use.
+type RunLocal[T any] struct {
+	_ byte // a RunLocal has a size of its own, so two never share an address
+}
+
+type runLocal[T any] struct {
+	once sync.Once
+	v    T
+	err  error
+}
+
+// Get returns r's value, made by make on the run's first Get (once, when
+// several nodes ask at the same time: the others wait for it).
+func (l *RunLocal[T]) Get(r *Run, make func() (T, error)) (T, error) {
+	e, _ := r.locals.LoadOrStore(l, &runLocal[T]{})
+	v := e.(*runLocal[T])
+	v.once.Do(func() { v.v, v.err = make() })
+	return v.v, v.err
 }
 
 func newID() string {

@@ -27,7 +27,7 @@ import (
 // as a stand-in saying so, and a message is encoded again only when that
 // changes for it.
 //
-// Providers keep one per thread in a message.PerThread, bounded by the
+// Providers keep one per thread in a memo.PerThread, bounded by the
 // sizes Encode returns. It is safe for concurrent use.
 type Encodings[F any] struct {
 	// View rewrites the thread for the model; its output is what Encode

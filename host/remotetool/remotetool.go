@@ -1,31 +1,119 @@
-// Package remotetool is the type of a declared remote tool, shared by the
-// config loader, code-first graph.AttachRemoteTools and the ToolNode (its
-// rules are toolnode/remotespec's). It sits below all of them and imports
-// nothing, so the config reads remote_tools without the engine, and the
-// engine declares them without any tool package.
+// Package remotetool is the host's side of remote tools, the one place
+// their rules are written: a declared remote tool's name, schema, timeout
+// and node, no two of one name, none shadowing a tool its node already
+// has. The config loader judges a file's remote_tools with Check; code-first
+// graph.StateGraph.AttachRemoteTools comes here through the graph's
+// ToolNodes (Attach). A run's own client tools are judged by the remote
+// bridge (plugins/remote), which the ToolNode asks once per run.
 package remotetool
 
 import (
-	"encoding/json"
-	"time"
+	"cmp"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/tenxgraph/tenxgraph/host/graph"
+	"github.com/tenxgraph/tenxgraph/sdk"
+	"github.com/tenxgraph/tenxgraph/sdk/toolspec"
 )
 
-// Config declares a tool whose schema the server owns and whose
-// implementation runs in the client. It is the code-first twin of an entry
-// of remote_tools in 10xgraph.json and is validated by the same rules
-// (remotespec.Check's, which the config loader and the ToolNode both apply).
-type Config struct {
-	// Node is the ToolNode that offers the tool.
-	Node string
-	// Name is the tool's name; the client registers its handler under it.
-	Name string
-	// Description tells the model what the tool does.
-	Description string
-	// Parameters is the JSON Schema of the arguments (an object schema);
-	// nil means the tool takes no arguments.
-	Parameters json.RawMessage
-	// Timeout is how long a call waits for the client's result before it
-	// expires and the model is given an error result instead (0: the
-	// node's default, see toolnode.DefaultRemoteTimeout).
-	Timeout time.Duration
+// Spec is a declared remote tool as the model sees it.
+func Spec(c graph.RemoteToolConfig) sdk.ToolSpec {
+	params := c.Parameters
+	if len(params) == 0 {
+		params = sdk.EmptyObjectSchema
+	}
+	return sdk.ToolSpec{Name: c.Name, Description: c.Description, Parameters: params}
+}
+
+// Check checks what can be known without a graph: names, schemas, timeouts
+// and duplicates. Paths are relative to the list ("[1].parameters").
+func Check(tools []graph.RemoteToolConfig) toolspec.Problems {
+	var ps toolspec.Problems
+	first := map[string]int{}
+	for i, t := range tools {
+		at := toolspec.Index(i)
+		if t.Node == "" {
+			ps.Add(at+".node", "missing: name the ToolNode that offers the tool")
+		}
+		ps.Merge(at, toolspec.Check(Spec(t)))
+		if t.Timeout < 0 {
+			ps.Add(at+".timeout", "must be longer than zero, got %s (zero means the node's default)", t.Timeout)
+		}
+		if t.Name == "" {
+			continue
+		}
+		if j, dup := first[t.Name]; dup {
+			ps.Add(at+".name", "duplicate tool name %q (first declared at [%d])", t.Name, j)
+			continue
+		}
+		first[t.Name] = i
+	}
+	return ps
+}
+
+// Node is a graph node that offers remote tools: a ToolNode.
+type Node interface {
+	graph.RemoteToolNode
+	// ToolOwner says where the node's tool called name comes from (its
+	// kind, "server" say, and provider), if the node has one.
+	ToolOwner(name string) (kind, provider string, ok bool)
+	// AddRemoteTools adds remote tools Attach has judged.
+	AddRemoteTools(tools []graph.RemoteToolConfig)
+}
+
+// Attach judges tools against g, with Check's rules and the graph's: each
+// names a node of g that is a Node, and no tool takes a name its node
+// already has. Any problem rejects the whole list, every problem listed
+// with its path ("[1].node"), and nothing is attached; otherwise each node
+// gets its tools.
+func Attach(g *graph.StateGraph, tools []graph.RemoteToolConfig) error {
+	ps := Check(tools)
+	byNode := map[string][]graph.RemoteToolConfig{}
+	var order []string
+	for i, t := range tools {
+		if t.Node == "" {
+			continue // Check said so
+		}
+		at := toolspec.Index(i)
+		n, ok := g.Node(t.Node).(Node)
+		switch {
+		case g.Node(t.Node) == nil:
+			ps.Add(at+".node", "graph has no node %q (ToolNodes: %s)", t.Node, listOrNone(g.ToolNodes()))
+			continue
+		case !ok:
+			ps.Add(at+".node", "node %q is not a ToolNode (ToolNodes: %s)", t.Node, listOrNone(g.ToolNodes()))
+			continue
+		}
+		if kind, provider, taken := n.ToolOwner(t.Name); taken {
+			ps.Add(at+".name", "node %q already has a %s tool %q (from %s); a remote tool cannot shadow it", t.Node, kind, t.Name, provider)
+		}
+		if byNode[t.Node] == nil {
+			order = append(order, t.Node)
+		}
+		byNode[t.Node] = append(byNode[t.Node], t)
+	}
+	if len(ps) > 0 {
+		slices.SortStableFunc(ps, func(a, b toolspec.Problem) int { return cmp.Compare(entry(a.Path), entry(b.Path)) })
+		return ps
+	}
+	for _, name := range order {
+		g.Node(name).(Node).AddRemoteTools(byNode[name])
+	}
+	return nil
+}
+
+// entry is the list index a path starts with ("[3].name": 3).
+func entry(path string) int {
+	var i int
+	fmt.Sscanf(path, "[%d]", &i)
+	return i
+}
+
+func listOrNone(names []string) string {
+	if len(names) == 0 {
+		return "none"
+	}
+	return strings.Join(names, ", ")
 }

@@ -22,9 +22,9 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/tenxgraph/tenxgraph/host/config"
-	"github.com/tenxgraph/tenxgraph/host/graph"
 	"github.com/tenxgraph/tenxgraph/host/service"
 	"github.com/tenxgraph/tenxgraph/host/telemetry"
+	"github.com/tenxgraph/tenxgraph/host/thread"
 )
 
 // Server serves one service over HTTP.
@@ -45,9 +45,9 @@ type Server struct {
 	runs     context.Context
 	stopRuns context.CancelCauseFunc
 	// waker expires the remote calls no client answered in time, on every
-	// thread of the store that is due (graph.Waker); its runs derive from
+	// thread of the store that is due (thread.Waker); its runs derive from
 	// runs, like the API's.
-	waker *graph.Waker
+	waker *thread.Waker
 
 	writeTimeout time.Duration // how long one write may take (WriteTimeout)
 	// bodyGrace and bodyRate pace a request body (BodyGrace, MinBodyRate).
@@ -97,8 +97,8 @@ func New(svc *service.Service, opts Options) (*Server, error) {
 	svc.App.Observe(s.metrics.observe)
 	s.routes()
 	s.runs, s.stopRuns = context.WithCancelCause(context.Background())
-	s.waker = &graph.Waker{App: svc.App, OnError: func(thread string, err error) {
-		s.log.Warn("expiring pending calls failed", "thread", thread, "error", err)
+	s.waker = &thread.Waker{App: svc.App, OnError: func(key string, err error) {
+		s.log.Warn("expiring pending calls failed", "thread", key, "error", err)
 	}}
 	go func() { _ = s.waker.Run(s.runs) }()
 	s.writeTimeout = WriteTimeout

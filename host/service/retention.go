@@ -2,7 +2,6 @@ package service
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"sync"
 	"time"
@@ -30,15 +29,10 @@ func sweepEvery(ttl time.Duration) time.Duration {
 	return min(max(ttl/10, time.Second), time.Hour)
 }
 
-// startSweeper starts a sweeper for ttl > 0; none (nil, nil) for ttl 0. A
-// TTL the store cannot honour is an error, not a silent no-op.
-func startSweeper(store checkpoint.Checkpointer, ttl time.Duration, log hclog.Logger) (*sweeper, error) {
+// startSweeper starts a sweeper for ttl > 0; none (nil) for ttl 0.
+func startSweeper(pr checkpoint.Pruner, ttl time.Duration, log hclog.Logger) *sweeper {
 	if ttl <= 0 {
-		return nil, nil
-	}
-	pr, ok := store.(checkpoint.Pruner)
-	if !ok {
-		return nil, errors.New("checkpointer.idle_ttl: this checkpointer cannot delete idle threads")
+		return nil
 	}
 	if log == nil {
 		log = DefaultLogger()
@@ -64,7 +58,7 @@ func startSweeper(store checkpoint.Checkpointer, ttl time.Duration, log hclog.Lo
 			}
 		}
 	}()
-	return sw, nil
+	return sw
 }
 
 // DeleteIdle deletes every thread of the store last written before cutoff

@@ -131,9 +131,7 @@ func New(ctx context.Context, cfg *config.Config, opts Options) (s *Service, err
 			return s, err
 		}
 		s.ownsStore = true
-		if s.sweeper, err = startSweeper(s.Store, cfg.Checkpointer.IdleTTL, opts.Logger); err != nil {
-			return s, err
-		}
+		s.sweeper = startSweeper(s.Store, cfg.Checkpointer.IdleTTL, opts.Logger)
 	}
 	var gopts []graph.Option
 	if cfg.Cache.MaxBytes > 0 {
@@ -146,10 +144,6 @@ func New(ctx context.Context, cfg *config.Config, opts Options) (s *Service, err
 		return s, toolspec.Problems{{Path: "media", Message: err.Error()}}
 	}
 	gopts = append(gopts, graph.WithMedia(mc))
-	if cfg.Model != nil && cfg.Model.MaxSteps > 0 {
-		// Each model call is followed by at most one tool step.
-		gopts = append(gopts, graph.WithStepLimit(max(graph.DefaultStepLimit, 2*cfg.Model.MaxSteps+2)))
-	}
 	if s.App, err = g.Compile(s.Store, gopts...); err != nil {
 		return s, err
 	}
@@ -162,7 +156,7 @@ func New(ctx context.Context, cfg *config.Config, opts Options) (s *Service, err
 // returned.
 func graphProblems(g *graph.StateGraph, cfg *config.Config, ps *toolspec.Problems) error {
 	if err := g.AttachRemoteTools(cfg.RemoteTools); err != nil {
-		var aps graph.Problems
+		var aps toolspec.Problems
 		if !errors.As(err, &aps) {
 			return err
 		}

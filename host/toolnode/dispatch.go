@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/tenxgraph/tenxgraph/host/graph"
+	"github.com/tenxgraph/tenxgraph/host/memo"
 	"github.com/tenxgraph/tenxgraph/host/message"
 	"github.com/tenxgraph/tenxgraph/sdk"
 	"github.com/tenxgraph/tenxgraph/sdk/strictjson"
@@ -321,8 +322,8 @@ func (n *Node) call(ctx context.Context, r *graph.Run, t *Tool, c message.ToolCa
 
 // newAnswered keeps, per thread, the ids of the calls a tool_result
 // answers, so that a step reads only the messages added since the last.
-func newAnswered() *message.ThreadMemo[map[string]bool] {
-	return &message.ThreadMemo[map[string]bool]{
+func newAnswered() *memo.Fold[map[string]bool] {
+	return &memo.Fold[map[string]bool]{
 		New: func() map[string]bool { return map[string]bool{} },
 		Add: func(answered map[string]bool, m message.Message) {
 			for _, b := range m.Content {

@@ -12,7 +12,6 @@ package toolnode
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"slices"
 	"sort"
@@ -21,6 +20,7 @@ import (
 	"time"
 
 	"github.com/tenxgraph/tenxgraph/host/graph"
+	"github.com/tenxgraph/tenxgraph/host/memo"
 	"github.com/tenxgraph/tenxgraph/host/message"
 	"github.com/tenxgraph/tenxgraph/plugins/remote"
 	"github.com/tenxgraph/tenxgraph/sdk"
@@ -88,7 +88,8 @@ type Node struct {
 	// waits for its result (SetRemoteTimeout).
 	remoteTimeout time.Duration
 
-	answered *message.ThreadMemo[map[string]bool] // per thread, the calls with a result
+	answered *memo.Fold[map[string]bool] // per thread, the calls with a result
+	sets     graph.RunLocal[*runSets]    // per run, its tool sets
 }
 
 // DefaultRemoteTimeout is how long a remote call waits for the client's
@@ -259,6 +260,14 @@ func (n *Node) stale() bool {
 	return false
 }
 
+// reading is a provider's tool list as refresh read it, and the channel
+// that announces its next change.
+type reading struct {
+	s    *source
+	md   sdk.MetadataResponse
+	next <-chan struct{}
+}
+
 // refresh re-reads the tool lists of the providers that announced a change,
 // so that the next model step is offered the new tools. It costs one
 // non-blocking channel receive per provider when nothing changed. A tool
@@ -269,11 +278,6 @@ func (n *Node) refresh(ctx context.Context, r *graph.Run) {
 		return
 	}
 	// The providers are asked without the lock: never hold it across I/O.
-	type reading struct {
-		s    *source
-		md   sdk.MetadataResponse
-		next <-chan struct{}
-	}
 	var stale []*source
 	n.mu.RLock()
 	for _, s := range n.sources {
@@ -296,6 +300,17 @@ func (n *Node) refresh(ctx context.Context, r *graph.Run) {
 	if len(read) == 0 {
 		return
 	}
+	// The tools left out are reported once the lock is let go: an event
+	// goes into the run's stream, whose reader may be slow, and no other
+	// run's tool set may wait for it.
+	for _, e := range n.reread(read) {
+		r.Emit(graph.Event{Type: EventToolIgnored, Data: e})
+	}
+}
+
+// reread takes the lists read, under the lock, and returns the tools it
+// left out.
+func (n *Node) reread(read []reading) (ignored []ToolIgnored) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	for _, rd := range read {
@@ -318,8 +333,8 @@ func (n *Node) refresh(ctx context.Context, r *graph.Run) {
 				reason = "a configured remote tool has that name"
 			}
 			if reason != "" {
-				r.Emit(graph.Event{Type: EventToolIgnored, Data: ToolIgnored{Node: n.name, Name: spec.Name,
-					Reason: fmt.Sprintf("provider %q added the tool, but the node cannot offer it: %s", s.name, reason)}})
+				ignored = append(ignored, ToolIgnored{Node: n.name, Name: spec.Name,
+					Reason: fmt.Sprintf("provider %q added the tool, but the node cannot offer it: %s", s.name, reason)})
 				continue
 			}
 			seen[spec.Name] = s.name
@@ -332,6 +347,7 @@ func (n *Node) refresh(ctx context.Context, r *graph.Run) {
 	n.server = server
 	n.gen++
 	n.reindex()
+	return ignored
 }
 
 // Name is the node's name in the graph.
@@ -359,27 +375,40 @@ func (ts *ToolSet) Specs() []sdk.ToolSpec { return ts.specs }
 // Tools are the set's entries.
 func (ts *ToolSet) Tools() []Tool { return ts.tools }
 
-type toolSetKey struct {
-	node *Node
-	gen  uint64
+// runSets are a run's tool sets of one node, by the generation of the
+// node's server tools they were built for.
+type runSets struct {
+	mu    sync.Mutex
+	byGen map[uint64]*runSet
+}
+
+type runSet struct {
+	once sync.Once
+	ts   *ToolSet
+	err  error
 }
 
 // ToolSet returns the tools this run offers: the node's own plus the run's
 // client tools whose names are free. It is built once per run, and again
 // when a provider's tool list changed (see sdk.ToolsWatcher): the model
-// step after a change sees the new tools. The remote bridge leaves out a
-// client tool that would shadow one of the node's, and the run's events
-// report it (EventToolIgnored).
+// step after a change sees the new tools. The remote bridge judges the
+// run's client tools and leaves out one that would shadow one of the
+// node's, and the run's events report it (EventToolIgnored).
 func (n *Node) ToolSet(ctx context.Context, r *graph.Run) (*ToolSet, error) {
 	n.refresh(ctx, r)
 	n.mu.RLock()
 	gen := n.gen
 	n.mu.RUnlock()
-	v, err := r.Memo(toolSetKey{n, gen}, func() (any, error) { return n.buildToolSet(ctx, r) })
-	if err != nil {
-		return nil, err
+	sets, _ := n.sets.Get(r, func() (*runSets, error) { return &runSets{byGen: map[uint64]*runSet{}}, nil })
+	sets.mu.Lock()
+	set := sets.byGen[gen]
+	if set == nil {
+		set = &runSet{}
+		sets.byGen[gen] = set
 	}
-	return v.(*ToolSet), nil
+	sets.mu.Unlock()
+	set.once.Do(func() { set.ts, set.err = n.buildToolSet(ctx, r) })
+	return set.ts, set.err
 }
 
 func (n *Node) buildToolSet(ctx context.Context, r *graph.Run) (*ToolSet, error) {
@@ -388,17 +417,12 @@ func (n *Node) buildToolSet(ctx context.Context, r *graph.Run) (*ToolSet, error)
 	n.mu.RLock()
 	base, byName, server, remoteTools := n.base, n.byName, n.server, n.remote
 	n.mu.RUnlock()
-	specs, err := runTools(r)
-	if err != nil {
-		return nil, err
-	}
-	if len(specs) == 0 {
+	if len(r.RemoteTools) == 0 {
 		return base, nil
 	}
-	req := sdk.PrepareRunRequest{RunTools: make([]json.RawMessage, len(specs)), Taken: make([]string, 0, len(byName))}
-	for i, spec := range specs {
-		req.RunTools[i] = remote.FlatJSON(spec)
-	}
+	// The run's client tools go to the bridge as the client sent them:
+	// the bridge reads them, once, and judges them.
+	req := sdk.PrepareRunRequest{RunTools: r.RemoteTools, Taken: make([]string, 0, len(byName))}
 	for name := range byName {
 		req.Taken = append(req.Taken, name)
 	}
@@ -408,7 +432,7 @@ func (n *Node) buildToolSet(ctx context.Context, r *graph.Run) (*ToolSet, error)
 		return nil, fmt.Errorf("tool node %q: the remote bridge could not judge the run's client tools: %w", n.name, err)
 	}
 	if len(resp.Problems) > 0 {
-		return nil, fmt.Errorf("tool node %q: %w: the run's client tools are invalid: %s: %s", n.name, graph.ErrInvalidInput, resp.Problems[0].Path, resp.Problems[0].Message)
+		return nil, fmt.Errorf("%w: config.%v", graph.ErrInvalidInput, toolspec.Problems(resp.Problems))
 	}
 	for _, ig := range resp.Ignored {
 		r.Emit(graph.Event{Type: EventToolIgnored, Data: ToolIgnored{Node: n.name, Name: ig.Name,

@@ -7,14 +7,8 @@ import (
 	"slices"
 
 	"github.com/tenxgraph/tenxgraph/internal/expand"
+	"github.com/tenxgraph/tenxgraph/sdk"
 )
-
-// Problem is one thing wrong with a server entry, at a path below the
-// entry ("env.TOKEN", "headers.Authorization").
-type Problem struct {
-	Path    string
-	Message string
-}
 
 // fields calls f with each setting of s that takes ${VAR}s: its path
 // below the entry, whether it goes on the server's command line, and the
@@ -59,14 +53,14 @@ func (s Server) Vars() []string {
 // Expanded returns s with every ${VAR} in command, args, env, cwd, url and
 // headers expanded (the grammar of internal/expand) from lookup
 // (os.LookupEnv when nil), or the problems found, each with its path below
-// the entry. A command or argument naming a variable that holds a
+// the entry ("env.TOKEN", "headers.Authorization"). A command or argument naming a variable that holds a
 // credential is refused: a command line is readable by every local user.
 // No problem holds a value read from lookup.
-func (s Server) Expanded(lookup func(string) (string, bool)) (Server, []Problem) {
+func (s Server) Expanded(lookup func(string) (string, bool)) (Server, []sdk.Problem) {
 	if lookup == nil {
 		lookup = os.LookupEnv
 	}
-	var ps []Problem
+	var ps []sdk.Problem
 	out := s
 	out.Args = slices.Clone(s.Args)
 	out.Env, out.Headers = maps.Clone(s.Env), maps.Clone(s.Headers)
@@ -82,7 +76,7 @@ func (s Server) Expanded(lookup func(string) (string, bool)) (Server, []Problem)
 		}
 		*v = ""
 		for _, err := range errs {
-			ps = append(ps, Problem{Path: path, Message: err.Error()})
+			ps = append(ps, sdk.Problem{Path: path, Message: err.Error()})
 		}
 	})
 	return out, ps

@@ -10,7 +10,6 @@ package remote
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 
 	"github.com/tenxgraph/tenxgraph/sdk"
@@ -88,9 +87,3 @@ var (
 	_ sdk.Provider         = (*Bridge)(nil)
 	_ sdk.RunToolsProvider = (*Bridge)(nil)
 )
-
-// FlatJSON encodes a spec in the flat shape PrepareRun reads.
-func FlatJSON(s sdk.ToolSpec) json.RawMessage {
-	raw, _ := json.Marshal(s) // a ToolSpec always encodes
-	return raw
-}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/tenxgraph/tenxgraph/sdk"
 	"github.com/tenxgraph/tenxgraph/sdk/internal/schema"
+	"github.com/tenxgraph/tenxgraph/sdk/strictjson"
 )
 
 // Problem is one thing wrong with an input, at a JSON path such as
@@ -51,18 +52,10 @@ func (ps Problems) Error() string {
 	return strings.Join(lines, "\n")
 }
 
-// Join appends a path element: a key ("node"), or an index ("[2]").
-func Join(prefix, elem string) string {
-	switch {
-	case prefix == "":
-		return elem
-	case elem == "":
-		return prefix
-	case elem[0] == '[':
-		return prefix + elem
-	}
-	return prefix + "." + elem
-}
+// Join appends a path element: a key ("node"), or an index ("[2]"). It is
+// strictjson.Join, the SDK's one path joiner, so that a decoding error's
+// path and a rule's path read alike.
+func Join(prefix, elem string) string { return strictjson.Join(prefix, elem) }
 
 // Index is the path element of a list entry.
 func Index(i int) string { return fmt.Sprintf("[%d]", i) }

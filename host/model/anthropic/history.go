@@ -3,11 +3,12 @@ package anthropic
 import (
 	"context"
 
+	"github.com/tenxgraph/tenxgraph/host/memo"
 	"github.com/tenxgraph/tenxgraph/host/message"
 	"github.com/tenxgraph/tenxgraph/host/model"
 )
 
-// A Model's encoded histories are bounded as message.PerThread's defaults
+// A Model's encoded histories are bounded as memo.PerThread's defaults
 // are: beyond 256 threads or 64 MiB of JSON, the least recently used
 // thread's is dropped and its next call encodes the whole thread once.
 const (
@@ -24,7 +25,7 @@ const (
 // encoded once: see model.Encodings. A thread with media keeps its
 // fragments whatever its length. Turns are merged when the body is
 // assembled, not here, so a fragment never depends on its neighbours.
-type histories = message.PerThread[model.Encodings[fragment]]
+type histories = memo.PerThread[model.Encodings[fragment]]
 
 // encoder encodes a thread's messages for model.Encodings.
 var encoder = &model.Encoder[fragment]{

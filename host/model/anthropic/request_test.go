@@ -10,6 +10,7 @@ import (
 
 	anth "github.com/anthropics/anthropic-sdk-go/v2"
 
+	"github.com/tenxgraph/tenxgraph/host/memo"
 	"github.com/tenxgraph/tenxgraph/host/message"
 	"github.com/tenxgraph/tenxgraph/host/model"
 	"github.com/tenxgraph/tenxgraph/sdk"
@@ -236,15 +237,15 @@ func TestHistoriesBounded(t *testing.T) {
 		t.Fatalf("a thread of 5 messages keeps its history (%d kept)", hs.Len())
 	}
 	thread := turns(8, "b")
-	for i := range message.DefaultMemoThreads + 10 {
+	for i := range memo.DefaultThreads + 10 {
 		body(t, m, model.Request{ThreadID: fmt.Sprint("t", i), Messages: thread})
 	}
-	if hs.Len() != message.DefaultMemoThreads || hs.Has("t0") {
-		t.Fatalf("%d histories kept (t0 among them: %v), want %d, the least recently used gone", hs.Len(), hs.Has("t0"), message.DefaultMemoThreads)
+	if hs.Len() != memo.DefaultThreads || hs.Has("t0") {
+		t.Fatalf("%d histories kept (t0 among them: %v), want %d, the least recently used gone", hs.Len(), hs.Has("t0"), memo.DefaultThreads)
 	}
-	one := hs.Get(fmt.Sprint("t", message.DefaultMemoThreads+9))
-	if hs.Bytes() != message.DefaultMemoThreads*one.Bytes() || one.Bytes() < 1000 {
-		t.Fatalf("%d bytes counted for %d histories of %d", hs.Bytes(), message.DefaultMemoThreads, one.Bytes())
+	one := hs.Get(fmt.Sprint("t", memo.DefaultThreads+9))
+	if hs.Bytes() != memo.DefaultThreads*one.Bytes() || one.Bytes() < 1000 {
+		t.Fatalf("%d bytes counted for %d histories of %d", hs.Bytes(), memo.DefaultThreads, one.Bytes())
 	}
 }
 

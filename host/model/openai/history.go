@@ -6,11 +6,12 @@ import (
 	"encoding/json"
 	"fmt"
 
+	"github.com/tenxgraph/tenxgraph/host/memo"
 	"github.com/tenxgraph/tenxgraph/host/message"
 	"github.com/tenxgraph/tenxgraph/host/model"
 )
 
-// A Model's encoded histories are bounded as message.PerThread's
+// A Model's encoded histories are bounded as memo.PerThread's
 // defaults are: beyond 256 threads or 64 MiB of JSON (about the size of
 // the threads' messages), the least recently used thread's is dropped and
 // its next call encodes the whole thread once.
@@ -26,7 +27,7 @@ const (
 // empty for none), media included: see model.Encodings. A thread with
 // media keeps them whatever its length, so that its blobs are read and
 // encoded once.
-type histories = message.PerThread[model.Encodings[[]byte]]
+type histories = memo.PerThread[model.Encodings[[]byte]]
 
 // encoder encodes a thread's messages for model.Encodings.
 var encoder = &model.Encoder[[]byte]{

@@ -9,6 +9,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/tenxgraph/tenxgraph/host/memo"
 	"github.com/tenxgraph/tenxgraph/host/message"
 	"github.com/tenxgraph/tenxgraph/host/model"
 	"github.com/tenxgraph/tenxgraph/sdk"
@@ -192,7 +193,7 @@ func TestHistoriesBounded(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	const max, maxBytes = message.DefaultMemoThreads, message.DefaultMemoBytes
+	const max, maxBytes = memo.DefaultThreads, memo.DefaultBytes
 	hs := &m.histories
 	body(t, m, model.Request{ThreadID: "short", Messages: turns(1, "s")})
 	if hs.Len() != 0 {

@@ -82,6 +82,7 @@ import (
 	"time"
 	"unicode"
 
+	"github.com/tenxgraph/tenxgraph/host/memo"
 	"github.com/tenxgraph/tenxgraph/host/message"
 	"github.com/tenxgraph/tenxgraph/host/model"
 )
@@ -99,7 +100,7 @@ type Model struct {
 	rules    []*rule
 	fallback string
 
-	ids *message.ThreadMemo[map[string]bool] // per thread, the call ids in it, to give new calls unused ones
+	ids *memo.Fold[map[string]bool] // per thread, the call ids in it, to give new calls unused ones
 }
 
 var _ model.ChatModel = (*Model)(nil)
@@ -363,8 +364,8 @@ func missingTools(r *rule, missing []string, req model.Request) string {
 // newIDMemo keeps, per thread, the ids of the calls and results in it, so
 // that choosing a new call's id costs what the thread gained since the
 // last call rather than its length.
-func newIDMemo() *message.ThreadMemo[map[string]bool] {
-	return &message.ThreadMemo[map[string]bool]{
+func newIDMemo() *memo.Fold[map[string]bool] {
+	return &memo.Fold[map[string]bool]{
 		New: func() map[string]bool { return map[string]bool{} },
 		Add: func(ids map[string]bool, m message.Message) {
 			for _, b := range m.Content {
@@ -386,7 +387,7 @@ func newIDMemo() *message.ThreadMemo[map[string]bool] {
 // in the step. k grows with every step of a thread, so ids are unique in it
 // and the same thread always gets the same ids. An id already used in the
 // thread (an edited history) gets a suffix.
-func callIDs(memo *message.ThreadMemo[map[string]bool], thread string, msgs []message.Message, n int) []string {
+func callIDs(memo *memo.Fold[map[string]bool], thread string, msgs []message.Message, n int) []string {
 	out := make([]string, n)
 	memo.With(thread, msgs, func(used map[string]bool) {
 		for i := range out {

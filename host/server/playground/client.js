@@ -96,6 +96,9 @@ export class MissingHandlerError extends Error {
         this.callId = call.id;
     }
 }
+// A W3C traceparent: version 00, a 32-hex trace id and a 16-hex parent id,
+// neither all zeros, and the flags.
+const TRACEPARENT = /^00-(?!0{32})[0-9a-f]{32}-(?!0{16})[0-9a-f]{16}-[0-9a-f]{2}$/;
 /** The default of {@link ClientOptions.maxRounds}. */
 export const DEFAULT_MAX_ROUNDS = 25;
 /**
@@ -256,6 +259,17 @@ export class Client {
             throw new TypeError(`durability must be "sync", "async" or "exit", got ${String(durability)}`);
         }
         const rc = { response, durability };
+        if (options.traceparent !== undefined) {
+            if (typeof options.traceparent !== "string" || !TRACEPARENT.test(options.traceparent)) {
+                throw new TypeError(`traceparent must be a W3C trace context ("00-" then 32 and 16 lowercase hex digits and the flags, joined by "-"), got ${JSON.stringify(options.traceparent)}`);
+            }
+            rc.headers = { traceparent: options.traceparent };
+            if (options.tracestate !== undefined)
+                rc.headers["tracestate"] = String(options.tracestate);
+        }
+        else if (options.tracestate !== undefined) {
+            throw new TypeError("tracestate is sent only with a traceparent: set traceparent too");
+        }
         // One controller per run, so ending the run early (an abort, an error,
         // a consumer that stops iterating) cancels everything it started.
         const ctl = new AbortController();
@@ -338,10 +352,10 @@ export class Client {
             config.durability = rc.durability;
         const body = { input: { messages }, config };
         if (!streaming) {
-            const res = await this.#request("POST", "/v1/graph/invoke", body, signal, "application/json");
+            const res = await this.#request("POST", "/v1/graph/invoke", body, signal, "application/json", rc.headers);
             return (await readJSON(res));
         }
-        const res = await this.#request("POST", "/v1/graph/stream", body, signal, "text/event-stream");
+        const res = await this.#request("POST", "/v1/graph/stream", body, signal, "text/event-stream", rc.headers);
         if (!res.body)
             throw new TenxgraphError(0, "bad_response", "POST /v1/graph/stream: the response has no body");
         let end;
@@ -477,9 +491,9 @@ export class Client {
             return fail(`tool "${call.name}" returned a result that is not JSON-serialisable: ${problem}`);
         return { type: "tool_result", tool_call_id: call.id, content: content, is_error: false, attachments };
     }
-    async #request(method, path, body, signal, accept) {
+    async #request(method, path, body, signal, accept, extra) {
         const url = this.baseUrl + path;
-        const headers = { Accept: accept };
+        const headers = { ...extra, Accept: accept };
         if (body !== undefined)
             headers["Content-Type"] = "application/json";
         if (this.#apiKey)

@@ -1,20 +1,23 @@
-package message
+package memo
 
 import (
+	"encoding/json"
 	"fmt"
 	"maps"
 	"math/rand/v2"
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/tenxgraph/tenxgraph/host/message"
 )
 
 // idsMemo folds the ids of every call and result, as the scripted model's
 // memo does.
-func idsMemo() *ThreadMemo[map[string]int] {
-	return &ThreadMemo[map[string]int]{
+func idsMemo() *Fold[map[string]int] {
+	return &Fold[map[string]int]{
 		New: func() map[string]int { return map[string]int{} },
-		Add: func(v map[string]int, m Message) {
+		Add: func(v map[string]int, m message.Message) {
 			for _, c := range m.ToolCalls() {
 				v["call "+c.ID]++
 			}
@@ -25,7 +28,7 @@ func idsMemo() *ThreadMemo[map[string]int] {
 	}
 }
 
-func foldAll(msgs []Message) map[string]int {
+func foldAll(msgs []message.Message) map[string]int {
 	m := idsMemo()
 	v := m.New()
 	for _, msg := range msgs {
@@ -40,7 +43,7 @@ func TestThreadMemoIsTheFold(t *testing.T) {
 	for seed := range uint64(100) {
 		rng := rand.New(rand.NewPCG(seed, 5))
 		m := idsMemo()
-		threads := map[string][]Message{}
+		threads := map[string][]message.Message{}
 		for range 60 {
 			id := fmt.Sprintf("t%d", rng.IntN(3))
 			full := threads[id]
@@ -70,17 +73,17 @@ func TestThreadMemoBounded(t *testing.T) {
 	m := idsMemo()
 	m.Max, m.MaxBytes = 4, 10_000
 	for i := range 10 {
-		m.With(fmt.Sprintf("t%d", i), []Message{Text(RoleUser, "hi")}, func(map[string]int) {})
+		m.With(fmt.Sprintf("t%d", i), []message.Message{message.Text(message.RoleUser, "hi")}, func(map[string]int) {})
 	}
 	if m.threads.Len() != 4 {
 		t.Fatalf("%d threads kept, want 4", m.threads.Len())
 	}
-	big := []Message{Text(RoleUser, strings.Repeat("x", 20_000))}
+	big := []message.Message{message.Text(message.RoleUser, strings.Repeat("x", 20_000))}
 	m.With("big", big, func(map[string]int) {})
 	if m.threads.Len() != 1 || !m.threads.Has("big") {
 		t.Fatalf("%d threads kept after one over the byte bound, want it alone", m.threads.Len())
 	}
-	m.With("small", []Message{Text(RoleUser, "hi")}, func(map[string]int) {})
+	m.With("small", []message.Message{message.Text(message.RoleUser, "hi")}, func(map[string]int) {})
 	if m.threads.Has("big") || m.threads.Bytes() > m.MaxBytes {
 		t.Fatalf("%d bytes kept, over the bound %d", m.threads.Bytes(), m.MaxBytes)
 	}
@@ -90,7 +93,7 @@ func TestThreadMemoBounded(t *testing.T) {
 // see the fold of what they passed (run with -race).
 func TestThreadMemoConcurrent(t *testing.T) {
 	rng := rand.New(rand.NewPCG(9, 9))
-	threads := [][]Message{genThread(rng, 40), genThread(rng, 40)}
+	threads := [][]message.Message{genThread(rng, 40), genThread(rng, 40)}
 	m := idsMemo()
 	var wg sync.WaitGroup
 	errs := make(chan string, 8)
@@ -114,4 +117,37 @@ func TestThreadMemoConcurrent(t *testing.T) {
 	for e := range errs {
 		t.Fatal(e)
 	}
+}
+
+// genThread makes a thread of n messages that call tools and answer them,
+// from a few call ids, so that ids repeat within and across threads.
+func genThread(rng *rand.Rand, n int) []message.Message {
+	msgs := make([]message.Message, n)
+	for i := range msgs {
+		id, m := fmt.Sprintf("c%d", rng.IntN(12)), message.Message{ID: fmt.Sprintf("m%d", i), Role: message.RoleAssistant}
+		switch rng.IntN(3) {
+		case 0:
+			m.Content = []message.Block{message.TextBlock{Text: "hi"}}
+		case 1:
+			m.Content = []message.Block{message.ToolCallBlock{ID: id, Name: "t", Arguments: json.RawMessage(`{}`)}}
+		default:
+			m.Role, m.Content = message.RoleTool, []message.Block{message.ToolResultBlock{ToolCallID: id, Content: json.RawMessage(`"r"`)}}
+		}
+		msgs[i] = m
+	}
+	return msgs
+}
+
+// deepCopy copies msgs and their content, so that a test can hand a memo a
+// thread equal to one it saw but in other arrays.
+func deepCopy(msgs []message.Message) []message.Message {
+	if msgs == nil {
+		return nil
+	}
+	out := make([]message.Message, len(msgs))
+	for i, m := range msgs {
+		out[i] = m
+		out[i].Content = append([]message.Block(nil), m.Content...)
+	}
+	return out
 }

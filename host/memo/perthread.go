@@ -1,21 +1,21 @@
-package message
+package memo
 
 import (
 	"container/list"
 	"sync"
 )
 
-// The bounds of a per-thread memo (PerThread, ThreadMemo) when its own are
+// The bounds of a per-thread memo (PerThread, Fold) when its own are
 // zero.
 const (
-	DefaultMemoThreads = 256
-	DefaultMemoBytes   = 64 << 20
+	DefaultThreads = 256
+	DefaultBytes   = 64 << 20
 )
 
 // PerThread keeps a value per thread for memos that extend what they
 // computed for a thread instead of computing it again (a model's view of
 // the thread, what a provider last sent), within bounds: beyond Max
-// threads (DefaultMemoThreads when zero) or MaxBytes (DefaultMemoBytes
+// threads (DefaultThreads when zero) or MaxBytes (DefaultBytes
 // when zero, as the values' users count them), the least recently used
 // thread's value is dropped, except the most recent one, and that
 // thread's next use starts over. It is safe for concurrent use; each value
@@ -86,10 +86,10 @@ func (p *PerThread[T]) Has(thread string) bool {
 func (p *PerThread[T]) evict() {
 	max, maxBytes := p.Max, p.MaxBytes
 	if max <= 0 {
-		max = DefaultMemoThreads
+		max = DefaultThreads
 	}
 	if maxBytes <= 0 {
-		maxBytes = DefaultMemoBytes
+		maxBytes = DefaultBytes
 	}
 	for p.lru.Len() > 1 && (p.lru.Len() > max || p.bytes > maxBytes) {
 		t := p.lru.Remove(p.lru.Back()).(*perThread[T])
