@@ -39,15 +39,15 @@ if ! staticcheck -version 2>/dev/null | grep -q "${STATICCHECK_VERSION#v}"; then
 	go install "honnef.co/go/tools/cmd/staticcheck@${STATICCHECK_VERSION}"
 fi
 
-step "python3-grpcio (the Python plugin of examples/plugins/python)"
-if /usr/bin/python3 -c 'import grpc, google.protobuf' 2>/dev/null; then
-	echo "Debian's python3-grpcio and python3-protobuf are installed"
+step "python3-grpcio (the Python plugin of examples/plugins/python), python3-jsonschema (the config schema's independent check)"
+if /usr/bin/python3 -c 'import grpc, google.protobuf, jsonschema' 2>/dev/null; then
+	echo "Debian's python3-grpcio, python3-protobuf and python3-jsonschema are installed"
 elif [ "${SKIP_PYTHON_PLUGIN:-}" = 1 ]; then
 	echo "SKIP_PYTHON_PLUGIN=1: not installing them; the Python plugin test will skip"
 elif command -v apt-get >/dev/null && [ "$(id -u)" = 0 ]; then
-	apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq python3-grpcio python3-protobuf
+	apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq python3-grpcio python3-protobuf python3-jsonschema
 else
-	echo "the Python plugin test needs Debian's python3-grpcio and python3-protobuf: install them as root, or set SKIP_PYTHON_PLUGIN=1 to skip it"; exit 1
+	echo "the Python plugin test needs Debian's python3-grpcio and python3-protobuf, the schema test python3-jsonschema: install them as root, or set SKIP_PYTHON_PLUGIN=1 to skip it"; exit 1
 fi
 
 step "npm ci (the pinned MCP servers of the plugins/mcp integration tests)"

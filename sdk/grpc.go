@@ -169,7 +169,8 @@ func (s *grpcServer) GetMetadata(ctx context.Context, _ *pb.GetMetadata_Request)
 	if !contains(caps, CapabilityProgressToken) {
 		caps = append(caps, CapabilityProgressToken)
 	}
-	out := &pb.GetMetadata_Response{Name: md.Name, Version: md.Version, Capabilities: caps, Tools: make([]*pb.ToolSpec, len(md.Tools))}
+	out := &pb.GetMetadata_Response{Name: md.Name, Version: md.Version, Capabilities: caps, Tools: make([]*pb.ToolSpec, len(md.Tools)),
+		OptionsSchemaJson: md.OptionsSchema}
 	for i, t := range md.Tools {
 		out.Tools[i] = toPBSpec(t)
 	}
@@ -434,7 +435,8 @@ func (c *grpcClient) Metadata(ctx context.Context, _ MetadataRequest) (MetadataR
 		c.progress.Store(-1)
 	}
 	c.tokens.Store(contains(resp.Capabilities, CapabilityProgressToken))
-	md := MetadataResponse{Name: resp.Name, Version: resp.Version, Capabilities: resp.Capabilities, Tools: make([]ToolSpec, len(resp.Tools))}
+	md := MetadataResponse{Name: resp.Name, Version: resp.Version, Capabilities: resp.Capabilities, Tools: make([]ToolSpec, len(resp.Tools)),
+		OptionsSchema: resp.OptionsSchemaJson}
 	for i, t := range resp.Tools {
 		md.Tools[i] = fromPBSpec(t)
 	}

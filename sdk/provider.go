@@ -55,6 +55,15 @@ type MetadataResponse struct {
 	Capabilities []string
 	// Tools are the tools the provider serves.
 	Tools []ToolSpec
+	// OptionsSchema, when set, is the JSON Schema (an object schema) of
+	// the options the provider takes with Configure. The host reads it
+	// before Configure and checks the config's options against it, so a
+	// misspelt or out-of-range option is reported by `tenxgraph validate`
+	// with its path (plugins[0].options.units), and the provider never
+	// sees options it refuses. A provider that declares one is always
+	// configured, with {} when the config has no options. NewConfigured
+	// derives it from an options struct.
+	OptionsSchema json.RawMessage
 }
 
 // ToolSpec describes a tool to the model: its name, what it does, and a JSON

@@ -218,3 +218,9 @@ var (
 	// ErrConflict: another writer already wrote that sequence number.
 	ErrConflict = errors.New("checkpoint conflict: the thread was changed by another run")
 )
+
+// DefaultCacheBytes is the budget of the engine's cache of decoded thread
+// state, in front of the checkpointer, when none is set: enough for the
+// threads in flight on a busy host (a thousand threads of 256 KiB), small
+// next to the memory of the machines that serve them.
+const DefaultCacheBytes = 256 << 20

@@ -8,6 +8,13 @@ import (
 	"time"
 )
 
+// DefaultLease is how long a run's claim on its thread lasts in the store
+// without being renewed, when the engine is not told otherwise. A running
+// run renews it every third of that (a heartbeat), so only a process that
+// died or stalled that long loses it; that is also how long a thread stays
+// busy after its process dies mid-run.
+const DefaultLease = 30 * time.Second
+
 // Lease is a run's hold on a thread, taken in the store before the run does
 // any work (Leaser.Claim), so that of several processes sharing one store
 // only one runs a thread at a time.

@@ -105,7 +105,7 @@ func newRoot(stdin io.Reader, stdout, stderr io.Writer) *cobra.Command {
 	root.SetOut(stdout)
 	root.SetErr(stderr)
 	root.PersistentFlags().String("config", "10xgraph.json", "the config file")
-	root.AddCommand(serveCmd(), validateCmd(), toolsCmd(), runCmd(), storeCmd(), versionCmd(), pluginCmd())
+	root.AddCommand(serveCmd(), validateCmd(), schemaCmd(), toolsCmd(), runCmd(), storeCmd(), versionCmd(), pluginCmd())
 	return root
 }
 

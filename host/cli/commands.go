@@ -18,6 +18,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/tenxgraph/tenxgraph/host/checkpoint"
+	"github.com/tenxgraph/tenxgraph/host/config"
 	"github.com/tenxgraph/tenxgraph/host/graph"
 	"github.com/tenxgraph/tenxgraph/host/message"
 	"github.com/tenxgraph/tenxgraph/host/service"
@@ -56,6 +57,29 @@ func validateCmd() *cobra.Command {
 				fmt.Fprintf(cmd.ErrOrStderr(), "warning: %s\n", w)
 			}
 			return nil
+		},
+	}
+}
+
+// schemaCmd prints the JSON Schema of the config, for editors and for
+// tools that check a config without running the host.
+func schemaCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:   "schema",
+		Short: "Print the JSON Schema (draft 2020-12) of 10xgraph.json, for editors",
+		Long: `schema prints the JSON Schema of 10xgraph.json, with every key's
+description and default. Save it beside the config and point your editor at
+it: a "$schema" key in the file, or VS Code's "json.schemas" setting.
+
+  tenxgraph schema > 10xgraph.schema.json`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			out, err := json.MarshalIndent(config.Schema(), "", "  ")
+			if err != nil {
+				return fail(fmt.Errorf("encode the schema: %w", err))
+			}
+			_, err = fmt.Fprintf(cmd.OutOrStdout(), "%s\n", out)
+			return err
 		},
 	}
 }

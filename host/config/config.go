@@ -14,6 +14,7 @@ package config
 import (
 	"bytes"
 	"cmp"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -27,8 +28,11 @@ import (
 	"strings"
 	"time"
 
+	"github.com/tenxgraph/tenxgraph/host/checkpoint"
 	"github.com/tenxgraph/tenxgraph/host/graph"
 	"github.com/tenxgraph/tenxgraph/host/media"
+	"github.com/tenxgraph/tenxgraph/host/model"
+	"github.com/tenxgraph/tenxgraph/host/pluginhost"
 	"github.com/tenxgraph/tenxgraph/host/remotetool"
 	"github.com/tenxgraph/tenxgraph/internal/hostallow"
 	"github.com/tenxgraph/tenxgraph/internal/sandbox"
@@ -58,37 +62,31 @@ const (
 	// DefaultMaxRetries matches the OpenAI SDKs' default.
 	DefaultMaxRetries = 2
 	// DefaultAPIKeyEnv is where every OpenAI client looks for the key.
-	DefaultAPIKeyEnv = "OPENAI_API_KEY"
+	DefaultAPIKeyEnv = model.DefaultAPIKeyEnv
 	// DefaultAnthropicAPIKeyEnv is where Anthropic's clients look for the
 	// key.
-	DefaultAnthropicAPIKeyEnv = "ANTHROPIC_API_KEY"
+	DefaultAnthropicAPIKeyEnv = model.DefaultAnthropicAPIKeyEnv
 	// DefaultMaxTokens is the anthropic provider's max_tokens when the
-	// config sets none: the Messages API requires one, and every current
-	// Claude model allows this much output.
-	DefaultMaxTokens = 8192
+	// config sets none (model.DefaultMaxTokens).
+	DefaultMaxTokens = model.DefaultMaxTokens
 	// DefaultSQLitePath is relative to the config's folder, so state stays
 	// with the project rather than with the shell's current directory.
 	DefaultSQLitePath = ".tenxgraph/state.db"
-	// DefaultTimeout bounds a tool call that neither answers nor reports
-	// progress, for every provider: the MCP bridge's long-standing default.
-	DefaultTimeout = 60 * time.Second
-	// DefaultMaxArgumentBytes bounds a call's arguments (1 MiB): far above
-	// what a model writes for a tool, far below what would hurt the host.
-	DefaultMaxArgumentBytes = 1 << 20
-	// DefaultMaxResultBytes bounds a tool's result (4 MiB), the request
-	// body limit: a result is read into the conversation and sent to the
-	// model.
-	DefaultMaxResultBytes = 4 << 20
+	// DefaultTimeout, DefaultMaxArgumentBytes and DefaultMaxResultBytes
+	// are the call limits of a provider entry that sets none: the plugin
+	// host's, which enforces them.
+	DefaultTimeout          = pluginhost.DefaultTimeout
+	DefaultMaxArgumentBytes = pluginhost.DefaultMaxArgumentBytes
+	DefaultMaxResultBytes   = pluginhost.DefaultMaxResultBytes
 	// DefaultShutdownGrace is how long a stopping server lets runs finish
 	// before cancelling them: longer than a typical model call, short
 	// enough that a deploy does not hang.
 	DefaultShutdownGrace = 30 * time.Second
 )
 
-// MaxCallBytes is the largest max_argument_bytes and max_result_bytes: a
-// call's arguments and its result each cross between host and plugin as
-// one gRPC message.
-const MaxCallBytes = 192 << 20
+// MaxCallBytes is the largest max_argument_bytes and max_result_bytes
+// (pluginhost.MaxCallBytes).
+const MaxCallBytes = pluginhost.MaxCallBytes
 
 // Config is a validated 10xgraph.json.
 type Config struct {
@@ -170,20 +168,9 @@ type Media struct {
 // provider_defaults sets them for every entry that leaves them out; an
 // entry's settings hold the result. A zero value means the built-in default.
 type ProviderSettings struct {
-	// Timeout bounds a call for as long as the tool neither answers nor
-	// reports progress (0: DefaultTimeout). Past it the call is cancelled
-	// and the model reads an error naming the limit.
-	Timeout time.Duration
-	// ToolTimeouts override Timeout for the tools they name (an MCP
-	// server's tools by their names on the server, as allow_tools). Only an
-	// entry sets them: tool names belong to one provider.
-	ToolTimeouts map[string]time.Duration
-	// MaxArgumentBytes bounds a call's arguments (0:
-	// DefaultMaxArgumentBytes); a larger call never reaches the provider.
-	MaxArgumentBytes int64
-	// MaxResultBytes bounds a result (0: DefaultMaxResultBytes); a larger
-	// one becomes an error result naming the limit.
-	MaxResultBytes int64
+	// Settings are the call limits, in the plugin host's own type: the
+	// host fills in their defaults (Settings.Limits) and enforces them.
+	pluginhost.Settings
 	// RequireApproval names the tools whose every call waits for a
 	// person's approval before it runs (require_approval). Only an entry
 	// sets it: tool names belong to one provider.
@@ -279,41 +266,9 @@ func (c *checker) providerSettings(o field) ProviderSettings {
 	return s
 }
 
-// Model configures the chat model.
-type Model struct {
-	// Provider is "openai" (any OpenAI-compatible endpoint: OpenAI,
-	// Ollama, vLLM, llama.cpp, LM Studio), "anthropic" (Anthropic's
-	// Messages API, or a server that speaks it) or "scripted"
-	// (deterministic rules from Script, for demos and tests that must run
-	// offline).
-	Provider string
-	// Model is the model name sent to the endpoint; required for openai
-	// and anthropic, where there is no sensible guess.
-	Model string
-	// BaseURL is empty for the provider's own endpoint (OPENAI_BASE_URL
-	// or ANTHROPIC_BASE_URL may override it at run time). Anthropic's is
-	// the API root, without /v1.
-	BaseURL string
-	// APIKeyEnv names the environment variable holding the key (default
-	// OPENAI_API_KEY for openai, ANTHROPIC_API_KEY for anthropic), so the
-	// key never sits in the file.
-	APIKeyEnv string
-	// MaxTokens bounds one answer's output tokens (anthropic only, which
-	// must send one: default DefaultMaxTokens).
-	MaxTokens int
-	// Script is the scripted model's rule file (absolute).
-	Script string
-	// SystemPrompt is prepended to every conversation; empty for none.
-	SystemPrompt string
-	// MaxSteps bounds model calls per run (default 25), so a model that
-	// loops on tools ends with an error instead of a bill.
-	MaxSteps int
-	// Timeout bounds one model call; 0 leaves it to the provider's default.
-	Timeout time.Duration
-	// MaxRetries is how often a failed call is retried (default 2); 0
-	// turns retries off.
-	MaxRetries int
-}
+// Model configures the chat model: model.Config, which the providers
+// read, so that they need nothing of this package.
+type Model = model.Config
 
 // BuiltinTools selects the builtin tools provider's tools.
 type BuiltinTools struct {
@@ -429,6 +384,10 @@ type Plugin struct {
 	Cwd string
 	// Sandbox is what the plugin's process may have; its Env includes Env.
 	Sandbox sandbox.Profile
+	// Options are sent to the plugin with Configure (a JSON object, as
+	// written; nil when absent). A plugin that declares an options schema
+	// has them checked against it when it starts, `validate` included.
+	Options json.RawMessage
 }
 
 // DefaultKeepHistory is checkpointer.keep_history when unset: the last
@@ -448,7 +407,7 @@ type Checkpointer struct {
 	// carries a password and so never sits in the file.
 	DSNEnv string
 	// Lease is how long a run's claim on its thread lasts unless its
-	// heartbeat renews it (0: graph.DefaultLease, 30s): how long a thread
+	// heartbeat renews it (0: checkpoint.DefaultLease, 30s): how long a thread
 	// stays busy after the replica running it dies.
 	Lease time.Duration
 	// KeepHistory is how many checkpoints each thread keeps beyond its
@@ -462,8 +421,8 @@ type Checkpointer struct {
 	IdleTTL time.Duration
 	// Durability is when runs write their checkpoints, unless a request
 	// says otherwise: one of graph's durability modes, "" for the default
-	// (graph.DurabilitySync).
-	Durability graph.Durability
+	// (checkpoint.DurabilitySync).
+	Durability checkpoint.Durability
 }
 
 // Cache bounds the cache of decoded threads, which saves a run on a thread
@@ -471,7 +430,7 @@ type Checkpointer struct {
 // again.
 type Cache struct {
 	// MaxBytes is the cache's budget, an estimate of the memory its
-	// threads take (0: graph.DefaultCacheBytes, 256 MiB); the least
+	// threads take (0: checkpoint.DefaultCacheBytes, 256 MiB); the least
 	// recently used threads are dropped to stay within it.
 	MaxBytes int64
 }
@@ -592,22 +551,16 @@ func Check(data []byte, dir string) (*Config, toolspec.Problems) {
 		c.add("", "the config must be a JSON object, got %s", root.kind)
 		return nil, c.ps
 	}
-	top := field{c: c, v: root}.object("agent", "remote_tools", "model", "builtin_tools", "mcp_servers", "plugins", "provider_defaults", "checkpointer", "server", "cache", "remote_tool_defaults", "media")
+	top := field{c: c, v: root}.object(topKeys()...)
 	cfg := &Config{Dir: abs}
-	defaults := top.get("provider_defaults").object(append(providerDefaultKeys(), profileKeys...)...)
-	readProviderKeys(defaults, &c.defaults)
-	cfg.SandboxDefaults = c.providerDefaults(defaults)
-	cfg.Agent, _ = top.get("agent").required(`name a registered graph such as "tenxgraph:react"`)
-	cfg.RemoteTools = c.remoteTools(top.get("remote_tools"))
-	cfg.RemoteToolTimeout, _ = top.get("remote_tool_defaults").object("timeout").get("timeout").duration()
-	cfg.Model = c.model(top.get("model"))
-	cfg.BuiltinTools = c.builtinTools(top.get("builtin_tools"))
-	cfg.MCPServers, cfg.MCPServerOrder = c.mcpServers(top.get("mcp_servers"))
-	cfg.Plugins = c.plugins(top.get("plugins"))
-	cfg.Checkpointer = c.checkpointer(top.get("checkpointer"))
-	cfg.Server = c.server(top.get("server"))
-	cfg.Cache.MaxBytes, _ = top.get("cache").object("max_bytes").get("max_bytes").integer(1, math.MaxInt64)
-	cfg.Media = c.media(top.get("media"))
+	_, _ = top.get(schemaKey).str()
+	for _, first := range []bool{true, false} {
+		for _, s := range sections {
+			if s.First == first {
+				s.read(c, top.get(s.Key), cfg)
+			}
+		}
+	}
 	c.checkSecrets(cfg)
 	return cfg, c.ps
 }
@@ -669,9 +622,9 @@ func (c *checker) model(f field) *Model {
 	m := &Model{MaxSteps: DefaultMaxSteps, MaxRetries: DefaultMaxRetries}
 	provider := o.get("provider")
 	if !provider.present() {
-		c.add(provider.path, `missing: "openai" (any OpenAI-compatible endpoint), "anthropic" (Anthropic's Messages API) or "scripted" (rules from a script file, for demos and tests)`)
+		c.add(provider.path, "missing: %s", modelProviderList())
 	}
-	m.Provider, _ = provider.oneOf("openai", "anthropic", "scripted")
+	m.Provider, _ = provider.oneOf(modelProviderNames()...)
 
 	model := o.get("model")
 	m.Model, _ = model.text()
@@ -725,9 +678,6 @@ func (c *checker) model(f field) *Model {
 	}
 	return m
 }
-
-// builtinNames are the builtin provider's tools.
-var builtinNames = []string{"calculator", "current_time", "http_fetch", "read_file", "write_file", "list_files"}
 
 func (c *checker) builtinTools(f field) *BuiltinTools {
 	o := f.object(append(providerEntryKeys("node", "enable", "http_fetch", "workspace"), profileKeys...)...)
@@ -913,7 +863,7 @@ func (c *checker) plugins(f field) []Plugin {
 	var out []Plugin
 	first := map[string]int{}
 	for i, it := range items {
-		o := it.object(append(providerEntryKeys("name", "command", "sha256", "node", "env", "start"), "cwd", "pass_env", "limits", "network", "user", "group", "prefix", "filesystem")...)
+		o := it.object(append(providerEntryKeys("name", "command", "sha256", "node", "env", "start"), "cwd", "pass_env", "limits", "network", "user", "group", "prefix", "filesystem", "options")...)
 		if !o.present() {
 			continue
 		}
@@ -970,6 +920,15 @@ func (c *checker) plugins(f field) []Plugin {
 		}
 		p.Cwd, _ = o.get("cwd").filePath()
 		p.Sandbox = c.profile(o, p.Env)
+		if opts := o.get("options"); opts.present() {
+			if opts.v.kind != kindObject {
+				opts.wrongType("an object: the plugin's own options, which it declares")
+			} else {
+				var buf bytes.Buffer
+				opts.v.encode(&buf)
+				p.Options = buf.Bytes()
+			}
+		}
 		out = append(out, p)
 	}
 	return out
@@ -995,11 +954,11 @@ func (c *checker) checkpointer(f field) Checkpointer {
 		cp.KeepHistory = &keep
 	}
 	cp.IdleTTL, _ = o.get("idle_ttl").duration()
-	d, _ := o.get("durability").oneOf(string(graph.DurabilitySync), string(graph.DurabilityAsync), string(graph.DurabilityExit))
-	cp.Durability = graph.Durability(d)
+	d, _ := o.get("durability").oneOf(string(checkpoint.DurabilitySync), string(checkpoint.DurabilityAsync), string(checkpoint.DurabilityExit))
+	cp.Durability = checkpoint.Durability(d)
 	typ := o.get("type")
 	if typ.present() {
-		t, ok := typ.oneOf("sqlite", "memory", "postgres")
+		t, ok := typ.oneOf(checkpointerNames()...)
 		if !ok {
 			return cp // which keys belong depends on a type we do not know
 		}

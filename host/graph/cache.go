@@ -11,10 +11,9 @@ import (
 	"github.com/tenxgraph/tenxgraph/host/message"
 )
 
-// DefaultCacheBytes is the thread cache's budget when none is set: enough
-// for the threads in flight on a busy host (a thousand threads of 256 KiB),
-// small next to the memory of the machines that serve them.
-const DefaultCacheBytes = 256 << 20
+// DefaultCacheBytes is the thread cache's budget when none is set:
+// checkpoint.DefaultCacheBytes.
+const DefaultCacheBytes = checkpoint.DefaultCacheBytes
 
 // WithCacheBytes bounds the memory of the cache of decoded threads (see
 // CacheStats) to about n bytes; n <= 0 turns the cache off, so every run

@@ -11,12 +11,9 @@ import (
 	"github.com/tenxgraph/tenxgraph/host/checkpoint"
 )
 
-// DefaultLease is how long a run's claim on its thread lasts in the store
-// without being renewed, when WithLease does not say. A running run renews
-// it every third of that (a heartbeat), so only a process that died or
-// stalled that long loses it; that is also how long a thread stays busy
-// after its process dies mid-run.
-const DefaultLease = 30 * time.Second
+// DefaultLease is how long a run's claim on its thread lasts when
+// WithLease does not say: checkpoint.DefaultLease.
+const DefaultLease = checkpoint.DefaultLease
 
 // WithLease sets the lease a run takes on its thread in the store (see
 // DefaultLease); d <= 0 keeps the default. Shorter leases free a dead

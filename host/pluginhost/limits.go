@@ -1,6 +1,7 @@
 package pluginhost
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -9,6 +10,59 @@ import (
 
 	"github.com/tenxgraph/tenxgraph/sdk"
 )
+
+// Settings are a provider entry's call limits as 10xgraph.json writes them
+// (timeout, tool_timeouts, max_argument_bytes, max_result_bytes): the same
+// keys, with the same meaning, on every provider kind and in
+// provider_defaults. The config reads them into this type; Limits turns
+// them into what the host enforces. A zero field means its default.
+type Settings struct {
+	// Timeout bounds a call for as long as the tool neither answers nor
+	// reports progress (0: DefaultTimeout). Past it the call is cancelled
+	// and the model reads an error naming the limit.
+	Timeout time.Duration
+	// ToolTimeouts override Timeout for the tools they name (an MCP
+	// server's tools by their names on the server, as allow_tools). Only an
+	// entry sets them: tool names belong to one provider.
+	ToolTimeouts map[string]time.Duration
+	// MaxArgumentBytes bounds a call's arguments (0:
+	// DefaultMaxArgumentBytes); a larger call never reaches the provider.
+	MaxArgumentBytes int64
+	// MaxResultBytes bounds a result (0: DefaultMaxResultBytes); a larger
+	// one becomes an error result naming the limit.
+	MaxResultBytes int64
+}
+
+// The defaults of Settings, and the bound of its byte limits.
+const (
+	// DefaultTimeout bounds a tool call that neither answers nor reports
+	// progress, for every provider: the MCP bridge's long-standing default.
+	DefaultTimeout = 60 * time.Second
+	// DefaultMaxArgumentBytes bounds a call's arguments (1 MiB): far above
+	// what a model writes for a tool, far below what would hurt the host.
+	DefaultMaxArgumentBytes = 1 << 20
+	// DefaultMaxResultBytes bounds a tool's result (4 MiB), the request
+	// body limit: a result is read into the conversation and sent to the
+	// model.
+	DefaultMaxResultBytes = 4 << 20
+	// MaxCallBytes is the largest max_argument_bytes and max_result_bytes:
+	// a call's arguments and its result each cross between host and plugin
+	// as one gRPC message.
+	MaxCallBytes = 192 << 20
+)
+
+// Limits are the settings with their defaults filled in, as the host
+// enforces them on the entry at key (its config path, which the errors a
+// limit causes name).
+func (s Settings) Limits(key string) Limits {
+	return Limits{
+		Timeout:          cmp.Or(s.Timeout, DefaultTimeout),
+		ToolTimeouts:     s.ToolTimeouts,
+		MaxArgumentBytes: cmp.Or(s.MaxArgumentBytes, DefaultMaxArgumentBytes),
+		MaxResultBytes:   cmp.Or(s.MaxResultBytes, DefaultMaxResultBytes),
+		Key:              key,
+	}
+}
 
 // Limits bound every call to a plugin. The host enforces them itself: a
 // plugin is untrusted, and a limit it could ignore would be no limit. A

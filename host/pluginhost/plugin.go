@@ -32,6 +32,7 @@ import (
 	"github.com/tenxgraph/tenxgraph/internal/sandbox"
 	"github.com/tenxgraph/tenxgraph/internal/supervise"
 	"github.com/tenxgraph/tenxgraph/sdk"
+	"github.com/tenxgraph/tenxgraph/sdk/toolspec"
 )
 
 // Config says how to run one provider plugin.
@@ -66,9 +67,11 @@ type Config struct {
 	// exporting one name can share a node. Limits keep the plugin's own
 	// names.
 	Prefix string
-	// Options are sent to the plugin with Configure before anything else,
-	// over the plugin protocol rather than the environment its tools can
-	// read. Nil sends nothing.
+	// Options are sent to the plugin with Configure before any call but
+	// GetMetadata, over the plugin protocol rather than the environment
+	// its tools can read. When the plugin declares an options schema they
+	// are checked against it first (nil then sends {}); otherwise nil
+	// sends nothing.
 	Options json.RawMessage
 	// Lazy starts the process only when a tool is first called. The tool
 	// list is still read at startup (the plugin is started, asked, and
@@ -488,28 +491,69 @@ func (p *Plugin) spawn() (*instance, error) {
 		cancel()
 		return fail(err)
 	}
-	if p.cfg.Options != nil {
+	changed := c.ToolsChanged() // before reading, so no change is missed
+	if inst.md, err = p.metadata(ctx, c); err != nil {
+		return stop(err)
+	}
+	// The options schema is read before Configure: the options are checked
+	// against it here, and a provider never sees options it refuses.
+	options, err := p.options(inst.md.OptionsSchema)
+	if err != nil {
+		return stop(err)
+	}
+	if options != nil {
 		cctx, ccancel := context.WithTimeout(ctx, p.cfg.StartTimeout)
-		err := c.Configure(cctx, sdk.ConfigureRequest{Options: p.cfg.Options})
+		err := c.Configure(cctx, sdk.ConfigureRequest{Options: options})
 		ccancel()
 		if err != nil {
 			return stop(fmt.Errorf("plugin %q: configure: %w", p.cfg.Name, err))
 		}
+		changed = c.ToolsChanged()
+		if inst.md, err = p.metadata(ctx, c); err != nil {
+			return stop(err)
+		}
 	}
-	changed := c.ToolsChanged() // before reading, so no change is missed
+	go p.follow(inst, changed)
+	inst.ready = time.Now()
+	return inst, nil
+}
+
+// metadata reads a starting plugin's tools.
+func (p *Plugin) metadata(ctx context.Context, c client) (sdk.MetadataResponse, error) {
 	mctx, mcancel := context.WithTimeout(ctx, p.cfg.StartTimeout)
-	inst.md, err = c.Metadata(mctx, sdk.MetadataRequest{})
+	md, err := c.Metadata(mctx, sdk.MetadataRequest{})
 	mcancel()
 	if errors.Is(err, sdk.ErrMessageTooLarge) {
 		err = fmt.Errorf("%w (the host receives at most %d bytes in one message from it; raise %s to take more)",
 			err, p.cfg.Limits.receiveBytes(), p.cfg.Limits.key("max_result_bytes"))
 	}
 	if err != nil {
-		return stop(fmt.Errorf("plugin %q: read its tools: %w", p.cfg.Name, err))
+		return md, fmt.Errorf("plugin %q: read its tools: %w", p.cfg.Name, err)
 	}
-	go p.follow(inst, changed)
-	inst.ready = time.Now()
-	return inst, nil
+	return md, nil
+}
+
+// options are the options to configure the plugin with, checked against
+// the options schema it declares (if any): nil when there are none to send.
+// A plugin that declares a schema takes options, so it gets {} when the
+// config has none. Options the schema refuses come back as
+// toolspec.Problems at their config paths (Key + ".options").
+func (p *Plugin) options(schema json.RawMessage) (json.RawMessage, error) {
+	options := p.cfg.Options
+	if len(schema) == 0 {
+		return options, nil
+	}
+	s, err := toolspec.Compile(schema)
+	if err != nil {
+		return nil, fmt.Errorf("plugin %q declares an options schema the host cannot use (a fault of the plugin; tell its author): %w", p.cfg.Name, err)
+	}
+	if options == nil {
+		options = json.RawMessage(`{}`)
+	}
+	if ps := toolspec.CheckValue(s, toolspec.Join(keyOr(p.cfg.Key, "plugins[]"), "options"), options); len(ps) > 0 {
+		return nil, ps
+	}
+	return options, nil
 }
 
 // crashed cleans up after a process that exited when the host did not ask

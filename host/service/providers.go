@@ -1,9 +1,9 @@
 package service
 
 import (
-	"cmp"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"maps"
 	"os"
@@ -41,6 +41,7 @@ const (
 // time is that of the slowest, not the sum) and files them by node. The
 // remote bridge always runs: any run may bring client tools.
 func (s *Service) startProviders(ctx context.Context, opts Options, env *agent.Env) error {
+	s.startedProviders = true
 	cfg := s.Config
 	self := opts.Executable
 	if self == "" {
@@ -77,7 +78,7 @@ func (s *Service) startProviders(ctx context.Context, opts Options, env *agent.E
 		}
 		jobs = append(jobs, job{label: builtinName, path: "builtin_tools", node: bt.Node, cfg: pluginhost.Config{Name: builtinName,
 			Command: []string{self, "plugin", "builtin"}, Options: raw, Sandbox: profile, Key: "builtin_tools",
-			Limits: limits(bt.ProviderSettings, "builtin_tools")}, approve: bt.RequireApproval})
+			Limits: bt.ProviderSettings.Limits("builtin_tools")}, approve: bt.RequireApproval})
 	}
 	var ps toolspec.Problems
 	for i, pl := range cfg.Plugins {
@@ -86,9 +87,7 @@ func (s *Service) startProviders(ctx context.Context, opts Options, env *agent.E
 			continue
 		}
 		key := fmt.Sprintf("plugins[%d]", i)
-		jobs = append(jobs, job{label: fmt.Sprintf("%s %s", key, pl.Name), path: key, node: pl.Node, cfg: pluginhost.Config{
-			Name: pl.Name, Command: pl.Command, SHA256: pl.SHA256, Lazy: pl.Start == "lazy", Prefix: pl.Prefix,
-			Sandbox: pl.Sandbox, Key: key, Dir: pl.Cwd, Limits: limits(pl.ProviderSettings, key)}, approve: pl.RequireApproval})
+		jobs = append(jobs, job{label: fmt.Sprintf("%s %s", key, pl.Name), path: key, node: pl.Node, cfg: pluginConfig(pl, key), approve: pl.RequireApproval})
 	}
 	// Each profile's env is expanded here, from the host's environment:
 	// the launcher sets literal values.
@@ -117,7 +116,12 @@ func (s *Service) startProviders(ctx context.Context, opts Options, env *agent.E
 	}
 	wg.Wait()
 	for i, j := range jobs {
-		if errs[i] != nil {
+		var refused toolspec.Problems // options the plugin's options schema refuses, at their paths
+		switch {
+		case errors.As(errs[i], &refused):
+			ps = append(ps, refused...)
+			continue
+		case errs[i] != nil:
 			ps.Add(j.path, "%v", errs[i])
 			continue
 		}
@@ -147,6 +151,71 @@ func (s *Service) startProviders(ctx context.Context, opts Options, env *agent.E
 	return s.startMCP(ctx, self, log, env)
 }
 
+// pluginConfig is a plugins[] entry as the plugin host takes it; key is
+// its config path.
+func pluginConfig(pl config.Plugin, key string) pluginhost.Config {
+	return pluginhost.Config{Name: pl.Name, Command: pl.Command, SHA256: pl.SHA256, Lazy: pl.Start == "lazy", Prefix: pl.Prefix,
+		Sandbox: pl.Sandbox, Key: key, Dir: pl.Cwd, Limits: pl.ProviderSettings.Limits(key), Options: pl.Options}
+}
+
+// optionProblems checks the options of each plugins[] entry that has
+// options, and no problem so far, against the options schema its plugin
+// declares, for a config whose providers are not started because of other
+// mistakes: each such plugin is started, asked for its schema, checked,
+// and stopped, so that validate still lists every mistake in one pass. A
+// plugin that fails to start says so at its entry.
+func optionProblems(ctx context.Context, cfg *config.Config, opts Options, have toolspec.Problems) toolspec.Problems {
+	self, log := opts.Executable, opts.Logger
+	if self == "" {
+		self, _ = os.Executable()
+	}
+	if log == nil {
+		log = DefaultLogger()
+	}
+	vars := hostVars(cfg)
+	var pcs []pluginhost.Config
+	for i, pl := range cfg.Plugins {
+		key := fmt.Sprintf("plugins[%d]", i)
+		if pl.Options == nil || len(pl.Command) == 0 || slices.ContainsFunc(have, func(p sdk.Problem) bool {
+			return p.Path == key || strings.HasPrefix(p.Path, key+".") || strings.HasPrefix(p.Path, key+"[")
+		}) {
+			continue
+		}
+		pc := pluginConfig(pl, key)
+		env, problems := expandEnv(pc.Sandbox.Env, vars)
+		if len(problems) > 0 {
+			continue // reported by the env check
+		}
+		pc.Sandbox.Env, pc.Lazy, pc.Logger, pc.Deny, pc.Trampoline = env, true, log, cfg.Secrets(), self
+		pcs = append(pcs, pc)
+	}
+	errs := make([]error, len(pcs))
+	var wg sync.WaitGroup
+	for i, pc := range pcs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			p, err := pluginhost.Start(ctx, pc) // lazy: started, read and stopped
+			if err == nil {
+				err = p.Shutdown(context.WithoutCancel(ctx))
+			}
+			errs[i] = err
+		}()
+	}
+	wg.Wait()
+	var ps toolspec.Problems
+	for i, err := range errs {
+		var refused toolspec.Problems
+		switch {
+		case errors.As(err, &refused):
+			ps = append(ps, refused...)
+		case err != nil:
+			ps.Add(pcs[i].Key, "%v", err)
+		}
+	}
+	return ps
+}
+
 // startMCP starts the MCP bridge for the enabled mcp_servers: one process
 // per node that has any (nearly always just "tools"), so that each bridge
 // is a plain provider of one node, naming its tools uniquely on that node,
@@ -170,7 +239,7 @@ func (s *Service) startMCP(ctx context.Context, self string, log hclog.Logger, e
 		}
 		byNode[sc.Node] = append(byNode[sc.Node], mcpServer(sc))
 		wait[sc.Node] = max(wait[sc.Node], sc.Timeout, mcp.DefaultTimeout)
-		l, b := limits(sc.ProviderSettings, "mcp_servers"), bound[sc.Node]
+		l, b := sc.ProviderSettings.Limits("mcp_servers"), bound[sc.Node]
 		for _, d := range sc.ToolTimeouts {
 			l.Timeout = max(l.Timeout, d)
 		}
@@ -234,7 +303,7 @@ func (s *Service) startMCP(ctx context.Context, self string, log hclog.Logger, e
 // included: the bridge knows which server a tool belongs to, so it
 // enforces them.
 func mcpServer(sc config.MCPServer) mcp.Server {
-	l := limits(sc.ProviderSettings, "")
+	l := sc.ProviderSettings.Limits("")
 	env := maps.Clone(sc.Sandbox.Env)
 	for _, k := range sc.Sandbox.PassEnv {
 		if _, ok := os.LookupEnv(k); ok {
@@ -314,18 +383,6 @@ func envPath(cfg *config.Config, entry string, env map[string]string, k string) 
 // waits for an MCP bridge: the bridge enforces each server's limits itself
 // and says which one ran out; the host's bound is for a bridge that hangs.
 const mcpTimeoutMargin = 5 * time.Second
-
-// limits are a provider entry's settings as the plugin host enforces them,
-// with the defaults filled in; key is the entry's config path.
-func limits(s config.ProviderSettings, key string) pluginhost.Limits {
-	return pluginhost.Limits{
-		Timeout:          cmp.Or(s.Timeout, config.DefaultTimeout),
-		ToolTimeouts:     s.ToolTimeouts,
-		MaxArgumentBytes: cmp.Or(s.MaxArgumentBytes, config.DefaultMaxArgumentBytes),
-		MaxResultBytes:   cmp.Or(s.MaxResultBytes, config.DefaultMaxResultBytes),
-		Key:              key,
-	}
-}
 
 // checkToolTimeouts reports each tool_timeouts entry naming a tool the
 // provider does not have: a misspelt name would leave that tool on the

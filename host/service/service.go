@@ -46,7 +46,10 @@ type Service struct {
 	// them, for what their sandbox actually got.
 	processes map[string]*pluginhost.Plugin
 	ownsStore bool
-	sweeper   *sweeper // nil unless checkpointer.idle_ttl is set
+	// startedProviders: New went as far as starting the providers (and
+	// so checked the plugins' options).
+	startedProviders bool
+	sweeper          *sweeper // nil unless checkpointer.idle_ttl is set
 }
 
 // Options adjust how a service starts.
@@ -182,11 +185,18 @@ func Validate(ctx context.Context, path string, opts Options) (*Service, error) 
 	}
 	if len(ps) == 0 {
 		s, err := New(ctx, cfg, opts)
-		if err != nil {
+		var nps toolspec.Problems
+		switch {
+		case err == nil:
+			return s, nil
+		case s.startedProviders || !errors.As(err, &nps):
 			return nil, err
 		}
-		return s, nil
+		// New stopped short of the providers (the model or the agent is
+		// wrong): their options are still checked.
+		return nil, dedupe(append(nps, optionProblems(ctx, cfg, opts, nps)...))
 	}
+	ps = append(ps, optionProblems(ctx, cfg, opts, ps)...)
 	build, ok := agent.Lookup(cfg.Agent)
 	if !ok || cfg.Agent == "" {
 		return nil, ps // the file's own problems name the agent

@@ -73,8 +73,28 @@ const shutdownTimeout = 10 * time.Second
 //
 // The returned provider also implements sdk.RunToolsProvider and
 // sdk.Shutdowner. Unlike the host, the in-process connection keeps gRPC's
-// default 4 MiB message limit; use Start to test larger results.
+// default 4 MiB message limit; use Start to test larger results. A
+// provider that declares an options schema (sdk.NewConfigured) is
+// configured with {}, as the host configures it when the config gives no
+// options; ServeConfigured sends options of your choosing.
 func Serve(t testing.TB, p sdk.Provider) sdk.Provider {
+	t.Helper()
+	return serve(t, p, nil)
+}
+
+// ServeConfigured is Serve for a provider that takes options: checked
+// against its options schema, if it declares one, then sent with
+// Configure, as the host does (see StartConfigured).
+func ServeConfigured(t testing.TB, options any, p sdk.Provider) sdk.Provider {
+	t.Helper()
+	raw, err := json.Marshal(options)
+	if err != nil {
+		t.Fatalf("sdktest.ServeConfigured: options: %v", err)
+	}
+	return serve(t, p, raw)
+}
+
+func serve(t testing.TB, p sdk.Provider, options json.RawMessage) sdk.Provider {
 	t.Helper()
 	// go-plugin's own lines (its debug lines about stdio streams) go to the
 	// test's log, as Start's do, not to the test binary's stderr.
@@ -145,6 +165,7 @@ func Serve(t testing.TB, p sdk.Provider) sdk.Provider {
 		}
 		stop()
 	})
+	configure(t, "sdktest.Serve", remote, options)
 	checkTools(t, "sdktest.Serve", remote)
 	return remote
 }
@@ -220,8 +241,12 @@ func Start(t testing.TB, command ...string) sdk.Provider {
 }
 
 // StartConfigured is Start for a plugin that takes options (sdk.Configured):
-// options, marshalled to JSON, are sent with Configure before any other
-// call, as the host sends a provider's options from its config.
+// options, marshalled to JSON, are sent with Configure before any call but
+// GetMetadata, as the host sends a provider's options from its config. A
+// plugin that declares an options schema has them checked against it
+// first, as the host does: a mismatch fails the test with each problem's
+// path. (Start configures such a plugin with {}, as the host does when
+// the config gives no options.)
 func StartConfigured(t testing.TB, options any, command ...string) sdk.Provider {
 	t.Helper()
 	raw, err := json.Marshal(options)
@@ -302,20 +327,45 @@ func start(t testing.TB, options json.RawMessage, command []string) sdk.Provider
 		stop()
 		<-watchDone
 	})
-	if options != nil {
-		c, ok := p.(sdk.Configurer)
-		if !ok {
-			t.Fatalf("sdktest.StartConfigured %s: the provider cannot take options", name)
-		}
-		ctx, cancel := context.WithTimeout(context.Background(), shutdownTimeout)
-		err := c.Configure(ctx, sdk.ConfigureRequest{Options: options})
-		cancel()
-		if err != nil {
-			t.Fatalf("sdktest.StartConfigured %s: the plugin refused its options: %v", name, err)
-		}
-	}
+	configure(t, "sdktest.Start "+name, p, options)
 	checkTools(t, "sdktest.Start", p)
 	return p
+}
+
+// configure sends the options as the host does: a plugin that declares an
+// options schema has the options checked against it first (a mismatch
+// fails the test, each problem with its path), and is configured even
+// without options, with {}.
+func configure(t testing.TB, who string, p sdk.Provider, options json.RawMessage) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), shutdownTimeout)
+	defer cancel()
+	md, err := p.Metadata(ctx, sdk.MetadataRequest{})
+	if err != nil {
+		t.Fatalf("%s: reading its metadata: %v", who, err)
+	}
+	if len(md.OptionsSchema) > 0 {
+		s, err := toolspec.Compile(md.OptionsSchema)
+		if err != nil {
+			t.Fatalf("%s: the host would refuse its options schema: %v", who, err)
+		}
+		if options == nil {
+			options = json.RawMessage(`{}`)
+		}
+		if ps := toolspec.CheckValue(s, "options", options); len(ps) > 0 {
+			t.Fatalf("%s: the options do not match the provider's options schema:\n%v", who, ps)
+		}
+	}
+	if options == nil {
+		return
+	}
+	c, ok := p.(sdk.Configurer)
+	if !ok {
+		t.Fatalf("%s: the provider cannot take options", who)
+	}
+	if err := c.Configure(ctx, sdk.ConfigureRequest{Options: options}); err != nil {
+		t.Fatalf("%s: the provider refused its options: %v", who, err)
+	}
 }
 
 // testLog writes log lines to the test's log until the test is over: a

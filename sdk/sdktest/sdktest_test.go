@@ -287,6 +287,32 @@ func TestStartReportsACrashAtStart(t *testing.T) {
 	}
 }
 
+// ServeConfigured checks the options against the provider's options
+// schema first, as the host does, and fails the test naming each bad
+// option by its path; the provider never sees them.
+func TestServeConfiguredChecksTheOptions(t *testing.T) {
+	built := false
+	p := sdk.MustConfigured(func(context.Context, struct {
+		Units string `json:"units,omitempty"`
+	}) (sdk.Provider, error) {
+		built = true
+		return newProvider(), nil
+	}, sdk.WithProperty("units", `{"enum": ["metric", "imperial"]}`))
+	got := run(t, func(tb testing.TB) { sdktest.ServeConfigured(tb, map[string]string{"units": "kelvin", "unit": "x"}, p) })
+	for _, want := range []string{
+		"sdktest.Serve: the options do not match the provider's options schema",
+		`options.units: value must be one of "metric", "imperial"`,
+		`options.unit: unknown key: did you mean "units"? (allowed: units)`,
+	} {
+		if !strings.Contains(got, want) {
+			t.Errorf("reported %q, want %q", got, want)
+		}
+	}
+	if built {
+		t.Error("the provider was built from options its schema refuses")
+	}
+}
+
 // logRecorder is a testing.TB that keeps what is logged to it.
 type logRecorder struct {
 	testing.TB

@@ -80,3 +80,15 @@ type Schema = schema.Schema
 // refused: a schema must be self-contained, and loading files or URLs named by
 // a client would be a hole.
 func Compile(params json.RawMessage) (*Schema, error) { return schema.Compile(params) }
+
+// CheckValue checks a JSON value against a compiled schema (a plugin's
+// options schema, say) and returns every problem with its path under
+// prefix ("plugins[0].options" gives "plugins[0].options.units"), so that
+// a value is reported the way the config file's own mistakes are.
+func CheckValue(s *Schema, prefix string, v json.RawMessage) Problems {
+	var ps Problems
+	for _, is := range s.Issues(v) {
+		ps.Add(Join(prefix, is.Path), "%s", is.Message)
+	}
+	return ps
+}

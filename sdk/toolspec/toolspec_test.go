@@ -102,3 +102,42 @@ func TestValidateRefusesDuplicateKeysAndBadUTF8(t *testing.T) {
 		}
 	}
 }
+
+// CheckValue lists every problem of a value at its own path under the
+// prefix: unknown keys at the key, with the allowed ones; values at their
+// property, through objects and arrays.
+func TestCheckValue(t *testing.T) {
+	s, err := Compile(json.RawMessage(`{"type":"object","additionalProperties":false,"required":["city"],
+		"properties":{"city":{"type":"string"},"units":{"enum":["metric","imperial"]},
+		"stations":{"type":"array","items":{"type":"object","additionalProperties":false,"properties":{"id":{"type":"integer","minimum":1}}}}}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ps := CheckValue(s, "plugins[0].options", json.RawMessage(`{"city":"Paris","stations":[{"id":2}]}`)); len(ps) != 0 {
+		t.Fatalf("valid options refused: %v", ps)
+	}
+	got := CheckValue(s, "plugins[0].options", json.RawMessage(`{"unit":"kelvin","units":"kelvin","stations":[{"id":0},{"idd":1}]}`))
+	want := []string{
+		`plugins[0].options: missing properties: 'city'`,
+		`plugins[0].options.unit: unknown key: did you mean "units"? (allowed: city, stations, units)`,
+		`plugins[0].options.units: value must be one of "metric", "imperial"`,
+		`plugins[0].options.stations[0].id: must be >= 1 but found 0`,
+		`plugins[0].options.stations[1].idd: unknown key: did you mean "id"? (allowed: id)`,
+	}
+	lines := strings.Split(got.Error(), "\n")
+	for _, w := range want {
+		found := false
+		for _, l := range lines {
+			found = found || l == w
+		}
+		if !found {
+			t.Errorf("no problem %q in:\n%s", w, got.Error())
+		}
+	}
+	if len(lines) != len(want) {
+		t.Errorf("%d problems, want %d:\n%s", len(lines), len(want), got.Error())
+	}
+	if got := CheckValue(s, "options", json.RawMessage(`{"city":"P"} x`)).Error(); !strings.Contains(got, "options: not valid JSON") {
+		t.Errorf("trailing data: %q", got)
+	}
+}

@@ -24,6 +24,14 @@ PARAMS = {"type": "object", "properties": {"text": {"type": "string", "descripti
 SWATCH_PARAMS = {"type": "object", "properties": {
     "color": {"type": "string", "pattern": "^#[0-9a-fA-F]{6}$", "description": "the colour, as #rrggbb"}},
     "required": ["color"], "additionalProperties": False}
+# The options schema: what 10xgraph.json may set under the plugin's
+# "options". The host checks the config against it before Configure, so
+# `tenxgraph validate` reports plugins[0].options.swatch_size: ... with its
+# path, and configure() sees only options it allows.
+OPTIONS = {"type": "object", "additionalProperties": False, "properties": {
+    "swatch_size": {"type": "integer", "minimum": 1, "maximum": 256, "default": 16,
+                    "description": "the side of the swatch image, in pixels"}}}
+options = {"swatch_size": 16}
 stopping = threading.Event()
 
 
@@ -60,9 +68,10 @@ def swatch(req, progress):
     """The tool: an image of a colour, returned as an attachment (its bytes
     beside the JSON content, not base64 inside it), which the model sees."""
     color = json.loads(req.arguments_json or b"{}")["color"]
-    image = png(16, 16, bytes.fromhex(color[1:]))
+    size = options["swatch_size"]
+    image = png(size, size, bytes.fromhex(color[1:]))
     return pb.CallTool.Response(
-        content_json=json.dumps({"color": color, "width": 16, "height": 16}).encode(),
+        content_json=json.dumps({"color": color, "width": size, "height": size}).encode(),
         attachments=[pb.CallTool.Attachment(mime_type="image/png", filename="swatch.png", data=image)])
 
 
@@ -78,7 +87,15 @@ def call(req, progress):
 def get_metadata(req, ctx):
     return pb.GetMetadata.Response(name="wordcount", version="1.0.0", capabilities=["progress"], tools=[
         pb.ToolSpec(name="word_count", description="Count the words of a text.", parameters_json=json.dumps(PARAMS).encode()),
-        pb.ToolSpec(name="swatch", description="Show a colour: a 16x16 image of it.", parameters_json=json.dumps(SWATCH_PARAMS).encode())])
+        pb.ToolSpec(name="swatch", description="Show a colour: a square image of it.", parameters_json=json.dumps(SWATCH_PARAMS).encode())],
+        options_schema_json=json.dumps(OPTIONS).encode())
+
+
+def configure(req, ctx):
+    # The host has checked the options against OPTIONS; it calls Configure
+    # once, before any tool call, with {} when the config sets none.
+    options.update(json.loads(req.options_json or b"{}"))
+    return pb.Configure.Response()
 
 
 def call_tool(req, ctx):
@@ -141,6 +158,7 @@ def main():
             "CallToolStream": stream(call_tool_stream, pb.CallTool.Request, pb.CallTool.Event),
             "Watch": stream(watch, pb.Watch.Request, pb.Watch.Event),
             "Shutdown": unary(shutdown, pb.Shutdown.Request, pb.Shutdown.Response),
+            "Configure": unary(configure, pb.Configure.Request, pb.Configure.Response),
         }),
         # go-plugin's health check, and its way to stop a plugin. Both
         # messages are tiny: encoded by hand (status SERVING = field 1, 1).

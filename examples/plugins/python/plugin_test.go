@@ -97,6 +97,62 @@ func TestPythonPluginReturnsAnImage(t *testing.T) {
 	}
 }
 
+// The plugin declares an options schema: the options it is started with
+// reach its tools.
+func TestPythonPluginOptions(t *testing.T) {
+	p := sdktest.StartConfigured(t, map[string]int{"swatch_size": 8}, python(t), script(t))
+	resp := sdktest.Call(t, p, "swatch", map[string]string{"color": "#000000"})
+	if len(resp.Attachments) != 1 {
+		t.Fatalf("attachments %+v", resp.Attachments)
+	}
+	img, err := png.Decode(bytes.NewReader(resp.Attachments[0].Data))
+	if err != nil || img.Bounds().Dx() != 8 {
+		t.Fatalf("swatch_size 8 gave %v, %v", img.Bounds(), err)
+	}
+}
+
+// `tenxgraph validate` checks the options against the schema the Python
+// plugin declares, each mistake at its path, and passes good ones.
+func TestValidateChecksThePythonPluginsOptions(t *testing.T) {
+	py, plugin := python(t), script(t)
+	dir := t.TempDir()
+	bin := filepath.Join(dir, "tenxgraph")
+	if out, err := exec.Command("go", "build", "-o", bin, "../../../cmd/tenxgraph").CombinedOutput(); err != nil {
+		t.Fatalf("build tenxgraph: %v\n%s", err, out)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "script.json"), []byte(`{"rules": [{"match": "(?s).*", "text": "hi"}]}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	validate := func(options map[string]any) (string, error) {
+		cfg, _ := json.Marshal(map[string]any{
+			"agent":        "tenxgraph:react",
+			"model":        map[string]any{"provider": "scripted", "script": "script.json"},
+			"checkpointer": map[string]any{"type": "memory"},
+			"plugins":      []any{map[string]any{"name": "wordcount", "command": []string{py, plugin}, "options": options}},
+		})
+		if err := os.WriteFile(filepath.Join(dir, "10xgraph.json"), cfg, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		out, err := exec.Command(bin, "validate", "--config", filepath.Join(dir, "10xgraph.json")).CombinedOutput()
+		return string(out), err
+	}
+	out, err := validate(map[string]any{"swatch_size": 0, "swatch_sise": 8})
+	if err == nil {
+		t.Fatalf("validate passed bad options:\n%s", out)
+	}
+	for _, want := range []string{
+		"plugins[0].options.swatch_size: must be >= 1 but found 0",
+		`plugins[0].options.swatch_sise: unknown key: did you mean "swatch_size"? (allowed: swatch_size)`,
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("validate's output lacks %q:\n%s", want, out)
+		}
+	}
+	if out, err := validate(map[string]any{"swatch_size": 32}); err != nil {
+		t.Errorf("validate refused good options: %v\n%s", err, out)
+	}
+}
+
 // A user's path: the plugin listed in 10xgraph.json, `tenxgraph serve`, and
 // a run whose model calls the tool.
 func TestPythonPluginThroughServe(t *testing.T) {

@@ -7,6 +7,11 @@
 // the provider in process and as a real plugin against a fake weather
 // service. See docs/plugins.md for building, pinning and configuring it.
 //
+// Options (under the plugin's "options" in 10xgraph.json, checked against
+// the schema the plugin declares):
+//
+//	units  the units when a call names none: "metric" (default) or "imperial".
+//
 // Environment:
 //
 //	WEATHER_API_URL        the forecast service (default https://api.open-meteo.com).
@@ -17,6 +22,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -31,7 +37,24 @@ var version = "0.1.0"
 func main() {
 	// Nothing may be printed to stdout before Serve: stdout carries the
 	// handshake with the host. Logs go to stderr (see sdk.WithLogger).
-	sdk.Serve(newProvider(openMeteoFromEnv()))
+	sdk.Serve(configured(openMeteoFromEnv()))
+}
+
+// options are what 10xgraph.json may set under the plugin's "options". The
+// struct is the options schema the plugin declares: `tenxgraph validate`
+// checks the config against it, so "units": "kelvin" or a misspelt key is
+// reported with its path before the plugin is configured.
+type options struct {
+	Units string `json:"units,omitempty" jsonschema:"the units when a call names none: metric (the default) or imperial"`
+}
+
+// configured serves the tools once the host has sent the options (an empty
+// object when the config has none).
+func configured(om *openMeteo) sdk.Provider {
+	return sdk.MustConfigured(func(_ context.Context, o options) (sdk.Provider, error) {
+		om.units = o.Units
+		return newProvider(om), nil
+	}, sdk.WithProperty("units", unitsSchema))
 }
 
 // newProvider lists the tools. It does no I/O: the host starts the plugin
@@ -103,7 +126,7 @@ type Day struct {
 // to the model as the tool's result, so it says what went wrong in words
 // the model can act on or pass on.
 func (om *openMeteo) currentWeather(ctx context.Context, in currentArgs) (Current, error) {
-	units, err := unitParams(in.Units)
+	units, err := unitParams(cmp.Or(in.Units, om.units))
 	if err != nil {
 		return Current{}, err
 	}
@@ -134,7 +157,7 @@ func (om *openMeteo) forecast(ctx context.Context, in forecastArgs) (Forecast, e
 	if in.Days < 1 || in.Days > 7 { // the host checks the schema; a direct caller may not
 		return Forecast{}, fmt.Errorf("days must be from 1 to 7, got %d", in.Days)
 	}
-	units, err := unitParams(in.Units)
+	units, err := unitParams(cmp.Or(in.Units, om.units))
 	if err != nil {
 		return Forecast{}, err
 	}

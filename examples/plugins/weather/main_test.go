@@ -2,10 +2,14 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
@@ -210,5 +214,89 @@ func TestEnvironment(t *testing.T) {
 		if om.forecastURL != c.wantAPI || om.geocodingURL != c.wantGeo {
 			t.Errorf("WEATHER_API_URL=%q WEATHER_GEOCODING_URL=%q: forecast %q, geocoding %q", c.api, c.geo, om.forecastURL, om.geocodingURL)
 		}
+	}
+}
+
+// The plugin's options reach it: units set there are a call's units when
+// the call names none.
+func TestPluginOptions(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs the plugin")
+	}
+	srv := fakeOpenMeteo(t)
+	t.Setenv("WEATHER_API_URL", srv.URL)
+	p := sdktest.StartConfigured(t, map[string]string{"units": "imperial"}, sdktest.Build(t, "."))
+	if cur := sdktest.Decode[Current](t, sdktest.Call(t, p, "current_weather", currentArgs{City: "Berlin"})); cur.TemperatureUnit != "°F" {
+		t.Errorf("current_weather without units, the option imperial: %+v", cur)
+	}
+	if cur := sdktest.Decode[Current](t, sdktest.Call(t, p, "current_weather", currentArgs{City: "Berlin", Units: "metric"})); cur.TemperatureUnit != "°C" {
+		t.Errorf("current_weather with units metric: %+v", cur)
+	}
+}
+
+// `tenxgraph validate` checks the plugin's options against the schema the
+// plugin declares, and reports each mistake with its path in the config,
+// beside the file's other mistakes; good options pass.
+func TestValidateChecksTheOptions(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs the plugin and tenxgraph")
+	}
+	plugin := sdktest.Build(t, ".")
+	host := sdktest.Build(t, "github.com/tenxgraph/tenxgraph/cmd/tenxgraph")
+	dir := t.TempDir()
+	var validateAs func(options any, script bool) (string, error)
+	validate := func(options any) (string, error) { return validateAs(options, true) }
+	validateAs = func(options any, script bool) (string, error) {
+		entry := map[string]any{"name": "weather", "command": []string{plugin}}
+		if options != nil {
+			entry["options"] = options
+		}
+		cfg, err := json.Marshal(map[string]any{
+			"agent":        "tenxgraph:react",
+			"model":        map[string]any{"provider": "scripted", "script": "script.json"},
+			"checkpointer": map[string]any{"type": "memory"},
+			"plugins":      []any{entry},
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		files := map[string]string{"10xgraph.json": string(cfg)}
+		if script {
+			files["script.json"] = `{"rules": [{"match": "(?s).*", "text": "hi"}]}`
+		}
+		for name, text := range files {
+			if err := os.WriteFile(filepath.Join(dir, name), []byte(text), 0o600); err != nil {
+				t.Fatal(err)
+			}
+		}
+		out, err := exec.Command(host, "validate", "--config", filepath.Join(dir, "10xgraph.json")).CombinedOutput()
+		return string(out), err
+	}
+	out, err := validate(map[string]any{"units": "kelvin", "unit": "metric"})
+	if err == nil {
+		t.Fatalf("validate passed bad options:\n%s", out)
+	}
+	for _, want := range []string{
+		`plugins[0].options.units: value must be one of "metric", "imperial"`,
+		`plugins[0].options.unit: unknown key: did you mean "units"? (allowed: units)`,
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("validate's output lacks %q:\n%s", want, out)
+		}
+	}
+	// Beside the file's other mistakes, which keep the plugins from
+	// starting for real: the plugin is started only to be asked.
+	if err := os.WriteFile(filepath.Join(dir, "script.json"), []byte(`{"rules": []}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	out, err = validateAs(map[string]any{"units": "kelvin"}, false)
+	if err == nil || !strings.Contains(out, `plugins[0].options.units: value must be one of`) || !strings.Contains(out, "model: scripted model") {
+		t.Errorf("validate with a bad script and a bad option: %v\n%s", err, out)
+	}
+	if out, err := validate(map[string]any{"units": "imperial"}); err != nil {
+		t.Errorf("validate refused good options: %v\n%s", err, out)
+	}
+	if out, err := validate(nil); err != nil {
+		t.Errorf("validate refused a config without options: %v\n%s", err, out)
 	}
 }

@@ -22,6 +22,7 @@ type openMeteo struct {
 	forecastURL  string // https://api.open-meteo.com
 	geocodingURL string // https://geocoding-api.open-meteo.com
 	client       *http.Client
+	units        string // a call's units when it names none: the plugin's units option
 }
 
 // requestTimeout bounds one request to the service, whatever deadline the

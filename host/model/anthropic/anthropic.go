@@ -97,7 +97,6 @@ import (
 	anth "github.com/anthropics/anthropic-sdk-go/v2"
 	"github.com/anthropics/anthropic-sdk-go/v2/option"
 
-	"github.com/tenxgraph/tenxgraph/host/config"
 	"github.com/tenxgraph/tenxgraph/host/model"
 )
 
@@ -113,7 +112,7 @@ const BaseURLEnv = "ANTHROPIC_BASE_URL"
 // requires one, and 8192 is an output every current Claude model allows
 // while leaving room for a long tool call. (An older model with a smaller
 // limit answers 400 naming it; set model.max_tokens then.)
-const DefaultMaxTokens = config.DefaultMaxTokens
+const DefaultMaxTokens = model.DefaultMaxTokens
 
 // Config configures a Model. New reads no environment variables: what
 // Config says is what is used.
@@ -249,7 +248,7 @@ func CheckBaseURL(s string) error {
 //     local server (model.IsLocal), since local servers that speak the
 //     Messages API need none by default. A local server that wants a key
 //     gets it when the variable is set.
-func FromConfig(c *config.Model) (*Model, error) {
+func FromConfig(c *model.Config) (*Model, error) {
 	if c == nil {
 		return nil, errors.New("anthropic: no model section")
 	}
@@ -266,7 +265,7 @@ func FromConfig(c *config.Model) (*Model, error) {
 	}
 	keyEnv := c.APIKeyEnv
 	if keyEnv == "" {
-		keyEnv = config.DefaultAnthropicAPIKeyEnv
+		keyEnv = model.DefaultAnthropicAPIKeyEnv
 	}
 	key := strings.TrimSpace(os.Getenv(keyEnv))
 	if key == "" && !model.IsLocal(base) {
@@ -570,7 +569,7 @@ func (m *Model) hint(status int, msg string) string {
 	case http.StatusUnauthorized, http.StatusForbidden:
 		env := m.apiKeyEnv
 		if env == "" {
-			env = config.DefaultAnthropicAPIKeyEnv
+			env = model.DefaultAnthropicAPIKeyEnv
 		}
 		if !m.hasKey {
 			return fmt.Sprintf(". No API key was sent: set %s (model.api_key_env names the variable)", env)

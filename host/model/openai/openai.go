@@ -74,7 +74,6 @@ import (
 	oai "github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/option"
 
-	"github.com/tenxgraph/tenxgraph/host/config"
 	"github.com/tenxgraph/tenxgraph/host/message"
 	"github.com/tenxgraph/tenxgraph/host/model"
 )
@@ -194,7 +193,7 @@ func New(cfg Config) (*Model, error) {
 //     name under .local, .localhost or .internal — since Ollama, llama.cpp,
 //     vLLM and LM Studio need none by default. A local server that wants a
 //     key gets it when the variable is set.
-func FromConfig(c *config.Model) (*Model, error) {
+func FromConfig(c *model.Config) (*Model, error) {
 	if c == nil {
 		return nil, errors.New("openai: no model section")
 	}
@@ -211,7 +210,7 @@ func FromConfig(c *config.Model) (*Model, error) {
 	}
 	keyEnv := c.APIKeyEnv
 	if keyEnv == "" {
-		keyEnv = config.DefaultAPIKeyEnv
+		keyEnv = model.DefaultAPIKeyEnv
 	}
 	key := strings.TrimSpace(os.Getenv(keyEnv))
 	if key == "" && !model.IsLocal(base) {
@@ -390,7 +389,7 @@ func (m *Model) hint(status int) string {
 		if !m.hasKey {
 			env := m.apiKeyEnv
 			if env == "" {
-				env = config.DefaultAPIKeyEnv
+				env = model.DefaultAPIKeyEnv
 			}
 			return fmt.Sprintf(". No API key was sent: set %s (model.api_key_env names the variable)", env)
 		}

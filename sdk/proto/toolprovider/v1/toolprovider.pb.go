@@ -357,13 +357,23 @@ func (*GetMetadata_Request) Descriptor() ([]byte, []int) {
 }
 
 type GetMetadata_Response struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Name          string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
-	Version       string                 `protobuf:"bytes,2,opt,name=version,proto3" json:"version,omitempty"`
-	Capabilities  []string               `protobuf:"bytes,3,rep,name=capabilities,proto3" json:"capabilities,omitempty"`
-	Tools         []*ToolSpec            `protobuf:"bytes,4,rep,name=tools,proto3" json:"tools,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	state        protoimpl.MessageState `protogen:"open.v1"`
+	Name         string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	Version      string                 `protobuf:"bytes,2,opt,name=version,proto3" json:"version,omitempty"`
+	Capabilities []string               `protobuf:"bytes,3,rep,name=capabilities,proto3" json:"capabilities,omitempty"`
+	Tools        []*ToolSpec            `protobuf:"bytes,4,rep,name=tools,proto3" json:"tools,omitempty"`
+	// options_schema_json, when set, is a JSON Schema (draft 2020-12, an
+	// object schema, self-contained) of the options the provider takes
+	// with Configure. The host reads it before Configure, checks the
+	// config's options against it and reports a mismatch by its path
+	// (plugins[0].options.units) without configuring the provider; a
+	// provider that declares one is always configured, with {} when the
+	// config gives no options. GetMetadata may therefore come before
+	// Configure: answer it with the schema (and no tools, if the tools
+	// depend on the options).
+	OptionsSchemaJson []byte `protobuf:"bytes,5,opt,name=options_schema_json,json=optionsSchemaJson,proto3" json:"options_schema_json,omitempty"`
+	unknownFields     protoimpl.UnknownFields
+	sizeCache         protoimpl.SizeCache
 }
 
 func (x *GetMetadata_Response) Reset() {
@@ -420,6 +430,13 @@ func (x *GetMetadata_Response) GetCapabilities() []string {
 func (x *GetMetadata_Response) GetTools() []*ToolSpec {
 	if x != nil {
 		return x.Tools
+	}
+	return nil
+}
+
+func (x *GetMetadata_Response) GetOptionsSchemaJson() []byte {
+	if x != nil {
+		return x.OptionsSchemaJson
 	}
 	return nil
 }
@@ -1306,14 +1323,15 @@ const file_toolprovider_v1_toolprovider_proto_rawDesc = "" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12 \n" +
 	"\vdescription\x18\x02 \x01(\tR\vdescription\x12'\n" +
 	"\x0fparameters_json\x18\x03 \x01(\fR\x0eparametersJson\x12+\n" +
-	"\x11requires_approval\x18\x04 \x01(\bR\x10requiresApproval\"\xa8\x01\n" +
+	"\x11requires_approval\x18\x04 \x01(\bR\x10requiresApproval\"\xd8\x01\n" +
 	"\vGetMetadata\x1a\t\n" +
-	"\aRequest\x1a\x8d\x01\n" +
+	"\aRequest\x1a\xbd\x01\n" +
 	"\bResponse\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x18\n" +
 	"\aversion\x18\x02 \x01(\tR\aversion\x12\"\n" +
 	"\fcapabilities\x18\x03 \x03(\tR\fcapabilities\x12/\n" +
-	"\x05tools\x18\x04 \x03(\v2\x19.toolprovider.v1.ToolSpecR\x05tools\"\xf3\x05\n" +
+	"\x05tools\x18\x04 \x03(\v2\x19.toolprovider.v1.ToolSpecR\x05tools\x12.\n" +
+	"\x13options_schema_json\x18\x05 \x01(\fR\x11optionsSchemaJson\"\xf3\x05\n" +
 	"\bCallTool\x1a\xd7\x01\n" +
 	"\aRequest\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12%\n" +

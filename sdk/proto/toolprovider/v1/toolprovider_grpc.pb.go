@@ -66,11 +66,12 @@ type ToolProviderClient interface {
 	// Shutdown asks the provider to release its resources (connections,
 	// child processes) before the host stops the process.
 	Shutdown(ctx context.Context, in *Shutdown_Request, opts ...grpc.CallOption) (*Shutdown_Response, error)
-	// Configure hands the provider its options, before any call but Watch,
-	// over this connection rather than through the environment, which the
-	// provider's tools (and anything they start) could read. The host calls
-	// it only for a provider it has options for; a plugin that takes none
-	// may leave it UNIMPLEMENTED.
+	// Configure hands the provider its options over this connection rather
+	// than through the environment, which the provider's tools (and anything
+	// they start) could read. It comes before any call but Watch and
+	// GetMetadata (read first for the options schema). The host calls it for
+	// a provider it has options for, and for one that declares an options
+	// schema; a plugin that takes no options may leave it UNIMPLEMENTED.
 	Configure(ctx context.Context, in *Configure_Request, opts ...grpc.CallOption) (*Configure_Response, error)
 }
 
@@ -197,11 +198,12 @@ type ToolProviderServer interface {
 	// Shutdown asks the provider to release its resources (connections,
 	// child processes) before the host stops the process.
 	Shutdown(context.Context, *Shutdown_Request) (*Shutdown_Response, error)
-	// Configure hands the provider its options, before any call but Watch,
-	// over this connection rather than through the environment, which the
-	// provider's tools (and anything they start) could read. The host calls
-	// it only for a provider it has options for; a plugin that takes none
-	// may leave it UNIMPLEMENTED.
+	// Configure hands the provider its options over this connection rather
+	// than through the environment, which the provider's tools (and anything
+	// they start) could read. It comes before any call but Watch and
+	// GetMetadata (read first for the options schema). The host calls it for
+	// a provider it has options for, and for one that declares an options
+	// schema; a plugin that takes no options may leave it UNIMPLEMENTED.
 	Configure(context.Context, *Configure_Request) (*Configure_Response, error)
 	mustEmbedUnimplementedToolProviderServer()
 }

@@ -1,0 +1,202 @@
+package config
+
+import (
+	"encoding/json"
+	"fmt"
+	"slices"
+
+	"github.com/google/jsonschema-go/jsonschema"
+)
+
+// SchemaID is the JSON Schema dialect of Schema: draft 2020-12, which
+// editors (VS Code's json.schemas, a "$schema" key in the file) and other
+// validators read.
+const SchemaID = "https://json-schema.org/draft/2020-12/schema"
+
+// A Section is one top-level key of 10xgraph.json: the graph, a provider
+// kind (builtin_tools, mcp_servers, plugins), the model, the checkpointer,
+// the server. It owns its key's JSON Schema (with the descriptions and
+// defaults editors show) and its reader (the checks a schema cannot
+// express, and the defaults filled into Config), so a new key is one
+// registration, not an edit of a central list.
+type Section struct {
+	// Key is the top-level key.
+	Key string
+	// Required is true when the file must have the key.
+	Required bool
+	// First is true for a section every other one reads over
+	// (provider_defaults): it is read before them, wherever it is listed.
+	First bool
+	// Schema is the key's JSON Schema.
+	Schema func() *jsonschema.Schema
+	// read checks the key's value at f and sets its part of cfg.
+	read func(c *checker, f field, cfg *Config)
+}
+
+// sections are the registered sections, in the order the schema and the
+// allowed-keys messages list them.
+var sections []Section
+
+// register adds s to the sections. A key registered twice is a programming
+// error that would make one section's checks silently win, so it panics.
+func register(s Section) {
+	if slices.ContainsFunc(sections, func(o Section) bool { return o.Key == s.Key }) {
+		panic(fmt.Sprintf("config: section %q registered twice", s.Key))
+	}
+	sections = append(sections, s)
+}
+
+// schemaKey is the key editors use to find a file's schema. It is not
+// part of the config: the host accepts it (a string) and ignores it.
+const schemaKey = "$schema"
+
+// topKeys are the keys a config may have, in registration order.
+func topKeys() []string {
+	keys := make([]string, 0, len(sections)+1)
+	for _, s := range sections {
+		keys = append(keys, s.Key)
+	}
+	return append(keys, schemaKey)
+}
+
+// Schema is the JSON Schema (draft 2020-12) of 10xgraph.json, built from
+// the registered sections. A file the schema refuses is one Parse refuses;
+// Parse also checks what a schema cannot say (duplicate names, graph
+// nodes, secrets, host names), so the converse does not hold.
+func Schema() *jsonschema.Schema {
+	root := &jsonschema.Schema{
+		Schema:      SchemaID,
+		Title:       "10xgraph.json",
+		Description: "The config of a tenxgraph host: the agent graph to serve, its model, its tool providers (builtin tools, MCP servers, plugins), remote tools run by the client, and where thread state is kept. Strict: an unknown key anywhere is an error.",
+		Type:        "object",
+		Properties:  map[string]*jsonschema.Schema{},
+	}
+	for _, s := range sections {
+		root.Properties[s.Key] = s.Schema()
+		root.PropertyOrder = append(root.PropertyOrder, s.Key)
+		if s.Required {
+			root.Required = append(root.Required, s.Key)
+		}
+	}
+	root.Properties[schemaKey] = str("The JSON Schema this file follows, for editors (the output of `tenxgraph schema`); the host ignores it.")
+	root.PropertyOrder = append(root.PropertyOrder, schemaKey)
+	root.AdditionalProperties = falseSchema()
+	return root
+}
+
+// The builders below keep the section schemas short. Every object is
+// closed (additionalProperties false), as the reader is strict.
+
+// prop is one property of an object schema.
+type prop struct {
+	name string
+	s    *jsonschema.Schema
+}
+
+func object(desc string, props ...prop) *jsonschema.Schema {
+	s := &jsonschema.Schema{Type: "object", Description: desc, Properties: map[string]*jsonschema.Schema{}, AdditionalProperties: falseSchema()}
+	for _, p := range props {
+		s.Properties[p.name] = p.s
+		s.PropertyOrder = append(s.PropertyOrder, p.name)
+	}
+	return s
+}
+
+// props joins property lists, for keys shared by several objects.
+func props(lists ...[]prop) []prop {
+	var out []prop
+	for _, l := range lists {
+		out = append(out, l...)
+	}
+	return out
+}
+
+func falseSchema() *jsonschema.Schema { return &jsonschema.Schema{Not: &jsonschema.Schema{}} }
+
+func str(desc string) *jsonschema.Schema {
+	return &jsonschema.Schema{Type: "string", Description: desc}
+}
+
+// text is a string that must not be empty.
+func text(desc string) *jsonschema.Schema {
+	one := 1
+	return &jsonschema.Schema{Type: "string", Description: desc, MinLength: &one}
+}
+
+func pattern(desc, re string) *jsonschema.Schema {
+	return &jsonschema.Schema{Type: "string", Description: desc, Pattern: re}
+}
+
+func boolean(desc string) *jsonschema.Schema {
+	return &jsonschema.Schema{Type: "boolean", Description: desc}
+}
+
+func integer(desc string, lo, hi int64) *jsonschema.Schema {
+	fl, fh := float64(lo), float64(hi)
+	return &jsonschema.Schema{Type: "integer", Description: desc, Minimum: &fl, Maximum: &fh}
+}
+
+// durationPattern is what time.ParseDuration takes, without a sign: the
+// reader also refuses zero.
+const durationPattern = `^(([0-9]+(\.[0-9]*)?|\.[0-9]+)(ns|us|µs|μs|ms|s|m|h))+$`
+
+func duration(desc string) *jsonschema.Schema {
+	return &jsonschema.Schema{Type: "string", Description: desc + ` A duration such as "30s", "1m30s" or "500ms".`, Pattern: durationPattern}
+}
+
+func enum(desc string, values ...string) *jsonschema.Schema {
+	s := &jsonschema.Schema{Type: "string", Description: desc}
+	for _, v := range values {
+		s.Enum = append(s.Enum, v)
+	}
+	return s
+}
+
+func array(desc string, items *jsonschema.Schema) *jsonschema.Schema {
+	return &jsonschema.Schema{Type: "array", Description: desc, Items: items}
+}
+
+// strMap is an object of strings under any keys.
+func strMap(desc string) *jsonschema.Schema {
+	return &jsonschema.Schema{Type: "object", Description: desc, AdditionalProperties: &jsonschema.Schema{Type: "string"}}
+}
+
+// envNameSchema is the name of an environment variable.
+func envNameSchema(desc string) *jsonschema.Schema {
+	return pattern(desc, envNamePattern.String())
+}
+
+// withDefault sets s's default, which editors offer and show.
+func withDefault(s *jsonschema.Schema, v any) *jsonschema.Schema {
+	raw, err := json.Marshal(v)
+	if err != nil {
+		panic(err) // defaults are literals of this package
+	}
+	s.Default = raw
+	return s
+}
+
+// requires is a schema that holds when every key is present.
+func requires(keys ...string) *jsonschema.Schema {
+	return &jsonschema.Schema{Required: keys}
+}
+
+// when is "if the value's key is one of values, then then".
+func when(key string, values []string, then *jsonschema.Schema) *jsonschema.Schema {
+	cond := &jsonschema.Schema{Properties: map[string]*jsonschema.Schema{key: {}}, Required: []string{key}}
+	var vs []any
+	for _, v := range values {
+		vs = append(vs, v)
+	}
+	cond.Properties[key].Enum = vs
+	return &jsonschema.Schema{If: cond, Then: then}
+}
+
+// forbids is a schema that holds when none of keys is present.
+func forbids(keys ...string) *jsonschema.Schema {
+	s := &jsonschema.Schema{}
+	for _, k := range keys {
+		s.AllOf = append(s.AllOf, &jsonschema.Schema{Not: requires(k)})
+	}
+	return s
+}
