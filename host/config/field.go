@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/tenxgraph/tenxgraph/internal/sandbox"
+	"github.com/tenxgraph/tenxgraph/sdk/strictjson"
 	"github.com/tenxgraph/tenxgraph/sdk/toolspec"
 )
 
@@ -323,16 +324,11 @@ func quoteList(list []string) string {
 	return strings.Join(q, ", ")
 }
 
-// suggest names the allowed key an unknown key most likely meant: the same
-// letters in another case or spelling style ("mcpServers", "base-url").
+// suggest names the allowed key an unknown key most likely meant
+// (strictjson.Closest, the rule plugins' options follow too).
 func suggest(key string, allowed []string) string {
-	norm := func(s string) string {
-		return strings.ToLower(strings.NewReplacer("_", "", "-", "").Replace(s))
-	}
-	for _, a := range allowed {
-		if norm(a) == norm(key) {
-			return fmt.Sprintf(": did you mean %q?", a)
-		}
+	if n := strictjson.Closest(key, allowed); n != "" {
+		return fmt.Sprintf(": did you mean %q?", n)
 	}
 	return ""
 }

@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/santhosh-tekuri/jsonschema/v5"
+	"github.com/tenxgraph/tenxgraph/sdk/strictjson"
 )
 
 // Issue is one thing wrong with a value, at its path in the host's
@@ -81,48 +82,10 @@ func unknownKey(k string, s *jsonschema.Schema) string {
 		return "unknown key: none is allowed here"
 	}
 	hint := ""
-	if n := closest(k, names); n != "" {
+	if n := strictjson.Closest(k, names); n != "" {
 		hint = fmt.Sprintf(": did you mean %q?", n)
 	}
 	return fmt.Sprintf("unknown key%s (allowed: %s)", hint, strings.Join(names, ", "))
-}
-
-// closest is the name k most likely misspells: the same letters in another
-// case or spelling style ("maxBytes" for "max_bytes"), or at most two
-// edits away ("unit", "tims"); "" when none is that close.
-func closest(k string, names []string) string {
-	norm := func(s string) string { return strings.ToLower(strings.NewReplacer("_", "", "-", "").Replace(s)) }
-	best, bestD := "", 3
-	for _, n := range names {
-		if norm(n) == norm(k) {
-			return n
-		}
-		if d := distance(norm(n), norm(k)); d < bestD && d < len(k) {
-			best, bestD = n, d
-		}
-	}
-	return best
-}
-
-// distance is the Levenshtein distance between a and b, in bytes.
-func distance(a, b string) int {
-	prev := make([]int, len(b)+1)
-	cur := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur[0] = i
-		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-		}
-		prev, cur = cur, prev
-	}
-	return prev[len(b)]
 }
 
 func sortedKeys[V any](m map[string]V) []string {
