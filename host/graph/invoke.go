@@ -84,7 +84,7 @@ func (a *App) run(ctx context.Context, input []message.Message, cfg RunConfig, e
 	// thread, in this process or another, is refused here, having done
 	// nothing. A resume waits for the run in progress instead, as it may
 	// be a retry of that run's answers (see take).
-	_, claim := traceClaim(ctx)
+	claim := traceClaim(ctx)
 	ctx, h, err := a.take(ctx, key, answersOnly(input, cfg))
 	endSpan(claim, err)
 	if err != nil {

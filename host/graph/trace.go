@@ -88,11 +88,12 @@ func traceNode(ctx context.Context, r *Run, node string) (context.Context, trace
 
 // traceClaim starts the span of taking the thread (its lease in the
 // store).
-func traceClaim(ctx context.Context) (context.Context, trace.Span) {
+func traceClaim(ctx context.Context) trace.Span {
 	if !telemetry.Enabled() {
-		return ctx, nil
+		return nil
 	}
-	return telemetry.Tracer().Start(ctx, "thread.claim")
+	_, span := telemetry.Tracer().Start(ctx, "thread.claim")
+	return span
 }
 
 // traceWrite starts a checkpoint write's span.

@@ -278,7 +278,10 @@ func (p *Plugin) CallTool(ctx context.Context, req sdk.CallToolRequest) (resp sd
 	if span != nil {
 		defer func() { endCall(span, resp, err) }()
 	}
-	called := time.Now()
+	var called time.Time
+	if span != nil {
+		called = time.Now()
+	}
 	inst, err := p.enter(ctx)
 	if err != nil {
 		return sdk.CallToolResponse{}, err
