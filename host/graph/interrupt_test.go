@@ -15,8 +15,12 @@ import (
 	"github.com/tenxgraph/tenxgraph/host/message"
 )
 
-// The engine knows nothing of tools: it imports neither the SDK nor the
-// tool spec rules, directly or through another package.
+// The engine knows nothing of tools: nothing it imports, directly or
+// through another package, is of the tool SDK (its strict JSON aside), a
+// ToolNode, remote tools, plugins or their host, the agent, the service or
+// the server. Tools reach a graph as nodes (a ToolNode) and nothing else.
+// Nor does it import the runtime beside it (package thread), which imports
+// it.
 func TestEngineImportsNoToolPackages(t *testing.T) {
 	const module = "github.com/tenxgraph/tenxgraph/"
 	seen := map[string]bool{}
@@ -27,7 +31,11 @@ func TestEngineImportsNoToolPackages(t *testing.T) {
 		}
 		seen[path] = true
 		rel := strings.TrimPrefix(path, module)
-		if rel == "sdk" || strings.HasPrefix(rel, "sdk/") && rel != "sdk/strictjson" || rel == "host/toolspec" || rel == "host/toolnode" {
+		forbidden := rel == "sdk" || strings.HasPrefix(rel, "sdk/") && rel != "sdk/strictjson" || strings.HasPrefix(rel, "plugins/")
+		for _, p := range []string{"host/toolnode", "host/remotetool", "host/pluginhost", "host/agent", "host/service", "host/server", "host/thread"} {
+			forbidden = forbidden || rel == p || strings.HasPrefix(rel, p+"/")
+		}
+		if forbidden {
 			t.Errorf("host/graph imports %s (through %s)", path, from)
 			return
 		}
