@@ -72,30 +72,17 @@ func (m *Memory) Put(ctx context.Context, cp Checkpoint) error {
 	if err := ctx.Err(); err != nil {
 		return fmt.Errorf("checkpoint: put thread %q seq %d: %w", cp.ThreadID, cp.Seq, err)
 	}
-	appended := make([][]byte, len(cp.Append))
-	for i, e := range cp.Append {
-		appended[i] = slices.Clone(e)
-	}
-	blobs, err := checkBlobs(cp.Blobs)
+	w, err := newMemWrite(cp)
 	if err != nil {
 		return fmt.Errorf("checkpoint: put thread %q seq %d: %w", cp.ThreadID, cp.Seq, err)
 	}
-	cp = cloneCheckpoint(cp)
-	if cp.CreatedAt.IsZero() {
-		cp.CreatedAt = time.Now().UTC()
-	}
-
+	cp = w.cp
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.closed {
 		return fmt.Errorf("checkpoint: put thread %q seq %d: %w", cp.ThreadID, cp.Seq, errMemoryClosed)
 	}
-	th := m.threads[cp.ThreadID]
-	var latest int64
-	if th != nil {
-		latest = th.latest
-	}
-	if cp.Seq != latest+1 {
+	if latest := m.latestSeq(cp.ThreadID); cp.Seq != latest+1 {
 		return fmt.Errorf("checkpoint: put thread %q seq %d: latest is %d: %w", cp.ThreadID, cp.Seq, latest, ErrConflict)
 	}
 	if l := m.leases[cp.ThreadID]; l != nil && (l.token != cp.Token || l.inc != cp.Incarnation) || l == nil && cp.Token != 0 {
@@ -103,22 +90,114 @@ func (m *Memory) Put(ctx context.Context, cp Checkpoint) error {
 		// unclaimed one only unleased writes.
 		return fmt.Errorf("checkpoint: put thread %q seq %d: %w: %w", cp.ThreadID, cp.Seq, ErrLeaseLost, ErrConflict)
 	}
+	if cp.Release && cp.Token != 0 {
+		m.leases[cp.ThreadID].until = 0
+	}
+	m.put(w)
+	return nil
+}
+
+// ClaimPut implements Leaser: the claim and the checkpoint under one lock.
+func (m *Memory) ClaimPut(ctx context.Context, cp Checkpoint, ttl time.Duration) (Lease, error) {
+	if err := ctx.Err(); err != nil {
+		return Lease{}, fmt.Errorf("checkpoint: claim thread %q with seq %d: %w", cp.ThreadID, cp.Seq, err)
+	}
+	w, err := newMemWrite(cp)
+	if err != nil {
+		return Lease{}, fmt.Errorf("checkpoint: claim thread %q with seq %d: %w", cp.ThreadID, cp.Seq, err)
+	}
+	now := time.Now()
+	exp := now.Add(ttl)
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.closed {
+		return Lease{}, fmt.Errorf("checkpoint: claim thread %q with seq %d: %w", cp.ThreadID, cp.Seq, errMemoryClosed)
+	}
+	l := m.leases[cp.ThreadID]
+	if l != nil && l.until > leaseMillis(now) {
+		return Lease{}, fmt.Errorf("checkpoint: claim thread %q with seq %d: %w", cp.ThreadID, cp.Seq, ErrLeased)
+	}
+	latest := m.latestSeq(cp.ThreadID)
+	if cp.Seq != latest+1 {
+		return Lease{}, fmt.Errorf("checkpoint: claim thread %q with seq %d: latest is %d: %w", cp.ThreadID, cp.Seq, latest, ErrConflict)
+	}
+	inc := newIncarnation()
+	switch th := m.threads[cp.ThreadID]; {
+	case l != nil:
+		inc = l.inc
+	case th != nil: // written, never claimed: its checkpoints' incarnation
+		inc = th.cps[len(th.cps)-1].Incarnation
+	}
+	if latest > 0 && inc != w.cp.Incarnation {
+		return Lease{}, fmt.Errorf("checkpoint: claim thread %q with seq %d: %w", cp.ThreadID, cp.Seq, errIncarnation(w.cp.Incarnation))
+	}
+	if l == nil {
+		l = &memLease{inc: inc}
+		m.leases[cp.ThreadID] = l
+	}
+	l.token++
+	l.until = leaseMillis(exp)
+	if cp.Release {
+		l.until = 0
+	}
+	w.cp.Incarnation, w.cp.Token = l.inc, l.token
+	m.put(w)
+	return Lease{ThreadID: cp.ThreadID, Incarnation: l.inc, Token: l.token, Seq: cp.Seq, Expires: exp}, nil
+}
+
+// memWrite is a checkpoint copied for a Memory to store, its log entries
+// and blobs beside it.
+type memWrite struct {
+	cp       Checkpoint
+	appended [][]byte
+	blobs    []Blob
+}
+
+// newMemWrite copies cp, so the caller may reuse its slices and map, and
+// checks its blobs.
+func newMemWrite(cp Checkpoint) (memWrite, error) {
+	blobs, err := checkBlobs(cp.Blobs)
+	if err != nil {
+		return memWrite{}, err
+	}
+	var appended [][]byte
+	if len(cp.Append) > 0 {
+		appended = make([][]byte, len(cp.Append))
+		for i, e := range cp.Append {
+			appended[i] = slices.Clone(e)
+		}
+	}
+	cp = cloneCheckpoint(cp)
+	if cp.CreatedAt.IsZero() {
+		cp.CreatedAt = time.Now().UTC()
+	}
+	return memWrite{cp: cp, appended: appended, blobs: blobs}, nil
+}
+
+// latestSeq is the thread's latest seq, 0 for none; m.mu is held.
+func (m *Memory) latestSeq(thread string) int64 {
+	if th := m.threads[thread]; th != nil {
+		return th.latest
+	}
+	return 0
+}
+
+// put appends a checked write to its thread; m.mu is held.
+func (m *Memory) put(w memWrite) {
+	cp := w.cp
+	th := m.threads[cp.ThreadID]
 	if th == nil {
 		th = &memThread{}
 		m.threads[cp.ThreadID] = th
 	}
-	th.log = append(th.log, appended...)
-	m.link(cp.ThreadID, blobs)
-	if cp.Release && cp.Token != 0 {
-		m.leases[cp.ThreadID].until = 0
-	}
+	th.log = append(th.log, w.appended...)
+	m.link(cp.ThreadID, w.blobs)
 	cp.Token, cp.Release = 0, false
 	th.cps = append(th.cps, memCheckpoint{Checkpoint: cp, logLen: len(th.log)})
 	th.latest = cp.Seq
 	if k := m.opts.keep; k >= 0 && len(th.cps) > k+1 {
 		th.cps = slices.Delete(th.cps, 0, len(th.cps)-k-1)
 	}
-	return nil
 }
 
 // read returns a copy of c with its Log; m.mu is held.

@@ -194,7 +194,15 @@ const (
 			ELSE EXISTS (SELECT 1 FROM lease WHERE token = $11::bigint AND incarnation = $10::text) END
 		ON CONFLICT (thread_id, seq) DO NOTHING
 		RETURNING seq, log_len
-	), logged AS (
+	), released AS (
+		UPDATE tenxgraph_threads SET lease_until = 0
+		WHERE thread_id = $1::text AND token = $11::bigint AND $16::boolean AND EXISTS (SELECT 1 FROM ins)
+	)` + pgAfterPut + `
+	SELECT EXISTS (SELECT 1 FROM ins), COALESCE((SELECT seq FROM latest), 0)`
+	// pgAfterPut is what a checkpoint write does once its checkpoint went
+	// in (the ins CTE): its log entries, its activity row, the checkpoints
+	// KeepHistory drops, its blobs and their links (see pgPut).
+	pgAfterPut = `, logged AS (
 		INSERT INTO tenxgraph_log (thread_id, idx, entry)
 		SELECT $1::text, ins.log_len - cardinality($12::bytea[]) + u.o - 1, u.e
 		FROM ins, unnest($12::bytea[]) WITH ORDINALITY AS u(e, o)
@@ -205,9 +213,6 @@ const (
 	), pruned AS (
 		DELETE FROM tenxgraph_checkpoints
 		WHERE thread_id = $1::text AND seq <= $15::bigint AND EXISTS (SELECT 1 FROM ins)
-	), released AS (
-		UPDATE tenxgraph_threads SET lease_until = 0
-		WHERE thread_id = $1::text AND token = $11::bigint AND $16::boolean AND EXISTS (SELECT 1 FROM ins)
 	), blobbed AS (
 		INSERT INTO tenxgraph_blobs AS b (ref, mime_type, size, width, height, data)
 		SELECT u.ref, u.mime_type, u.size, u.width, u.height, u.data
@@ -219,8 +224,50 @@ const (
 		INSERT INTO tenxgraph_blob_links (thread_id, ref)
 		SELECT $1::text, u.ref FROM ins, unnest($17::text[]) AS u(ref)
 		ON CONFLICT DO NOTHING
-	)
-	SELECT EXISTS (SELECT 1 FROM ins), COALESCE((SELECT seq FROM latest), 0)`
+	)`
+	// pgClaimPut is ClaimPut's statement: pgPut's, but the lease CTE
+	// locks the thread's row (FOR UPDATE, so racing claims take turns and
+	// each sees the one before it), and the claimed CTE takes the lease,
+	// on the same conditions as pgClaim ($24: now; $11: the new expiry, 0
+	// when the write releases it too, $16; $23: a new thread's
+	// incarnation), only when the seq and the incarnation ($10, for a
+	// thread with checkpoints: its row's, else its latest checkpoint's)
+	// are right. The checkpoint goes in only with
+	// the claim, and takes its incarnation. A checkpoint another writer
+	// committed since the statement began (the old lease holder's, whose
+	// lease expired) makes the insert fail with a unique violation: the
+	// batch is rolled back, the claim with it, and ClaimPut reports
+	// ErrConflict. The outer SELECT returns the token claimed (0: none)
+	// and what the caller needs to say why not.
+	pgClaimPut = `WITH lease AS (
+		SELECT incarnation, lease_until FROM tenxgraph_threads
+		WHERE thread_id = $1::text
+		FOR UPDATE
+	), latest AS (
+		SELECT seq, log_len, incarnation FROM tenxgraph_checkpoints
+		WHERE thread_id = $1::text
+		ORDER BY seq DESC LIMIT 1
+		FOR KEY SHARE
+	), claimed AS (
+		INSERT INTO tenxgraph_threads AS t (thread_id, incarnation, token, lease_until)
+		SELECT $1::text, COALESCE((SELECT incarnation FROM latest), $23::text), 1, CASE WHEN $16::boolean THEN 0 ELSE $11::bigint END
+		WHERE COALESCE((SELECT seq FROM latest), 0) = $2::bigint - 1
+		AND NOT EXISTS (SELECT 1 FROM lease WHERE lease_until > $24::bigint)
+		AND ($2::bigint = 1 OR COALESCE((SELECT incarnation FROM lease), (SELECT incarnation FROM latest)) = $10::text)
+		ON CONFLICT (thread_id) DO UPDATE SET token = t.token + 1, lease_until = EXCLUDED.lease_until
+		WHERE t.lease_until <= $24::bigint AND ($2::bigint = 1 OR t.incarnation = $10::text)
+		RETURNING incarnation, token
+	), ins AS (
+		INSERT INTO tenxgraph_checkpoints
+			(thread_id, seq, run_id, step, status, next, state, metadata, created_at, incarnation, log_len, wake_at)
+		SELECT $1::text, $2::bigint, $3::text, $4::bigint, $5::text, $6::text[], $7::bytea, $8::jsonb, $9::timestamptz, claimed.incarnation,
+			COALESCE((SELECT log_len FROM latest), 0) + cardinality($12::bytea[]), $13::bigint
+		FROM claimed
+		RETURNING seq, log_len
+	)` + pgAfterPut + `
+	SELECT COALESCE((SELECT token FROM claimed), 0), COALESCE((SELECT incarnation FROM claimed), ''),
+		COALESCE((SELECT seq FROM latest), 0), COALESCE((SELECT lease_until FROM lease), 0),
+		COALESCE((SELECT incarnation FROM lease), (SELECT incarnation FROM latest), '')`
 	// pgHistory takes LIMIT NULL as no limit. The newest row carries the
 	// log up to its length from index $3 (the others' logs are prefixes of
 	// it), read by the same statement, so from the same snapshot.
@@ -853,6 +900,57 @@ func (p *Postgres) Claim(ctx context.Context, threadID string, ttl time.Duration
 		return Lease{}, fmt.Errorf("checkpoint: claim thread %q: %w", threadID, err)
 	}
 	return l, nil
+}
+
+// ClaimPut implements Leaser in one statement (pgClaimPut), committed with
+// whatever other writes queued meanwhile.
+func (p *Postgres) ClaimPut(ctx context.Context, cp Checkpoint, ttl time.Duration) (Lease, error) {
+	l, err := p.claimPut(ctx, cp, ttl)
+	if err != nil {
+		return Lease{}, fmt.Errorf("checkpoint: claim thread %q with seq %d: %w", cp.ThreadID, cp.Seq, err)
+	}
+	return l, nil
+}
+
+func (p *Postgres) claimPut(ctx context.Context, cp Checkpoint, ttl time.Duration) (Lease, error) {
+	args, err := pgPutArgs(cp, p.opts.keep)
+	if err != nil {
+		return Lease{}, err
+	}
+	now := time.Now()
+	l := Lease{ThreadID: cp.ThreadID, Seq: cp.Seq, Expires: now.Add(ttl)}
+	args[10], args[15] = leaseMillis(l.Expires), cp.Release
+	args = append(args, newIncarnation(), leaseMillis(now))
+	var (
+		latest, until int64
+		inc           string
+	)
+	err = p.write(ctx, pgWrite{
+		thread: cp.ThreadID,
+		queue:  func(b *pgx.Batch) { b.Queue(pgClaimPut, args...) },
+		read: func(br pgx.BatchResults) error {
+			return br.QueryRow().Scan(&l.Token, &l.Incarnation, &latest, &until, &inc)
+		},
+	})
+	var pe *pgconn.PgError
+	switch {
+	case errors.As(err, &pe) && pe.Code == pgUniqueViolation:
+		// Another writer committed this seq since the statement began.
+		return Lease{}, fmt.Errorf("another writer wrote seq %d first: %w", cp.Seq, ErrConflict)
+	case err != nil:
+		return Lease{}, err
+	case l.Token > 0:
+		return l, nil
+	case until > leaseMillis(now):
+		return Lease{}, ErrLeased
+	case latest != cp.Seq-1:
+		return Lease{}, fmt.Errorf("latest is %d: %w", latest, ErrConflict)
+	case cp.Seq > 1 && inc != cp.Incarnation:
+		return Lease{}, errIncarnation(cp.Incarnation)
+	}
+	// Leased by a claim of a new thread the statement could not see: its
+	// insert then found the row, leased.
+	return Lease{}, ErrLeased
 }
 
 // Extend implements Leaser.

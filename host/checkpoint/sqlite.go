@@ -168,6 +168,13 @@ const (
 	VALUES (?1, ?2, 1, ?4)
 	ON CONFLICT (thread_id) DO UPDATE SET token = token + 1, lease_until = ?4 WHERE lease_until <= ?3
 	RETURNING incarnation, token, (SELECT COALESCE(MAX(seq), 0) FROM checkpoints WHERE thread_id = ?1)`
+	// sqlClaimable reads what ClaimPut checks before it claims: the
+	// thread's incarnation (its row's, '' for none), its lease's expiry (0
+	// for none) and its latest seq.
+	sqlClaimable = `SELECT COALESCE((SELECT incarnation FROM threads WHERE thread_id = ?1),
+		(SELECT incarnation FROM checkpoints WHERE thread_id = ?1 ORDER BY seq DESC LIMIT 1), ''),
+		COALESCE((SELECT lease_until FROM threads WHERE thread_id = ?1), 0),
+		(SELECT COALESCE(MAX(seq), 0) FROM checkpoints WHERE thread_id = ?1)`
 	sqlExtend  = `UPDATE threads SET lease_until = ?3 WHERE thread_id = ?1 AND token = ?2 AND lease_until <> 0`
 	sqlRelease = `UPDATE threads SET lease_until = 0 WHERE thread_id = ?1 AND token = ?2`
 	// sqlHead: the incarnation is the thread's (its row, when claimed),
@@ -619,6 +626,65 @@ func (s *SQLite) Claim(ctx context.Context, threadID string, ttl time.Duration) 
 		return Lease{}, fmt.Errorf("checkpoint: claim thread %q: %w", threadID, err)
 	}
 	return l, nil
+}
+
+// ClaimPut implements Leaser: one write through the writer, which checks
+// the thread before it claims, then claims and puts, so a refused
+// ClaimPut has written nothing.
+func (s *SQLite) ClaimPut(ctx context.Context, cp Checkpoint, ttl time.Duration) (Lease, error) {
+	now := time.Now()
+	l := Lease{ThreadID: cp.ThreadID, Seq: cp.Seq, Expires: now.Add(ttl)}
+	cp.Token = 1 // a leased write's arguments; the claim's token replaces it
+	args, err := putArgs(&cp)
+	var refused error // why the write was refused, when it was
+	if err == nil {
+		claimArgs := []any{cp.ThreadID, newIncarnation(), leaseMillis(now), leaseMillis(l.Expires)}
+		err = s.write(ctx, func(ctx context.Context, tx *wtx) error {
+			refused = nil // the write may run twice (see commit)
+			var (
+				inc        string
+				until, seq int64
+			)
+			if err := tx.row(ctx, wClaimable, claimArgs[:1], &inc, &until, &seq); err != nil {
+				return err
+			}
+			switch {
+			case until > leaseMillis(now):
+				refused = ErrLeased
+			case seq != cp.Seq-1:
+				refused = fmt.Errorf("latest is %d: %w", seq, ErrConflict)
+			case seq > 0 && inc != cp.Incarnation:
+				refused = errIncarnation(cp.Incarnation)
+			}
+			if refused != nil {
+				return errNoRow // nothing written
+			}
+			if err := tx.row(ctx, wClaim, claimArgs, &l.Incarnation, &l.Token, &seq); err != nil {
+				return fmt.Errorf("claim: %w", noRowFails(err))
+			}
+			cp.Incarnation, cp.Token = l.Incarnation, l.Token
+			args[9], args[10] = cp.Incarnation, cp.Token
+			// Checked above, under the write lock, so it goes in; if it did
+			// not, the claim must not commit without it.
+			return noRowFails(s.putTx(ctx, tx, cp, args))
+		})
+	}
+	if errors.Is(err, errNoRow) && refused != nil {
+		err = refused
+	}
+	if err != nil {
+		return Lease{}, fmt.Errorf("checkpoint: claim thread %q with seq %d: %w", cp.ThreadID, cp.Seq, err)
+	}
+	return l, nil
+}
+
+// noRowFails turns errNoRow, a write's refusal, into a failure, which
+// rolls back what the write did before it (see commit).
+func noRowFails(err error) error {
+	if errors.Is(err, errNoRow) {
+		return errors.New("a statement checked to succeed changed no row; nothing was written")
+	}
+	return err
 }
 
 // Extend implements Leaser.

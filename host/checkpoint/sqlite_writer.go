@@ -51,6 +51,7 @@ const (
 	wDeleteLog
 	wDeleteLease
 	wClaim
+	wClaimable
 	wExtend
 	wRelease
 	wIdle
@@ -70,6 +71,7 @@ var wstmtSQL = [nWstmt]string{
 	wDeleteLog:   sqlDeleteLog,
 	wDeleteLease: sqlDeleteLease,
 	wClaim:       sqlClaim,
+	wClaimable:   sqlClaimable,
 	wExtend:      sqlExtend,
 	wRelease:     sqlRelease,
 	wIdle:        sqlIdle,
