@@ -109,3 +109,6 @@ func PostgresPut(cp Checkpoint) (string, []any) {
 func PostgresDropBlobs(ctx context.Context, tx pgx.Tx, threadID string) error {
 	return pgDropBlobs(ctx, tx, threadID)
 }
+
+// EncodeNext is how the SQLite store encodes a checkpoint's Next.
+func EncodeNext(next []string) (string, error) { return encodeNext(next) }

@@ -537,14 +537,14 @@ func (s *SQLite) Put(ctx context.Context, cp Checkpoint) error {
 // putTx writes a checkpoint, its log entries and its thread's row, and
 // drops what KeepHistory does not keep, all or nothing.
 func (s *SQLite) putTx(ctx context.Context, tx *wtx, cp Checkpoint, args []any) error {
-	if err := tx.exec(ctx, wPut, args...); err != nil {
+	if err := tx.exec(ctx, wPut, args[:13]...); err != nil {
 		return err
 	}
 	for i, e := range cp.Append {
 		if e == nil {
 			e = []byte{} // NOT NULL
 		}
-		if _, err := tx.run(ctx, wAppend, cp.ThreadID, cp.Seq, len(cp.Append)-i, e); err != nil {
+		if _, err := tx.run(ctx, wAppend, args[0], args[1], len(cp.Append)-i, e); err != nil { // the thread and seq as putArgs boxed them
 			return fmt.Errorf("append to the log: %w", err)
 		}
 	}
@@ -556,11 +556,11 @@ func (s *SQLite) putTx(ctx context.Context, tx *wtx, cp Checkpoint, args []any) 
 			return fmt.Errorf("link blob %s: %w", b.Ref, err)
 		}
 	}
-	var release int64
+	var release any = int64(0)
 	if cp.Release {
-		release = cp.Token
+		release = args[10] // the token
 	}
-	if _, err := tx.run(ctx, wTouch, cp.ThreadID, cp.Incarnation, args[12], args[8].(int64)/1e6, release); err != nil {
+	if _, err := tx.run(ctx, wTouch, args[0], args[9], args[12], args[13], release); err != nil {
 		return fmt.Errorf("touch the thread: %w", err)
 	}
 	if k := s.opts.keep; k >= 0 && cp.Seq > int64(k)+1 {
@@ -608,7 +608,10 @@ func putArgs(cp *Checkpoint) ([]any, error) {
 	if !cp.WakeAt.IsZero() {
 		wake = max(1, cp.WakeAt.UnixMilli())
 	}
-	return []any{cp.ThreadID, cp.Seq, cp.RunID, cp.Step, string(cp.Status), next, state, meta, created.UnixNano(), cp.Incarnation, cp.Token, len(cp.Append), wake}, nil
+	// The 14th is not the INSERT's: it is when the thread was touched, in
+	// milliseconds, for the statement that records it (putTx).
+	return []any{cp.ThreadID, cp.Seq, cp.RunID, cp.Step, string(cp.Status), next, state, meta, created.UnixNano(), cp.Incarnation, cp.Token, len(cp.Append), wake,
+		created.UnixMilli()}, nil
 }
 
 // Claim implements Leaser; the claim is one statement through the writer.
@@ -1052,13 +1055,36 @@ func encodeNext(next []string) (string, error) {
 	if len(next) == 0 {
 		return "[]", nil
 	}
+	plain := true // no byte JSON escapes (as encoding/json does: <, >, & too)
+	size := 1
 	for _, n := range next {
 		if !utf8.ValidString(n) {
 			return "", fmt.Errorf("node name %q is not valid UTF-8", n)
 		}
+		for i := 0; i < len(n) && plain; i++ {
+			c := n[i]
+			plain = c >= 0x20 && c < 0x80 && c != '"' && c != '\\' && c != '<' && c != '>' && c != '&'
+		}
+		size += len(n) + 3
 	}
-	b, err := json.Marshal(next)
-	return string(b), err
+	if !plain {
+		b, err := json.Marshal(next)
+		return string(b), err
+	}
+	// The common case, node names of plain ASCII, in one allocation.
+	var b strings.Builder
+	b.Grow(size)
+	for i, n := range next {
+		if i == 0 {
+			b.WriteString(`["`)
+		} else {
+			b.WriteString(`,"`)
+		}
+		b.WriteString(n)
+		b.WriteByte('"')
+	}
+	b.WriteByte(']')
+	return b.String(), nil
 }
 
 func decodeNext(b []byte) ([]string, error) {

@@ -3,6 +3,7 @@ package checkpoint_test
 import (
 	"context"
 	"database/sql"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -488,5 +489,26 @@ func TestSQLiteBatchFailuresStayAlone(t *testing.T) {
 	var n int
 	if err := db.QueryRow(`SELECT COUNT(*) FROM log WHERE thread_id = 'half-done'`).Scan(&n); err != nil || n != 0 {
 		t.Fatalf("rows of the failed write: %d, %v; want 0", n, err)
+	}
+}
+
+// TestSQLiteEncodeNext: the SQLite store's encoding of Next, which skips
+// encoding/json for plain names, is encoding/json's for every name.
+func TestSQLiteEncodeNext(t *testing.T) {
+	for _, next := range [][]string{
+		{"agent"}, {"agent", "tools", "a b-c_d.e"}, {""}, {"", ""},
+		{`quo"te`}, {`back\slash`}, {"<html>&"}, {"tab\there", "nul\x00"}, {"héllo", "日本"}, {"\u2028"}, {"~\x7f"},
+	} {
+		got, err := checkpoint.EncodeNext(next)
+		if err != nil {
+			t.Fatalf("EncodeNext(%q): %v", next, err)
+		}
+		want, _ := json.Marshal(next)
+		if got != string(want) {
+			t.Errorf("EncodeNext(%q) = %s, want %s", next, got, want)
+		}
+	}
+	if _, err := checkpoint.EncodeNext([]string{"bad \xff"}); err == nil {
+		t.Error("EncodeNext of invalid UTF-8: no error")
 	}
 }

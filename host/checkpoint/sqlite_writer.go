@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"runtime"
+	"sync"
 )
 
 // The SQLite store's writes go through one goroutine, the writer, which
@@ -88,6 +89,9 @@ type wtx struct {
 	conn  driver.Conn
 	stmts [nWstmt]driver.Stmt
 	args  []driver.NamedValue // reused between statements
+	// results are commitTx's, reused between commits: its caller reads
+	// them before the next.
+	results []error
 }
 
 // The driver interfaces the writer needs of a connection and its statements
@@ -399,8 +403,15 @@ func (s *SQLite) runAlone(w *wtx, r writeReq) {
 
 // write hands one write to the writer and waits for it.
 func (s *SQLite) write(ctx context.Context, fn func(context.Context, *wtx) error) error {
-	return s.send(ctx, writeReq{ctx: ctx, fn: fn, done: make(chan error, 1)})
+	done := doneChans.Get().(chan error)
+	err := s.send(ctx, writeReq{ctx: ctx, fn: fn, done: done})
+	doneChans.Put(done) // empty: send received its answer, or it was never sent
+	return err
 }
+
+// doneChans are writes' answer channels, reused: a round trip makes six
+// writes.
+var doneChans = sync.Pool{New: func() any { return make(chan error, 1) }}
 
 func (s *SQLite) send(ctx context.Context, req writeReq) error {
 	select {
@@ -469,7 +480,11 @@ func commitTx(w *wtx, writes []writeReq) ([]error, error) {
 			tx.Rollback() //nolint:errcheck // the transaction's error is what matters
 		}
 	}()
-	results := make([]error, len(writes))
+	results := w.results[:0]
+	for range writes {
+		results = append(results, nil)
+	}
+	w.results = results // the writer's own, reused by the next commit
 	wrote := false
 	for i, r := range writes {
 		results[i] = r.fn(ctx, w)
