@@ -107,6 +107,22 @@ type Checkpointer interface {
 	// thread's latest (1 for a new thread); otherwise Put writes nothing and
 	// returns an error wrapping ErrConflict.
 	Put(ctx context.Context, cp Checkpoint) error
+	// ClaimPut is Leaser.Claim and Put in one write: it takes cp's thread
+	// for ttl and appends cp under the new lease, atomically, so that a
+	// run whose first write comes before any of its work pays one commit
+	// for both.
+	// cp.Token is ignored (the claim's is the checkpoint's). cp.Incarnation
+	// must be the thread's when the thread has checkpoints (cp.Seq > 1);
+	// the first checkpoint of a thread gets the thread's incarnation, a new
+	// one for a new thread. With cp.Release the lease ends with the write
+	// too: a run that writes once costs one commit.
+	//
+	// It fails with an error wrapping ErrLeased while another unexpired
+	// lease holds the thread, and with one wrapping ErrConflict when cp.Seq
+	// is not the latest plus one or cp.Incarnation is not the thread's;
+	// either way it has claimed and written nothing. The Lease returned
+	// has Seq cp.Seq.
+	ClaimPut(ctx context.Context, cp Checkpoint, ttl time.Duration) (Lease, error)
 	// Latest returns the thread's newest checkpoint, or an error wrapping
 	// ErrNotFound.
 	Latest(ctx context.Context, threadID string) (Checkpoint, error)
@@ -218,6 +234,12 @@ var (
 	// ErrConflict: another writer already wrote that sequence number.
 	ErrConflict = errors.New("checkpoint conflict: the thread was changed by another run")
 )
+
+// errIncarnation is ClaimPut's error for a checkpoint of another
+// incarnation than its thread's (the thread was deleted and created again).
+func errIncarnation(inc string) error {
+	return fmt.Errorf("the thread is not of incarnation %q any more: %w", inc, ErrConflict)
+}
 
 // DefaultCacheBytes is the budget of the engine's cache of decoded thread
 // state, in front of the checkpointer, when none is set: enough for the

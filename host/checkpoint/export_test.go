@@ -40,7 +40,7 @@ func CommitPostgresBatch(p *Postgres, cps []Checkpoint, failing bool) []error {
 	for i, r := range reqs {
 		byReq[r] = i
 	}
-	p.commit(reqs) // sorts reqs in place
+	p.writer.commit(reqs) // sorts reqs in place
 	for r, i := range byReq {
 		out[i] = <-r.done
 		if out[i] == nil && i < len(cps) && !inserted[i] {

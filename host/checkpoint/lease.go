@@ -5,7 +5,6 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
-	"fmt"
 	"time"
 )
 
@@ -67,21 +66,6 @@ type Leaser interface {
 	// ErrLeased while another unexpired lease holds it. Claiming a thread
 	// without checkpoints is allowed (a run that creates it).
 	Claim(ctx context.Context, threadID string, ttl time.Duration) (Lease, error)
-	// ClaimPut is Claim and Put in one write: it takes cp's thread for ttl
-	// and appends cp under the new lease, atomically, so that a run whose
-	// first write comes before any of its work pays one commit for both.
-	// cp.Token is ignored (the claim's is the checkpoint's). cp.Incarnation
-	// must be the thread's when the thread has checkpoints (cp.Seq > 1);
-	// the first checkpoint of a thread gets the thread's incarnation, a new
-	// one for a new thread. With cp.Release the lease ends with the write
-	// too: a run that writes once costs one commit.
-	//
-	// It fails with an error wrapping ErrLeased while another unexpired
-	// lease holds the thread, and with one wrapping ErrConflict when cp.Seq
-	// is not the latest plus one or cp.Incarnation is not the thread's;
-	// either way it has claimed and written nothing. The Lease returned
-	// has Seq cp.Seq.
-	ClaimPut(ctx context.Context, cp Checkpoint, ttl time.Duration) (Lease, error)
 	// Extend moves the lease's expiry to ttl from now, or fails with an
 	// error wrapping ErrLeaseLost when a later claim superseded it or the
 	// thread was deleted.
@@ -101,12 +85,6 @@ var (
 	// ErrLeaseLost: the lease was superseded or its thread deleted.
 	ErrLeaseLost = errors.New("lease lost: the thread was claimed by another run or deleted")
 )
-
-// errIncarnation is ClaimPut's error for a checkpoint of another
-// incarnation than its thread's (the thread was deleted and created again).
-func errIncarnation(inc string) error {
-	return fmt.Errorf("the thread is not of incarnation %q any more: %w", inc, ErrConflict)
-}
 
 // newIncarnation returns a fresh random incarnation id.
 func newIncarnation() string {

@@ -97,7 +97,8 @@ func (m *Memory) Put(ctx context.Context, cp Checkpoint) error {
 	return nil
 }
 
-// ClaimPut implements Leaser: the claim and the checkpoint under one lock.
+// ClaimPut implements Checkpointer: the claim and the checkpoint under one
+// lock.
 func (m *Memory) ClaimPut(ctx context.Context, cp Checkpoint, ttl time.Duration) (Lease, error) {
 	if err := ctx.Err(); err != nil {
 		return Lease{}, fmt.Errorf("checkpoint: claim thread %q with seq %d: %w", cp.ThreadID, cp.Seq, err)

@@ -377,10 +377,7 @@ type Postgres struct {
 	pool *pgxpool.Pool
 	opts options
 
-	// The batch writer (postgres_batch.go).
-	writes  chan *pgReq
-	stop    chan struct{}
-	writers sync.WaitGroup
+	writer pgBatcher // Put, Claim, ClaimPut, Extend and Release go through it
 
 	closeOnce sync.Once
 }
@@ -428,7 +425,7 @@ func openPostgres(ctx context.Context, dsn string, opts options) (*Postgres, err
 		return nil, err
 	}
 	p := &Postgres{pool: pool, opts: opts}
-	p.startWriters()
+	p.writer.start(pool)
 	return p, nil
 }
 
@@ -562,7 +559,7 @@ func (p *Postgres) put(ctx context.Context, cp Checkpoint) error {
 		inserted bool
 		latest   int64
 	)
-	err = p.write(ctx, pgWrite{
+	err = p.writer.write(ctx, pgWrite{
 		thread: cp.ThreadID,
 		queue:  func(b *pgx.Batch) { b.Queue(q, args...) },
 		read:   func(br pgx.BatchResults) error { return br.QueryRow().Scan(&inserted, &latest) },
@@ -913,7 +910,7 @@ func (p *Postgres) Claim(ctx context.Context, threadID string, ttl time.Duration
 	l := Lease{ThreadID: threadID, Expires: now.Add(ttl)}
 	args := []any{threadID, newIncarnation(), leaseMillis(now), leaseMillis(l.Expires)}
 	leased := false
-	err := p.write(ctx, pgWrite{
+	err := p.writer.write(ctx, pgWrite{
 		thread: threadID,
 		queue:  func(b *pgx.Batch) { b.Queue(pgClaim, args...) },
 		read: func(br pgx.BatchResults) error {
@@ -934,8 +931,8 @@ func (p *Postgres) Claim(ctx context.Context, threadID string, ttl time.Duration
 	return l, nil
 }
 
-// ClaimPut implements Leaser in one statement (pgClaimPut), committed with
-// whatever other writes queued meanwhile.
+// ClaimPut implements Checkpointer in one statement (pgClaimPut),
+// committed with whatever other writes queued meanwhile.
 func (p *Postgres) ClaimPut(ctx context.Context, cp Checkpoint, ttl time.Duration) (Lease, error) {
 	l, err := p.claimPut(ctx, cp, ttl)
 	if err != nil {
@@ -957,7 +954,7 @@ func (p *Postgres) claimPut(ctx context.Context, cp Checkpoint, ttl time.Duratio
 		latest, until int64
 		inc           string
 	)
-	err = p.write(ctx, pgWrite{
+	err = p.writer.write(ctx, pgWrite{
 		thread: cp.ThreadID,
 		queue:  func(b *pgx.Batch) { b.Queue(pgClaimPut, args...) },
 		read: func(br pgx.BatchResults) error {
@@ -989,7 +986,7 @@ func (p *Postgres) claimPut(ctx context.Context, cp Checkpoint, ttl time.Duratio
 func (p *Postgres) Extend(ctx context.Context, l Lease, ttl time.Duration) (Lease, error) {
 	exp := time.Now().Add(ttl)
 	var tag pgconn.CommandTag
-	err := p.write(ctx, pgWrite{
+	err := p.writer.write(ctx, pgWrite{
 		thread: l.ThreadID,
 		queue:  func(b *pgx.Batch) { b.Queue(pgExtend, l.ThreadID, l.Token, leaseMillis(exp)) },
 		read:   func(br pgx.BatchResults) (err error) { tag, err = br.Exec(); return err },
@@ -1006,7 +1003,7 @@ func (p *Postgres) Extend(ctx context.Context, l Lease, ttl time.Duration) (Leas
 
 // Release implements Leaser.
 func (p *Postgres) Release(ctx context.Context, l Lease) error {
-	err := p.write(ctx, pgWrite{
+	err := p.writer.write(ctx, pgWrite{
 		thread: l.ThreadID,
 		queue:  func(b *pgx.Batch) { b.Queue(pgRelease, l.ThreadID, l.Token) },
 		read:   func(br pgx.BatchResults) error { _, err := br.Exec(); return err },
@@ -1091,8 +1088,7 @@ const pgDeleteRounds = 10
 // methods fail once the store is closed.
 func (p *Postgres) Close() error {
 	p.closeOnce.Do(func() {
-		close(p.stop)
-		p.writers.Wait()
+		p.writer.close()
 		p.pool.Close()
 	})
 	return nil

@@ -6,10 +6,12 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
 )
 
 // The Postgres store's writes (Put, Claim, Extend, Release) go through a
@@ -78,27 +80,43 @@ type pgReq struct {
 
 var errPostgresClosed = errors.New("the store is closed")
 
-// startWriters starts the batch dispatcher; Close stops it.
-func (p *Postgres) startWriters() {
-	p.writes, p.stop = make(chan *pgReq), make(chan struct{})
-	p.writers.Go(p.dispatch)
+// pgBatcher is the Postgres store's batch writer: its dispatcher and
+// the batches in flight, on connections of the store's pool.
+type pgBatcher struct {
+	pool    *pgxpool.Pool
+	writes  chan *pgReq
+	stop    chan struct{}
+	writers sync.WaitGroup
+}
+
+// start starts the batch dispatcher on pool's connections; stop stops it.
+func (bw *pgBatcher) start(pool *pgxpool.Pool) {
+	bw.pool, bw.writes, bw.stop = pool, make(chan *pgReq), make(chan struct{})
+	bw.writers.Go(bw.dispatch)
+}
+
+// close stops the dispatcher and waits for the batches in flight; writes
+// still waiting for a writer fail.
+func (bw *pgBatcher) close() {
+	close(bw.stop)
+	bw.writers.Wait()
 }
 
 // write hands w to a writer and waits for its outcome. ctx bounds the wait
 // for a writer; once one has taken w, write waits for the server's answer
 // even if ctx ends meanwhile, so a caller never believes a write failed
 // that the server committed.
-func (p *Postgres) write(ctx context.Context, w pgWrite) error {
+func (bw *pgBatcher) write(ctx context.Context, w pgWrite) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
 	r := &pgReq{ctx: ctx, w: w, done: make(chan error, 1)}
 	select {
-	case p.writes <- r:
+	case bw.writes <- r:
 		return <-r.done
 	case <-ctx.Done():
 		return ctx.Err()
-	case <-p.stop:
+	case <-bw.stop:
 		return errPostgresClosed
 	}
 }
@@ -109,7 +127,7 @@ func (p *Postgres) write(ctx context.Context, w pgWrite) error {
 // writes until it is sent. When the store closes, writes gathered but not
 // sent are answered errPostgresClosed (nothing of them was written), and
 // the batches in flight finish (Close waits for them).
-func (p *Postgres) dispatch() {
+func (bw *pgBatcher) dispatch() {
 	var (
 		batch    = make([]*pgReq, 0, pgMaxBatch)
 		inflight int
@@ -125,18 +143,18 @@ func (p *Postgres) dispatch() {
 			inflight++
 			overdue = false
 			timer.Reset(pgHelpAfter)
-			p.writers.Go(func() {
-				p.commit(b)
+			bw.writers.Go(func() {
+				bw.commit(b)
 				done <- struct{}{}
 			})
 			continue
 		}
 		var writes chan *pgReq
 		if len(batch) < pgMaxBatch {
-			writes = p.writes
+			writes = bw.writes
 		}
 		select {
-		case <-p.stop:
+		case <-bw.stop:
 			timer.Stop()
 			for _, r := range batch {
 				r.done <- errPostgresClosed
@@ -147,7 +165,7 @@ func (p *Postgres) dispatch() {
 		fill: // and whatever else is queued, so that it goes in this batch
 			for len(batch) < pgMaxBatch {
 				select {
-				case r := <-p.writes:
+				case r := <-bw.writes:
 					batch = append(batch, r)
 				default:
 					break fill
@@ -162,7 +180,7 @@ func (p *Postgres) dispatch() {
 }
 
 // commit runs a batch and answers every write in it.
-func (p *Postgres) commit(batch []*pgReq) {
+func (bw *pgBatcher) commit(batch []*pgReq) {
 	live := batch[:0]
 	for _, r := range batch {
 		if err := r.ctx.Err(); err != nil {
@@ -175,12 +193,12 @@ func (p *Postgres) commit(batch []*pgReq) {
 		return
 	}
 	slices.SortStableFunc(live, func(a, b *pgReq) int { return strings.Compare(a.w.thread, b.w.thread) })
-	err, rolledBack := p.runBatch(live)
+	err, rolledBack := bw.runBatch(live)
 	if err != nil && rolledBack && len(live) > 1 {
 		// Nothing was committed: run each write alone, so the one that
 		// failed (or a deadlock between batches) fails no other.
 		for _, r := range live {
-			err, _ := p.runBatch([]*pgReq{r})
+			err, _ := bw.runBatch([]*pgReq{r})
 			r.done <- firstErr(r.err, err)
 		}
 		return
@@ -208,11 +226,11 @@ func firstErr(a, b error) error {
 // one commit. It sets each write's err and returns the batch's error, if
 // any, and whether the transaction is known not to have committed (so the
 // writes can run again).
-func (p *Postgres) runBatch(reqs []*pgReq) (err error, rolledBack bool) {
+func (bw *pgBatcher) runBatch(reqs []*pgReq) (err error, rolledBack bool) {
 	// The writes are already taken: finish them whatever their callers'
 	// contexts do.
 	ctx := context.Background()
-	conn, err := p.pool.Acquire(ctx)
+	conn, err := bw.pool.Acquire(ctx)
 	if err != nil {
 		for _, r := range reqs {
 			r.err = nil

@@ -631,8 +631,8 @@ func (s *SQLite) Claim(ctx context.Context, threadID string, ttl time.Duration) 
 	return l, nil
 }
 
-// ClaimPut implements Leaser: one write through the writer, which checks
-// the thread before it claims, then claims and puts, so a refused
+// ClaimPut implements Checkpointer: one write through the writer, which
+// checks the thread before it claims, then claims and puts, so a refused
 // ClaimPut has written nothing.
 func (s *SQLite) ClaimPut(ctx context.Context, cp Checkpoint, ttl time.Duration) (Lease, error) {
 	now := time.Now()

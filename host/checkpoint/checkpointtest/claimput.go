@@ -17,7 +17,7 @@ import (
 // and the holder's writes still go in) and written nothing (no
 // checkpoint, log entry or blob).
 
-func claimPut(t *testing.T, l checkpoint.Leaser, cp checkpoint.Checkpoint, ttl time.Duration) checkpoint.Lease {
+func claimPut(t *testing.T, l checkpoint.Checkpointer, cp checkpoint.Checkpoint, ttl time.Duration) checkpoint.Lease {
 	t.Helper()
 	le, err := l.ClaimPut(context.Background(), cp, ttl)
 	if err != nil {
