@@ -154,18 +154,27 @@ const (
 	// sqlTouch records the new latest checkpoint on the thread's row
 	// (creating it, never claimed, for an unleased write), and releases
 	// the lease of token ?5 when it is the thread's (a run's last write:
-	// Checkpoint.Release).
+	// Checkpoint.Release). It records when the thread was written
+	// (touched_at) only on a new row: sqlTouchAt does on the others.
 	sqlTouch = `INSERT INTO threads (thread_id, incarnation, token, lease_until, wake_at, touched_at)
 	VALUES (?1, ?2, 0, 0, ?3, ?4)
-	ON CONFLICT (thread_id) DO UPDATE SET wake_at = ?3, touched_at = ?4,
+	ON CONFLICT (thread_id) DO UPDATE SET wake_at = ?3,
 		lease_until = CASE WHEN ?5 <> 0 AND token = ?5 THEN 0 ELSE lease_until END`
+	// sqlTouchAt moves the thread's touched_at to ?2 once it is a minute
+	// behind: touched_at is indexed (for DeleteIdle), and an index entry
+	// that moves is a page or two more in the commit, so a busy thread's
+	// writes move it once a minute, not every time. It so lags the last
+	// write by less than a minute, never leads it, and DeleteIdle checks
+	// the latest checkpoint's own time.
+	sqlTouchAt = `UPDATE threads SET touched_at = ?2 WHERE thread_id = ?1 AND touched_at <= ?2 - 60000`
 	// sqlPrune drops the checkpoints KeepHistory does not keep.
 	sqlPrune = `DELETE FROM checkpoints WHERE thread_id = ? AND seq <= ?`
 	// sqlClaim takes a free or expired lease (?3: now, ?4: expiry), or
 	// returns no row. A thread without a row is new (or deleted): its
-	// first claim starts a new incarnation (?2).
-	sqlClaim = `INSERT INTO threads (thread_id, incarnation, token, lease_until)
-	VALUES (?1, ?2, 1, ?4)
+	// first claim starts a new incarnation (?2), touched now, so that its
+	// first checkpoints need not move its touched_at (see sqlTouchAt).
+	sqlClaim = `INSERT INTO threads (thread_id, incarnation, token, lease_until, touched_at)
+	VALUES (?1, ?2, 1, ?4, ?3)
 	ON CONFLICT (thread_id) DO UPDATE SET token = token + 1, lease_until = ?4 WHERE lease_until <= ?3
 	RETURNING incarnation, token, (SELECT COALESCE(MAX(seq), 0) FROM checkpoints WHERE thread_id = ?1)`
 	// sqlClaimable reads what ClaimPut checks before it claims: the
@@ -207,7 +216,13 @@ const (
 	sqlReadBlob = `SELECT b.mime_type, b.size, b.width, b.height, b.data FROM blob_links l JOIN blobs b ON b.ref = l.ref
 	WHERE l.thread_id = ?1 AND l.ref = ?2`
 	sqlBlobUsage = `SELECT (SELECT COUNT(*) FROM blobs), (SELECT COALESCE(SUM(size), 0) FROM blobs), (SELECT COUNT(*) FROM blob_links)`
-	sqlIdle      = `SELECT thread_id FROM threads WHERE touched_at < ? AND lease_until <= ? LIMIT ?`
+	// sqlIdle lists threads last written before ?1 (unix ms; ?2 in ns)
+	// that no unexpired lease holds (?3: now): those whose touched_at is
+	// before it (which may lag a write by a minute: see sqlTouchAt), and
+	// whose latest checkpoint, if any, is too.
+	sqlIdle = `SELECT thread_id FROM threads WHERE touched_at < ?1 AND lease_until <= ?3
+	AND COALESCE((SELECT created_at FROM checkpoints c WHERE c.thread_id = threads.thread_id ORDER BY seq DESC LIMIT 1), 0) < ?2
+	LIMIT ?4`
 )
 
 // SQLite is a durable Checkpointer in a single SQLite file, for a single
@@ -563,6 +578,9 @@ func (s *SQLite) putTx(ctx context.Context, tx *wtx, cp Checkpoint, args []any) 
 	if _, err := tx.run(ctx, wTouch, args[0], args[9], args[12], args[13], release); err != nil {
 		return fmt.Errorf("touch the thread: %w", err)
 	}
+	if _, err := tx.run(ctx, wTouchAt, args[0], args[13]); err != nil {
+		return fmt.Errorf("touch the thread: %w", err)
+	}
 	if k := s.opts.keep; k >= 0 && cp.Seq > int64(k)+1 {
 		if _, err := tx.run(ctx, wPrune, cp.ThreadID, cp.Seq-int64(k)-1); err != nil {
 			return fmt.Errorf("drop old checkpoints: %w", err)
@@ -884,7 +902,7 @@ func (s *SQLite) DeleteIdle(ctx context.Context, cutoff time.Time, limit int) (i
 	var n int
 	err := s.write(ctx, func(ctx context.Context, tx *wtx) error {
 		var ids []string
-		err := tx.query(ctx, wIdle, []any{cutoff.UnixMilli(), leaseMillis(time.Now()), limit}, func(row []driver.Value) error {
+		err := tx.query(ctx, wIdle, []any{cutoff.UnixMilli(), cutoff.UnixNano(), leaseMillis(time.Now()), limit}, func(row []driver.Value) error {
 			var id string
 			if err := assign(&id, row[0]); err != nil {
 				return err

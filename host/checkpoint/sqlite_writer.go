@@ -47,6 +47,7 @@ const (
 	wPut wstmt = iota
 	wAppend
 	wTouch
+	wTouchAt
 	wPrune
 	wDelete
 	wDeleteLog
@@ -67,6 +68,7 @@ var wstmtSQL = [nWstmt]string{
 	wPut:         sqlPut,
 	wAppend:      sqlAppend,
 	wTouch:       sqlTouch,
+	wTouchAt:     sqlTouchAt,
 	wPrune:       sqlPrune,
 	wDelete:      sqlDelete,
 	wDeleteLog:   sqlDeleteLog,
