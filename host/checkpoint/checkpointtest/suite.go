@@ -66,6 +66,7 @@ func Run(t *testing.T, open func(t *testing.T) checkpoint.Checkpointer) {
 		{"LogLarge", testLogLarge},
 		{"LogTail", testLogTail},
 		{"PrunerDeletesIdle", testDeleteIdle},
+		{"PrunerKeepsRewritten", testDeleteIdleRewritten},
 		{"BlobsHeldByThread", testBlobsHeldByThread},
 		{"BlobsOncePerContent", testBlobsOncePerContent},
 		{"BlobsRefusedPutStoresNone", testBlobsRefusedPutStoresNone},
@@ -1148,6 +1149,30 @@ func RunRetention(t *testing.T, open func(t *testing.T, opts ...checkpoint.Optio
 			}
 		})
 	}
+}
+
+// testDeleteIdleRewritten: a thread written before the cutoff and again
+// after it, moments later, is not idle, however the store keeps track of
+// its writes. The times are in a random minute of 2002.
+func testDeleteIdleRewritten(t *testing.T, s checkpoint.Checkpointer) {
+	ctx := context.Background()
+	var b [2]byte
+	_, _ = rand.Read(b[:])
+	cutoff := time.Date(2002, 1, 1, 0, 0, 0, 0, time.UTC).Add(time.Duration(int(b[0])<<8|int(b[1])) * time.Minute)
+	th, idle := threadID(t, "rewritten"), threadID(t, "idle")
+	for seq, at := range []time.Time{cutoff.Add(-30 * time.Second), cutoff.Add(time.Second)} {
+		cp := sample(th, int64(seq+1))
+		cp.CreatedAt = at
+		put(t, s, cp)
+	}
+	cp := sample(idle, 1)
+	cp.CreatedAt = cutoff.Add(-time.Second)
+	put(t, s, cp)
+	if _, err := s.DeleteIdle(ctx, cutoff, 1000); err != nil {
+		t.Fatal(err)
+	}
+	wantNotFound(t, s, idle)
+	wantSeqs(t, history(t, s, th, 0), 2, 1)
 }
 
 // testLeaseReleasedByPut: a Put with Release ends its lease with the
