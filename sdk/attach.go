@@ -80,16 +80,6 @@ const (
 	MaxFilenameBytes = 255
 )
 
-// Size is what a result counts against the provider's max_result_bytes:
-// its content's bytes and its attachments' bytes together.
-func (r CallToolResponse) Size() int64 {
-	n := int64(len(r.Content))
-	for _, a := range r.Attachments {
-		n += int64(len(a.Data))
-	}
-	return n
-}
-
 // CheckAttachments reports the first attachment the host would refuse, by
 // its index: more than MaxAttachments, an empty Data, a MimeType that is
 // not a media type (type/subtype, optionally with parameters) of at most

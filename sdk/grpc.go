@@ -665,3 +665,10 @@ func (l *listener) close() {
 	l.done = true
 	l.mu.Unlock()
 }
+
+// CancelGrace is how long a tool's handler may run on after its call was
+// cancelled (the host's timeout ran out, the run was cancelled, the host
+// stopped the plugin). A handler still running then ignores its context: it
+// holds what it holds for no one, and the next one may do the same, so Serve
+// ends the plugin and the host starts a fresh process for the next call.
+const CancelGrace = 2 * time.Second

@@ -2,8 +2,6 @@ package sdk
 
 import (
 	"context"
-	"fmt"
-	"runtime/debug"
 
 	"github.com/hashicorp/go-hclog"
 )
@@ -27,17 +25,4 @@ func Logger(ctx context.Context) hclog.Logger {
 // every call; a host or test running a provider in process may set it too.
 func ContextWithLogger(ctx context.Context, l hclog.Logger) context.Context {
 	return context.WithValue(ctx, loggerKey{}, l)
-}
-
-// recoverTool turns a panic of tool's handler into an error result the
-// model reads (the panic's value, which is all it can act on) and logs the
-// panic with its stack, which is what its author needs. Deferred by every
-// place that calls a handler.
-func recoverTool(ctx context.Context, tool string, resp *CallToolResponse, err *error) {
-	r := recover()
-	if r == nil {
-		return
-	}
-	Logger(ctx).Error("tool panicked", "tool", tool, "panic", fmt.Sprint(r), "stack", string(debug.Stack()))
-	*resp, *err = ErrorResult(fmt.Errorf("tool %q panicked: %v", tool, r)), nil
 }

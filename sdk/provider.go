@@ -182,3 +182,13 @@ type ConfigureRequest struct {
 	// Options are the provider's options as a JSON object.
 	Options json.RawMessage
 }
+
+// Size is what a result counts against the provider's max_result_bytes:
+// its content's bytes and its attachments' bytes together.
+func (r CallToolResponse) Size() int64 {
+	n := int64(len(r.Content))
+	for _, a := range r.Attachments {
+		n += int64(len(a.Data))
+	}
+	return n
+}

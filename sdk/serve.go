@@ -81,13 +81,6 @@ func Serve(p Provider, opts ...ServeOption) {
 // the build would say so.)
 const streamWorkers = 16
 
-// CancelGrace is how long a tool's handler may run on after its call was
-// cancelled (the host's timeout ran out, the run was cancelled, the host
-// stopped the plugin). A handler still running then ignores its context: it
-// holds what it holds for no one, and the next one may do the same, so Serve
-// ends the plugin and the host starts a fresh process for the next call.
-const CancelGrace = 2 * time.Second
-
 // ender returns the one way a plugin ends on its own (its host is gone, or a
 // handler ignored cancellation): give the provider a moment to release what
 // it holds, end every process it started, exit. why is logged first.

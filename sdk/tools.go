@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
+	"runtime/debug"
 	"sort"
 )
 
@@ -168,3 +169,16 @@ func (p *Tools) CallTool(ctx context.Context, req CallToolRequest) (resp CallToo
 }
 
 var _ Provider = (*Tools)(nil)
+
+// recoverTool turns a panic of tool's handler into an error result the
+// model reads (the panic's value, which is all it can act on) and logs the
+// panic with its stack, which is what its author needs. Deferred by every
+// place that calls a handler.
+func recoverTool(ctx context.Context, tool string, resp *CallToolResponse, err *error) {
+	r := recover()
+	if r == nil {
+		return
+	}
+	Logger(ctx).Error("tool panicked", "tool", tool, "panic", fmt.Sprint(r), "stack", string(debug.Stack()))
+	*resp, *err = ErrorResult(fmt.Errorf("tool %q panicked: %v", tool, r)), nil
+}

@@ -73,19 +73,6 @@ func Run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	}
 }
 
-// failure marks an error that is not a usage mistake.
-type failure struct{ err error }
-
-func (f *failure) Error() string { return f.err.Error() }
-
-func fail(err error) error {
-	var ps toolspec.Problems
-	if err == nil || errors.As(err, &ps) {
-		return err
-	}
-	return &failure{err}
-}
-
 func configPath(cmd *cobra.Command) string {
 	if f := cmd.Flags().Lookup("config"); f != nil {
 		return f.Value.String()

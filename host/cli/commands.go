@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/tenxgraph/tenxgraph/host/toolnode"
+	"github.com/tenxgraph/tenxgraph/sdk/toolspec"
 
 	"github.com/spf13/cobra"
 
@@ -340,4 +341,17 @@ func (t *terminal) ask(c message.RemoteToolCallBlock) (message.ToolResultBlock, 
 		r.Content = raw
 	}
 	return r, nil
+}
+
+// failure marks an error that is not a usage mistake.
+type failure struct{ err error }
+
+func (f *failure) Error() string { return f.err.Error() }
+
+func fail(err error) error {
+	var ps toolspec.Problems
+	if err == nil || errors.As(err, &ps) {
+		return err
+	}
+	return &failure{err}
 }

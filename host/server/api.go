@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"iter"
@@ -59,13 +58,6 @@ const (
 	// offset in the thread: a client that keeps the transcript appends them.
 	ResponseDelta = "delta"
 )
-
-// errMalformed marks a request whose body cannot be read as a RunRequest.
-var errMalformed = errors.New("malformed request")
-
-// errTooManyMessages marks a request that adds more messages to a thread
-// than server.max_request_messages allows (413).
-var errTooManyMessages = errors.New("too many messages")
 
 // tooManyMessages is the error for n messages at path (what of them
 // counts: "" for all), over max.
@@ -153,17 +145,6 @@ func DecodeRunRequest(body io.Reader, maxMessages int) (RunRequest, error) {
 	return req, nil
 }
 
-// malformed is a decoding error of the part at path ("" for the body) as
-// a 400.
-func malformed(at string, err error) error {
-	err = strictjson.At(at, err)
-	var e *strictjson.Error
-	if errors.As(err, &e) && e.Path == "" {
-		return fmt.Errorf("%w: body: %s", errMalformed, e.Msg)
-	}
-	return fmt.Errorf("%w: %v", errMalformed, err)
-}
-
 // jsonKindOf names the kind of a JSON value by its first byte.
 func jsonKindOf(raw json.RawMessage) string {
 	b := bytes.TrimSpace(raw)
@@ -233,16 +214,6 @@ func (s *Server) handleInvoke(w http.ResponseWriter, r *http.Request) {
 	writeParts(w, p)
 }
 
-// DeltaResult is a run's result with config.response "delta": Messages
-// holds only what the run added, and Offset is where they go in the
-// thread (the count of messages it held before the run). A client whose
-// transcript holds Offset messages appends them; one that holds another
-// count has missed a turn and reads the thread (GET with ?after=).
-type DeltaResult struct {
-	graph.Result
-	Offset int `json:"offset"`
-}
-
 // shape is res as the client asked for it in config.response.
 func shape(res graph.Result, response string) any {
 	if response != ResponseDelta {
@@ -288,27 +259,6 @@ func (s *Server) handleStream(w http.ResponseWriter, r *http.Request) {
 		}
 		sse.event(ev.Type, ev.Data)
 	}
-}
-
-// Thread is the body of GET /v1/threads/{thread_id}.
-type Thread struct {
-	ThreadID        string                        `json:"thread_id"`
-	Status          graph.Status                  `json:"status"`
-	Messages        []message.Message             `json:"messages"`
-	RemoteToolCalls []message.RemoteToolCallBlock `json:"remote_tool_calls"`
-	// ApprovalRequests are the calls waiting for a person's approval.
-	ApprovalRequests []message.ApprovalRequestBlock `json:"approval_requests,omitempty"`
-	// Page is set when the request asked for a page (?after=, ?limit=).
-	Page *Page `json:"-"`
-}
-
-// Page says where a page of a thread's messages sits: Messages are the
-// thread's messages from index Offset, of Total; HasMore says more follow
-// (ask again with after set to the id of the page's last message).
-type Page struct {
-	Offset  int  `json:"offset"`
-	Total   int  `json:"total"`
-	HasMore bool `json:"has_more"`
 }
 
 // MaxPageLimit is the largest ?limit= of GET /v1/threads/{thread_id}.

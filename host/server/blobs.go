@@ -2,13 +2,11 @@ package server
 
 import (
 	"bytes"
-	"errors"
 	"fmt"
 	"net/http"
 	"strings"
 	"time"
 
-	"github.com/tenxgraph/tenxgraph/host/graph"
 	"github.com/tenxgraph/tenxgraph/host/message"
 )
 
@@ -99,7 +97,3 @@ func extension(t string) string {
 	}
 	return ""
 }
-
-// isBlobNotFound reports the one answer for a blob the caller may not
-// read, whatever the reason.
-func isBlobNotFound(err error) bool { return errors.Is(err, graph.ErrBlobNotFound) }

@@ -13,6 +13,37 @@ import (
 	"github.com/tenxgraph/tenxgraph/host/message"
 )
 
+// DeltaResult is a run's result with config.response "delta": Messages
+// holds only what the run added, and Offset is where they go in the
+// thread (the count of messages it held before the run). A client whose
+// transcript holds Offset messages appends them; one that holds another
+// count has missed a turn and reads the thread (GET with ?after=).
+type DeltaResult struct {
+	graph.Result
+	Offset int `json:"offset"`
+}
+
+// Thread is the body of GET /v1/threads/{thread_id}.
+type Thread struct {
+	ThreadID        string                        `json:"thread_id"`
+	Status          graph.Status                  `json:"status"`
+	Messages        []message.Message             `json:"messages"`
+	RemoteToolCalls []message.RemoteToolCallBlock `json:"remote_tool_calls"`
+	// ApprovalRequests are the calls waiting for a person's approval.
+	ApprovalRequests []message.ApprovalRequestBlock `json:"approval_requests,omitempty"`
+	// Page is set when the request asked for a page (?after=, ?limit=).
+	Page *Page `json:"-"`
+}
+
+// Page says where a page of a thread's messages sits: Messages are the
+// thread's messages from index Offset, of Total; HasMore says more follow
+// (ask again with after set to the id of the page's last message).
+type Page struct {
+	Offset  int  `json:"offset"`
+	Total   int  `json:"total"`
+	HasMore bool `json:"has_more"`
+}
+
 // How responses that carry a thread's messages are written (GET of a
 // thread, a run's response, a stream's end event): the JSON around the
 // messages is encoded for each response, and each message is written on

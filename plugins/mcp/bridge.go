@@ -1,26 +1,3 @@
-// Package mcp is the MCP bridge: a tool provider that connects to the MCP
-// servers configured for one ToolNode (stdio, Streamable HTTP or legacy
-// SSE), offers their tools through sdk.Provider, and keeps the connections
-// alive. The host serves it with `tenxgraph plugin mcp`, one process per
-// node that has MCP servers.
-//
-// What it adds to the official Go SDK (github.com/modelcontextprotocol/go-sdk),
-// whose defaults do not suit a long-running host:
-//
-//   - the protocol version pinned to 2025-11-25 (no server/discover probe)
-//     and no roots capability advertised;
-//   - what it reads of one message from a server bounded by the server's
-//     max_result_bytes on every transport (the SDK reads an HTTP answer
-//     whole, however large): a larger message is refused as it arrives,
-//     and the connection made again;
-//   - a timeout on every call, reset by progress, with
-//     notifications/cancelled when it runs out;
-//   - connections made again when a server exits or an HTTP session ends,
-//     and read-only or idempotent calls retried once;
-//   - tool names that fit model APIs and never collide (server prefix on a
-//     collision, mapped back on the call);
-//   - results truncated with a marker past max_output_bytes, and progress
-//     bounded per call.
 package mcp
 
 import (
@@ -29,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"reflect"
 	"slices"
@@ -43,17 +19,6 @@ import (
 	"github.com/tenxgraph/tenxgraph/sdk"
 	"github.com/tenxgraph/tenxgraph/sdk/toolspec"
 )
-
-// Name is the provider's name.
-const Name = "mcp"
-
-// Version is the bridge's version, reported in its metadata and to the
-// servers as the client's.
-const Version = "1.0.0"
-
-// MaxOutputLimit is the largest max_output_bytes: a result travels to the
-// host as one gRPC message, bounded by sdk.MaxMessageBytes.
-const MaxOutputLimit = 192 << 20
 
 // Bridge is the MCP bridge provider. It implements sdk.Provider,
 // sdk.Shutdowner and sdk.ToolsWatcher.
@@ -116,7 +81,7 @@ func New(opts Options, log hclog.Logger) (*Bridge, error) {
 			// The URL as written: its expanded form may hold a token.
 			errs = append(errs, fmt.Sprintf("mcp_servers.%s.url: %q is not an http or https URL once expanded", cfg.Name, cfg.URL))
 		}
-		b.servers = append(b.servers, newServer(b, exp, cfg))
+		b.servers = append(b.servers, newServer(exp, cfg, log.Named(cfg.Name), b.done, b.retitle))
 	}
 	if len(errs) > 0 {
 		return nil, errors.New(strings.Join(errs, "\n"))
@@ -133,6 +98,7 @@ func New(opts Options, log hclog.Logger) (*Bridge, error) {
 		b.wire = &wireLog{w: f}
 	}
 	for _, s := range b.servers {
+		s.wire = b.wire
 		go s.relister()
 	}
 	go b.connectAll()
@@ -366,25 +332,3 @@ var (
 	_ sdk.Shutdowner   = (*Bridge)(nil)
 	_ sdk.ToolsWatcher = (*Bridge)(nil)
 )
-
-// wireLog is the file EnvWireLog names, shared by every server.
-type wireLog struct {
-	mu sync.Mutex
-	w  io.WriteCloser
-}
-
-func (l *wireLog) prefixed(name string) io.Writer { return prefixWriter{l, "[" + name + "] "} }
-
-type prefixWriter struct {
-	l      *wireLog
-	prefix string
-}
-
-func (p prefixWriter) Write(b []byte) (int, error) {
-	p.l.mu.Lock()
-	defer p.l.mu.Unlock()
-	if _, err := io.WriteString(p.l.w, p.prefix); err != nil {
-		return 0, err
-	}
-	return p.l.w.Write(b)
-}

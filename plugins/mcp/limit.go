@@ -9,6 +9,10 @@ import (
 	"sync/atomic"
 )
 
+// MaxOutputLimit is the largest max_output_bytes: a result travels to the
+// host as one gRPC message, bounded by sdk.MaxMessageBytes.
+const MaxOutputLimit = 192 << 20
+
 // frameEnvelope is the room a message gets besides its result: the
 // JSON-RPC fields, the result's keys, its _meta.
 const frameEnvelope = 64 << 10

@@ -27,10 +27,10 @@ func sanitize(name string) string {
 	return string(b)
 }
 
-// shortHash is 8 hex digits of the sha256 of the parts: stable across runs,
+// shortHash is 8 hex digits of the sha256 of the names: stable across runs,
 // so a long name shortened today is shortened the same way tomorrow.
-func shortHash(parts ...string) string {
-	h := sha256.Sum256([]byte(strings.Join(parts, "\x00")))
+func shortHash(names ...string) string {
+	h := sha256.Sum256([]byte(strings.Join(names, "\x00")))
 	return hex.EncodeToString(h[:4])
 }
 
@@ -61,18 +61,18 @@ type collision struct {
 }
 
 func (c collision) String() string {
-	parts := make([]string, len(c.refs))
+	offers := make([]string, len(c.refs))
 	for i, r := range c.refs {
-		parts[i] = fmt.Sprintf("%s's %q as %s", r.server, r.tool, c.given[i])
+		offers[i] = fmt.Sprintf("%s's %q as %s", r.server, r.tool, c.given[i])
 	}
 	who := "servers"
 	if len(c.refs) == 1 {
 		who = "server"
 	}
 	if c.taken {
-		return fmt.Sprintf("tool name %q is already taken on the node by another provider's tool; offering %s %s", c.name, who, strings.Join(parts, ", "))
+		return fmt.Sprintf("tool name %q is already taken on the node by another provider's tool; offering %s %s", c.name, who, strings.Join(offers, ", "))
 	}
-	return fmt.Sprintf("tool name %q is claimed by several MCP server tools; offering %s", c.name, strings.Join(parts, ", "))
+	return fmt.Sprintf("tool name %q is claimed by several MCP server tools; offering %s", c.name, strings.Join(offers, ", "))
 }
 
 // assignNames names every server tool for the model. A tool keeps its own

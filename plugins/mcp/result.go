@@ -254,8 +254,8 @@ func block(c mcpsdk.Content) map[string]any {
 	return v
 }
 
-// encode marshals without escaping <, > and & (a model reads this).
-func encode(v any) ([]byte, error) {
+// marshalPlain marshals without escaping <, > and & (a model reads this).
+func marshalPlain(v any) ([]byte, error) {
 	var buf bytes.Buffer
 	enc := json.NewEncoder(&buf)
 	enc.SetEscapeHTML(false)
@@ -271,7 +271,7 @@ func encode(v any) ([]byte, error) {
 // setting shows more. A result never fails for being large. The encoded
 // result stays within limit, give or take a marker's length.
 func resultJSON(v any, limit int, server string) (json.RawMessage, bool, error) {
-	raw, err := encode(v)
+	raw, err := marshalPlain(v)
 	if err != nil {
 		return nil, false, fmt.Errorf("encode the result: %w", err)
 	}
@@ -282,7 +282,7 @@ func resultJSON(v any, limit int, server string) (json.RawMessage, bool, error) 
 	budget := limit - 256
 	for range 4 {
 		t := truncator{budget: max(budget, 0), total: total, limit: limit, server: server}
-		out, err := encode(t.walk(v, ""))
+		out, err := marshalPlain(t.walk(v, ""))
 		if err != nil {
 			return nil, false, fmt.Errorf("encode the result: %w", err)
 		}
@@ -294,7 +294,7 @@ func resultJSON(v any, limit int, server string) (json.RawMessage, bool, error) 
 		budget -= len(out) - limit + 256
 	}
 	t := truncator{total: total, limit: limit, server: server}
-	out, err := encode(t.walk(v, ""))
+	out, err := marshalPlain(t.walk(v, ""))
 	return out, true, err
 }
 

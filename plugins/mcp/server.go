@@ -2,7 +2,6 @@ package mcp
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -14,12 +13,9 @@ import (
 	"time"
 
 	"github.com/hashicorp/go-hclog"
-	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	mcpsdk "github.com/modelcontextprotocol/go-sdk/mcp"
-	"go.opentelemetry.io/otel/propagation"
 
 	"github.com/tenxgraph/tenxgraph/internal/supervise"
-	"github.com/tenxgraph/tenxgraph/sdk"
 )
 
 // protocolVersion is pinned: the SDK's default first probes the 2026-07-28
@@ -43,13 +39,17 @@ const longLife = 30 * time.Second
 // exits or restarts is connected again: a new process or a new session),
 // and its tools.
 type server struct {
-	b      *Bridge
 	cfg    Server // ${VAR}s expanded
 	raw    Server // as written, for messages: cfg may hold secrets
 	log    hclog.Logger
 	client *mcpsdk.Client
 	http   http.RoundTripper // nil for stdio
 	frame  int               // the most read of one message, in bytes (Server.frameBytes)
+
+	// What the bridge hands each of its servers.
+	wire    *wireLog        // the wire log, nil when there is none
+	done    <-chan struct{} // closed when the bridge shuts down
+	retitle func()          // renames the bridge's tools once this server's changed
 
 	// sup keeps the connection: one dial at a time, reconnects with
 	// backoff, a shutdown that waits for a dial under way.
@@ -76,8 +76,8 @@ type conn struct {
 	since  time.Time
 }
 
-func newServer(b *Bridge, cfg, raw Server) *server {
-	s := &server{b: b, cfg: cfg, raw: raw, log: b.log.Named(cfg.Name), relist: make(chan struct{}, 1)}
+func newServer(cfg, raw Server, log hclog.Logger, done <-chan struct{}, retitle func()) *server {
+	s := &server{cfg: cfg, raw: raw, log: log, done: done, retitle: retitle, relist: make(chan struct{}, 1)}
 	s.sup = supervise.New(supervise.Config[*conn]{
 		Start: s.dial,
 		Done:  func(c *conn) <-chan struct{} { return c.ended },
@@ -86,7 +86,7 @@ func newServer(b *Bridge, cfg, raw Server) *server {
 			s.mu.Lock()
 			s.tools = c.tools
 			s.mu.Unlock()
-			s.b.retitle()
+			s.retitle()
 		},
 		Ended: func(c *conn, restartIn time.Duration) error {
 			s.log.Warn(s.describe()+" is gone; connecting again", "reason", c.reason, "in", restartIn.Round(time.Millisecond))
@@ -112,11 +112,7 @@ func newServer(b *Bridge, cfg, raw Server) *server {
 			default: // one pending is enough
 			}
 		},
-		ProgressNotificationHandler: func(_ context.Context, req *mcpsdk.ProgressNotificationClientRequest) {
-			if c, ok := s.calls.Load(fmt.Sprint(req.Params.ProgressToken)); ok {
-				c.(*call).progress(req.Params)
-			}
-		},
+		ProgressNotificationHandler: s.progressed,
 	})
 	if cfg.Type != "stdio" {
 		base := http.DefaultTransport.(*http.Transport).Clone()
@@ -207,7 +203,7 @@ func (s *server) dial() (*conn, error) {
 	default:
 		t = &mcpsdk.StreamableClientTransport{Endpoint: s.cfg.URL, HTTPClient: hc(), MaxEventSize: s.frame}
 	}
-	if w := s.b.wire; w != nil {
+	if w := s.wire; w != nil {
 		t = &mcpsdk.LoggingTransport{Transport: t, Writer: w.prefixed(s.cfg.Name)}
 	}
 	timeout := s.cfg.connectTimeout()
@@ -313,7 +309,7 @@ func (s *server) relister() {
 	for {
 		select {
 		case <-s.relist:
-		case <-s.b.done:
+		case <-s.done:
 			return
 		}
 		time.Sleep(10 * time.Millisecond) // let a burst end
@@ -340,7 +336,7 @@ func (s *server) relister() {
 		s.mu.Lock()
 		s.tools = tools
 		s.mu.Unlock()
-		s.b.retitle()
+		s.retitle()
 	}
 }
 
@@ -348,165 +344,24 @@ func (s *server) relister() {
 // the bridge is stopping.
 func (s *server) shutdown(ctx context.Context) { _ = s.sup.Shutdown(ctx) }
 
-// failure is a tool call that went wrong in a way the model should read
-// about (a timeout, a server that answered with an error, a lost
-// connection), as opposed to a call that could not be made.
-type failure struct{ msg string }
-
-func (f *failure) Error() string { return f.msg }
-
-var (
-	errIdle     = errors.New("idle timeout")
-	errProgress = errors.New("progress over the limit")
-)
-
-// call is one tool call in flight, for its progress notifications.
-type call struct {
-	ctx     context.Context // the host's call, which progress is reported on
-	timeout time.Duration
-	idle    *time.Timer
-	budget  int64                   // bytes of progress text the call may report (0: no bound)
-	stop    context.CancelCauseFunc // cancels the call
-	mu      sync.Mutex
-	done    bool
-	sent    int64 // bytes of progress text so far
+// wireLog is the file EnvWireLog names, shared by every server.
+type wireLog struct {
+	mu sync.Mutex
+	w  io.WriteCloser
 }
 
-func (c *call) progress(p *mcpsdk.ProgressNotificationParams) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.done {
-		return // the result is out: a late report has no one to go to
-	}
-	if c.sent += int64(len(p.Message)); c.budget > 0 && c.sent > c.budget {
-		c.stop(errProgress)
-		return
-	}
-	c.idle.Reset(c.timeout)
-	sdk.ReportProgress(c.ctx, p.Progress, p.Total, p.Message)
+func (l *wireLog) prefixed(name string) io.Writer { return prefixWriter{l, "[" + name + "] "} }
+
+type prefixWriter struct {
+	l      *wireLog
+	prefix string
 }
 
-func (c *call) finish() {
-	c.mu.Lock()
-	c.done = true
-	c.mu.Unlock()
-	c.idle.Stop()
-}
-
-// call runs one tool. The server's timeout bounds the call for as long as
-// the server neither answers nor reports progress; when it runs out, or ctx
-// ends, the SDK sends notifications/cancelled. A connection lost during the
-// call is made again, and the call retried once if the tool says it is
-// read-only or idempotent (a second run changes nothing).
-func (s *server) call(ctx context.Context, tool *mcpsdk.Tool, args json.RawMessage) (res *mcpsdk.CallToolResult, err error) {
-	ctx, span := s.traceCall(ctx, tool)
-	if span != nil {
-		defer func() { endCallSpan(span, res, err) }()
+func (p prefixWriter) Write(b []byte) (int, error) {
+	p.l.mu.Lock()
+	defer p.l.mu.Unlock()
+	if _, err := io.WriteString(p.l.w, p.prefix); err != nil {
+		return 0, err
 	}
-	timeout, key := s.cfg.toolTimeout(tool.Name)
-	cctx, cancel := context.WithCancelCause(ctx)
-	defer cancel(nil)
-	c := &call{ctx: ctx, timeout: timeout, budget: s.cfg.MaxResultBytes, stop: cancel}
-	c.idle = time.AfterFunc(timeout, func() { cancel(errIdle) })
-	defer c.finish()
-	token := fmt.Sprintf("tenxgraph-%d", s.seq.Add(1))
-	s.calls.Store(token, c)
-	defer s.calls.Delete(token)
-	retried := false
-	for {
-		conn, err := s.session(cctx)
-		if err != nil {
-			if cctx.Err() != nil {
-				return nil, s.stopped(ctx, cctx, tool, timeout, key)
-			}
-			return nil, err
-		}
-		p := &mcpsdk.CallToolParams{Name: tool.Name, Arguments: args}
-		p.SetProgressToken(token)
-		if span != nil {
-			propagation.TraceContext{}.Inject(ctx, metaCarrier(p.Meta))
-		}
-		res, err := conn.cs.CallTool(cctx, p)
-		if err == nil {
-			return res, nil
-		}
-		err = s.redact(err)
-		if cctx.Err() != nil {
-			return nil, s.stopped(ctx, cctx, tool, timeout, key)
-		}
-		if conn.over.Load() {
-			// Never retried: the server would send it again.
-			s.drop(conn)
-			return nil, &failure{s.tooLarge()}
-		}
-		var werr *jsonrpc.Error
-		if errors.As(err, &werr) || !s.lost(conn, err) {
-			// The server answered with an error (an unknown tool, invalid
-			// arguments): the tool failed, the model reads why.
-			return nil, &failure{fmt.Sprintf("%s failed to run tool %q: %v", s.describe(), tool.Name, err)}
-		}
-		if retried || !retryable(tool) {
-			why := "it is not marked read-only or idempotent, so it may or may not have taken effect"
-			if retried {
-				why = "it was already retried once"
-			}
-			return nil, &failure{fmt.Sprintf("%s lost its connection during the call of %q (%v); it is being connected again, and the call was not retried: %s", s.describe(), tool.Name, err, why)}
-		}
-		retried = true
-		traceLog(ctx, s.log).Warn("the connection broke during a call; retrying it once, as the tool is read-only or idempotent", "tool", tool.Name, "error", err)
-	}
-}
-
-// stopped explains a call that ended before its result: the host gave up
-// (its context's error is returned as is), or the server stayed silent
-// past its timeout.
-func (s *server) stopped(ctx, cctx context.Context, tool *mcpsdk.Tool, timeout time.Duration, key string) error {
-	if ctx.Err() != nil {
-		return ctx.Err()
-	}
-	switch cause := context.Cause(cctx); {
-	case errors.Is(cause, errIdle):
-		return &failure{fmt.Sprintf("%s sent neither a result nor progress for %q within %s (%s); the call was cancelled", s.describe(), tool.Name, timeout, key)}
-	case errors.Is(cause, errProgress):
-		return &failure{fmt.Sprintf("%s sent more than %d bytes of progress messages for %q (%s); the call was cancelled", s.describe(), s.cfg.MaxResultBytes, tool.Name, s.cfg.key("max_result_bytes"))}
-	}
-	return context.Cause(cctx)
-}
-
-// tooLarge explains a call whose connection ended because the server sent
-// a message past frameBytes.
-func (s *server) tooLarge() string {
-	why := ""
-	if s.cfg.MaxResultBytes > 0 {
-		why = fmt.Sprintf(": twice %s (%d), and %d bytes for the envelope", s.cfg.key("max_result_bytes"), s.cfg.MaxResultBytes, frameEnvelope)
-	}
-	return fmt.Sprintf("%s sent a message of more than %d bytes, the most the bridge reads of one%s; the result was dropped, and the server is connected again for the next call",
-		s.describe(), s.frame, why)
-}
-
-// lost says whether err means the connection is gone (the process exited,
-// the HTTP session ended) rather than the call failing.
-func (s *server) lost(c *conn, err error) bool {
-	if errors.Is(err, mcpsdk.ErrConnectionClosed) || errors.Is(err, mcpsdk.ErrSessionMissing) {
-		s.drop(c)
-		return true
-	}
-	select {
-	case <-c.dead: // a restarted HTTP server answers an unknown session with 400, and the SDK closes it
-		s.drop(c)
-		return true
-	case <-time.After(100 * time.Millisecond):
-		return false
-	}
-}
-
-// drop stops using a connection that failed a call; its end counts as a
-// failure, and the server is connected again.
-func (s *server) drop(c *conn) {
-	s.sup.Drop(c)
-	go func() { _ = c.cs.Close() }()
-}
-
-func retryable(t *mcpsdk.Tool) bool {
-	return t.Annotations != nil && (t.Annotations.ReadOnlyHint || t.Annotations.IdempotentHint)
+	return p.l.w.Write(b)
 }

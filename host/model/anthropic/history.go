@@ -1,9 +1,11 @@
 package anthropic
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
+	"fmt"
 
-	"github.com/tenxgraph/tenxgraph/host/memo"
 	"github.com/tenxgraph/tenxgraph/host/message"
 	"github.com/tenxgraph/tenxgraph/host/model"
 )
@@ -17,15 +19,6 @@ const (
 	// encoding a shorter thread again costs less than keeping it.
 	minHistory = 32
 )
-
-// histories keeps, per thread, the fragments a Model last sent, so that a
-// call on a long thread encodes what the thread gained since the last one
-// instead of the whole thread (a thread of 5,000 messages is about a
-// megabyte of JSON, sent on every call), and its blobs are read and
-// encoded once: see model.Encodings. A thread with media keeps its
-// fragments whatever its length. Turns are merged when the body is
-// assembled, not here, so a fragment never depends on its neighbours.
-type histories = memo.PerThread[model.Encodings[fragment]]
 
 // encoder encodes a thread's messages for model.Encodings.
 var encoder = &model.Encoder[fragment]{
@@ -49,4 +42,42 @@ func (m *Model) fragments(ctx context.Context, req model.Request) ([]fragment, e
 	out, size, err := h.Encode(ctx, h.View.ForModel(msgs), req.Blobs, encoder)
 	m.histories.Counted(thread, h, size)
 	return out, err
+}
+
+// encodeMessage encodes the i-th message of a thread rewritten for the
+// model. s is its media (nil for none), blobs the bytes read for them
+// (see model.Encoder).
+func encodeMessage(i int, msg message.Message, s *model.Sends, blobs map[string][]byte) (fragment, error) {
+	var f fragment
+	switch msg.Role {
+	case message.RoleSystem:
+		f.role = roleSystem
+	case message.RoleUser, message.RoleTool:
+		f.role = roleUser
+	case message.RoleAssistant:
+		f.role = roleAsst
+	default:
+		return f, fmt.Errorf("anthropic: messages[%d]: role %q cannot be sent to the Messages API", i, msg.Role)
+	}
+	if s != nil {
+		return encodeMedia(i, msg, f, s, blobs)
+	}
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	for j, block := range msg.Content {
+		v := appendBlock(msg.Role, block)
+		if v == nil {
+			continue
+		}
+		if b.Len() > 0 {
+			b.WriteByte(',')
+		}
+		if err := enc.Encode(v); err != nil {
+			return f, fmt.Errorf("anthropic: messages[%d].content[%d]: %w", i, j, err)
+		}
+		b.Truncate(b.Len() - 1) // Encode's newline
+	}
+	f.blocks = b.Bytes()
+	return f, nil
 }

@@ -442,3 +442,21 @@ func excerpt(data []byte) string {
 	}
 	return fmt.Sprintf("%q", s)
 }
+
+// streamError is an error event in the middle of a stream: the server's
+// error type and message.
+type streamError struct {
+	typ, msg string
+	events   int
+}
+
+func (e *streamError) Error() string {
+	s := fmt.Sprintf("the server reported an error in the middle of the stream (event %d): %s", e.events, e.msg)
+	if e.typ != "" {
+		s += " (" + e.typ + ")"
+	}
+	if e.typ == "overloaded_error" {
+		s += "; Anthropic's servers are overloaded, try again later"
+	}
+	return s
+}

@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"fmt"
 
-	"github.com/tenxgraph/tenxgraph/host/memo"
 	"github.com/tenxgraph/tenxgraph/host/message"
 	"github.com/tenxgraph/tenxgraph/host/model"
 )
@@ -21,13 +20,6 @@ const (
 	// encoding a shorter thread again costs less than keeping it.
 	minHistory = 32
 )
-
-// histories keeps, per thread, the chat messages a Model last sent,
-// encoded, one []byte a thread message (its chat messages comma-separated,
-// empty for none), media included: see model.Encodings. A thread with
-// media keeps them whatever its length, so that its blobs are read and
-// encoded once.
-type histories = memo.PerThread[model.Encodings[[]byte]]
 
 // encoder encodes a thread's messages for model.Encodings.
 var encoder = &model.Encoder[[]byte]{
@@ -124,4 +116,113 @@ func hasParts(chats []chatMessage) bool {
 		}
 	}
 	return false
+}
+
+// chatMessagesOf maps a model-shaped thread's i-th message to chat messages:
+// one, except that a tool message becomes one per result, in the order
+// the results are listed (which ForModel makes the call order), followed
+// by one user message with the results' attachments when they have any
+// (a tool message takes text only). s sends the message's media.
+func chatMessagesOf(i int, msg message.Message, s *sender) ([]chatMessage, error) {
+	switch msg.Role {
+	case message.RoleSystem:
+		text := msg.Text()
+		return []chatMessage{{Role: string(msg.Role), Content: &text}}, nil
+	case message.RoleUser:
+		if s.media == nil {
+			text := msg.Text()
+			return []chatMessage{{Role: "user", Content: &text}}, nil
+		}
+		var p parts
+		for _, c := range msg.Content {
+			switch c := c.(type) {
+			case message.TextBlock:
+				p.text(c.Text)
+			case message.MediaBlock:
+				part, media, err := s.part(c)
+				if err != nil {
+					return nil, fmt.Errorf("openai: messages[%d]: %w", i, err)
+				}
+				p.add(part, media)
+			}
+		}
+		return []chatMessage{p.message()}, nil
+	case message.RoleAssistant:
+		return []chatMessage{assistantMessage(msg)}, nil
+	case message.RoleTool:
+		var out []chatMessage
+		var p parts
+		for _, r := range msg.ToolResults() {
+			text := ResultText(r)
+			if len(r.Attachments) > 0 {
+				text += "\n\nAttached, in the user message after the tool results: " + message.DescribeAll(r.Attachments)
+				p.text(fmt.Sprintf("Attached to the result of %s:", r.ToolCallID))
+				for _, a := range r.Attachments {
+					part, media, err := s.part(a)
+					if err != nil {
+						return nil, fmt.Errorf("openai: messages[%d]: %w", i, err)
+					}
+					p.add(part, media)
+				}
+			}
+			out = append(out, chatMessage{Role: "tool", Content: &text, ToolCallID: r.ToolCallID})
+		}
+		if len(p.list) > 0 {
+			out = append(out, p.message())
+		}
+		return out, nil
+	}
+	return nil, fmt.Errorf("openai: messages[%d]: role %q cannot be sent to a chat model", i, msg.Role)
+}
+
+func assistantMessage(msg message.Message) chatMessage {
+	a := chatMessage{Role: "assistant"}
+	text, calls := msg.Text(), msg.ToolCalls()
+	// OpenAI's own answers carry "content": null next to tool_calls; an
+	// assistant message with neither gets "" rather than nothing.
+	if text != "" || len(calls) == 0 {
+		a.Content = &text
+	}
+	for _, c := range calls {
+		a.ToolCalls = append(a.ToolCalls, chatToolCall{ID: c.ID, Type: "function",
+			Function: chatFunction{Name: c.Name, Arguments: argumentsText(c.Arguments)}})
+	}
+	return a
+}
+
+func argumentsText(args json.RawMessage) string {
+	a := bytes.TrimSpace(args)
+	if len(a) == 0 || string(a) == "null" {
+		return "{}"
+	}
+	return string(a)
+}
+
+// ResultText is the text a tool result is sent as: a JSON string result as
+// its text, any other JSON value as compact JSON, and an error result
+// prefixed with "Error: " so the model knows the call failed.
+func ResultText(r message.ToolResultBlock) string {
+	text := jsonText(r.Content)
+	if r.IsError {
+		return "Error: " + text
+	}
+	return text
+}
+
+func jsonText(raw json.RawMessage) string {
+	c := bytes.TrimSpace(raw)
+	if len(c) == 0 {
+		return "null"
+	}
+	if c[0] == '"' {
+		var s string
+		if json.Unmarshal(c, &s) == nil {
+			return s
+		}
+	}
+	var b bytes.Buffer
+	if json.Compact(&b, c) == nil {
+		return b.String()
+	}
+	return string(c)
 }

@@ -4,7 +4,6 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
-	"strings"
 
 	"github.com/tenxgraph/tenxgraph/host/message"
 	"github.com/tenxgraph/tenxgraph/host/model"
@@ -113,20 +112,6 @@ func audioFormat(mime string) string {
 	return ""
 }
 
-// chatPart is one part of a user message's content array. A media part
-// holds its bytes, which appendPart writes in base64 straight into the
-// message's encoding: once, with no string built on the way and no
-// encoding/json scan of megabytes that need no escaping.
-type chatPart struct {
-	Type     string // "text", "image_url", "file" or "input_audio"
-	Text     string // a text part's text
-	URL      string // an image_url part's url, when it names one
-	MIME     string // the type of a data: URL (image_url, file)
-	Data     []byte // the bytes of an image_url, file or input_audio part
-	Filename string // a file part's
-	Format   string // an input_audio part's: "wav" or "mp3"
-}
-
 // appendPart writes p as encoding/json writes the part of OpenAI's wire
 // format (TestHistoriesEncodeMediaAsTheWholeThreadWould checks the two
 // agree); str writes a JSON string.
@@ -224,43 +209,3 @@ func (s *sender) part(b message.MediaBlock) (chatPart, bool, error) {
 func standInPart(b message.MediaBlock, why string) chatPart {
 	return chatPart{Type: "text", Text: model.StandIn(b, why)}
 }
-
-// parts builds a message's content: text parts and media parts in the
-// order of the blocks.
-type parts struct {
-	list    []chatPart
-	standIn []bool // list[i] stands in for a media block
-	media   bool   // some part is a media part
-}
-
-func (p *parts) text(s string) {
-	if s != "" {
-		p.list, p.standIn = append(p.list, chatPart{Type: "text", Text: s}), append(p.standIn, false)
-	}
-}
-
-func (p *parts) add(part chatPart, media bool) {
-	p.list, p.standIn = append(p.list, part), append(p.standIn, !media)
-	p.media = p.media || media
-}
-
-// message is a user message of the parts: its content is the parts when
-// one is a media part; else one string (text parts joined, stand-ins set
-// off by a space, as message.TextView does), which every server takes,
-// also one that reads text only.
-func (p *parts) message() chatMessage {
-	if p.media {
-		return chatMessage{Role: "user", parts: p.list}
-	}
-	var b strings.Builder
-	for i, part := range p.list {
-		if i > 0 && (p.standIn[i] || p.standIn[i-1]) && !endsSpace(b.String()) && !strings.HasPrefix(part.Text, " ") && !strings.HasPrefix(part.Text, "\n") {
-			b.WriteByte(' ')
-		}
-		b.WriteString(part.Text)
-	}
-	text := b.String()
-	return chatMessage{Role: "user", Content: &text}
-}
-
-func endsSpace(s string) bool { return strings.HasSuffix(s, " ") || strings.HasSuffix(s, "\n") }

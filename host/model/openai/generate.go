@@ -1,0 +1,183 @@
+package openai
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"strings"
+	"sync/atomic"
+	"syscall"
+
+	oai "github.com/openai/openai-go/v3"
+	"github.com/openai/openai-go/v3/option"
+
+	"github.com/tenxgraph/tenxgraph/host/model"
+)
+
+// Generate implements model.ChatModel: it streams when req.OnDelta is set
+// and makes one plain request otherwise.
+func (m *Model) Generate(ctx context.Context, req model.Request) (model.Response, error) {
+	params, err := m.params(ctx, req)
+	if err != nil {
+		return model.Response{}, err
+	}
+	attempts := new(atomic.Int32)
+	ctx = context.WithValue(ctx, attemptsKey{}, attempts)
+	var resp model.Response
+	if req.OnDelta != nil {
+		resp, err = m.stream(ctx, params, req.OnDelta)
+	} else {
+		resp, err = m.complete(ctx, params)
+	}
+	if err != nil {
+		return model.Response{}, m.explain(ctx, err, int(attempts.Load()))
+	}
+	return resp, nil
+}
+
+type attemptsKey struct{}
+
+// attempt is the SDK middleware around every HTTP attempt: it counts
+// attempts for error messages, gives error answers the shape the SDK reads,
+// and applies Timeout to the attempt alone. (The SDK's own per-attempt
+// timeout, option.WithRequestTimeout, also covers the wait before the next
+// retry, so a slow failure followed by a Retry-After wait ended in a bare
+// "context deadline exceeded"; and it never retries an attempt that timed
+// out.) The timeout lasts until the body is closed, so it bounds a whole
+// stream.
+func (m *Model) attempt(req *http.Request, next option.MiddlewareNext) (*http.Response, error) {
+	if n, ok := req.Context().Value(attemptsKey{}).(*atomic.Int32); ok {
+		n.Add(1)
+	}
+	// The SDK wraps each attempt's body in a reader net/http cannot tell is
+	// in memory, and net/http then writes the headers and the body apart:
+	// two writes, two packets, and a second read for the server. The body
+	// GetBody gives (the same bytes) is one it knows.
+	if req.GetBody != nil && req.Body != nil && req.Body != http.NoBody {
+		if body, err := req.GetBody(); err == nil {
+			_ = req.Body.Close()
+			req.Body = body
+		}
+	}
+	cancel := context.CancelFunc(func() {})
+	if m.timeout > 0 {
+		var ctx context.Context
+		ctx, cancel = context.WithTimeout(req.Context(), m.timeout)
+		req = req.WithContext(ctx)
+	}
+	res, err := next(req)
+	if err != nil || res == nil || res.Body == nil {
+		cancel()
+		return res, err
+	}
+	if res.StatusCode >= 400 {
+		normaliseError(res)
+		cancel()
+		return res, nil
+	}
+	res.Body = &cancelOnClose{ReadCloser: res.Body, cancel: cancel}
+	return res, nil
+}
+
+// normaliseError rewrites an error answer into OpenAI's shape,
+// {"error": {"message": ...}}, which is the only one the SDK reads: servers
+// also answer {"error": "text"} (Ollama's native shape), {"message": ...}
+// (vLLM), {"detail": ...} (FastAPI-based servers) or an HTML page (a
+// proxy), and the SDK would report those as a JSON decoding error with the
+// status lost.
+func normaliseError(res *http.Response) {
+	data, _ := io.ReadAll(io.LimitReader(res.Body, 64<<10))
+	_ = res.Body.Close()
+	var probe struct {
+		Error json.RawMessage `json:"error"`
+	}
+	if json.Unmarshal(data, &probe) != nil || !bytes.HasPrefix(bytes.TrimSpace(probe.Error), []byte("{")) {
+		data, _ = json.Marshal(map[string]map[string]string{"error": {"message": errorMessage(data)}})
+	}
+	res.Body = io.NopCloser(bytes.NewReader(data))
+	res.ContentLength = int64(len(data))
+}
+
+type cancelOnClose struct {
+	io.ReadCloser
+	cancel context.CancelFunc
+}
+
+func (b *cancelOnClose) Close() error {
+	err := b.ReadCloser.Close()
+	b.cancel()
+	return err
+}
+
+// explain turns a failed call into an error that says what happened and,
+// where it helps, what to change.
+func (m *Model) explain(ctx context.Context, err error, attempts int) error {
+	if ctx.Err() != nil {
+		return fmt.Errorf("openai: %w", context.Cause(ctx))
+	}
+	tries := ""
+	if attempts > 1 {
+		tries = fmt.Sprintf(" (after %d attempts)", attempts)
+	}
+	var apiErr *oai.Error
+	if errors.As(err, &apiErr) {
+		msg := apiMessage(apiErr)
+		if h := m.hint(apiErr.StatusCode); h != "" {
+			msg = strings.TrimRight(msg, ". ") + h
+		}
+		return fmt.Errorf("openai: %s answered %d %s%s: %s", m.baseURL, apiErr.StatusCode, http.StatusText(apiErr.StatusCode), tries, msg)
+	}
+	var pe *protocolError
+	if errors.As(err, &pe) {
+		return fmt.Errorf("openai: %s: %w", m.baseURL, err)
+	}
+	if errors.Is(err, context.DeadlineExceeded) {
+		return fmt.Errorf("openai: %s did not finish answering within %s (model.timeout)%s: %w", m.baseURL, m.timeout, tries, context.DeadlineExceeded)
+	}
+	if errors.Is(err, syscall.ECONNREFUSED) {
+		return fmt.Errorf("openai: cannot reach %s%s: connection refused; is the server running and is model.base_url right? (%w)", m.baseURL, tries, err)
+	}
+	var dnsErr *net.DNSError
+	if errors.As(err, &dnsErr) {
+		return fmt.Errorf("openai: cannot resolve the host of %s%s: %w", m.baseURL, tries, err)
+	}
+	return fmt.Errorf("openai: %s%s: %w", m.baseURL, tries, err)
+}
+
+// apiMessage is the server's own words for an error status.
+func apiMessage(e *oai.Error) string {
+	if msg := strings.TrimSpace(e.Message); msg != "" {
+		return msg
+	}
+	if raw := strings.TrimSpace(e.RawJSON()); raw != "" && raw != "{}" {
+		return snippet([]byte(raw))
+	}
+	return "(no message)"
+}
+
+func (m *Model) hint(status int) string {
+	switch status {
+	case http.StatusUnauthorized, http.StatusForbidden:
+		if !m.hasKey {
+			env := m.apiKeyEnv
+			if env == "" {
+				env = model.DefaultAPIKeyEnv
+			}
+			return fmt.Sprintf(". No API key was sent: set %s (model.api_key_env names the variable)", env)
+		}
+		if m.apiKeyEnv != "" {
+			return fmt.Sprintf(". Check the key in %s", m.apiKeyEnv)
+		}
+		return ". Check the API key"
+	case http.StatusNotFound:
+		return fmt.Sprintf(". Check the model name (%q) and that base_url is the API root (for most servers it ends in /v1)", m.name)
+	case http.StatusTooManyRequests:
+		return ". The server is rate limiting or the account is out of quota; model.max_retries and the server's Retry-After decide how long tenxgraph waits"
+	}
+	return ""
+}
