@@ -115,7 +115,10 @@ export TENXGRAPH_TEST_JAEGER="$jaeger_bin"
 echo "Jaeger $jaeger_version at $jaeger_bin"
 
 step "go test -race (the import rules are internal/layers)"
-for m in "${MODULES[@]}"; do (cd "$m" && go test -race -count=1 ./...); done
+# host/cli starts dozens of real serve processes with their plugins; under
+# -race on two busy cores it can outlast go test's default 10-minute
+# package timeout without anything hanging (tests bound their own waits).
+for m in "${MODULES[@]}"; do (cd "$m" && go test -race -count=1 -timeout 25m ./...); done
 step "go test: memory held by clients that do not read, and by providers that send too much (no -race, which multiplies memory)"
 go test -count=1 -run '^(TestSlowReadersAreDropped|TestSlowReadersShareOneLargeMessage|TestHugePluginResultsRefusedAsTheyArrive|TestHugeMCPResultsRefusedAsTheyArrive)$' ./host/server ./host/service
 
