@@ -29,11 +29,10 @@ import (
 	"time"
 
 	"github.com/tenxgraph/tenxgraph/host/checkpoint"
-	"github.com/tenxgraph/tenxgraph/host/graph"
 	"github.com/tenxgraph/tenxgraph/host/media"
 	"github.com/tenxgraph/tenxgraph/host/model"
 	"github.com/tenxgraph/tenxgraph/host/pluginhost"
-	"github.com/tenxgraph/tenxgraph/host/remotetool"
+	"github.com/tenxgraph/tenxgraph/host/remotetool/declared"
 	"github.com/tenxgraph/tenxgraph/internal/hostallow"
 	"github.com/tenxgraph/tenxgraph/internal/sandbox"
 	"github.com/tenxgraph/tenxgraph/sdk/toolspec"
@@ -102,7 +101,7 @@ type Config struct {
 	// They are checked here (names, schemas, duplicates) so a broken schema
 	// fails at startup, not when a model first calls the tool; whether
 	// each Node exists is checked when the graph is built.
-	RemoteTools []graph.RemoteToolConfig
+	RemoteTools []declared.Config
 	// RemoteToolTimeout is how long a remote call waits for the client's
 	// result when its tool has no timeout of its own, per-run client tools
 	// included (remote_tool_defaults.timeout; 0:
@@ -573,12 +572,12 @@ func nodeName(f field) string {
 	return DefaultNode
 }
 
-func (c *checker) remoteTools(f field) []graph.RemoteToolConfig {
+func (c *checker) remoteTools(f field) []declared.Config {
 	items, _ := f.items()
 	if len(items) == 0 {
 		return nil
 	}
-	tools := make([]graph.RemoteToolConfig, len(items))
+	tools := make([]declared.Config, len(items))
 	for i, it := range items {
 		o := it.object("node", "node_name", "name", "description", "parameters", "timeout")
 		t := &tools[i]
@@ -605,7 +604,7 @@ func (c *checker) remoteTools(f field) []graph.RemoteToolConfig {
 	// code-first AttachRemoteTools. Where this file already said what is
 	// wrong (a name that is not a string), its "missing" would only repeat it.
 	var more toolspec.Problems
-	for _, p := range remotetool.Check(tools) {
+	for _, p := range declared.Check(tools) {
 		if path := toolspec.Join(f.path, p.Path); !c.covered(path) {
 			more.Add(path, "%s", p.Message)
 		}
