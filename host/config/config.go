@@ -12,13 +12,10 @@
 package config
 
 import (
-	"bytes"
-	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
-	"math"
 	"net"
 	"net/url"
 	"os"
@@ -29,11 +26,9 @@ import (
 	"time"
 
 	"github.com/tenxgraph/tenxgraph/host/checkpoint"
-	"github.com/tenxgraph/tenxgraph/host/media"
 	"github.com/tenxgraph/tenxgraph/host/model"
 	"github.com/tenxgraph/tenxgraph/host/pluginhost"
 	"github.com/tenxgraph/tenxgraph/host/remotetool/declared"
-	"github.com/tenxgraph/tenxgraph/internal/hostallow"
 	"github.com/tenxgraph/tenxgraph/internal/sandbox"
 	"github.com/tenxgraph/tenxgraph/sdk/toolspec"
 )
@@ -142,24 +137,24 @@ type Media struct {
 	// AllowedTypes are the accepted media types, from media.KnownTypes;
 	// nil means media.DefaultTypes (PNG, JPEG, GIF, WebP, PDF, WAV, MP3,
 	// plain text).
-	AllowedTypes []string
+	AllowedTypes []string `json:"allowed_types"`
 	// MaxBlobBytes bounds one image, file or sound (0:
 	// media.DefaultMaxBlobBytes, 10 MiB). One sent as data must also fit
 	// in server.max_body_bytes as base64, a third larger.
-	MaxBlobBytes int64
+	MaxBlobBytes int64 `json:"max_blob_bytes"`
 	// MaxRequestBytes bounds the new media of one request, or of one
 	// step's tool results (0: media.DefaultMaxRequestBytes, 32 MiB).
-	MaxRequestBytes int64
+	MaxRequestBytes int64 `json:"max_request_bytes"`
 	// MaxImagePixels bounds an image's width times height (0:
 	// media.DefaultMaxImagePixels, 8000 x 8000).
-	MaxImagePixels int64
+	MaxImagePixels int64 `json:"max_image_pixels"`
 	// FetchAllowHosts are the only hosts a url source is fetched from,
 	// in http_fetch's allow_hosts grammar (a CIDR entry also opens its
 	// non-public range); nil (fetch.allow_hosts left out) fetches from any
 	// public host, an empty list from none. Only https is fetched.
-	FetchAllowHosts []string
+	FetchAllowHosts []string `json:"fetch.allow_hosts"`
 	// FetchTimeout bounds one fetch (0: media.DefaultFetchTimeout, 10s).
-	FetchTimeout time.Duration
+	FetchTimeout time.Duration `json:"fetch.timeout"`
 }
 
 // ProviderSettings are the keys every provider entry (builtin_tools,
@@ -187,84 +182,6 @@ type Approval struct {
 // Set reports whether any tool needs approval.
 func (a Approval) Set() bool { return a.All || len(a.Tools) > 0 }
 
-// providerKeys read the keys of provider_defaults, which every provider
-// entry takes too. A new shared key is one line here and a field above.
-var providerKeys = []struct {
-	name string
-	read func(f field, s *ProviderSettings)
-}{
-	{"timeout", func(f field, s *ProviderSettings) { s.Timeout, _ = f.duration() }},
-	{"max_argument_bytes", func(f field, s *ProviderSettings) { s.MaxArgumentBytes, _ = f.integer(1, MaxCallBytes) }},
-	{"max_result_bytes", func(f field, s *ProviderSettings) { s.MaxResultBytes, _ = f.integer(1, MaxCallBytes) }},
-}
-
-// providerDefaultKeys are provider_defaults' keys; providerEntryKeys are
-// the shared keys of an entry, which also takes tool_timeouts.
-func providerDefaultKeys() []string {
-	keys := make([]string, len(providerKeys))
-	for i, k := range providerKeys {
-		keys[i] = k.name
-	}
-	return keys
-}
-
-func providerEntryKeys(own ...string) []string {
-	return append(append(own, providerDefaultKeys()...), "tool_timeouts", "require_approval")
-}
-
-// readProviderKeys sets what o has of the shared keys over s.
-func readProviderKeys(o field, s *ProviderSettings) {
-	for _, k := range providerKeys {
-		if g := o.get(k.name); g.present() {
-			k.read(g, s)
-		}
-	}
-}
-
-// providerSettings reads an entry's shared keys over provider_defaults.
-func (c *checker) providerSettings(o field) ProviderSettings {
-	s := c.defaults
-	readProviderKeys(o, &s)
-	names, vals := o.get("tool_timeouts").members()
-	for i, name := range names {
-		if name == "" {
-			c.add(vals[i].path, "a tool name cannot be empty")
-			continue
-		}
-		if d, ok := vals[i].duration(); ok {
-			if s.ToolTimeouts == nil {
-				s.ToolTimeouts = map[string]time.Duration{}
-			}
-			s.ToolTimeouts[name] = d
-		}
-	}
-	if ra := o.get("require_approval"); ra.present() {
-		if ra.v.kind == kindBool {
-			s.RequireApproval.All = ra.v.b
-		} else if ra.v.kind != kindArray {
-			c.add(ra.path, "want true, false or a list of the provider's tool names")
-		} else {
-			items, _ := ra.items()
-			if len(items) == 0 {
-				c.add(ra.path, "an empty list asks nothing: use false, or name the tools")
-			}
-			seen := map[string]bool{}
-			for _, it := range items {
-				n, ok := it.required("a tool name")
-				switch {
-				case !ok:
-				case seen[n]:
-					c.add(it.path, "%q is listed twice", n)
-				default:
-					seen[n] = true
-					s.RequireApproval.Tools = append(s.RequireApproval.Tools, n)
-				}
-			}
-		}
-	}
-	return s
-}
-
 // Model configures the chat model: model.Config, which the providers
 // read, so that they need nothing of this package.
 type Model = model.Config
@@ -273,17 +190,17 @@ type Model = model.Config
 type BuiltinTools struct {
 	ProviderSettings
 	// Node is the ToolNode offering the tools (default "tools").
-	Node string
+	Node string `json:"node"`
 	// Enable lists the tools to offer, in file order. Nothing is on by
 	// default: tools that fetch URLs or touch files are capabilities the
 	// user grants, one by one.
-	Enable []string
+	Enable []string `json:"enable"`
 	// HTTPFetch limits http_fetch.
-	HTTPFetch HTTPFetch
+	HTTPFetch HTTPFetch `json:"http_fetch"`
 	// Workspace confines the file tools.
-	Workspace Workspace
+	Workspace Workspace `json:"workspace"`
 	// Sandbox is what the builtin provider's process may have.
-	Sandbox sandbox.Profile
+	Sandbox sandbox.Profile `json:",inline"`
 }
 
 // HTTPFetch limits the http_fetch tool, which a model drives with
@@ -294,18 +211,18 @@ type HTTPFetch struct {
 	// address ranges (CIDR entries) beyond the public Internet it may
 	// connect to; required when http_fetch is enabled. See
 	// builtin.HTTPFetchOptions.AllowedHosts.
-	AllowHosts []string
+	AllowHosts []string `json:"allow_hosts"`
 	// MaxBytes caps a response; 0 leaves the provider's default.
-	MaxBytes int64
+	MaxBytes int64 `json:"max_bytes"`
 	// Timeout bounds a fetch; 0 leaves the provider's default.
-	Timeout time.Duration
+	Timeout time.Duration `json:"timeout"`
 }
 
 // Workspace confines read_file, write_file and list_files.
 type Workspace struct {
 	// Root is the folder the file tools cannot leave (absolute); required
 	// when any of them is enabled, so a model never roams the whole disk.
-	Root string
+	Root string `json:"root"`
 }
 
 // MCPServer is one entry of mcp_servers, in the shape users know from
@@ -322,71 +239,71 @@ type MCPServer struct {
 	// means stdio and url means http. LangChain's and Cline's spellings of
 	// http ("streamable_http", "streamable-http", "streamableHttp") are
 	// accepted and stored as "http", so configs copied from them work.
-	Type string
+	Type string `json:"type"`
 	// Command starts a stdio server. A relative path containing a
 	// separator is made absolute; a bare name is looked up in PATH.
 	// ${VAR} references here and in Args, Env, Cwd, URL and Headers
 	// (internal/expand's grammar) are kept verbatim for the bridge to
 	// expand, so secrets stay out of the file.
-	Command string
-	Args    []string
-	Env     map[string]string
+	Command string            `json:"command"`
+	Args    []string          `json:"args"`
+	Env     map[string]string `json:"env"`
 	// Cwd is the stdio server's working directory (absolute). It defaults
 	// to the config's folder, so relative paths in Args mean the same as
 	// everywhere else in the file.
-	Cwd string
+	Cwd string `json:"cwd"`
 	// URL reaches an http or sse server.
-	URL     string
-	Headers map[string]string
+	URL     string            `json:"url"`
+	Headers map[string]string `json:"headers"`
 	// MaxOutputBytes caps a tool result handed to the model; a larger one
 	// is truncated with a marker. 0 leaves the bridge's default (1 MiB). It
 	// must not exceed max_result_bytes, past which a result is an error.
-	MaxOutputBytes int64
+	MaxOutputBytes int64 `json:"max_output_bytes"`
 	// Node is the ToolNode offering the server's tools (default "tools").
-	Node string
+	Node string `json:"node"`
 	// AllowTools, when set, are the only tools offered; DenyTools are
 	// hidden. At most one is set: together they would be ambiguous.
-	AllowTools []string
-	DenyTools  []string
+	AllowTools []string `json:"allow_tools"`
+	DenyTools  []string `json:"deny_tools"`
 	// Disabled keeps the entry in the file without starting it.
-	Disabled bool
+	Disabled bool `json:"disabled"`
 	// Sandbox is what a stdio server's process may have; its Env is Env
 	// on top of provider_defaults', ${VAR}s unexpanded.
-	Sandbox sandbox.Profile
+	Sandbox sandbox.Profile `json:",inline"`
 }
 
 // Plugin is a third-party tool provider: an executable built with sdk.Serve.
 type Plugin struct {
 	ProviderSettings
 	// Name identifies the plugin in logs, errors and `tenxgraph tools`.
-	Name string
+	Name string `json:"name"`
 	// Command is the executable and its arguments; Command[0] is made
 	// absolute when it is a relative path.
-	Command []string
+	Command []string `json:"command"`
 	// SHA256 is the executable's expected checksum (lowercase hex), or
 	// empty. When set, the host refuses to run a binary that differs.
-	SHA256 string
+	SHA256 string `json:"sha256"`
 	// Node is the ToolNode offering the plugin's tools (default "tools").
-	Node string
+	Node string `json:"node"`
 	// Prefix is put before each of the plugin's tool names on the node
 	// ("wx_" offers "forecast" as "wx_forecast"), so that two plugins
 	// exporting one name can sit on one node. Per-tool settings such as
 	// tool_timeouts keep the plugin's own names.
-	Prefix string
+	Prefix string `json:"prefix"`
 	// Env is added to the plugin's environment, its ${VAR}s unexpanded
 	// (the host expands them when it starts the plugin).
-	Env map[string]string
+	Env map[string]string `json:"env"`
 	// Start is "startup" (default: a broken plugin fails the start, not the
 	// first run) or "lazy" (started on first use, for costly plugins).
-	Start string
+	Start string `json:"start"`
 	// Cwd is the plugin's working directory (absolute; "" for the host's).
-	Cwd string
+	Cwd string `json:"cwd"`
 	// Sandbox is what the plugin's process may have; its Env includes Env.
-	Sandbox sandbox.Profile
+	Sandbox sandbox.Profile `json:",inline"`
 	// Options are sent to the plugin with Configure (a JSON object, as
 	// written; nil when absent). A plugin that declares an options schema
 	// has them checked against it when it starts, `validate` included.
-	Options json.RawMessage
+	Options json.RawMessage `json:"options"`
 }
 
 // DefaultKeepHistory is checkpointer.keep_history when unset: the last
@@ -399,29 +316,29 @@ const DefaultKeepHistory = 100
 type Checkpointer struct {
 	// Type is "sqlite" (default: embedded, survives restarts), "memory"
 	// (lost on exit) or "postgres".
-	Type string
+	Type string `json:"type"`
 	// Path is the sqlite file (absolute).
-	Path string
+	Path string `json:"path"`
 	// DSNEnv names the environment variable holding the postgres DSN, which
 	// carries a password and so never sits in the file.
-	DSNEnv string
+	DSNEnv string `json:"dsn_env"`
 	// Lease is how long a run's claim on its thread lasts unless its
 	// heartbeat renews it (0: checkpoint.DefaultLease, 30s): how long a thread
 	// stays busy after the replica running it dies.
-	Lease time.Duration
+	Lease time.Duration `json:"lease"`
 	// KeepHistory is how many checkpoints each thread keeps beyond its
 	// latest (what a resume needs): older ones are deleted as new ones are
 	// written, and History lists fewer snapshots. nil means
 	// DefaultKeepHistory, -1 keeps them all. The messages are kept whole
 	// either way.
-	KeepHistory *int
+	KeepHistory *int `json:"keep_history"`
 	// IdleTTL, when set, deletes the threads nobody has written for that
 	// long (and that no run holds), and gives their space back.
-	IdleTTL time.Duration
+	IdleTTL time.Duration `json:"idle_ttl"`
 	// Durability is when runs write their checkpoints, unless a request
 	// says otherwise: one of graph's durability modes, "" for the default
 	// (checkpoint.DurabilitySync).
-	Durability checkpoint.Durability
+	Durability checkpoint.Durability `json:"durability"`
 }
 
 // Cache bounds the cache of decoded threads, which saves a run on a thread
@@ -431,34 +348,34 @@ type Cache struct {
 	// MaxBytes is the cache's budget, an estimate of the memory its
 	// threads take (0: checkpoint.DefaultCacheBytes, 256 MiB); the least
 	// recently used threads are dropped to stay within it.
-	MaxBytes int64
+	MaxBytes int64 `json:"max_bytes"`
 }
 
 // Server configures the HTTP API.
 type Server struct {
 	// Addr is host:port to listen on (default 127.0.0.1:8123).
-	Addr string
+	Addr string `json:"addr"`
 	// Auth is nil when the API is open, which is only sensible on loopback.
-	Auth *Auth
+	Auth *Auth `json:"auth"`
 	// CORS lets browser pages on other origins call the API.
-	CORS CORS
+	CORS CORS `json:"cors"`
 	// MaxBodyBytes bounds a request body (default 4 MiB).
-	MaxBodyBytes int64
+	MaxBodyBytes int64 `json:"max_body_bytes"`
 	// MaxRequestMessages bounds the messages one request adds to a thread
 	// (default DefaultMaxRequestMessages).
-	MaxRequestMessages int
+	MaxRequestMessages int `json:"max_request_messages"`
 	// ShutdownGrace is how long runs in flight may finish when the server
 	// stops before they are cancelled (0: DefaultShutdownGrace).
-	ShutdownGrace time.Duration
+	ShutdownGrace time.Duration `json:"shutdown_grace"`
 	// OnDisconnect is what happens to a run whose client goes away before
 	// it ends: OnDisconnectCancel (also when empty, the default) or
 	// OnDisconnectContinue.
-	OnDisconnect string
+	OnDisconnect string `json:"on_disconnect"`
 	// AllowedHosts are Host names served besides the loopback ones on a
 	// loopback connection (a name in /etc/hosts, say). A page that rebinds
 	// its own DNS name to 127.0.0.1 sends its own name, so only listed
 	// names get through. Lower case, without a port.
-	AllowedHosts []string
+	AllowedHosts []string `json:"allowed_hosts"`
 }
 
 // The values of server.on_disconnect. Cancel is the default: a run lasts
@@ -474,13 +391,13 @@ const (
 type Auth struct {
 	// TokensEnv names environment variables each holding an accepted token;
 	// several allow rotating a token without downtime.
-	TokensEnv []string
+	TokensEnv []string `json:"tokens_env"`
 }
 
 // CORS lists the browser origins allowed to call the API.
 type CORS struct {
 	// AllowOrigins are origins such as "http://localhost:5173", or "*".
-	AllowOrigins []string
+	AllowOrigins []string `json:"allow_origins"`
 }
 
 // Load reads and parses the config file at path.
@@ -550,180 +467,17 @@ func Check(data []byte, dir string) (*Config, toolspec.Problems) {
 		c.add("", "the config must be a JSON object, got %s", root.kind)
 		return nil, c.ps
 	}
-	top := field{c: c, v: root}.object(topKeys()...)
+	c.validate(root)
 	cfg := &Config{Dir: abs}
-	_, _ = top.get(schemaKey).str()
 	for _, first := range []bool{true, false} {
 		for _, s := range sections {
 			if s.First == first {
-				s.read(c, top.get(s.Key), cfg)
+				s.read(c, s.Key, root.field(s.Key), cfg)
 			}
 		}
 	}
 	c.checkSecrets(cfg)
-	return cfg, c.ps
-}
-
-// node reads a provider entry's "node".
-func nodeName(f field) string {
-	if s, ok := f.text(); ok {
-		return s
-	}
-	return DefaultNode
-}
-
-func (c *checker) remoteTools(f field) []declared.Config {
-	items, _ := f.items()
-	if len(items) == 0 {
-		return nil
-	}
-	tools := make([]declared.Config, len(items))
-	for i, it := range items {
-		o := it.object("node", "node_name", "name", "description", "parameters", "timeout")
-		t := &tools[i]
-		t.Node = DefaultNode
-		node, alias := o.get("node"), o.get("node_name")
-		switch {
-		case node.present() && alias.present():
-			c.add(alias.path, "use one of node or node_name (node_name is an alias of node)")
-		case alias.present():
-			t.Node = nodeName(alias)
-		default:
-			t.Node = nodeName(node)
-		}
-		t.Name, _ = o.get("name").str()
-		t.Description, _ = o.get("description").str()
-		t.Timeout, _ = o.get("timeout").duration()
-		if p := o.get("parameters"); p.present() {
-			var buf bytes.Buffer
-			p.v.encode(&buf)
-			t.Parameters = buf.Bytes()
-		}
-	}
-	// Names, schemas and duplicates are judged by the rules shared with
-	// code-first AttachRemoteTools. Where this file already said what is
-	// wrong (a name that is not a string), its "missing" would only repeat it.
-	var more toolspec.Problems
-	for _, p := range declared.Check(tools) {
-		if path := toolspec.Join(f.path, p.Path); !c.covered(path) {
-			more.Add(path, "%s", p.Message)
-		}
-	}
-	c.ps = append(c.ps, more...)
-	return tools
-}
-
-func (c *checker) model(f field) *Model {
-	o := f.object("provider", "model", "base_url", "api_key_env", "script", "system_prompt", "max_steps", "timeout", "max_retries", "max_tokens")
-	if !o.present() {
-		return nil
-	}
-	m := &Model{MaxSteps: DefaultMaxSteps, MaxRetries: DefaultMaxRetries}
-	provider := o.get("provider")
-	if !provider.present() {
-		c.add(provider.path, "missing: %s", modelProviderList())
-	}
-	m.Provider, _ = provider.oneOf(modelProviderNames()...)
-
-	model := o.get("model")
-	m.Model, _ = model.text()
-	if m.Provider == "openai" && !model.present() {
-		c.add(model.path, `missing: the openai provider needs a model name, such as "gpt-4o-mini"`)
-	}
-	if m.Provider == "anthropic" && !model.present() {
-		c.add(model.path, `missing: the anthropic provider needs a model name, such as "claude-sonnet-4-5"`)
-	}
-	if u, ok := o.get("base_url").text(); ok {
-		if err := checkURL(u); err != nil {
-			c.add(o.get("base_url").path, "%v", err)
-		} else if m.Provider == "anthropic" {
-			if p := strings.TrimRight(urlPath(u), "/"); p == "/v1" || strings.HasSuffix(p, "/v1") {
-				c.add(o.get("base_url").path, "the anthropic provider's base_url is the API root, without /v1 (it appends /v1/messages): use %q", strings.TrimSuffix(strings.TrimRight(u, "/"), "/v1"))
-			}
-		}
-		m.BaseURL = u
-	}
-	m.APIKeyEnv, _ = o.get("api_key_env").envName()
-	if !o.get("api_key_env").present() {
-		switch m.Provider {
-		case "openai":
-			m.APIKeyEnv = DefaultAPIKeyEnv
-		case "anthropic":
-			m.APIKeyEnv = DefaultAnthropicAPIKeyEnv
-		}
-	}
-	if mt := o.get("max_tokens"); mt.present() {
-		if n, ok := mt.integer(1, math.MaxInt32); ok {
-			m.MaxTokens = int(n)
-		}
-		if m.Provider != "" && m.Provider != "anthropic" {
-			c.add(mt.path, "only the anthropic provider takes max_tokens (the Messages API requires one); the %s provider leaves the output limit to the model", m.Provider)
-		}
-	} else if m.Provider == "anthropic" {
-		m.MaxTokens = DefaultMaxTokens
-	}
-	script := o.get("script")
-	m.Script, _ = script.filePath()
-	if m.Provider == "scripted" && !script.present() {
-		c.add(script.path, "missing: the scripted provider reads its rules from this file")
-	}
-	m.SystemPrompt, _ = o.get("system_prompt").str()
-	if n, ok := o.get("max_steps").integer(1, math.MaxInt32); ok {
-		m.MaxSteps = int(n)
-	}
-	m.Timeout, _ = o.get("timeout").duration()
-	if n, ok := o.get("max_retries").integer(0, math.MaxInt32); ok {
-		m.MaxRetries = int(n)
-	}
-	return m
-}
-
-func (c *checker) builtinTools(f field) *BuiltinTools {
-	o := f.object(append(providerEntryKeys("node", "enable", "http_fetch", "workspace"), profileKeys...)...)
-	if !o.present() {
-		return nil
-	}
-	b := &BuiltinTools{Node: nodeName(o.get("node")), ProviderSettings: c.providerSettings(o)}
-	env, _ := o.get("env").strMap(checkEnvKey, nil)
-	b.Sandbox = c.profile(o, env)
-	enable := o.get("enable")
-	if !enable.present() {
-		c.add(enable.path, "missing: list the tools to turn on, from %s", quoteList(builtinNames))
-	}
-	items, _ := enable.items()
-	first := map[string]int{}
-	for i, it := range items {
-		name, ok := it.oneOf(builtinNames...)
-		if !ok {
-			continue
-		}
-		if j, dup := first[name]; dup {
-			c.add(it.path, "%q is already enabled at [%d]", name, j)
-			continue
-		}
-		first[name] = i
-		b.Enable = append(b.Enable, name)
-	}
-
-	hf := o.get("http_fetch").object("allow_hosts", "max_bytes", "timeout")
-	hosts := hf.get("allow_hosts")
-	allowed, listed := hosts.list(checkHost)
-	b.HTTPFetch.AllowHosts = allowed
-	b.HTTPFetch.MaxBytes, _ = hf.get("max_bytes").integer(1, math.MaxInt64)
-	b.HTTPFetch.Timeout, _ = hf.get("timeout").duration()
-	if _, on := first["http_fetch"]; on && (listed || !hosts.present()) && len(allowed) == 0 && !c.covered(hosts.path) {
-		c.add(hosts.path, "missing: http_fetch is enabled, and a model may only fetch from hosts listed here, such as [\"api.example.com\"]")
-	}
-
-	root := o.get("workspace").object("root").get("root")
-	b.Workspace.Root, _ = root.filePath()
-	for _, name := range []string{"read_file", "write_file", "list_files"} {
-		if _, on := first[name]; on && b.Workspace.Root == "" && !c.covered(root.path) {
-			c.add(root.path, "missing: %s is enabled, and the file tools work only inside this folder", name)
-			break
-		}
-	}
-	return b
+	return cfg, c.problems(root)
 }
 
 // MaxMCPOutputBytes is the largest max_output_bytes of an MCP server: a
@@ -739,114 +493,6 @@ const defaultMCPOutputBytes = 1 << 20
 // names, which models accept only up to 64 such characters.
 var serverNamePattern = regexp.MustCompile(`^[a-zA-Z0-9_-]{1,32}$`)
 
-func (c *checker) mcpServers(f field) (map[string]MCPServer, []string) {
-	names, entries := f.members()
-	if len(names) == 0 {
-		return nil, nil
-	}
-	servers := make(map[string]MCPServer, len(names))
-	for i, name := range names {
-		if !serverNamePattern.MatchString(name) {
-			c.add(entries[i].path, "server name %q must be 1 to 32 letters, digits, '_' or '-': it prefixes the names of the server's tools", name)
-		}
-		s := c.mcpServer(entries[i])
-		s.Name = name
-		servers[name] = s
-	}
-	return servers, names
-}
-
-func (c *checker) mcpServer(f field) MCPServer {
-	o := f.object(append(providerEntryKeys("type", "command", "args", "env", "cwd", "url", "headers", "max_output_bytes", "node", "allow_tools", "deny_tools", "disabled"),
-		"pass_env", "limits", "network", "user", "group", "filesystem")...)
-	s := MCPServer{Node: nodeName(o.get("node"))}
-	if !o.present() {
-		return s
-	}
-	s.ProviderSettings = c.providerSettings(o)
-	typ, command, u := o.get("type"), o.get("command"), o.get("url")
-	if t, ok := typ.str(); ok {
-		switch t {
-		case "stdio", "http", "sse":
-			s.Type = t
-		case "streamable_http", "streamable-http", "streamableHttp":
-			s.Type = "http"
-		default:
-			c.add(typ.path, `must be one of "stdio" (started with command), "http" or "sse" (reached by url), got %q`, t)
-		}
-	}
-	switch {
-	case command.present() && u.present():
-		c.add(f.path, "set command (to start a local server) or url (to reach a remote one), not both")
-		s.Type = ""
-	case !command.present() && !u.present():
-		c.add(f.path, "missing command (to start a local server) or url (to reach a remote one)")
-		s.Type = ""
-	case s.Type == "" && !typ.present() && command.present():
-		s.Type = "stdio"
-	case s.Type == "" && !typ.present():
-		s.Type = "http"
-	case s.Type == "stdio" && u.present():
-		c.add(u.path, "a stdio server is started with command; url is for type \"http\" or \"sse\"")
-	case s.Type != "stdio" && s.Type != "" && command.present():
-		c.add(command.path, "an %s server is reached by url; command is for type \"stdio\"", s.Type)
-	}
-
-	if cmd, ok := command.text(); ok {
-		if !strings.HasPrefix(cmd, "$") && strings.ContainsAny(cmd, `/`+string(filepath.Separator)) {
-			cmd = c.resolve(cmd)
-		}
-		s.Command = cmd
-	}
-	s.Args, _ = o.get("args").list(field.str)
-	s.Env, _ = o.get("env").strMap(checkEnvKey, nil)
-	cwd := o.get("cwd")
-	if d, ok := cwd.text(); ok {
-		if !strings.HasPrefix(d, "$") {
-			d = c.resolve(d)
-		}
-		s.Cwd = d
-	}
-	if addr, ok := u.text(); ok {
-		if v, ok := literal(addr); ok { // one with ${VAR}s is checked once expanded
-			if err := checkURL(v); err != nil {
-				c.add(u.path, "%v", err)
-			}
-		}
-		s.URL = addr
-	}
-	s.Headers, _ = o.get("headers").strMap(checkHeaderName, checkHeaderValue)
-	s.MaxOutputBytes, _ = o.get("max_output_bytes").integer(1, MaxMCPOutputBytes)
-	if out, res := cmp.Or(s.MaxOutputBytes, defaultMCPOutputBytes), cmp.Or(s.MaxResultBytes, DefaultMaxResultBytes); out > res {
-		c.add(o.get("max_output_bytes").path, "%d is more than max_result_bytes (%d): a result the bridge truncates to this size would still be refused; lower it or raise max_result_bytes", out, res)
-	}
-	s.AllowTools, _ = o.get("allow_tools").list(field.text)
-	s.DenyTools, _ = o.get("deny_tools").list(field.text)
-	if o.get("allow_tools").present() && o.get("deny_tools").present() {
-		c.add(o.get("deny_tools").path, "set allow_tools or deny_tools, not both")
-	}
-	s.Disabled, _ = o.get("disabled").boolean()
-	s.Sandbox = c.profile(o, s.Env)
-
-	// Keys of the other transport are mistakes the server would ignore.
-	switch s.Type {
-	case "stdio":
-		if h := o.get("headers"); h.present() {
-			c.add(h.path, "only used by \"http\" and \"sse\" servers (reached by url)")
-		}
-		if s.Cwd == "" {
-			s.Cwd = c.dir
-		}
-	case "http", "sse":
-		for _, k := range []string{"args", "env", "cwd", "pass_env", "limits", "network", "user", "group", "filesystem"} {
-			if g := o.get(k); g.present() {
-				c.add(g.path, "only used by \"stdio\" servers (started with command)")
-			}
-		}
-	}
-	return s
-}
-
 // pluginNamePattern is the tool name rule: plugin names show up next to
 // tool names in listings and errors.
 var pluginNamePattern = regexp.MustCompile(`^[a-zA-Z0-9_-]{1,64}$`)
@@ -856,197 +502,6 @@ var sha256Pattern = regexp.MustCompile(`^[0-9a-fA-F]{64}$`)
 // prefixPattern keeps a tool-name prefix within the tool name rule, short
 // enough to leave the name room.
 var prefixPattern = regexp.MustCompile(`^[a-zA-Z0-9_-]{1,32}$`)
-
-func (c *checker) plugins(f field) []Plugin {
-	items, _ := f.items()
-	var out []Plugin
-	first := map[string]int{}
-	for i, it := range items {
-		o := it.object(append(providerEntryKeys("name", "command", "sha256", "node", "env", "start"), "cwd", "pass_env", "limits", "network", "user", "group", "prefix", "filesystem", "options")...)
-		if !o.present() {
-			continue
-		}
-		p := Plugin{Node: nodeName(o.get("node")), Start: "startup", ProviderSettings: c.providerSettings(o)}
-		name := o.get("name")
-		if n, ok := name.required(`a short name for logs and errors, such as "weather"`); ok {
-			switch j, dup := first[n]; {
-			case !pluginNamePattern.MatchString(n):
-				c.add(name.path, "%q must be 1 to 64 letters, digits, '_' or '-'", n)
-			case dup:
-				c.add(name.path, "duplicate plugin name %q (first at plugins[%d])", n, j)
-			default:
-				first[n] = i
-			}
-			p.Name = n
-		}
-		command := o.get("command")
-		if !command.present() {
-			c.add(command.path, `missing: the plugin's executable and its arguments, such as ["./bin/weather-plugin"]`)
-		}
-		if args, ok := command.list(field.str); ok {
-			switch {
-			case len(args) == 0:
-				c.add(command.path, `must not be empty: the plugin's executable and its arguments, such as ["./bin/weather-plugin"]`)
-			case args[0] == "":
-				c.add(toolspec.Join(command.path, toolspec.Index(0)), "must not be empty: the plugin's executable")
-			default:
-				if !filepath.IsAbs(args[0]) && strings.ContainsAny(args[0], `/`+string(filepath.Separator)) {
-					args[0] = c.resolve(args[0])
-				}
-				p.Command = args
-			}
-		}
-		sum := o.get("sha256")
-		if h, ok := sum.str(); ok {
-			if sha256Pattern.MatchString(h) {
-				p.SHA256 = strings.ToLower(h)
-			} else {
-				c.add(sum.path, "must be 64 hexadecimal characters, the output of `sha256sum` on the executable (got %d characters)", len(h))
-			}
-		}
-		if prefix := o.get("prefix"); prefix.present() {
-			if s, ok := prefix.str(); ok {
-				if prefixPattern.MatchString(s) {
-					p.Prefix = s
-				} else {
-					c.add(prefix.path, "%q must be 1 to 32 letters, digits, '_' or '-', such as \"wx_\": it goes before each tool name", s)
-				}
-			}
-		}
-		p.Env, _ = o.get("env").strMap(checkEnvKey, nil)
-		if s, ok := o.get("start").oneOf("startup", "lazy"); ok {
-			p.Start = s
-		}
-		p.Cwd, _ = o.get("cwd").filePath()
-		p.Sandbox = c.profile(o, p.Env)
-		if opts := o.get("options"); opts.present() {
-			if opts.v.kind != kindObject {
-				opts.wrongType("an object: the plugin's own options, which it declares")
-			} else {
-				var buf bytes.Buffer
-				opts.v.encode(&buf)
-				p.Options = buf.Bytes()
-			}
-		}
-		out = append(out, p)
-	}
-	return out
-}
-
-// providerDefaults reads provider_defaults: the sandbox profile every
-// provider entry starts from.
-func (c *checker) providerDefaults(o field) sandbox.Profile {
-	if !o.present() {
-		return sandbox.Profile{}
-	}
-	env, _ := o.get("env").strMap(checkEnvKey, nil)
-	c.sandboxDefaults = c.profile(o, env)
-	return c.sandboxDefaults
-}
-
-func (c *checker) checkpointer(f field) Checkpointer {
-	o := f.object("type", "path", "dsn_env", "lease", "keep_history", "idle_ttl", "durability")
-	cp := Checkpointer{Type: "sqlite"}
-	cp.Lease, _ = o.get("lease").duration()
-	if n, ok := o.get("keep_history").integer(-1, math.MaxInt32); ok {
-		keep := int(n)
-		cp.KeepHistory = &keep
-	}
-	cp.IdleTTL, _ = o.get("idle_ttl").duration()
-	d, _ := o.get("durability").oneOf(string(checkpoint.DurabilitySync), string(checkpoint.DurabilityAsync), string(checkpoint.DurabilityExit))
-	cp.Durability = checkpoint.Durability(d)
-	typ := o.get("type")
-	if typ.present() {
-		t, ok := typ.oneOf(checkpointerNames()...)
-		if !ok {
-			return cp // which keys belong depends on a type we do not know
-		}
-		cp.Type = t
-	}
-	path, dsn := o.get("path"), o.get("dsn_env")
-	if cp.Type != "sqlite" && path.present() {
-		c.add(path.path, "only used when type is \"sqlite\" (the %s checkpointer has no file)", cp.Type)
-	}
-	if cp.Type != "postgres" && dsn.present() {
-		c.add(dsn.path, "only used when type is \"postgres\"")
-	}
-	switch cp.Type {
-	case "sqlite":
-		cp.Path = c.resolve(DefaultSQLitePath)
-		if p, ok := path.filePath(); ok {
-			cp.Path = p
-		}
-	case "postgres":
-		if !dsn.present() {
-			c.add(dsn.path, "missing: the postgres checkpointer reads its DSN from the environment variable named here, such as \"DATABASE_URL\"")
-		}
-		cp.DSNEnv, _ = dsn.envName()
-	}
-	return cp
-}
-
-func (c *checker) server(f field) Server {
-	o := f.object("addr", "auth", "cors", "max_body_bytes", "shutdown_grace", "on_disconnect", "allowed_hosts", "max_request_messages")
-	s := Server{Addr: DefaultAddr, MaxBodyBytes: DefaultMaxBodyBytes, MaxRequestMessages: DefaultMaxRequestMessages}
-	if v, ok := o.get("on_disconnect").oneOf(OnDisconnectCancel, OnDisconnectContinue); ok {
-		s.OnDisconnect = v
-	}
-	addr := o.get("addr")
-	if a, ok := addr.text(); ok {
-		if err := checkAddr(a); err != nil {
-			c.add(addr.path, "%v", err)
-		} else {
-			s.Addr = a
-		}
-	}
-	if auth := o.get("auth").object("tokens_env"); auth.present() {
-		tokens := auth.get("tokens_env")
-		if !tokens.present() {
-			c.add(tokens.path, "missing: name the environment variables that hold the accepted tokens, such as [\"TENXGRAPH_TOKEN\"]")
-		}
-		names, ok := tokens.list(field.envName)
-		if ok && len(names) == 0 {
-			c.add(tokens.path, "must name at least one environment variable; leave out auth for an open API")
-		}
-		s.Auth = &Auth{TokensEnv: names}
-	}
-	s.CORS.AllowOrigins, _ = o.get("cors").object("allow_origins").get("allow_origins").list(checkOrigin)
-	if n, ok := o.get("max_body_bytes").integer(1, math.MaxInt64); ok {
-		s.MaxBodyBytes = n
-	}
-	if n, ok := o.get("max_request_messages").integer(1, math.MaxInt32); ok {
-		s.MaxRequestMessages = int(n)
-	}
-	s.ShutdownGrace, _ = o.get("shutdown_grace").duration()
-	s.AllowedHosts, _ = o.get("allowed_hosts").list(checkServedHost)
-	return s
-}
-
-// checkServedHost reads a server.allowed_hosts entry: a host name or IP
-// address as a Host header carries it, without a scheme, port or path, which
-// is compared with the Host of each request. It is returned in lower case.
-func checkServedHost(f field) (string, bool) {
-	h, ok := f.text()
-	if !ok {
-		return "", false
-	}
-	name := strings.TrimSuffix(strings.TrimPrefix(h, "["), "]")
-	switch {
-	case strings.Contains(h, "://") || strings.ContainsAny(h, "/?#@ "):
-		f.c.add(f.path, "%q is not a host name: list only the name, such as \"myhost.local\", without a scheme or path", h)
-		return "", false
-	case net.ParseIP(name) == nil && strings.Contains(h, ":"):
-		f.c.add(f.path, "%q has a port: list only the name (any port of the server is accepted)", h)
-		return "", false
-	case net.ParseIP(name) == nil && strings.ContainsAny(h, "[]"):
-		f.c.add(f.path, "%q is not a host name or IP address", h)
-		return "", false
-	}
-	if ip := net.ParseIP(name); ip != nil {
-		return ip.String(), true
-	}
-	return strings.ToLower(strings.TrimSuffix(h, ".")), true
-}
 
 func checkURL(s string) error {
 	u, err := url.Parse(s)
@@ -1071,40 +526,6 @@ func checkAddr(s string) error {
 		return fmt.Errorf("%q: the port must be a number from 0 to 65535", s)
 	}
 	return nil
-}
-
-// checkHost reads an allow_hosts entry: a host name, optionally with a port
-// or a leading "*." wildcard, a public IP address, or a CIDR range, but not
-// a URL, by the rules the builtin provider applies.
-func checkHost(f field) (string, bool) {
-	h, ok := f.text()
-	if !ok {
-		return "", false
-	}
-	if err := hostallow.Check(h); err != nil {
-		f.c.add(f.path, "%v", err)
-		return "", false
-	}
-	return h, true
-}
-
-// checkOrigin reads a CORS origin. Browsers send Origin without a path or a
-// trailing slash, so an entry with one would never match.
-func checkOrigin(f field) (string, bool) {
-	o, ok := f.text()
-	if !ok || o == "*" {
-		return o, ok
-	}
-	u, err := url.Parse(o)
-	switch {
-	case err != nil || u.Scheme == "" || u.Host == "":
-		f.c.add(f.path, "%q is not an origin: use scheme://host[:port], such as \"http://localhost:5173\", or \"*\"", o)
-		return "", false
-	case u.Path != "" || u.RawQuery != "" || u.Fragment != "" || u.User != nil || strings.HasSuffix(o, "?") || strings.HasSuffix(o, "#"):
-		f.c.add(f.path, "%q is not an origin: browsers send only scheme://host[:port], with no path or trailing slash, such as %q", o, u.Scheme+"://"+u.Host)
-		return "", false
-	}
-	return o, true
 }
 
 func checkEnvKey(k string) error {
@@ -1132,44 +553,4 @@ func checkHeaderName(k string) error {
 		}
 	}
 	return nil
-}
-
-// media reads the "media" block.
-func (c *checker) media(f field) Media {
-	o := f.object("allowed_types", "max_blob_bytes", "max_request_bytes", "max_image_pixels", "fetch")
-	var m Media
-	if types := o.get("allowed_types"); types.present() {
-		seen := map[string]bool{}
-		m.AllowedTypes, _ = types.list(func(it field) (string, bool) {
-			t, ok := it.text()
-			if !ok {
-				return "", false
-			}
-			if err := media.CheckType(t); err != nil {
-				it.c.add(it.path, "%v", err)
-				return "", false
-			}
-			if seen[t] {
-				it.c.add(it.path, "%q is listed twice", t)
-				return "", false
-			}
-			seen[t] = true
-			return t, true
-		})
-		if m.AllowedTypes == nil {
-			m.AllowedTypes = []string{}
-		}
-	}
-	m.MaxBlobBytes, _ = o.get("max_blob_bytes").integer(1, math.MaxInt64)
-	m.MaxRequestBytes, _ = o.get("max_request_bytes").integer(1, math.MaxInt64)
-	m.MaxImagePixels, _ = o.get("max_image_pixels").integer(1, math.MaxInt64)
-	fetch := o.get("fetch").object("allow_hosts", "timeout")
-	if hosts := fetch.get("allow_hosts"); hosts.present() {
-		m.FetchAllowHosts, _ = hosts.list(checkHost)
-		if m.FetchAllowHosts == nil {
-			m.FetchAllowHosts = []string{}
-		}
-	}
-	m.FetchTimeout, _ = fetch.get("timeout").duration()
-	return m
 }

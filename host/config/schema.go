@@ -29,8 +29,9 @@ type Section struct {
 	First bool
 	// Schema is the key's JSON Schema.
 	Schema func() *jsonschema.Schema
-	// read checks the key's value at f and sets its part of cfg.
-	read func(c *checker, f field, cfg *Config)
+	// read decodes the key's value v (nil when absent), checks what the
+	// schema cannot and sets its part of cfg.
+	read func(c *checker, path string, v *value, cfg *Config)
 }
 
 // sections are the registered sections, in the order the schema and the

@@ -55,8 +55,12 @@ type value struct {
 	items []*value // an array's elements
 }
 
-// field returns the value of key in an object, or nil.
+// field returns the value of key in an object, or nil (also when v is
+// nil or not an object).
 func (v *value) field(key string) *value {
+	if v == nil {
+		return nil
+	}
 	for i, k := range v.keys {
 		if k == key {
 			return v.vals[i]
