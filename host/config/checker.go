@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"path/filepath"
 	"reflect"
-	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -258,8 +257,6 @@ func (c *checker) resolveAll(list []string) []string {
 	return list
 }
 
-var envNamePattern = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
-
 func quoteList(list []string) string {
 	q := make([]string, len(list))
 	for i, s := range list {
@@ -275,4 +272,22 @@ func suggest(key string, allowed []string) string {
 		return fmt.Sprintf(": did you mean %q?", n)
 	}
 	return ""
+}
+
+// envAt is an entry's own env where the file has it.
+type envAt struct {
+	path string
+	vars map[string]string
+}
+
+// passEnvAt is a pass_env list where the file has it.
+type passEnvAt struct {
+	path  string
+	names []string
+}
+
+// choice is a failed oneOf, anyOf or not, which a section's check is
+// expected to explain at or under path.
+type choice struct {
+	path, message string
 }

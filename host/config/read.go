@@ -9,6 +9,7 @@ import (
 	"net/url"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/tenxgraph/tenxgraph/host/media"
@@ -478,4 +479,56 @@ func (c *checker) envKeys(path string, env map[string]string) map[string]string 
 		}
 	}
 	return env
+}
+
+func checkURL(s string) error {
+	u, err := url.Parse(s)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return fmt.Errorf("%q is not an http or https URL", s)
+	}
+	return nil
+}
+
+// urlPath is the path of s, a URL checkURL accepted.
+func urlPath(s string) string {
+	u, _ := url.Parse(s)
+	return u.Path
+}
+
+func checkAddr(s string) error {
+	_, port, err := net.SplitHostPort(s)
+	if err != nil {
+		return fmt.Errorf("%q must be host:port, such as %q", s, DefaultAddr)
+	}
+	if n, err := strconv.Atoi(port); err != nil || n < 0 || n > 65535 {
+		return fmt.Errorf("%q: the port must be a number from 0 to 65535", s)
+	}
+	return nil
+}
+
+func checkEnvKey(k string) error {
+	if k == "" || strings.ContainsAny(k, "=\x00") {
+		return fmt.Errorf("%q is not an environment variable name", k)
+	}
+	return nil
+}
+
+func checkHeaderValue(v string) error {
+	if strings.ContainsAny(v, "\r\n\x00") {
+		return fmt.Errorf("a header value cannot contain a line break or NUL")
+	}
+	return nil
+}
+
+// checkHeaderName accepts RFC 9110 token characters.
+func checkHeaderName(k string) error {
+	if k == "" {
+		return fmt.Errorf("a header name cannot be empty")
+	}
+	for _, r := range k {
+		if r > 0x7e || r <= ' ' || strings.ContainsRune(`"(),/:;<=>?@[\]{}`, r) {
+			return fmt.Errorf("%q is not a valid header name", k)
+		}
+	}
+	return nil
 }

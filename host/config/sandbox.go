@@ -161,18 +161,6 @@ func (c *checker) checkSecrets(cfg *Config) {
 	}
 }
 
-// envAt is an entry's own env where the file has it.
-type envAt struct {
-	path string
-	vars map[string]string
-}
-
-// passEnvAt is a pass_env list where the file has it.
-type passEnvAt struct {
-	path  string
-	names []string
-}
-
 // literal is the value of s when it names no variable.
 func literal(s string) (string, bool) {
 	e, err := expand.Parse(s)

@@ -360,9 +360,3 @@ func (v *value) literal() string {
 	v.encode(&buf)
 	return buf.String()
 }
-
-// choice is a failed oneOf, anyOf or not, which a section's check is
-// expected to explain at or under path.
-type choice struct {
-	path, message string
-}
