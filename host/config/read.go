@@ -149,6 +149,7 @@ func (c *checker) builtinTools(path string, v *value) *BuiltinTools {
 	b := &BuiltinTools{Node: DefaultNode}
 	c.decode(path, v, b)
 	c.settings(path, v, &b.ProviderSettings)
+	b.Sandbox.Env = c.envKeys(toolspec.Join(path, "env"), b.Sandbox.Env)
 	b.Sandbox = c.profile(path, v, b.Sandbox)
 	b.Enable = nil
 	first := map[string]int{}

@@ -50,15 +50,6 @@ func register(s Section) {
 // part of the config: the host accepts it (a string) and ignores it.
 const schemaKey = "$schema"
 
-// topKeys are the keys a config may have, in registration order.
-func topKeys() []string {
-	keys := make([]string, 0, len(sections)+1)
-	for _, s := range sections {
-		keys = append(keys, s.Key)
-	}
-	return append(keys, schemaKey)
-}
-
 // Schema is the JSON Schema (draft 2020-12) of 10xgraph.json, built from
 // the registered sections. A file the schema refuses is one Parse refuses;
 // Parse also checks what a schema cannot say (duplicate names, graph

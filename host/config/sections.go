@@ -164,7 +164,7 @@ func settingProps() []prop {
 // entryProps are the keys of every provider entry beyond the settings.
 func entryProps() []prop {
 	timeouts := &jsonschema.Schema{Type: "object", Description: "Timeouts of single tools, by the provider's own tool names, over timeout.",
-		AdditionalProperties: duration("The tool's timeout."), PropertyNames: text("")}
+		AdditionalProperties: duration("The tool's timeout."), PropertyNames: text("A tool name.")}
 	approval := &jsonschema.Schema{Description: "The tools whose every call waits for a person's approval: true for all, or a list of the provider's own tool names.",
 		AnyOf: []*jsonschema.Schema{boolean(""), {Type: "array", Items: text(""), MinItems: ptr(1), UniqueItems: true}}}
 	return []prop{{"tool_timeouts", timeouts}, {"require_approval", approval}}
@@ -243,7 +243,7 @@ func mcpServersSchema() *jsonschema.Schema {
 		{Not: requires("allow_tools", "deny_tools")},
 	}
 	return &jsonschema.Schema{Type: "object", Description: "MCP servers by name; the name prefixes their tools' names when two would collide.",
-		PropertyNames: pattern("", serverNamePattern.String()), AdditionalProperties: server}
+		PropertyNames: pattern("A server's name prefixes the names of its tools when two would collide, so it is short and plain.", shortNamePattern.String()), AdditionalProperties: server}
 }
 
 func pluginsSchema() *jsonschema.Schema {
@@ -259,7 +259,7 @@ func pluginsSchema() *jsonschema.Schema {
 		{"start", withDefault(enum(`"startup" (a broken plugin fails the start, not the first run) or "lazy" (started on first use).`, "startup", "lazy"), "startup")},
 	}, settingProps(), entryProps(), []prop{
 		{"cwd", text("Its working directory, relative to this file's folder (default: the host's).")},
-		{"prefix", pattern(`Put before each of its tool names on the node, such as "wx_", so that two plugins' names cannot collide.`, prefixPattern.String())},
+		{"prefix", pattern(`Put before each of its tool names on the node, such as "wx_", so that two plugins' names cannot collide.`, shortNamePattern.String())},
 		{"options", &jsonschema.Schema{Type: "object", Description: "The plugin's own options, sent to it when it starts; a plugin that declares an options schema has them checked against it (`tenxgraph validate` starts it to read the schema)."}},
 	}, profileProps(false))...)
 	p.Required = []string{"name", "command"}

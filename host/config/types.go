@@ -388,18 +388,15 @@ const MaxMCPOutputBytes = 192 << 20
 // sets none (plugins/mcp.DefaultMaxOutputBytes).
 const defaultMCPOutputBytes = 1 << 20
 
-// serverNamePattern keeps server names short and plain: they prefix tool
-// names, which models accept only up to 64 such characters.
-var serverNamePattern = regexp.MustCompile(`^[a-zA-Z0-9_-]{1,32}$`)
-
 // pluginNamePattern is the tool name rule: plugin names show up next to
 // tool names in listings and errors.
 var pluginNamePattern = regexp.MustCompile(`^[a-zA-Z0-9_-]{1,64}$`)
 
 var sha256Pattern = regexp.MustCompile(`^[0-9a-fA-F]{64}$`)
 
-// prefixPattern keeps a tool-name prefix within the tool name rule, short
-// enough to leave the name room.
-var prefixPattern = regexp.MustCompile(`^[a-zA-Z0-9_-]{1,32}$`)
+// shortNamePattern keeps MCP server names and tool-name prefixes short
+// and plain: both go before tool names, which models accept only up to 64
+// such characters.
+var shortNamePattern = regexp.MustCompile(`^[a-zA-Z0-9_-]{1,32}$`)
 
 var envNamePattern = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)

@@ -91,7 +91,7 @@ func (c *checker) translate(e *jsv5.ValidationError, root *value) {
 		// The value judged is the key itself; an empty key is located at
 		// its object.
 		key := lastKey(e.InstanceLocation)
-		if kw == "minLength" {
+		if v.kind == kindObject && v.field("") != nil && e.InstanceLocation != "" {
 			key, path = "", toolspec.Join(path, pathKey(""))
 		}
 		v = &value{kind: kindString, text: key}
@@ -115,16 +115,20 @@ func (c *checker) translate(e *jsv5.ValidationError, root *value) {
 		}
 	case "minLength":
 		if slices.Contains(toks, "propertyNames") {
-			c.schemaProblem(path, "a name cannot be empty")
+			c.schemaProblem(path, "%s cannot be empty", cmp.Or(sentence(node.Description), "a name"))
 		} else {
 			c.schemaProblem(path, "must not be empty")
 		}
 	case "minItems":
 		c.schemaProblem(path, "must not be empty")
 	case "minProperties":
-		c.schemaProblem(path, "is empty: set at least one of %s, or leave it out", strings.Join(node.PropertyOrder, ", "))
+		c.schemaProblem(path, "is empty: set at least one of %s, or leave %s out", strings.Join(node.PropertyOrder, ", "), lastKey(e.InstanceLocation))
 	case "pattern":
-		c.schemaProblem(path, "%s", patternMessage(node.Pattern, v.text))
+		msg := patternMessage(node.Pattern, v.text)
+		if why := sentence(node.Description); why != "" && !slices.Contains(plainPatterns, node.Pattern) {
+			msg += ": " + why
+		}
+		c.schemaProblem(path, "%s", msg)
 	case "required":
 		for _, k := range node.Required {
 			if v.field(k) == nil {
@@ -179,7 +183,8 @@ func typeMessage(s *jsonschema.Schema, v *value) string {
 }
 
 // patternMessages word a string that does not match a pattern of the
-// schema: the one table of what each pattern means.
+// schema: the one table of what each pattern means. The key's description
+// follows, saying why, except for plainPatterns, whose words say it all.
 var patternMessages = map[string]func(s string) string{
 	durationPattern: func(s string) string { _, msg := parseDuration(s); return msg },
 	sha256Pattern.String(): func(s string) string {
@@ -188,16 +193,15 @@ var patternMessages = map[string]func(s string) string{
 	envNamePattern.String(): func(s string) string {
 		return fmt.Sprintf("%q is not an environment variable name: use letters, digits and '_', not starting with a digit (the file names the variable, not its value)", s)
 	},
-	serverNamePattern.String(): func(s string) string {
-		return fmt.Sprintf("server name %q must be 1 to 32 letters, digits, '_' or '-': it prefixes the names of the server's tools", s)
+	shortNamePattern.String(): func(s string) string {
+		return fmt.Sprintf("%q must be 1 to 32 letters, digits, '_' or '-'", s)
 	},
 	pluginNamePattern.String(): func(s string) string {
 		return fmt.Sprintf("%q must be 1 to 64 letters, digits, '_' or '-'", s)
 	},
-	prefixPattern.String(): func(s string) string {
-		return fmt.Sprintf("%q must be 1 to 32 letters, digits, '_' or '-', such as \"wx_\": it goes before each tool name", s)
-	},
 }
+
+var plainPatterns = []string{durationPattern, sha256Pattern.String(), envNamePattern.String()}
 
 func patternMessage(pattern, s string) string {
 	if f, ok := patternMessages[pattern]; ok {
@@ -206,17 +210,25 @@ func patternMessage(pattern, s string) string {
 	return fmt.Sprintf("%q does not match %s", s, pattern)
 }
 
+// sentence is a description's first sentence (up to its first ". " or
+// "; "), as part of a message: lower case, without the full stop.
+func sentence(desc string) string {
+	d, _, _ := strings.Cut(desc, ". ")
+	d, _, _ = strings.Cut(d, "; ")
+	d = strings.TrimSuffix(d, ".")
+	if d != "" {
+		d = strings.ToLower(d[:1]) + d[1:]
+	}
+	return d
+}
+
 // hint says what a missing key holds: its description's first sentence,
 // and its values when they are few.
 func hint(s *jsonschema.Schema) string {
 	if s == nil {
 		return "required"
 	}
-	d, _, _ := strings.Cut(s.Description, ". ")
-	d = strings.TrimSuffix(d, ".")
-	if d != "" {
-		d = strings.ToLower(d[:1]) + d[1:]
-	}
+	d := sentence(s.Description)
 	if s.Items != nil && len(s.Items.Enum) > 0 {
 		var vals []string
 		for _, x := range s.Items.Enum {
