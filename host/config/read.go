@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/tenxgraph/tenxgraph/host/decl"
 	"github.com/tenxgraph/tenxgraph/host/media"
 	"github.com/tenxgraph/tenxgraph/host/remotetool/declared"
 	"github.com/tenxgraph/tenxgraph/internal/hostallow"
@@ -23,11 +24,11 @@ import (
 // schema) into its part of Config, fills in defaults and checks what the
 // schema cannot say. v is nil when the file leaves the section out.
 
-func (c *checker) remoteTools(path string, v *value) []declared.Config {
+func (c *checker) remoteTools(path string, v *value) []decl.RemoteTool {
 	if v == nil || v.kind != kindArray || len(v.items) == 0 {
 		return nil
 	}
-	tools := make([]declared.Config, len(v.items))
+	tools := make([]decl.RemoteTool, len(v.items))
 	for i, it := range v.items {
 		p := toolspec.Join(path, toolspec.Index(i))
 		t := &tools[i]

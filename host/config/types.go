@@ -6,9 +6,9 @@ import (
 	"time"
 
 	"github.com/tenxgraph/tenxgraph/host/checkpoint"
+	"github.com/tenxgraph/tenxgraph/host/decl"
 	"github.com/tenxgraph/tenxgraph/host/model"
 	"github.com/tenxgraph/tenxgraph/host/pluginhost"
-	"github.com/tenxgraph/tenxgraph/host/remotetool/declared"
 	"github.com/tenxgraph/tenxgraph/internal/sandbox"
 )
 
@@ -75,7 +75,7 @@ type Config struct {
 	// They are checked here (names, schemas, duplicates) so a broken schema
 	// fails at startup, not when a model first calls the tool; whether
 	// each Node exists is checked when the graph is built.
-	RemoteTools []declared.Config
+	RemoteTools []decl.RemoteTool
 	// RemoteToolTimeout is how long a remote call waits for the client's
 	// result when its tool has no timeout of its own, per-run client tools
 	// included (remote_tool_defaults.timeout; 0:

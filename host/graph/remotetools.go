@@ -1,13 +1,13 @@
 package graph
 
-import "github.com/tenxgraph/tenxgraph/host/remotetool/declared"
+import "github.com/tenxgraph/tenxgraph/host/decl"
 
 // RemoteToolConfig declares a tool whose schema the server owns and whose
 // implementation runs in the client. It is the code-first twin of an entry
-// of remote_tools in 10xgraph.json, the same type (declared.Config), and is
-// validated by the same rules (package declared's, which a ToolNode
-// applies: see RemoteToolNode).
-type RemoteToolConfig = declared.Config
+// of remote_tools in 10xgraph.json, the same plain type (decl.RemoteTool),
+// and is validated by the same rules (package remotetool/declared's, which
+// a ToolNode applies: see RemoteToolNode).
+type RemoteToolConfig = decl.RemoteTool
 
 // RemoteToolNode is implemented by nodes that can offer remote tools: a
 // ToolNode, whose package owns the rules remote tools follow.

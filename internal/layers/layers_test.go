@@ -112,7 +112,7 @@ func TestConfigDoesNotImportPlugins(t *testing.T) {
 }
 
 // The config loader sits below the engine it configures, and the model
-// providers below the loader: each reads plain values (declared.Config,
+// providers below the loader: each reads plain values (decl.RemoteTool,
 // model.Config), not the other's types.
 func TestConfigAndModelsStayBelow(t *testing.T) {
 	check(t, list(t, root(t), "./host/config/..."), "host/config must not import the engine (host/graph)", func(d string) bool { return under(d, "host/graph") })

@@ -1,40 +1,18 @@
-// Package declared is a remote tool as a config or a program declares it,
-// and the rules it can be judged by without a graph: its name, schema,
-// timeout, node, and no two of one name. It sits below the graph, so the
-// config loader (which must not depend on the engine) and the graph's own
-// AttachRemoteTools share one type and one set of rules.
+// Package declared holds the rules a declared remote tool (decl.RemoteTool)
+// can be judged by without a graph: its name, schema, timeout, node, and no
+// two of one name. It does not import the graph, so the config loader
+// (which must not depend on the engine) and the graph's ToolNodes share
+// one set of rules.
 package declared
 
 import (
-	"encoding/json"
-	"time"
-
+	"github.com/tenxgraph/tenxgraph/host/decl"
 	"github.com/tenxgraph/tenxgraph/sdk"
 	"github.com/tenxgraph/tenxgraph/sdk/toolspec"
 )
 
-// Config declares a tool whose schema the server owns and whose
-// implementation runs in the client: an entry of remote_tools in
-// 10xgraph.json, or what a code-first program passes to
-// graph.StateGraph.AttachRemoteTools (graph.RemoteToolConfig is this type).
-type Config struct {
-	// Node is the ToolNode that offers the tool.
-	Node string `json:"node"`
-	// Name is the tool's name; the client registers its handler under it.
-	Name string `json:"name"`
-	// Description tells the model what the tool does.
-	Description string `json:"description"`
-	// Parameters is the JSON Schema of the arguments (an object schema);
-	// nil means the tool takes no arguments.
-	Parameters json.RawMessage `json:"parameters"`
-	// Timeout is how long a call waits for the client's result before it
-	// expires and the model is given an error result instead (0: the
-	// node's default, see toolnode.DefaultRemoteTimeout).
-	Timeout time.Duration `json:"timeout"`
-}
-
 // Spec is a declared remote tool as the model sees it.
-func Spec(c Config) sdk.ToolSpec {
+func Spec(c decl.RemoteTool) sdk.ToolSpec {
 	params := c.Parameters
 	if len(params) == 0 {
 		params = sdk.EmptyObjectSchema
@@ -44,7 +22,7 @@ func Spec(c Config) sdk.ToolSpec {
 
 // Check checks what can be known without a graph: names, schemas, timeouts
 // and duplicates. Paths are relative to the list ("[1].parameters").
-func Check(tools []Config) toolspec.Problems {
+func Check(tools []decl.RemoteTool) toolspec.Problems {
 	var ps toolspec.Problems
 	first := map[string]int{}
 	for i, t := range tools {
