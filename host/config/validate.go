@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 	"strconv"
 	"strings"
@@ -109,9 +110,9 @@ func (c *checker) translate(e *jsv5.ValidationError, root *value) {
 		if strings.ContainsAny(v.text, ".eE") {
 			c.schemaProblem(path, "must be a whole number, got %s", v.text)
 		} else if kw == "minimum" {
-			c.schemaProblem(path, "must be at least %v, got %s", *node.Minimum, v.text)
+			c.schemaProblem(path, "must be at least %s, got %s", bound(*node.Minimum), v.text)
 		} else {
-			c.schemaProblem(path, "must be at most %v, got %s", int64(*node.Maximum), v.text)
+			c.schemaProblem(path, "must be at most %s, got %s", bound(*node.Maximum), v.text)
 		}
 	case "minLength":
 		if slices.Contains(toks, "propertyNames") {
@@ -155,6 +156,15 @@ func (c *checker) translate(e *jsv5.ValidationError, root *value) {
 	default:
 		c.schemaProblem(path, "%s", e.Message)
 	}
+}
+
+// bound is a schema's minimum or maximum as written in Go: the float of
+// math.MaxInt64 is one more than it.
+func bound(f float64) string {
+	if f >= math.MaxInt64 {
+		return strconv.FormatInt(math.MaxInt64, 10)
+	}
+	return strconv.FormatFloat(f, 'f', -1, 64)
 }
 
 // unknownKey reports key, which obj does not take, naming the keys it

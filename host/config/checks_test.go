@@ -19,3 +19,17 @@ func TestEnvNamesOfEveryEntry(t *testing.T) {
 		}
 	}
 }
+
+// A number past a bound names the bound as Go writes it, the largest
+// int64 included (its float is one more).
+func TestBoundsAreNamed(t *testing.T) {
+	_, err := Parse([]byte(`{"agent": "a", "server": {"max_body_bytes": 12345678901234567890, "max_request_messages": 3000000000}}`), "/p")
+	for _, want := range []string{
+		"server.max_body_bytes: must be at most 9223372036854775807, got 12345678901234567890",
+		"server.max_request_messages: must be at most 2147483647, got 3000000000",
+	} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("missing %q in:\n%v", want, err)
+		}
+	}
+}
