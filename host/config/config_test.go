@@ -16,7 +16,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tenxgraph/tenxgraph/host/graph"
+	"github.com/tenxgraph/tenxgraph/host/decl"
 	"github.com/tenxgraph/tenxgraph/sdk/strictjson"
 	"github.com/tenxgraph/tenxgraph/sdk/toolspec"
 )
@@ -61,7 +61,7 @@ func TestDesignExample(t *testing.T) {
 	want := &Config{
 		Dir:   "/proj",
 		Agent: "tenxgraph:react",
-		RemoteTools: []graph.RemoteToolConfig{{
+		RemoteTools: []decl.RemoteTool{{
 			Node:        "tools",
 			Name:        "read_clipboard",
 			Description: "Read the current clipboard text.",

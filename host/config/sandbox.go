@@ -2,7 +2,6 @@ package config
 
 import (
 	"maps"
-	"math"
 	"slices"
 	"strings"
 
@@ -11,44 +10,20 @@ import (
 	"github.com/tenxgraph/tenxgraph/sdk/toolspec"
 )
 
-// profileKeys are the sandbox profile's keys, the same on every provider
-// entry (builtin_tools, plugins[], mcp_servers.<name>) and in
-// provider_defaults.
-var profileKeys = []string{"env", "pass_env", "limits", "network", "user", "group", "filesystem"}
-
-// limitKeys are the keys of a profile's "limits".
-var limitKeys = []string{"memory_mb", "cpu_seconds", "open_files", "processes"}
-
-// profile reads the sandbox keys of an object view, env being the
-// entry's env (read with the entry, where it has its own meaning), and
-// puts them on top of provider_defaults'.
-func (c *checker) profile(o field, env map[string]string) sandbox.Profile {
-	p := sandbox.Profile{Env: env}
-	if len(env) > 0 {
-		c.envs = append(c.envs, envAt{o.get("env").path, env})
+// profile checks an entry's decoded sandbox profile p (the entry, or
+// provider_defaults, at path, whose value is v), makes its paths absolute,
+// records its env and pass_env for the secrets check, and puts it on top
+// of provider_defaults'.
+func (c *checker) profile(path string, v *value, p sandbox.Profile) sandbox.Profile {
+	if len(p.Env) > 0 {
+		c.envs = append(c.envs, envAt{toolspec.Join(path, "env"), p.Env})
 	}
-	p.PassEnv, _ = o.get("pass_env").list(field.envName)
-	c.passEnv = append(c.passEnv, passEnvAt{o.get("pass_env").path, p.PassEnv})
-	lim := o.get("limits").object(limitKeys...)
-	read := func(key string) int64 {
-		n, _ := lim.get(key).integer(1, math.MaxInt32)
-		return n
+	c.passEnv = append(c.passEnv, passEnvAt{toolspec.Join(path, "pass_env"), p.PassEnv})
+	if fs := p.Filesystem; fs != nil {
+		fs.Read, fs.Write = c.resolveAll(fs.Read), c.resolveAll(fs.Write)
 	}
-	p.Limits = sandbox.Limits{MemoryMB: read("memory_mb"), CPUSeconds: read("cpu_seconds"),
-		OpenFiles: read("open_files"), Processes: read("processes")}
-	if lim.present() && p.Limits == (sandbox.Limits{}) && len(lim.v.keys) == 0 {
-		c.add(lim.path, "is empty: set at least one of %s, or leave limits out", strings.Join(limitKeys, ", "))
-	}
-	p.Network, _ = o.get("network").oneOf(sandbox.NetworkHost, sandbox.NetworkNone)
-	if fs := o.get("filesystem").object("read", "write"); fs.present() {
-		p.Filesystem = &sandbox.Filesystem{}
-		p.Filesystem.Read, _ = fs.get("read").list(field.filePath)
-		p.Filesystem.Write, _ = fs.get("write").list(field.filePath)
-	}
-	p.User, _ = o.get("user").text()
-	p.Group, _ = o.get("group").text()
-	if p.Group != "" && p.User == "" && !o.get("user").present() {
-		c.add(o.get("group").path, "set user too: a group alone does not change the account a provider runs as")
+	if p.Group != "" && p.User == "" && v.field("user") == nil {
+		c.add(toolspec.Join(path, "group"), "set user too: a group alone does not change the account a provider runs as")
 	}
 	return withDefaults(c.sandboxDefaults, p)
 }
@@ -184,18 +159,6 @@ func (c *checker) checkSecrets(cfg *Config) {
 			checkEnv(at)
 		}
 	}
-}
-
-// envAt is an entry's own env where the file has it.
-type envAt struct {
-	path string
-	vars map[string]string
-}
-
-// passEnvAt is a pass_env list where the file has it.
-type passEnvAt struct {
-	path  string
-	names []string
 }
 
 // literal is the value of s when it names no variable.

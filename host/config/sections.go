@@ -9,6 +9,7 @@ import (
 	"github.com/tenxgraph/tenxgraph/host/checkpoint"
 	"github.com/tenxgraph/tenxgraph/host/media"
 	"github.com/tenxgraph/tenxgraph/internal/sandbox"
+	"github.com/tenxgraph/tenxgraph/sdk/toolspec"
 )
 
 // The sections of 10xgraph.json, in the order the schema lists them. Each
@@ -21,51 +22,47 @@ func init() {
 			s.Examples = []any{"tenxgraph:react"}
 			return s
 		},
-		read: func(c *checker, f field, cfg *Config) {
-			cfg.Agent, _ = f.required(`name a registered graph such as "tenxgraph:react"`)
-		}})
+		read: func(c *checker, path string, v *value, cfg *Config) { c.decode(path, v, &cfg.Agent) }})
 	register(Section{Key: "remote_tools", Schema: remoteToolsSchema,
-		read: func(c *checker, f field, cfg *Config) { cfg.RemoteTools = c.remoteTools(f) }})
+		read: func(c *checker, path string, v *value, cfg *Config) { cfg.RemoteTools = c.remoteTools(path, v) }})
 	register(Section{Key: "model", Schema: modelSchema,
-		read: func(c *checker, f field, cfg *Config) { cfg.Model = c.model(f) }})
+		read: func(c *checker, path string, v *value, cfg *Config) { cfg.Model = c.model(path, v) }})
 	register(Section{Key: "builtin_tools", Schema: builtinSchema,
-		read: func(c *checker, f field, cfg *Config) { cfg.BuiltinTools = c.builtinTools(f) }})
+		read: func(c *checker, path string, v *value, cfg *Config) { cfg.BuiltinTools = c.builtinTools(path, v) }})
 	register(Section{Key: "mcp_servers", Schema: mcpServersSchema,
-		read: func(c *checker, f field, cfg *Config) { cfg.MCPServers, cfg.MCPServerOrder = c.mcpServers(f) }})
+		read: func(c *checker, path string, v *value, cfg *Config) {
+			cfg.MCPServers, cfg.MCPServerOrder = c.mcpServers(path, v)
+		}})
 	register(Section{Key: "plugins", Schema: pluginsSchema,
-		read: func(c *checker, f field, cfg *Config) { cfg.Plugins = c.plugins(f) }})
+		read: func(c *checker, path string, v *value, cfg *Config) { cfg.Plugins = c.plugins(path, v) }})
 	register(Section{Key: "provider_defaults", First: true,
 		Schema: func() *jsonschema.Schema {
 			return object("Defaults of every provider entry (builtin_tools, plugins[], mcp_servers.<name>): call limits and the sandbox profile. An entry's own keys win; its env adds to this env, its pass_env to this pass_env.",
 				props(settingProps(), profileProps(true))...)
 		},
-		read: func(c *checker, f field, cfg *Config) {
-			defaults := f.object(append(providerDefaultKeys(), profileKeys...)...)
-			readProviderKeys(defaults, &c.defaults)
-			cfg.SandboxDefaults = c.providerDefaults(defaults)
+		read: func(c *checker, path string, v *value, cfg *Config) {
+			cfg.SandboxDefaults = c.providerDefaults(path, v)
 		}})
 	register(Section{Key: "checkpointer", Schema: checkpointerSchema,
-		read: func(c *checker, f field, cfg *Config) { cfg.Checkpointer = c.checkpointer(f) }})
+		read: func(c *checker, path string, v *value, cfg *Config) { cfg.Checkpointer = c.checkpointer(path, v) }})
 	register(Section{Key: "server", Schema: serverSchema,
-		read: func(c *checker, f field, cfg *Config) { cfg.Server = c.server(f) }})
+		read: func(c *checker, path string, v *value, cfg *Config) { cfg.Server = c.server(path, v) }})
 	register(Section{Key: "cache",
 		Schema: func() *jsonschema.Schema {
 			return object("The cache of decoded threads, which saves a resume or the next turn from reading its thread again.",
 				prop{"max_bytes", withDefault(integer("The cache's budget, an estimate of its threads' memory; the least recently used threads are dropped to stay within it.", 1, math.MaxInt64), checkpoint.DefaultCacheBytes)})
 		},
-		read: func(c *checker, f field, cfg *Config) {
-			cfg.Cache.MaxBytes, _ = f.object("max_bytes").get("max_bytes").integer(1, math.MaxInt64)
-		}})
+		read: func(c *checker, path string, v *value, cfg *Config) { c.decode(path, v, &cfg.Cache) }})
 	register(Section{Key: "remote_tool_defaults",
 		Schema: func() *jsonschema.Schema {
 			return object("Defaults of the remote tools, those of remote_tools and a run's own.",
 				prop{"timeout", withDefault(duration("How long a remote call waits for the client's result when its tool sets no timeout."), "10m")})
 		},
-		read: func(c *checker, f field, cfg *Config) {
-			cfg.RemoteToolTimeout, _ = f.object("timeout").get("timeout").duration()
+		read: func(c *checker, path string, v *value, cfg *Config) {
+			c.decode(toolspec.Join(path, "timeout"), v.field("timeout"), &cfg.RemoteToolTimeout)
 		}})
 	register(Section{Key: "media", Schema: mediaSchema,
-		read: func(c *checker, f field, cfg *Config) { cfg.Media = c.media(f) }})
+		read: func(c *checker, path string, v *value, cfg *Config) { cfg.Media = c.media(path, v) }})
 }
 
 // nodeSchema is a provider entry's "node".
@@ -167,7 +164,7 @@ func settingProps() []prop {
 // entryProps are the keys of every provider entry beyond the settings.
 func entryProps() []prop {
 	timeouts := &jsonschema.Schema{Type: "object", Description: "Timeouts of single tools, by the provider's own tool names, over timeout.",
-		AdditionalProperties: duration("The tool's timeout."), PropertyNames: text("")}
+		AdditionalProperties: duration("The tool's timeout."), PropertyNames: text("A tool name.")}
 	approval := &jsonschema.Schema{Description: "The tools whose every call waits for a person's approval: true for all, or a list of the provider's own tool names.",
 		AnyOf: []*jsonschema.Schema{boolean(""), {Type: "array", Items: text(""), MinItems: ptr(1), UniqueItems: true}}}
 	return []prop{{"tool_timeouts", timeouts}, {"require_approval", approval}}
@@ -199,9 +196,6 @@ func profileProps(withEnv bool) []prop {
 			prop{"write", array("Folders and files it may write.", text(""))})},
 	)
 }
-
-// builtinNames are the builtin provider's tools.
-var builtinNames = []string{"calculator", "current_time", "http_fetch", "read_file", "write_file", "list_files"}
 
 func builtinSchema() *jsonschema.Schema {
 	enable := array("The tools to offer. None is on by default: tools that fetch URLs or touch files are capabilities granted one by one.", enum("", builtinNames...))
@@ -242,14 +236,14 @@ func mcpServersSchema() *jsonschema.Schema {
 	server.OneOf = []*jsonschema.Schema{requires("command"), requires("url")}
 	stdioOnly := []string{"args", "env", "cwd", "pass_env", "limits", "network", "user", "group", "filesystem"}
 	server.AllOf = []*jsonschema.Schema{
-		when("type", []string{"stdio"}, requires("command")),
-		when("type", mcpTypes[1:], requires("url")),
+		when("type", []string{"stdio"}, forbids("url")),
+		when("type", mcpTypes[1:], forbids("command")),
 		{If: requires("command"), Then: forbids("headers")},
 		{If: requires("url"), Then: forbids(stdioOnly...)},
 		{Not: requires("allow_tools", "deny_tools")},
 	}
 	return &jsonschema.Schema{Type: "object", Description: "MCP servers by name; the name prefixes their tools' names when two would collide.",
-		PropertyNames: pattern("", serverNamePattern.String()), AdditionalProperties: server}
+		PropertyNames: pattern("A server's name prefixes the names of its tools when two would collide, so it is short and plain.", shortNamePattern.String()), AdditionalProperties: server}
 }
 
 func pluginsSchema() *jsonschema.Schema {
@@ -263,10 +257,11 @@ func pluginsSchema() *jsonschema.Schema {
 		{"node", nodeSchema()},
 		{"env", strMap("Variables set in the plugin's environment; ${VAR} takes a host variable.")},
 		{"start", withDefault(enum(`"startup" (a broken plugin fails the start, not the first run) or "lazy" (started on first use).`, "startup", "lazy"), "startup")},
+	}, settingProps(), entryProps(), []prop{
 		{"cwd", text("Its working directory, relative to this file's folder (default: the host's).")},
-		{"prefix", pattern(`Put before each of its tool names on the node, such as "wx_", so that two plugins' names cannot collide.`, prefixPattern.String())},
+		{"prefix", pattern(`Put before each of its tool names on the node, such as "wx_", so that two plugins' names cannot collide.`, shortNamePattern.String())},
 		{"options", &jsonschema.Schema{Type: "object", Description: "The plugin's own options, sent to it when it starts; a plugin that declares an options schema has them checked against it (`tenxgraph validate` starts it to read the schema)."}},
-	}, settingProps(), entryProps(), profileProps(false))...)
+	}, profileProps(false))...)
 	p.Required = []string{"name", "command"}
 	return array("Third-party tool providers, started in this order.", p)
 }

@@ -1,29 +1,13 @@
 package graph
 
-import (
-	"encoding/json"
-	"time"
-)
+import "github.com/tenxgraph/tenxgraph/host/decl"
 
 // RemoteToolConfig declares a tool whose schema the server owns and whose
 // implementation runs in the client. It is the code-first twin of an entry
-// of remote_tools in 10xgraph.json and is validated by the same rules
-// (package remotetool's, which a ToolNode applies: see RemoteToolNode).
-type RemoteToolConfig struct {
-	// Node is the ToolNode that offers the tool.
-	Node string
-	// Name is the tool's name; the client registers its handler under it.
-	Name string
-	// Description tells the model what the tool does.
-	Description string
-	// Parameters is the JSON Schema of the arguments (an object schema);
-	// nil means the tool takes no arguments.
-	Parameters json.RawMessage
-	// Timeout is how long a call waits for the client's result before it
-	// expires and the model is given an error result instead (0: the
-	// node's default, see toolnode.DefaultRemoteTimeout).
-	Timeout time.Duration
-}
+// of remote_tools in 10xgraph.json, the same plain type (decl.RemoteTool),
+// and is validated by the same rules (package remotetool/declared's, which
+// a ToolNode applies: see RemoteToolNode).
+type RemoteToolConfig = decl.RemoteTool
 
 // RemoteToolNode is implemented by nodes that can offer remote tools: a
 // ToolNode, whose package owns the rules remote tools follow.

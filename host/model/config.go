@@ -25,31 +25,31 @@ type Config struct {
 	// Messages API, or a server that speaks it) or "scripted"
 	// (deterministic rules from Script, for demos and tests that must run
 	// offline).
-	Provider string
+	Provider string `json:"provider"`
 	// Model is the model name sent to the endpoint; required for openai
 	// and anthropic, where there is no sensible guess.
-	Model string
+	Model string `json:"model"`
 	// BaseURL is empty for the provider's own endpoint (OPENAI_BASE_URL
 	// or ANTHROPIC_BASE_URL may override it at run time). Anthropic's is
 	// the API root, without /v1.
-	BaseURL string
+	BaseURL string `json:"base_url"`
 	// APIKeyEnv names the environment variable holding the key (default
 	// OPENAI_API_KEY for openai, ANTHROPIC_API_KEY for anthropic), so the
 	// key never sits in the file.
-	APIKeyEnv string
+	APIKeyEnv string `json:"api_key_env"`
 	// MaxTokens bounds one answer's output tokens (anthropic only, which
 	// must send one: default DefaultMaxTokens).
-	MaxTokens int
+	MaxTokens int `json:"max_tokens"`
 	// Script is the scripted model's rule file (absolute).
-	Script string
+	Script string `json:"script"`
 	// SystemPrompt is prepended to every conversation; empty for none.
-	SystemPrompt string
+	SystemPrompt string `json:"system_prompt"`
 	// MaxSteps bounds model calls per run (default 25), so a model that
 	// loops on tools ends with an error instead of a bill.
-	MaxSteps int
+	MaxSteps int `json:"max_steps"`
 	// Timeout bounds one model call; 0 leaves it to the provider's default.
-	Timeout time.Duration
+	Timeout time.Duration `json:"timeout"`
 	// MaxRetries is how often a failed call is retried (default 2); 0
 	// turns retries off.
-	MaxRetries int
+	MaxRetries int `json:"max_retries"`
 }

@@ -20,17 +20,17 @@ type Settings struct {
 	// Timeout bounds a call for as long as the tool neither answers nor
 	// reports progress (0: DefaultTimeout). Past it the call is cancelled
 	// and the model reads an error naming the limit.
-	Timeout time.Duration
+	Timeout time.Duration `json:"timeout"`
 	// ToolTimeouts override Timeout for the tools they name (an MCP
 	// server's tools by their names on the server, as allow_tools). Only an
 	// entry sets them: tool names belong to one provider.
-	ToolTimeouts map[string]time.Duration
+	ToolTimeouts map[string]time.Duration `json:"tool_timeouts"`
 	// MaxArgumentBytes bounds a call's arguments (0:
 	// DefaultMaxArgumentBytes); a larger call never reaches the provider.
-	MaxArgumentBytes int64
+	MaxArgumentBytes int64 `json:"max_argument_bytes"`
 	// MaxResultBytes bounds a result (0: DefaultMaxResultBytes); a larger
 	// one becomes an error result naming the limit.
-	MaxResultBytes int64
+	MaxResultBytes int64 `json:"max_result_bytes"`
 }
 
 // The defaults of Settings, and the bound of its byte limits.

@@ -1,7 +1,7 @@
-// Package remotetool is the host's side of remote tools, the one place
-// their rules are written: a declared remote tool's name, schema, timeout
+// Package remotetool is the host's side of remote tools, where their
+// rules meet the graph (those that need none are package declared's): a declared remote tool's name, schema, timeout
 // and node, no two of one name, none shadowing a tool its node already
-// has. The config loader judges a file's remote_tools with Check; code-first
+// has. The config loader judges a file's remote_tools with declared.Check; code-first
 // graph.StateGraph.AttachRemoteTools comes here through the graph's
 // ToolNodes (Attach). A run's own client tools are judged by the remote
 // bridge (plugins/remote), which the ToolNode asks once per run.
@@ -14,44 +14,9 @@ import (
 	"strings"
 
 	"github.com/tenxgraph/tenxgraph/host/graph"
-	"github.com/tenxgraph/tenxgraph/sdk"
+	"github.com/tenxgraph/tenxgraph/host/remotetool/declared"
 	"github.com/tenxgraph/tenxgraph/sdk/toolspec"
 )
-
-// Spec is a declared remote tool as the model sees it.
-func Spec(c graph.RemoteToolConfig) sdk.ToolSpec {
-	params := c.Parameters
-	if len(params) == 0 {
-		params = sdk.EmptyObjectSchema
-	}
-	return sdk.ToolSpec{Name: c.Name, Description: c.Description, Parameters: params}
-}
-
-// Check checks what can be known without a graph: names, schemas, timeouts
-// and duplicates. Paths are relative to the list ("[1].parameters").
-func Check(tools []graph.RemoteToolConfig) toolspec.Problems {
-	var ps toolspec.Problems
-	first := map[string]int{}
-	for i, t := range tools {
-		at := toolspec.Index(i)
-		if t.Node == "" {
-			ps.Add(at+".node", "missing: name the ToolNode that offers the tool")
-		}
-		ps.Merge(at, toolspec.Check(Spec(t)))
-		if t.Timeout < 0 {
-			ps.Add(at+".timeout", "must be longer than zero, got %s (zero means the node's default)", t.Timeout)
-		}
-		if t.Name == "" {
-			continue
-		}
-		if j, dup := first[t.Name]; dup {
-			ps.Add(at+".name", "duplicate tool name %q (first declared at [%d])", t.Name, j)
-			continue
-		}
-		first[t.Name] = i
-	}
-	return ps
-}
 
 // Node is a graph node that offers remote tools: a ToolNode.
 type Node interface {
@@ -63,13 +28,13 @@ type Node interface {
 	AddRemoteTools(tools []graph.RemoteToolConfig)
 }
 
-// Attach judges tools against g, with Check's rules and the graph's: each
+// Attach judges tools against g, with declared.Check's rules and the graph's: each
 // names a node of g that is a Node, and no tool takes a name its node
 // already has. Any problem rejects the whole list, every problem listed
 // with its path ("[1].node"), and nothing is attached; otherwise each node
 // gets its tools.
 func Attach(g *graph.StateGraph, tools []graph.RemoteToolConfig) error {
-	ps := Check(tools)
+	ps := declared.Check(tools)
 	byNode := map[string][]graph.RemoteToolConfig{}
 	var order []string
 	for i, t := range tools {

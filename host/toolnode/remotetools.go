@@ -5,6 +5,7 @@ import (
 
 	"github.com/tenxgraph/tenxgraph/host/graph"
 	"github.com/tenxgraph/tenxgraph/host/remotetool"
+	"github.com/tenxgraph/tenxgraph/host/remotetool/declared"
 )
 
 // AttachRemoteTools implements graph.RemoteToolNode with the rules of
@@ -31,7 +32,7 @@ func (n *Node) AddRemoteTools(tools []graph.RemoteToolConfig) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	for _, t := range tools {
-		n.remote = append(n.remote, Tool{Spec: remotetool.Spec(t), Kind: KindRemote, Provider: n.bridgeName, provider: n.bridge, Timeout: t.Timeout})
+		n.remote = append(n.remote, Tool{Spec: declared.Spec(t), Kind: KindRemote, Provider: n.bridgeName, provider: n.bridge, Timeout: t.Timeout})
 	}
 	n.reindex()
 }

@@ -111,6 +111,14 @@ func TestConfigDoesNotImportPlugins(t *testing.T) {
 	check(t, pkgs, "host/config must not import plugins/", func(d string) bool { return under(d, "plugins") })
 }
 
+// The config loader sits below the engine it configures, and the model
+// providers below the loader: each reads plain values (decl.RemoteTool,
+// model.Config), not the other's types.
+func TestConfigAndModelsStayBelow(t *testing.T) {
+	check(t, list(t, root(t), "./host/config/..."), "host/config must not import the engine (host/graph)", func(d string) bool { return under(d, "host/graph") })
+	check(t, list(t, root(t), "./host/model/..."), "host/model must not import the config loader", func(d string) bool { return under(d, "host/config") })
+}
+
 // TestAPluginModuleNeedsOnlyTheSDK builds a plugin in a module of its own
 // whose go.mod requires only the SDK, as a plugin author's does, and checks
 // that the host's heavy dependencies stay out of its module graph.

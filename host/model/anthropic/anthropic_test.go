@@ -12,7 +12,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tenxgraph/tenxgraph/host/config"
 	"github.com/tenxgraph/tenxgraph/host/message"
 	"github.com/tenxgraph/tenxgraph/host/model"
 	"github.com/tenxgraph/tenxgraph/host/model/anthropic"
@@ -434,14 +433,14 @@ func TestFromConfig(t *testing.T) {
 	t.Setenv("ANTHROPIC_API_KEY", "")
 	t.Setenv("MY_KEY", "")
 	// Anthropic itself without a key: a clear error at startup.
-	_, err := anthropic.FromConfig(&config.Model{Provider: "anthropic", Model: "claude-sonnet-4-5", APIKeyEnv: "ANTHROPIC_API_KEY"})
+	_, err := anthropic.FromConfig(&model.Config{Provider: "anthropic", Model: "claude-sonnet-4-5", APIKeyEnv: "ANTHROPIC_API_KEY"})
 	if err == nil || !strings.Contains(err.Error(), "set the environment variable ANTHROPIC_API_KEY") || !strings.Contains(err.Error(), "https://api.anthropic.com") {
 		t.Fatalf("error %v", err)
 	}
 	// A local server needs none, and none is sent; max_tokens and retries
 	// come from the config.
 	srv := anthropictest.NewServer(t, anthropictest.Text("local ok"))
-	m, err := anthropic.FromConfig(&config.Model{Provider: "anthropic", Model: "m", BaseURL: srv.URL, MaxTokens: 1000, MaxRetries: 2})
+	m, err := anthropic.FromConfig(&model.Config{Provider: "anthropic", Model: "m", BaseURL: srv.URL, MaxTokens: 1000, MaxRetries: 2})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -455,7 +454,7 @@ func TestFromConfig(t *testing.T) {
 	t.Setenv("MY_KEY", "sk-ant-mine")
 	srv = anthropictest.NewServer(t, anthropictest.Text("keyed"))
 	srv.RequireKey("sk-ant-mine")
-	m, err = anthropic.FromConfig(&config.Model{Provider: "anthropic", Model: "m", BaseURL: srv.URL, APIKeyEnv: "MY_KEY"})
+	m, err = anthropic.FromConfig(&model.Config{Provider: "anthropic", Model: "m", BaseURL: srv.URL, APIKeyEnv: "MY_KEY"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -466,7 +465,7 @@ func TestFromConfig(t *testing.T) {
 	// the config sets; with /v1 it is refused.
 	fromEnv := anthropictest.NewServer(t, anthropictest.Text("from env"))
 	t.Setenv("ANTHROPIC_BASE_URL", fromEnv.URL)
-	m, err = anthropic.FromConfig(&config.Model{Provider: "anthropic", Model: "m"})
+	m, err = anthropic.FromConfig(&model.Config{Provider: "anthropic", Model: "m"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -474,7 +473,7 @@ func TestFromConfig(t *testing.T) {
 		t.Fatalf("%q %v", resp.Message.Text(), err)
 	}
 	t.Setenv("ANTHROPIC_BASE_URL", fromEnv.URL+"/v1")
-	if _, err := anthropic.FromConfig(&config.Model{Provider: "anthropic", Model: "m"}); err == nil || !strings.Contains(err.Error(), "without /v1") {
+	if _, err := anthropic.FromConfig(&model.Config{Provider: "anthropic", Model: "m"}); err == nil || !strings.Contains(err.Error(), "without /v1") {
 		t.Fatalf("error %v", err)
 	}
 }

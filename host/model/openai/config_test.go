@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tenxgraph/tenxgraph/host/config"
+	"github.com/tenxgraph/tenxgraph/host/model"
 	"github.com/tenxgraph/tenxgraph/host/model/openai"
 	"github.com/tenxgraph/tenxgraph/host/model/openai/openaitest"
 )
@@ -16,18 +16,18 @@ func TestFromConfigKeys(t *testing.T) {
 	t.Setenv("MY_KEY", "")
 
 	// OpenAI itself without a key: a clear error at startup.
-	_, err := openai.FromConfig(&config.Model{Provider: "openai", Model: "gpt-4o-mini", APIKeyEnv: "OPENAI_API_KEY"})
+	_, err := openai.FromConfig(&model.Config{Provider: "openai", Model: "gpt-4o-mini", APIKeyEnv: "OPENAI_API_KEY"})
 	if err == nil || !strings.Contains(err.Error(), "set the environment variable OPENAI_API_KEY") || !strings.Contains(err.Error(), "https://api.openai.com/v1") {
 		t.Fatalf("error %v", err)
 	}
 	// Any other remote host too, naming the configured variable.
-	_, err = openai.FromConfig(&config.Model{Provider: "openai", Model: "m", BaseURL: "https://api.example.com/v1", APIKeyEnv: "MY_KEY"})
+	_, err = openai.FromConfig(&model.Config{Provider: "openai", Model: "m", BaseURL: "https://api.example.com/v1", APIKeyEnv: "MY_KEY"})
 	if err == nil || !strings.Contains(err.Error(), "MY_KEY") {
 		t.Fatalf("error %v", err)
 	}
 	// A local server needs none, and none is sent.
 	srv := openaitest.NewServer(t, openaitest.Text("local ok"))
-	m, err := openai.FromConfig(&config.Model{Provider: "openai", Model: "llama3.2", BaseURL: srv.URL, APIKeyEnv: "OPENAI_API_KEY", MaxRetries: 2})
+	m, err := openai.FromConfig(&model.Config{Provider: "openai", Model: "llama3.2", BaseURL: srv.URL, APIKeyEnv: "OPENAI_API_KEY", MaxRetries: 2})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -41,7 +41,7 @@ func TestFromConfigKeys(t *testing.T) {
 	t.Setenv("MY_KEY", "sk-local")
 	srv = openaitest.NewServer(t, openaitest.Text("keyed"))
 	srv.RequireKey("sk-local")
-	m, err = openai.FromConfig(&config.Model{Provider: "openai", Model: "m", BaseURL: srv.URL, APIKeyEnv: "MY_KEY"})
+	m, err = openai.FromConfig(&model.Config{Provider: "openai", Model: "m", BaseURL: srv.URL, APIKeyEnv: "MY_KEY"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -50,7 +50,7 @@ func TestFromConfigKeys(t *testing.T) {
 	}
 	// No variable named: OPENAI_API_KEY.
 	t.Setenv("OPENAI_API_KEY", "sk-default")
-	if _, err := openai.FromConfig(&config.Model{Provider: "openai", Model: "m"}); err != nil {
+	if _, err := openai.FromConfig(&model.Config{Provider: "openai", Model: "m"}); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -62,7 +62,7 @@ func TestFromConfigBaseURLPrecedence(t *testing.T) {
 	t.Setenv("OPENAI_BASE_URL", fromEnv.URL)
 
 	// No base_url: the environment variable replaces OpenAI's default.
-	m, err := openai.FromConfig(&config.Model{Provider: "openai", Model: "m", APIKeyEnv: "OPENAI_API_KEY"})
+	m, err := openai.FromConfig(&model.Config{Provider: "openai", Model: "m", APIKeyEnv: "OPENAI_API_KEY"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -70,7 +70,7 @@ func TestFromConfigBaseURLPrecedence(t *testing.T) {
 		t.Fatalf("%q %v", resp.Message.Text(), err)
 	}
 	// An explicit base_url wins over the environment.
-	m, err = openai.FromConfig(&config.Model{Provider: "openai", Model: "m", BaseURL: fromConfig.URL, APIKeyEnv: "OPENAI_API_KEY"})
+	m, err = openai.FromConfig(&model.Config{Provider: "openai", Model: "m", BaseURL: fromConfig.URL, APIKeyEnv: "OPENAI_API_KEY"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -82,7 +82,7 @@ func TestFromConfigBaseURLPrecedence(t *testing.T) {
 	}
 	// A broken variable is named.
 	t.Setenv("OPENAI_BASE_URL", "localhost:11434")
-	if _, err := openai.FromConfig(&config.Model{Provider: "openai", Model: "m", APIKeyEnv: "OPENAI_API_KEY"}); err == nil || !strings.Contains(err.Error(), "$OPENAI_BASE_URL") {
+	if _, err := openai.FromConfig(&model.Config{Provider: "openai", Model: "m", APIKeyEnv: "OPENAI_API_KEY"}); err == nil || !strings.Contains(err.Error(), "$OPENAI_BASE_URL") {
 		t.Fatalf("error %v", err)
 	}
 }
@@ -90,7 +90,7 @@ func TestFromConfigBaseURLPrecedence(t *testing.T) {
 func TestFromConfigTimeoutAndRetries(t *testing.T) {
 	t.Setenv("OPENAI_BASE_URL", "")
 	srv := openaitest.NewServer(t, openaitest.ServerError(), openaitest.Reply{Text: "late", Delay: 5 * time.Second})
-	m, err := openai.FromConfig(&config.Model{Provider: "openai", Model: "m", BaseURL: srv.URL, MaxRetries: 1, Timeout: 200 * time.Millisecond})
+	m, err := openai.FromConfig(&model.Config{Provider: "openai", Model: "m", BaseURL: srv.URL, MaxRetries: 1, Timeout: 200 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}

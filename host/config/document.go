@@ -11,6 +11,8 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"github.com/go-json-experiment/json/jsontext"
+
 	"github.com/tenxgraph/tenxgraph/sdk/strictjson"
 	"github.com/tenxgraph/tenxgraph/sdk/toolspec"
 )
@@ -55,8 +57,12 @@ type value struct {
 	items []*value // an array's elements
 }
 
-// field returns the value of key in an object, or nil.
+// field returns the value of key in an object, or nil (also when v is
+// nil or not an object).
 func (v *value) field(key string) *value {
+	if v == nil {
+		return nil
+	}
 	for i, k := range v.keys {
 		if k == key {
 			return v.vals[i]
@@ -114,21 +120,29 @@ func encodeString(buf *bytes.Buffer, s string) {
 // a config this parser takes, they take too.
 const maxDepth = strictjson.MaxDepth
 
-// parser builds the tree. Syntax errors end the parse (nothing after them
-// can be trusted); duplicate keys are recorded and the parse goes on.
+// parser reads the file into values with jsontext (the reference JSON
+// reader strictjson uses too), keeping what encoding/json's maps lose: key
+// order and number literals. Syntax errors end the parse (nothing after
+// them can be trusted); duplicate keys are recorded, the first value kept,
+// and the parse goes on.
 type parser struct {
 	data []byte
-	dec  *json.Decoder
+	dec  *jsontext.Decoder
 	ps   *toolspec.Problems
 }
 
-// parse decodes data into a tree. Problems with the JSON itself are added
-// to ps; the tree is nil when the text is not JSON at all.
+// posError is an error of the parser's own, which carries its position.
+type posError string
+
+func (e posError) Error() string { return string(e) }
+
+// parse decodes data into values. Problems with the JSON itself are added
+// to ps; the value is nil when the text is not JSON at all.
 func parse(data []byte, ps *toolspec.Problems) *value {
 	data = bytes.TrimPrefix(data, []byte("\uFEFF")) // editors on Windows add a BOM
-	p := &parser{data: data, dec: json.NewDecoder(bytes.NewReader(data)), ps: ps}
-	// encoding/json would quietly turn bytes that are not UTF-8 into
-	// U+FFFD; the config is refused instead, as requests are.
+	p := &parser{data: data, ps: ps}
+	// Bytes that are not UTF-8 would be read as U+FFFD by some readers;
+	// the config is refused instead, as requests are.
 	if !utf8.Valid(data) {
 		off := 0
 		for r, n := utf8.DecodeRune(data); r != utf8.RuneError || n > 1; r, n = utf8.DecodeRune(data[off:]) {
@@ -142,24 +156,22 @@ func parse(data []byte, ps *toolspec.Problems) *value {
 		ps.Add(path, "%s: invalid UTF-8: save the file as UTF-8 text", p.position(int64(off)))
 		return nil
 	}
-	p.dec.UseNumber()
-	tok, err := p.dec.Token()
-	if err == io.EOF {
+	if len(bytes.TrimLeft(data, " \t\r\n")) == 0 {
 		ps.Add("", "the file is empty: a config is a JSON object such as {\"agent\": \"tenxgraph:react\"}")
 		return nil
 	}
-	v, err := p.value(tok, err, "", 0)
+	p.dec = jsontext.NewDecoder(bytes.NewReader(data), jsontext.AllowDuplicateNames(true))
+	v, err := p.value("")
 	if err != nil {
 		p.syntax(err)
 		return nil
 	}
 	end := p.dec.InputOffset()
-	if _, err := p.dec.Token(); err != io.EOF {
-		at := end
-		for at < int64(len(data)) && isSpace(data[at]) {
-			at++
+	if _, err := p.dec.ReadToken(); err != io.EOF {
+		for end < int64(len(data)) && isSpace(data[end]) {
+			end++
 		}
-		ps.Add("", "%s: unexpected data after the top-level object", p.position(at))
+		ps.Add("", "%s: unexpected data after the top-level object", p.position(end))
 		return nil
 	}
 	return v
@@ -167,91 +179,77 @@ func parse(data []byte, ps *toolspec.Problems) *value {
 
 func isSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\n' || c == '\r' }
 
-// value builds the value that starts with tok.
-func (p *parser) value(tok json.Token, err error, path string, depth int) (*value, error) {
+// value reads the next value, at path.
+func (p *parser) value(path string) (*value, error) {
+	tok, err := p.dec.ReadToken()
 	if err != nil {
 		return nil, err
 	}
-	switch t := tok.(type) {
-	case json.Delim:
-		if depth >= maxDepth {
-			return nil, fmt.Errorf("%s: nested more than %d levels deep", p.position(p.dec.InputOffset()), maxDepth)
+	switch tok.Kind() {
+	case '{', '[':
+		if p.dec.StackDepth() > maxDepth {
+			return nil, posError(fmt.Sprintf("%s: nested more than %d levels deep", p.position(p.dec.InputOffset()), maxDepth))
 		}
-		if t == '[' {
-			return p.array(path, depth)
+		v := &value{kind: kindArray}
+		if tok.Kind() == '{' {
+			v.kind = kindObject
 		}
-		return p.object(path, depth)
-	case string:
-		return &value{kind: kindString, text: t}, nil
-	case json.Number:
-		return &value{kind: kindNumber, text: t.String()}, nil
-	case bool:
-		return &value{kind: kindBool, b: t}, nil
-	case nil:
-		return &value{kind: kindNull}, nil
+		first := map[string]int64{} // key -> offset, for the duplicate's message
+		for {
+			switch p.dec.PeekKind() {
+			case '}', ']':
+				_, err := p.dec.ReadToken()
+				return v, err
+			case 0: // an error, which the next read returns
+				_, err := p.dec.ReadToken()
+				return nil, err
+			}
+			if v.kind == kindArray {
+				child, err := p.value(toolspec.Join(path, toolspec.Index(len(v.items))))
+				if err != nil {
+					return nil, err
+				}
+				v.items = append(v.items, child)
+				continue
+			}
+			name, err := p.dec.ReadToken()
+			if err != nil {
+				return nil, err
+			}
+			key, at := name.String(), p.dec.InputOffset()
+			kpath := toolspec.Join(path, pathKey(key))
+			child, err := p.value(kpath)
+			if err != nil {
+				return nil, err
+			}
+			if off, dup := first[key]; dup {
+				p.ps.Add(kpath, "duplicate key %q (first on line %d): JSON readers disagree on which one wins, so keep one", key, p.line(off))
+				continue
+			}
+			first[key] = at
+			v.keys = append(v.keys, key)
+			v.vals = append(v.vals, child)
+		}
+	case '"':
+		return &value{kind: kindString, text: tok.String()}, nil
+	case '0':
+		return &value{kind: kindNumber, text: tok.String()}, nil
+	case 't', 'f':
+		return &value{kind: kindBool, b: tok.Bool()}, nil
 	}
-	return nil, fmt.Errorf("unexpected token %v", tok)
+	return &value{kind: kindNull}, nil
 }
 
-func (p *parser) object(path string, depth int) (*value, error) {
-	v := &value{kind: kindObject}
-	first := map[string]int64{} // key -> offset, for the duplicate's message
-	for p.dec.More() {
-		tok, err := p.dec.Token()
-		if err != nil {
-			return nil, err
-		}
-		key, ok := tok.(string)
-		if !ok {
-			return nil, fmt.Errorf("%s: expected an object key", p.position(p.dec.InputOffset()))
-		}
-		at := p.dec.InputOffset()
-		kpath := toolspec.Join(path, pathKey(key))
-		tok, err = p.dec.Token()
-		child, err := p.value(tok, err, kpath, depth+1)
-		if err != nil {
-			return nil, err
-		}
-		if off, dup := first[key]; dup {
-			p.ps.Add(kpath, "duplicate key %q (first on line %d): JSON readers disagree on which one wins, so keep one", key, p.line(off))
-			continue
-		}
-		first[key] = at
-		v.keys = append(v.keys, key)
-		v.vals = append(v.vals, child)
-	}
-	if _, err := p.dec.Token(); err != nil { // the closing '}'
-		return nil, err
-	}
-	return v, nil
-}
-
-func (p *parser) array(path string, depth int) (*value, error) {
-	v := &value{kind: kindArray}
-	for p.dec.More() {
-		tok, err := p.dec.Token()
-		child, err := p.value(tok, err, toolspec.Join(path, toolspec.Index(len(v.items))), depth+1)
-		if err != nil {
-			return nil, err
-		}
-		v.items = append(v.items, child)
-	}
-	if _, err := p.dec.Token(); err != nil { // the closing ']'
-		return nil, err
-	}
-	return v, nil
-}
-
-// syntax reports err, which ended the parse, with a line and column.
-// Decoder.Token's offsets are unreliable for errors inside a scalar (they
-// leave out bytes consumed as delimiters), so the position comes from
-// json.Unmarshal, which scans the whole text from its first byte.
+// syntax reports err, which ended the parse, with a line and column, in
+// the words of encoding/json, whose offsets (json.Unmarshal scans the
+// whole text from its first byte) editors agree with.
 func (p *parser) syntax(err error) {
-	var se *json.SyntaxError
-	if !errors.As(err, &se) && !errors.Is(err, io.ErrUnexpectedEOF) && err != io.EOF {
-		p.ps.Add("", "%v", err) // our own errors carry their position
+	var own posError
+	if errors.As(err, &own) {
+		p.ps.Add("", "%v", err)
 		return
 	}
+	var se *json.SyntaxError
 	var v any
 	if errors.As(json.Unmarshal(p.data, &v), &se) {
 		if se.Offset >= int64(len(p.data)) && strings.Contains(se.Error(), "unexpected end") {

@@ -1,0 +1,536 @@
+package config
+
+import (
+	"bytes"
+	"cmp"
+	"fmt"
+	"maps"
+	"net"
+	"net/url"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/tenxgraph/tenxgraph/host/decl"
+	"github.com/tenxgraph/tenxgraph/host/media"
+	"github.com/tenxgraph/tenxgraph/host/remotetool/declared"
+	"github.com/tenxgraph/tenxgraph/internal/hostallow"
+	"github.com/tenxgraph/tenxgraph/internal/sandbox"
+	"github.com/tenxgraph/tenxgraph/sdk/toolspec"
+)
+
+// The sections' readers: each decodes its value (already judged by the
+// schema) into its part of Config, fills in defaults and checks what the
+// schema cannot say. v is nil when the file leaves the section out.
+
+func (c *checker) remoteTools(path string, v *value) []decl.RemoteTool {
+	if v == nil || v.kind != kindArray || len(v.items) == 0 {
+		return nil
+	}
+	tools := make([]decl.RemoteTool, len(v.items))
+	for i, it := range v.items {
+		p := toolspec.Join(path, toolspec.Index(i))
+		t := &tools[i]
+		t.Node = DefaultNode
+		c.decode(p, it, t)
+		// The shared rules judge the name and the schema as written,
+		// in their own words.
+		if name := it.field("name"); name != nil && name.kind == kindString {
+			t.Name = name.text
+		}
+		if params := it.field("parameters"); params != nil {
+			var buf bytes.Buffer
+			params.encode(&buf)
+			t.Parameters = buf.Bytes()
+		}
+		if alias := it.field("node_name"); alias != nil {
+			switch {
+			case it.field("node") != nil:
+				c.add(toolspec.Join(p, "node_name"), "use one of node or node_name (node_name is an alias of node)")
+			case !c.refused(toolspec.Join(p, "node_name")) && alias.kind == kindString:
+				t.Node = alias.text
+			}
+		}
+	}
+	// Names, schemas and duplicates are judged by the rules shared with
+	// code-first AttachRemoteTools. Where the file already said what is
+	// wrong (a name that is not a string), its "missing" would only
+	// repeat it.
+	for _, p := range declared.Check(tools) {
+		if at := toolspec.Join(path, p.Path); !strings.HasPrefix(p.Message, "missing") || !c.covered(at) {
+			c.add(at, "%s", p.Message)
+		}
+	}
+	return tools
+}
+
+func (c *checker) model(path string, v *value) *Model {
+	if v == nil || c.refused(path) {
+		return nil
+	}
+	m := &Model{MaxSteps: DefaultMaxSteps, MaxRetries: DefaultMaxRetries}
+	c.decode(path, v, m)
+	if v.field("api_key_env") == nil {
+		switch m.Provider {
+		case "openai":
+			m.APIKeyEnv = DefaultAPIKeyEnv
+		case "anthropic":
+			m.APIKeyEnv = DefaultAnthropicAPIKeyEnv
+		}
+	}
+	if v.field("max_tokens") != nil {
+		if m.Provider != "" && m.Provider != "anthropic" {
+			c.add(toolspec.Join(path, "max_tokens"), "only the anthropic provider takes max_tokens (the Messages API requires one); the %s provider leaves the output limit to the model", m.Provider)
+		}
+	} else if m.Provider == "anthropic" {
+		m.MaxTokens = DefaultMaxTokens
+	}
+	if u := m.BaseURL; u != "" {
+		at := toolspec.Join(path, "base_url")
+		if err := checkURL(u); err != nil {
+			c.add(at, "%v", err)
+		} else if m.Provider == "anthropic" {
+			if p := strings.TrimRight(urlPath(u), "/"); p == "/v1" || strings.HasSuffix(p, "/v1") {
+				c.add(at, "the anthropic provider's base_url is the API root, without /v1 (it appends /v1/messages): use %q", strings.TrimSuffix(strings.TrimRight(u, "/"), "/v1"))
+			}
+		}
+	}
+	if m.Script != "" {
+		m.Script = c.resolve(m.Script)
+	}
+	return m
+}
+
+// settings puts provider_defaults under an entry's decoded shared keys and
+// reads its require_approval.
+func (c *checker) settings(path string, v *value, s *ProviderSettings) {
+	s.Timeout = cmp.Or(s.Timeout, c.defaults.Timeout)
+	s.MaxArgumentBytes = cmp.Or(s.MaxArgumentBytes, c.defaults.MaxArgumentBytes)
+	s.MaxResultBytes = cmp.Or(s.MaxResultBytes, c.defaults.MaxResultBytes)
+	ra := v.field("require_approval")
+	if ra == nil {
+		return
+	}
+	at := toolspec.Join(path, "require_approval")
+	switch ra.kind {
+	case kindBool:
+		s.RequireApproval.All = ra.b
+	case kindArray:
+		if len(ra.items) == 0 {
+			c.add(at, "an empty list asks nothing: use false, or name the tools")
+		}
+		seen := map[string]bool{}
+		for i, it := range ra.items {
+			ip := toolspec.Join(at, toolspec.Index(i))
+			switch {
+			case it.kind != kindString:
+				c.add(ip, "must be a string, got %s", it.kind)
+			case it.text == "":
+				c.add(ip, "must not be empty: a tool name")
+			case seen[it.text]:
+				c.add(ip, "%q is listed twice", it.text)
+			default:
+				seen[it.text] = true
+				s.RequireApproval.Tools = append(s.RequireApproval.Tools, it.text)
+			}
+		}
+	default:
+		c.add(at, "want true, false or a list of the provider's tool names")
+	}
+}
+
+// builtinNames are the builtin provider's tools.
+var builtinNames = []string{"calculator", "current_time", "http_fetch", "read_file", "write_file", "list_files"}
+
+func (c *checker) builtinTools(path string, v *value) *BuiltinTools {
+	if v == nil || c.refused(path) {
+		return nil
+	}
+	b := &BuiltinTools{Node: DefaultNode}
+	c.decode(path, v, b)
+	c.settings(path, v, &b.ProviderSettings)
+	b.Sandbox.Env = c.envKeys(toolspec.Join(path, "env"), b.Sandbox.Env)
+	b.Sandbox = c.profile(path, v, b.Sandbox)
+	b.Enable = nil
+	first := map[string]int{}
+	if e := v.field("enable"); e != nil && e.kind == kindArray {
+		for i, it := range e.items {
+			at := toolspec.Join(toolspec.Join(path, "enable"), toolspec.Index(i))
+			if it.kind != kindString || !slices.Contains(builtinNames, it.text) {
+				continue
+			}
+			if j, dup := first[it.text]; dup {
+				c.add(at, "%q is already enabled at [%d]", it.text, j)
+				continue
+			}
+			first[it.text] = i
+			b.Enable = append(b.Enable, it.text)
+		}
+	}
+	hostsAt := toolspec.Join(path, "http_fetch.allow_hosts")
+	b.HTTPFetch.AllowHosts = c.hosts(hostsAt, b.HTTPFetch.AllowHosts)
+	if _, on := first["http_fetch"]; on && len(b.HTTPFetch.AllowHosts) == 0 && !c.covered(hostsAt) {
+		c.add(hostsAt, "missing: http_fetch is enabled, and a model may only fetch from hosts listed here, such as [\"api.example.com\"]")
+	}
+	rootAt := toolspec.Join(path, "workspace.root")
+	if b.Workspace.Root != "" {
+		b.Workspace.Root = c.resolve(b.Workspace.Root)
+	}
+	for _, name := range []string{"read_file", "write_file", "list_files"} {
+		if _, on := first[name]; on && b.Workspace.Root == "" && !c.covered(rootAt) {
+			c.add(rootAt, "missing: %s is enabled, and the file tools work only inside this folder", name)
+			break
+		}
+	}
+	return b
+}
+
+// hosts keeps the allow_hosts entries at path that follow the builtin
+// provider's rules (internal/hostallow) and reports the others; a list
+// the file has stays non-nil.
+func (c *checker) hosts(path string, list []string) []string {
+	if list == nil {
+		return nil
+	}
+	out := []string{}
+	for i, h := range list {
+		if err := hostallow.Check(h); err != nil {
+			c.add(toolspec.Join(path, toolspec.Index(i)), "%v", err)
+			continue
+		}
+		out = append(out, h)
+	}
+	return out
+}
+
+func (c *checker) mcpServers(path string, v *value) (map[string]MCPServer, []string) {
+	if v == nil || v.kind != kindObject || len(v.keys) == 0 || c.refused(path) {
+		return nil, nil
+	}
+	servers := make(map[string]MCPServer, len(v.keys))
+	for i, name := range v.keys {
+		s := MCPServer{Name: name, Node: DefaultNode}
+		if p := toolspec.Join(path, pathKey(name)); !c.refused(p) {
+			s = c.mcpServer(p, v.vals[i], s)
+		}
+		servers[name] = s
+	}
+	return servers, slices.Clone(v.keys)
+}
+
+// stdioKeys are the keys only a server started with command takes.
+var stdioKeys = []string{"args", "env", "cwd", "pass_env", "limits", "network", "user", "group", "filesystem"}
+
+func (c *checker) mcpServer(path string, v *value, s MCPServer) MCPServer {
+	c.decode(path, v, &s)
+	c.settings(path, v, &s.ProviderSettings)
+	at := func(key string) string { return toolspec.Join(path, key) }
+	typ, command, u := v.field("type"), v.field("command"), v.field("url")
+	if s.Type == "streamable_http" || s.Type == "streamable-http" || s.Type == "streamableHttp" {
+		s.Type = "http"
+	}
+	switch {
+	case command != nil && u != nil:
+		c.add(path, "set command (to start a local server) or url (to reach a remote one), not both")
+		s.Type = ""
+	case command == nil && u == nil:
+		c.add(path, "missing command (to start a local server) or url (to reach a remote one)")
+		s.Type = ""
+	case typ == nil && command != nil:
+		s.Type = "stdio"
+	case typ == nil:
+		s.Type = "http"
+	case s.Type == "stdio" && u != nil:
+		c.add(at("url"), "a stdio server is started with command; url is for type \"http\" or \"sse\"")
+	case s.Type != "stdio" && s.Type != "" && command != nil:
+		c.add(at("command"), "an %s server is reached by url; command is for type \"stdio\"", s.Type)
+	}
+	if cmd := s.Command; !strings.HasPrefix(cmd, "$") && strings.ContainsAny(cmd, `/`+string(filepath.Separator)) {
+		s.Command = c.resolve(cmd)
+	}
+	if s.Cwd != "" && !strings.HasPrefix(s.Cwd, "$") {
+		s.Cwd = c.resolve(s.Cwd)
+	}
+	if lit, ok := literal(s.URL); ok && s.URL != "" { // one with ${VAR}s is checked once expanded
+		if err := checkURL(lit); err != nil {
+			c.add(at("url"), "%v", err)
+		}
+	}
+	for _, k := range slices.Sorted(maps.Keys(s.Headers)) {
+		err := checkHeaderName(k)
+		if err == nil {
+			err = checkHeaderValue(s.Headers[k])
+		}
+		if err != nil {
+			c.add(toolspec.Join(at("headers"), pathKey(k)), "%v", err)
+			delete(s.Headers, k)
+		}
+	}
+	if out, res := cmp.Or(s.MaxOutputBytes, defaultMCPOutputBytes), cmp.Or(s.MaxResultBytes, DefaultMaxResultBytes); out > res {
+		c.add(at("max_output_bytes"), "%d is more than max_result_bytes (%d): a result the bridge truncates to this size would still be refused; lower it or raise max_result_bytes", out, res)
+	}
+	if v.field("allow_tools") != nil && v.field("deny_tools") != nil {
+		c.add(at("deny_tools"), "set allow_tools or deny_tools, not both")
+	}
+	s.Env = c.envKeys(at("env"), s.Env)
+	s.Sandbox.Env = s.Env
+	s.Sandbox = c.profile(path, v, s.Sandbox)
+	// Keys of the other transport are mistakes the server would ignore.
+	switch s.Type {
+	case "stdio":
+		if v.field("headers") != nil {
+			c.add(at("headers"), "only used by \"http\" and \"sse\" servers (reached by url)")
+		}
+		if s.Cwd == "" {
+			s.Cwd = c.dir
+		}
+	case "http", "sse":
+		for _, k := range stdioKeys {
+			if v.field(k) != nil {
+				c.add(at(k), "only used by \"stdio\" servers (started with command)")
+			}
+		}
+	}
+	return s
+}
+
+func (c *checker) plugins(path string, v *value) []Plugin {
+	if v == nil || v.kind != kindArray || c.refused(path) {
+		return nil
+	}
+	var out []Plugin
+	first := map[string]int{}
+	for i, it := range v.items {
+		p := toolspec.Join(path, toolspec.Index(i))
+		if it.kind != kindObject || c.refused(p) {
+			continue
+		}
+		pl := Plugin{Node: DefaultNode, Start: "startup"}
+		c.decode(p, it, &pl)
+		c.settings(p, it, &pl.ProviderSettings)
+		if j, dup := first[pl.Name]; dup && pl.Name != "" {
+			c.add(toolspec.Join(p, "name"), "duplicate plugin name %q (first at plugins[%d])", pl.Name, j)
+		} else if pl.Name != "" {
+			first[pl.Name] = i
+		}
+		if c.covered(toolspec.Join(p, "command")) {
+			pl.Command = nil
+		} else if len(pl.Command) > 0 && !filepath.IsAbs(pl.Command[0]) && strings.ContainsAny(pl.Command[0], `/`+string(filepath.Separator)) {
+			pl.Command[0] = c.resolve(pl.Command[0])
+		}
+		pl.SHA256 = strings.ToLower(pl.SHA256)
+		if pl.Cwd != "" {
+			pl.Cwd = c.resolve(pl.Cwd)
+		}
+		pl.Env = c.envKeys(toolspec.Join(p, "env"), pl.Env)
+		pl.Sandbox.Env = pl.Env
+		pl.Sandbox = c.profile(p, it, pl.Sandbox)
+		out = append(out, pl)
+	}
+	return out
+}
+
+// providerDefaults reads provider_defaults: the call limits and the
+// sandbox profile every provider entry starts from.
+func (c *checker) providerDefaults(path string, v *value) sandbox.Profile {
+	if v == nil || c.refused(path) {
+		return sandbox.Profile{}
+	}
+	var d struct {
+		ProviderSettings
+		Sandbox sandbox.Profile `json:",inline"`
+	}
+	c.decode(path, v, &d)
+	c.defaults.Settings = d.Settings
+	d.Sandbox.Env = c.envKeys(toolspec.Join(path, "env"), d.Sandbox.Env)
+	c.sandboxDefaults = c.profile(path, v, d.Sandbox)
+	return c.sandboxDefaults
+}
+
+func (c *checker) checkpointer(path string, v *value) Checkpointer {
+	cp := Checkpointer{Type: "sqlite"}
+	c.decode(path, v, &cp)
+	if v != nil && !c.refused(path) && !c.refused(toolspec.Join(path, "type")) {
+		if cp.Type != "sqlite" && v.field("path") != nil {
+			c.add(toolspec.Join(path, "path"), "only used when type is \"sqlite\" (the %s checkpointer has no file)", cp.Type)
+		}
+		if cp.Type != "postgres" && v.field("dsn_env") != nil {
+			c.add(toolspec.Join(path, "dsn_env"), "only used when type is \"postgres\"")
+		}
+	}
+	switch cp.Type {
+	case "sqlite":
+		cp.Path = c.resolve(cmp.Or(cp.Path, DefaultSQLitePath))
+	default:
+		cp.Path = ""
+	}
+	if cp.Type != "postgres" {
+		cp.DSNEnv = ""
+	}
+	return cp
+}
+
+func (c *checker) server(path string, v *value) Server {
+	s := Server{Addr: DefaultAddr, MaxBodyBytes: DefaultMaxBodyBytes, MaxRequestMessages: DefaultMaxRequestMessages}
+	c.decode(path, v, &s)
+	if err := checkAddr(s.Addr); err != nil {
+		c.add(toolspec.Join(path, "addr"), "%v", err)
+		s.Addr = DefaultAddr
+	}
+	if s.Auth != nil {
+		at := toolspec.Join(path, "auth.tokens_env")
+		if tokens := v.field("auth").field("tokens_env"); tokens != nil && tokens.kind == kindArray && len(tokens.items) == 0 {
+			c.add(at, "must name at least one environment variable; leave out auth for an open API")
+		}
+	}
+	s.CORS.AllowOrigins = c.each(toolspec.Join(path, "cors.allow_origins"), s.CORS.AllowOrigins, checkOrigin)
+	s.AllowedHosts = c.each(toolspec.Join(path, "allowed_hosts"), s.AllowedHosts, checkServedHost)
+	return s
+}
+
+// each reads every entry of the list at path with read, keeping what it
+// returns and reporting its errors.
+func (c *checker) each(path string, list []string, read func(string) (string, error)) []string {
+	if list == nil {
+		return nil
+	}
+	out := make([]string, 0, len(list))
+	for i, s := range list {
+		v, err := read(s)
+		if err != nil {
+			c.add(toolspec.Join(path, toolspec.Index(i)), "%v", err)
+			continue
+		}
+		out = append(out, v)
+	}
+	return out
+}
+
+// checkServedHost reads a server.allowed_hosts entry: a host name or IP
+// address as a Host header carries it, without a scheme, port or path,
+// which is compared with the Host of each request. It is returned in
+// lower case.
+func checkServedHost(h string) (string, error) {
+	name := strings.TrimSuffix(strings.TrimPrefix(h, "["), "]")
+	switch {
+	case strings.Contains(h, "://") || strings.ContainsAny(h, "/?#@ "):
+		return "", fmt.Errorf("%q is not a host name: list only the name, such as \"myhost.local\", without a scheme or path", h)
+	case net.ParseIP(name) == nil && strings.Contains(h, ":"):
+		return "", fmt.Errorf("%q has a port: list only the name (any port of the server is accepted)", h)
+	case net.ParseIP(name) == nil && strings.ContainsAny(h, "[]"):
+		return "", fmt.Errorf("%q is not a host name or IP address", h)
+	}
+	if ip := net.ParseIP(name); ip != nil {
+		return ip.String(), nil
+	}
+	return strings.ToLower(strings.TrimSuffix(h, ".")), nil
+}
+
+// checkOrigin reads a CORS origin. Browsers send Origin without a path or
+// a trailing slash, so an entry with one would never match.
+func checkOrigin(o string) (string, error) {
+	if o == "*" {
+		return o, nil
+	}
+	u, err := url.Parse(o)
+	switch {
+	case err != nil || u.Scheme == "" || u.Host == "":
+		return "", fmt.Errorf("%q is not an origin: use scheme://host[:port], such as \"http://localhost:5173\", or \"*\"", o)
+	case u.Path != "" || u.RawQuery != "" || u.Fragment != "" || u.User != nil || strings.HasSuffix(o, "?") || strings.HasSuffix(o, "#"):
+		return "", fmt.Errorf("%q is not an origin: browsers send only scheme://host[:port], with no path or trailing slash, such as %q", o, u.Scheme+"://"+u.Host)
+	}
+	return o, nil
+}
+
+// media reads the "media" block.
+func (c *checker) media(path string, v *value) Media {
+	var m Media
+	c.decode(path, v, &m)
+	if m.AllowedTypes != nil && v != nil {
+		types, at := v.field("allowed_types"), toolspec.Join(path, "allowed_types")
+		m.AllowedTypes = []string{}
+		seen := map[string]bool{}
+		for i, it := range types.items {
+			ip := toolspec.Join(at, toolspec.Index(i))
+			if it.kind != kindString || it.text == "" {
+				continue
+			}
+			switch err := media.CheckType(it.text); {
+			case err != nil:
+				c.add(ip, "%v", err)
+			case seen[it.text]:
+				c.add(ip, "%q is listed twice", it.text)
+			default:
+				seen[it.text] = true
+				m.AllowedTypes = append(m.AllowedTypes, it.text)
+			}
+		}
+	}
+	m.FetchAllowHosts = c.hosts(toolspec.Join(path, "fetch.allow_hosts"), m.FetchAllowHosts)
+	return m
+}
+
+// envKeys drops the variables of an env whose names no environment can
+// hold, reporting each.
+func (c *checker) envKeys(path string, env map[string]string) map[string]string {
+	for _, k := range slices.Sorted(maps.Keys(env)) {
+		if err := checkEnvKey(k); err != nil {
+			c.add(toolspec.Join(path, pathKey(k)), "%v", err)
+			delete(env, k)
+		}
+	}
+	return env
+}
+
+func checkURL(s string) error {
+	u, err := url.Parse(s)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return fmt.Errorf("%q is not an http or https URL", s)
+	}
+	return nil
+}
+
+// urlPath is the path of s, a URL checkURL accepted.
+func urlPath(s string) string {
+	u, _ := url.Parse(s)
+	return u.Path
+}
+
+func checkAddr(s string) error {
+	_, port, err := net.SplitHostPort(s)
+	if err != nil {
+		return fmt.Errorf("%q must be host:port, such as %q", s, DefaultAddr)
+	}
+	if n, err := strconv.Atoi(port); err != nil || n < 0 || n > 65535 {
+		return fmt.Errorf("%q: the port must be a number from 0 to 65535", s)
+	}
+	return nil
+}
+
+func checkEnvKey(k string) error {
+	if k == "" || strings.ContainsAny(k, "=\x00") {
+		return fmt.Errorf("%q is not an environment variable name", k)
+	}
+	return nil
+}
+
+func checkHeaderValue(v string) error {
+	if strings.ContainsAny(v, "\r\n\x00") {
+		return fmt.Errorf("a header value cannot contain a line break or NUL")
+	}
+	return nil
+}
+
+// checkHeaderName accepts RFC 9110 token characters.
+func checkHeaderName(k string) error {
+	if k == "" {
+		return fmt.Errorf("a header name cannot be empty")
+	}
+	for _, r := range k {
+		if r > 0x7e || r <= ' ' || strings.ContainsRune(`"(),/:;<=>?@[\]{}`, r) {
+			return fmt.Errorf("%q is not a valid header name", k)
+		}
+	}
+	return nil
+}

@@ -1,0 +1,402 @@
+package config
+
+import (
+	"encoding/json"
+	"regexp"
+	"time"
+
+	"github.com/tenxgraph/tenxgraph/host/checkpoint"
+	"github.com/tenxgraph/tenxgraph/host/decl"
+	"github.com/tenxgraph/tenxgraph/host/model"
+	"github.com/tenxgraph/tenxgraph/host/pluginhost"
+	"github.com/tenxgraph/tenxgraph/internal/sandbox"
+)
+
+// Defaults for keys the file leaves out.
+const (
+	// DefaultNode is the ToolNode of the prebuilt "tenxgraph:react" graph,
+	// so a provider entry without "node" lands where that graph looks.
+	DefaultNode = "tools"
+	// DefaultAddr listens on loopback only: exposing the API is a choice
+	// the file must make explicitly.
+	DefaultAddr = "127.0.0.1:8123"
+	// DefaultMaxBodyBytes bounds request bodies (4 MiB).
+	DefaultMaxBodyBytes = 4 << 20
+	// DefaultMaxRequestMessages bounds the messages one request adds to a
+	// thread. A client sends one message a turn (a tool message holds all
+	// of a step's results), and a conversation imported whole, or an
+	// AG-UI transcript of several hundred turns, stays under it; without
+	// it, one 4 MiB body of tiny messages stores some 100,000.
+	DefaultMaxRequestMessages = 1000
+	// DefaultMaxSteps stops a model that keeps calling tools forever: the
+	// one default of model.max_steps, which a ModelNode (package agent)
+	// built without a bound uses too.
+	DefaultMaxSteps = 25
+	// DefaultMaxRetries matches the OpenAI SDKs' default.
+	DefaultMaxRetries = 2
+	// DefaultAPIKeyEnv is where every OpenAI client looks for the key.
+	DefaultAPIKeyEnv = model.DefaultAPIKeyEnv
+	// DefaultAnthropicAPIKeyEnv is where Anthropic's clients look for the
+	// key.
+	DefaultAnthropicAPIKeyEnv = model.DefaultAnthropicAPIKeyEnv
+	// DefaultMaxTokens is the anthropic provider's max_tokens when the
+	// config sets none (model.DefaultMaxTokens).
+	DefaultMaxTokens = model.DefaultMaxTokens
+	// DefaultSQLitePath is relative to the config's folder, so state stays
+	// with the project rather than with the shell's current directory.
+	DefaultSQLitePath = ".tenxgraph/state.db"
+	// DefaultTimeout, DefaultMaxArgumentBytes and DefaultMaxResultBytes
+	// are the call limits of a provider entry that sets none: the plugin
+	// host's, which enforces them.
+	DefaultTimeout          = pluginhost.DefaultTimeout
+	DefaultMaxArgumentBytes = pluginhost.DefaultMaxArgumentBytes
+	DefaultMaxResultBytes   = pluginhost.DefaultMaxResultBytes
+	// DefaultShutdownGrace is how long a stopping server lets runs finish
+	// before cancelling them: longer than a typical model call, short
+	// enough that a deploy does not hang.
+	DefaultShutdownGrace = 30 * time.Second
+)
+
+// MaxCallBytes is the largest max_argument_bytes and max_result_bytes
+// (pluginhost.MaxCallBytes).
+const MaxCallBytes = pluginhost.MaxCallBytes
+
+// Config is a validated 10xgraph.json.
+type Config struct {
+	// Dir is the config file's folder (absolute). Relative paths in the
+	// file are resolved against it, so the host behaves the same whatever
+	// directory it is started from.
+	Dir string
+	// Agent names the registered graph to serve ("tenxgraph:react", or a
+	// code-first program's own "graph.agent:app"); the file configures a
+	// graph, it cannot define one.
+	Agent string
+	// RemoteTools are declared on the server, executed by the client.
+	// They are checked here (names, schemas, duplicates) so a broken schema
+	// fails at startup, not when a model first calls the tool; whether
+	// each Node exists is checked when the graph is built.
+	RemoteTools []decl.RemoteTool
+	// RemoteToolTimeout is how long a remote call waits for the client's
+	// result when its tool has no timeout of its own, per-run client tools
+	// included (remote_tool_defaults.timeout; 0:
+	// toolnode.DefaultRemoteTimeout, ten minutes).
+	RemoteToolTimeout time.Duration
+	// Model is nil when the file has no "model": a code-first graph may
+	// bring its own.
+	Model *Model
+	// BuiltinTools is nil when the file has no "builtin_tools": no builtin
+	// tool runs unless asked for.
+	BuiltinTools *BuiltinTools
+	// MCPServers are keyed by the name that prefixes their tools.
+	MCPServers map[string]MCPServer
+	// MCPServerOrder lists MCPServers' keys in file order, so servers start
+	// and tools are listed in the order the user wrote them.
+	MCPServerOrder []string
+	// Plugins are third-party tool providers, in file order.
+	Plugins []Plugin
+	// Checkpointer is where thread state is kept; always set (sqlite by
+	// default), because pausing for remote tools needs somewhere to pause.
+	Checkpointer Checkpointer
+	// Server is the HTTP API's setup; always set, with safe defaults.
+	Server Server
+	// Cache bounds the memory of the threads kept decoded between runs.
+	Cache Cache
+	// SandboxDefaults is provider_defaults' sandbox profile, under every
+	// provider entry's own (the entries' Sandbox already include it). The
+	// remote bridge, which has no entry, runs with it as it is.
+	SandboxDefaults sandbox.Profile
+	// Media is what images, files and sounds the host takes in.
+	Media Media
+}
+
+// Media is the "media" block: which images, files and sounds threads take
+// in, how large, and from which hosts a url is fetched. Zero values are
+// package media's defaults.
+type Media struct {
+	// AllowedTypes are the accepted media types, from media.KnownTypes;
+	// nil means media.DefaultTypes (PNG, JPEG, GIF, WebP, PDF, WAV, MP3,
+	// plain text).
+	AllowedTypes []string `json:"allowed_types"`
+	// MaxBlobBytes bounds one image, file or sound (0:
+	// media.DefaultMaxBlobBytes, 10 MiB). One sent as data must also fit
+	// in server.max_body_bytes as base64, a third larger.
+	MaxBlobBytes int64 `json:"max_blob_bytes"`
+	// MaxRequestBytes bounds the new media of one request, or of one
+	// step's tool results (0: media.DefaultMaxRequestBytes, 32 MiB).
+	MaxRequestBytes int64 `json:"max_request_bytes"`
+	// MaxImagePixels bounds an image's width times height (0:
+	// media.DefaultMaxImagePixels, 8000 x 8000).
+	MaxImagePixels int64 `json:"max_image_pixels"`
+	// FetchAllowHosts are the only hosts a url source is fetched from,
+	// in http_fetch's allow_hosts grammar (a CIDR entry also opens its
+	// non-public range); nil (fetch.allow_hosts left out) fetches from any
+	// public host, an empty list from none. Only https is fetched.
+	FetchAllowHosts []string `json:"fetch.allow_hosts"`
+	// FetchTimeout bounds one fetch (0: media.DefaultFetchTimeout, 10s).
+	FetchTimeout time.Duration `json:"fetch.timeout"`
+}
+
+// ProviderSettings are the keys every provider entry (builtin_tools,
+// plugins[], mcp_servers.<name>) takes with the same meaning. The top-level
+// provider_defaults sets them for every entry that leaves them out; an
+// entry's settings hold the result. A zero value means the built-in default.
+type ProviderSettings struct {
+	// Settings are the call limits, in the plugin host's own type: the
+	// host fills in their defaults (Settings.Limits) and enforces them.
+	pluginhost.Settings
+	// RequireApproval names the tools whose every call waits for a
+	// person's approval before it runs (require_approval). Only an entry
+	// sets it: tool names belong to one provider.
+	RequireApproval Approval
+}
+
+// Approval is require_approval: true (All) or a list of the provider's tool
+// names (Tools). The names are checked against the provider's tools when it
+// starts.
+type Approval struct {
+	All   bool
+	Tools []string
+}
+
+// Set reports whether any tool needs approval.
+func (a Approval) Set() bool { return a.All || len(a.Tools) > 0 }
+
+// Model configures the chat model: model.Config, which the providers
+// read, so that they need nothing of this package.
+type Model = model.Config
+
+// BuiltinTools selects the builtin tools provider's tools.
+type BuiltinTools struct {
+	ProviderSettings
+	// Node is the ToolNode offering the tools (default "tools").
+	Node string `json:"node"`
+	// Enable lists the tools to offer, in file order. Nothing is on by
+	// default: tools that fetch URLs or touch files are capabilities the
+	// user grants, one by one.
+	Enable []string `json:"enable"`
+	// HTTPFetch limits http_fetch.
+	HTTPFetch HTTPFetch `json:"http_fetch"`
+	// Workspace confines the file tools.
+	Workspace Workspace `json:"workspace"`
+	// Sandbox is what the builtin provider's process may have.
+	Sandbox sandbox.Profile `json:",inline"`
+}
+
+// HTTPFetch limits the http_fetch tool, which a model drives with
+// arbitrary URLs: without a host list it would be a way into the
+// network the host sits on.
+type HTTPFetch struct {
+	// AllowHosts are the only hosts http_fetch may reach, and the
+	// address ranges (CIDR entries) beyond the public Internet it may
+	// connect to; required when http_fetch is enabled. See
+	// builtin.HTTPFetchOptions.AllowedHosts.
+	AllowHosts []string `json:"allow_hosts"`
+	// MaxBytes caps a response; 0 leaves the provider's default.
+	MaxBytes int64 `json:"max_bytes"`
+	// Timeout bounds a fetch; 0 leaves the provider's default.
+	Timeout time.Duration `json:"timeout"`
+}
+
+// Workspace confines read_file, write_file and list_files.
+type Workspace struct {
+	// Root is the folder the file tools cannot leave (absolute); required
+	// when any of them is enabled, so a model never roams the whole disk.
+	Root string `json:"root"`
+}
+
+// MCPServer is one entry of mcp_servers, in the shape users know from
+// desktop MCP clients' "mcpServers".
+type MCPServer struct {
+	// ProviderSettings' Timeout keeps the bridge's meaning (it also bounds
+	// the connection's start, at least 30s); the bridge enforces them per
+	// server.
+	ProviderSettings
+	// Name is the entry's key; it prefixes the server's tool names, so it
+	// must be short and plain.
+	Name string
+	// Type is "stdio", "http" or "sse"; when the file omits it, command
+	// means stdio and url means http. LangChain's and Cline's spellings of
+	// http ("streamable_http", "streamable-http", "streamableHttp") are
+	// accepted and stored as "http", so configs copied from them work.
+	Type string `json:"type"`
+	// Command starts a stdio server. A relative path containing a
+	// separator is made absolute; a bare name is looked up in PATH.
+	// ${VAR} references here and in Args, Env, Cwd, URL and Headers
+	// (internal/expand's grammar) are kept verbatim for the bridge to
+	// expand, so secrets stay out of the file.
+	Command string            `json:"command"`
+	Args    []string          `json:"args"`
+	Env     map[string]string `json:"env"`
+	// Cwd is the stdio server's working directory (absolute). It defaults
+	// to the config's folder, so relative paths in Args mean the same as
+	// everywhere else in the file.
+	Cwd string `json:"cwd"`
+	// URL reaches an http or sse server.
+	URL     string            `json:"url"`
+	Headers map[string]string `json:"headers"`
+	// MaxOutputBytes caps a tool result handed to the model; a larger one
+	// is truncated with a marker. 0 leaves the bridge's default (1 MiB). It
+	// must not exceed max_result_bytes, past which a result is an error.
+	MaxOutputBytes int64 `json:"max_output_bytes"`
+	// Node is the ToolNode offering the server's tools (default "tools").
+	Node string `json:"node"`
+	// AllowTools, when set, are the only tools offered; DenyTools are
+	// hidden. At most one is set: together they would be ambiguous.
+	AllowTools []string `json:"allow_tools"`
+	DenyTools  []string `json:"deny_tools"`
+	// Disabled keeps the entry in the file without starting it.
+	Disabled bool `json:"disabled"`
+	// Sandbox is what a stdio server's process may have; its Env is Env
+	// on top of provider_defaults', ${VAR}s unexpanded.
+	Sandbox sandbox.Profile `json:",inline"`
+}
+
+// Plugin is a third-party tool provider: an executable built with sdk.Serve.
+type Plugin struct {
+	ProviderSettings
+	// Name identifies the plugin in logs, errors and `tenxgraph tools`.
+	Name string `json:"name"`
+	// Command is the executable and its arguments; Command[0] is made
+	// absolute when it is a relative path.
+	Command []string `json:"command"`
+	// SHA256 is the executable's expected checksum (lowercase hex), or
+	// empty. When set, the host refuses to run a binary that differs.
+	SHA256 string `json:"sha256"`
+	// Node is the ToolNode offering the plugin's tools (default "tools").
+	Node string `json:"node"`
+	// Prefix is put before each of the plugin's tool names on the node
+	// ("wx_" offers "forecast" as "wx_forecast"), so that two plugins
+	// exporting one name can sit on one node. Per-tool settings such as
+	// tool_timeouts keep the plugin's own names.
+	Prefix string `json:"prefix"`
+	// Env is added to the plugin's environment, its ${VAR}s unexpanded
+	// (the host expands them when it starts the plugin).
+	Env map[string]string `json:"env"`
+	// Start is "startup" (default: a broken plugin fails the start, not the
+	// first run) or "lazy" (started on first use, for costly plugins).
+	Start string `json:"start"`
+	// Cwd is the plugin's working directory (absolute; "" for the host's).
+	Cwd string `json:"cwd"`
+	// Sandbox is what the plugin's process may have; its Env includes Env.
+	Sandbox sandbox.Profile `json:",inline"`
+	// Options are sent to the plugin with Configure (a JSON object, as
+	// written; nil when absent). A plugin that declares an options schema
+	// has them checked against it when it starts, `validate` included.
+	Options json.RawMessage `json:"options"`
+}
+
+// DefaultKeepHistory is checkpointer.keep_history when unset: the last
+// hundred checkpoints of a thread (a few dozen turns) show how it got where
+// it is, and a long thread's store stays about the size of its messages
+// rather than growing with every step.
+const DefaultKeepHistory = 100
+
+// Checkpointer selects where thread state is stored.
+type Checkpointer struct {
+	// Type is "sqlite" (default: embedded, survives restarts), "memory"
+	// (lost on exit) or "postgres".
+	Type string `json:"type"`
+	// Path is the sqlite file (absolute).
+	Path string `json:"path"`
+	// DSNEnv names the environment variable holding the postgres DSN, which
+	// carries a password and so never sits in the file.
+	DSNEnv string `json:"dsn_env"`
+	// Lease is how long a run's claim on its thread lasts unless its
+	// heartbeat renews it (0: checkpoint.DefaultLease, 30s): how long a thread
+	// stays busy after the replica running it dies.
+	Lease time.Duration `json:"lease"`
+	// KeepHistory is how many checkpoints each thread keeps beyond its
+	// latest (what a resume needs): older ones are deleted as new ones are
+	// written, and History lists fewer snapshots. nil means
+	// DefaultKeepHistory, -1 keeps them all. The messages are kept whole
+	// either way.
+	KeepHistory *int `json:"keep_history"`
+	// IdleTTL, when set, deletes the threads nobody has written for that
+	// long (and that no run holds), and gives their space back.
+	IdleTTL time.Duration `json:"idle_ttl"`
+	// Durability is when runs write their checkpoints, unless a request
+	// says otherwise: one of graph's durability modes, "" for the default
+	// (checkpoint.DurabilitySync).
+	Durability checkpoint.Durability `json:"durability"`
+}
+
+// Cache bounds the cache of decoded threads, which saves a run on a thread
+// the host just wrote (a resume, the next turn) from reading and decoding it
+// again.
+type Cache struct {
+	// MaxBytes is the cache's budget, an estimate of the memory its
+	// threads take (0: checkpoint.DefaultCacheBytes, 256 MiB); the least
+	// recently used threads are dropped to stay within it.
+	MaxBytes int64 `json:"max_bytes"`
+}
+
+// Server configures the HTTP API.
+type Server struct {
+	// Addr is host:port to listen on (default 127.0.0.1:8123).
+	Addr string `json:"addr"`
+	// Auth is nil when the API is open, which is only sensible on loopback.
+	Auth *Auth `json:"auth"`
+	// CORS lets browser pages on other origins call the API.
+	CORS CORS `json:"cors"`
+	// MaxBodyBytes bounds a request body (default 4 MiB).
+	MaxBodyBytes int64 `json:"max_body_bytes"`
+	// MaxRequestMessages bounds the messages one request adds to a thread
+	// (default DefaultMaxRequestMessages).
+	MaxRequestMessages int `json:"max_request_messages"`
+	// ShutdownGrace is how long runs in flight may finish when the server
+	// stops before they are cancelled (0: DefaultShutdownGrace).
+	ShutdownGrace time.Duration `json:"shutdown_grace"`
+	// OnDisconnect is what happens to a run whose client goes away before
+	// it ends: OnDisconnectCancel (also when empty, the default) or
+	// OnDisconnectContinue.
+	OnDisconnect string `json:"on_disconnect"`
+	// AllowedHosts are Host names served besides the loopback ones on a
+	// loopback connection (a name in /etc/hosts, say). A page that rebinds
+	// its own DNS name to 127.0.0.1 sends its own name, so only listed
+	// names get through. Lower case, without a port.
+	AllowedHosts []string `json:"allowed_hosts"`
+}
+
+// The values of server.on_disconnect. Cancel is the default: a run lasts
+// no longer than the request that started it, so the number of runs is
+// bounded by the connections the server accepts. Continue lets a run
+// finish (and save its result) after its client left.
+const (
+	OnDisconnectCancel   = "cancel"
+	OnDisconnectContinue = "continue"
+)
+
+// Auth requires a bearer token on every API request.
+type Auth struct {
+	// TokensEnv names environment variables each holding an accepted token;
+	// several allow rotating a token without downtime.
+	TokensEnv []string `json:"tokens_env"`
+}
+
+// CORS lists the browser origins allowed to call the API.
+type CORS struct {
+	// AllowOrigins are origins such as "http://localhost:5173", or "*".
+	AllowOrigins []string `json:"allow_origins"`
+}
+
+// MaxMCPOutputBytes is the largest max_output_bytes of an MCP server: a
+// result crosses from the bridge to the host as one gRPC message
+// (plugins/mcp.MaxOutputLimit).
+const MaxMCPOutputBytes = 192 << 20
+
+// defaultMCPOutputBytes is the bridge's max_output_bytes when the file
+// sets none (plugins/mcp.DefaultMaxOutputBytes).
+const defaultMCPOutputBytes = 1 << 20
+
+// pluginNamePattern is the tool name rule: plugin names show up next to
+// tool names in listings and errors.
+var pluginNamePattern = regexp.MustCompile(`^[a-zA-Z0-9_-]{1,64}$`)
+
+var sha256Pattern = regexp.MustCompile(`^[0-9a-fA-F]{64}$`)
+
+// shortNamePattern keeps MCP server names and tool-name prefixes short
+// and plain: both go before tool names, which models accept only up to 64
+// such characters.
+var shortNamePattern = regexp.MustCompile(`^[a-zA-Z0-9_-]{1,32}$`)
+
+var envNamePattern = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
