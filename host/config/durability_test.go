@@ -4,15 +4,15 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/tenxgraph/tenxgraph/host/graph"
+	"github.com/tenxgraph/tenxgraph/host/thread"
 )
 
 func TestDurability(t *testing.T) {
-	for in, want := range map[string]graph.Durability{
+	for in, want := range map[string]thread.Durability{
 		`{"agent": "a"}`: "",
-		`{"agent": "a", "checkpointer": {"durability": "exit"}}`:  graph.DurabilityExit,
-		`{"agent": "a", "checkpointer": {"durability": "sync"}}`:  graph.DurabilitySync,
-		`{"agent": "a", "checkpointer": {"durability": "async"}}`: graph.DurabilityAsync,
+		`{"agent": "a", "checkpointer": {"durability": "exit"}}`:  thread.DurabilityExit,
+		`{"agent": "a", "checkpointer": {"durability": "sync"}}`:  thread.DurabilitySync,
+		`{"agent": "a", "checkpointer": {"durability": "async"}}`: thread.DurabilityAsync,
 	} {
 		if got := mustParse(t, in, "/p").Checkpointer.Durability; got != want {
 			t.Errorf("%s: durability %q, want %q", in, got, want)
