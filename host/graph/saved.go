@@ -27,8 +27,8 @@ type Saver interface {
 	// carries, for one): an error fails the node.
 	Admit(ctx context.Context, node string, u Update) (Update, error)
 	// Save keeps s as the thread's latest checkpoint. Checkpoints are
-	// saved in order; the engine never changes s afterwards.
-	Save(ctx context.Context, s *Saved) error
+	// saved in order; the engine never changes what s holds afterwards.
+	Save(ctx context.Context, s Saved) error
 }
 
 // Saved is a thread as a checkpoint holds it: what a run starts from

@@ -171,14 +171,14 @@ func (c *Compiled) resumeStep(ctx context.Context, r *Run, sv Saver, state State
 // w, for the failure's checkpoint.
 func (c *Compiled) step(ctx context.Context, r *Run, w *writer, state State, next []string) ([]Update, error) {
 	updates := make([]Update, len(next))
-	kept := w.pause.Writes
+	kept, sv := w.pause.Writes, w.saver
 	errs := runAll(next, func(i int) error {
 		if wu, ok := kept[next[i]]; ok {
 			updates[i] = Update(wu)
 			return nil
 		}
 		var err error
-		updates[i], err = c.runNode(ctx, r, w.saver, &Input{State: state, Run: r, Node: next[i]})
+		updates[i], err = c.runNode(ctx, r, sv, &Input{State: state, Run: r, Node: next[i]})
 		return err
 	})
 	if err := errors.Join(errs...); err != nil {
@@ -452,7 +452,7 @@ func (w *writer) put(ctx context.Context, s State, next []string, status Status)
 	if status == StatusInterrupted {
 		w.pause.Trace = w.run.traceparent // the run resuming this pause links to this one
 	}
-	return w.saver.Save(ctx, &Saved{State: s, Status: status, Next: next, Step: w.run.Step, RunID: w.run.RunID,
+	return w.saver.Save(ctx, Saved{State: s, Status: status, Next: next, Step: w.run.Step, RunID: w.run.RunID,
 		Configurable: w.configurable, pause: w.pause})
 }
 

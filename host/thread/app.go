@@ -251,7 +251,7 @@ func (a *App) run(ctx context.Context, input []message.Message, cfg RunConfig, e
 		return graph.Result{}, err
 	}
 	w := &saver{store: a.store, cache: a.cache, hold: h, meta: cfg.Metadata,
-		media:  &runMedia{checker: a.media, store: a.store, key: key, threadID: cfg.ThreadID},
+		media:  runMedia{checker: a.media, store: a.store, key: key, threadID: cfg.ThreadID},
 		atExit: durability == DurabilityExit, async: durability == DurabilityAsync}
 	if latest != nil {
 		st.Latest = &latest.saved
@@ -277,7 +277,7 @@ func (a *App) run(ctx context.Context, input []message.Message, cfg RunConfig, e
 	if st.Resume, err = in.resume(ctx, cfg.Resume); err != nil {
 		return graph.Result{}, err
 	}
-	st.Blobs, st.Saver = w.media, w
+	st.Blobs, st.Saver = &w.media, w
 	// Every path that returns after an asynchronous write writes again,
 	// which waits for it; this only keeps a write from outliving the run
 	// (and its lease, let go by release) on any other.

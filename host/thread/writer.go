@@ -37,7 +37,7 @@ type saver struct {
 	store checkpoint.Checkpointer
 	cache *threadCache
 	hold  *hold
-	media *runMedia
+	media runMedia
 	seq   int64
 	meta  map[string]string
 	// logged and logBytes: the thread's log as of the latest checkpoint.
@@ -77,7 +77,7 @@ func (w *saver) Admit(ctx context.Context, _ string, u graph.Update) (graph.Upda
 // checkpoint holds it). Either way it first waits for the write in flight,
 // since a thread's checkpoints are written in order, and returns that
 // write's error if it failed.
-func (w *saver) Save(ctx context.Context, s *graph.Saved) error {
+func (w *saver) Save(ctx context.Context, s graph.Saved) error {
 	if err := w.settle(); err != nil {
 		return err
 	}
@@ -105,7 +105,7 @@ func (w *saver) Save(ctx context.Context, s *graph.Saved) error {
 		// The media this checkpoint's messages (or its pending writes)
 		// are the first to refer to go with it.
 		Blobs: w.media.take()}
-	e := cached{thread: w.hold.thread, saved: *s, logged: len(s.Messages), logBytes: w.logBytes}
+	e := cached{thread: w.hold.thread, saved: s, logged: len(s.Messages), logBytes: w.logBytes}
 	for _, a := range add {
 		e.logBytes += int64(len(a))
 	}
