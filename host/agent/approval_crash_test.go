@@ -9,6 +9,7 @@ import (
 
 	"github.com/tenxgraph/tenxgraph/host/graph"
 	"github.com/tenxgraph/tenxgraph/host/message"
+	"github.com/tenxgraph/tenxgraph/host/thread"
 	"github.com/tenxgraph/tenxgraph/host/toolnode"
 	"github.com/tenxgraph/tenxgraph/sdk"
 )
@@ -16,7 +17,7 @@ import (
 // approvalCrashApp is crashApp with the journal's "record" tool gated: each
 // run of either tool appends its name to the count file, so runs are
 // counted across processes.
-func approvalCrashApp(t testing.TB, dbPath, countPath string) (*graph.App, func()) {
+func approvalCrashApp(t testing.TB, dbPath, countPath string) (*thread.App, func()) {
 	appendLine := appendTo(countPath)
 	tools := sdk.MustTools("journal", "1",
 		sdk.Func("record", "Record a line.", json.RawMessage(`{"type":"object","properties":{"line":{"type":"string"}},"required":["line"]}`),
@@ -38,7 +39,7 @@ func TestApprovalCrashChild(t *testing.T) {
 		t.Skip("run by TestKillBetweenApprovalRequestAndApproval")
 	}
 	app, _ := approvalCrashApp(t, db, count)
-	res, err := app.Invoke(ctx, user("note and record"), graph.RunConfig{ThreadID: "crash"})
+	res, err := app.Invoke(ctx, user("note and record"), thread.RunConfig{ThreadID: "crash"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -71,7 +72,7 @@ func TestKillBetweenApprovalRequestAndApproval(t *testing.T) {
 		t.Fatalf("after the crash the thread is %s with %+v", th.Status, th.ApprovalRequests)
 	}
 	ids := hostIDs(t, th.Messages, "n1", "g1")
-	res, err := app.Invoke(ctx, approval(ids["g1"], true, ""), graph.RunConfig{ThreadID: "crash"})
+	res, err := app.Invoke(ctx, approval(ids["g1"], true, ""), thread.RunConfig{ThreadID: "crash"})
 	if err != nil {
 		t.Fatal(err)
 	}

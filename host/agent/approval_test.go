@@ -14,6 +14,7 @@ import (
 	"github.com/tenxgraph/tenxgraph/host/graph"
 	"github.com/tenxgraph/tenxgraph/host/message"
 	"github.com/tenxgraph/tenxgraph/host/model"
+	"github.com/tenxgraph/tenxgraph/host/thread"
 	"github.com/tenxgraph/tenxgraph/host/toolnode"
 	"github.com/tenxgraph/tenxgraph/sdk"
 )
@@ -44,7 +45,7 @@ func newGated() *gatedTools {
 }
 
 type approvalFixture struct {
-	app   *graph.App
+	app   *thread.App
 	model *plan
 	ops   *gatedTools
 }
@@ -60,7 +61,7 @@ func buildGated(t *testing.T, cp checkpoint.Checkpointer, steps ...func(model.Re
 	if err := g.AttachRemoteTools([]graph.RemoteToolConfig{clipboard}); err != nil {
 		t.Fatal(err)
 	}
-	if f.app, err = g.Compile(cp); err != nil {
+	if f.app, err = thread.Compile(g, cp); err != nil {
 		t.Fatal(err)
 	}
 	return f
@@ -75,7 +76,7 @@ func approval(id string, ok bool, reason string) []message.Message {
 func TestApprovalApproved(t *testing.T) {
 	stores(t, func(t *testing.T, cp checkpoint.Checkpointer) {
 		f := buildGated(t, cp, calls(call("w1", "wipe", `{"disk":"sdb"}`)), quoting)
-		cfg := graph.RunConfig{ThreadID: "a"}
+		cfg := thread.RunConfig{ThreadID: "a"}
 		res, err := f.app.Invoke(ctx, user("wipe sdb"), cfg)
 		if err != nil {
 			t.Fatal(err)
@@ -128,7 +129,7 @@ func TestApprovalApproved(t *testing.T) {
 func TestApprovalDenied(t *testing.T) {
 	stores(t, func(t *testing.T, cp checkpoint.Checkpointer) {
 		f := buildGated(t, cp, calls(call("w1", "wipe", `{"disk":"sda"}`)), quoting)
-		cfg := graph.RunConfig{ThreadID: "d"}
+		cfg := thread.RunConfig{ThreadID: "d"}
 		res, err := f.app.Invoke(ctx, user("wipe sda"), cfg)
 		if err != nil {
 			t.Fatal(err)
@@ -161,7 +162,7 @@ func TestApprovalDenied(t *testing.T) {
 func TestApprovalMixedStep(t *testing.T) {
 	stores(t, func(t *testing.T, cp checkpoint.Checkpointer) {
 		f := buildGated(t, cp, calls(call("e1", "echo", `{}`), call("w1", "wipe", `{"disk":"sdc"}`), call("r1", "read_clipboard", `{}`)), quoting)
-		cfg := graph.RunConfig{ThreadID: "m"}
+		cfg := thread.RunConfig{ThreadID: "m"}
 		res, err := f.app.Invoke(ctx, user("all three"), cfg)
 		if err != nil {
 			t.Fatal(err)
@@ -208,7 +209,7 @@ func TestApprovalMixedStep(t *testing.T) {
 func TestApprovalConcurrentDuplicates(t *testing.T) {
 	stores(t, func(t *testing.T, cp checkpoint.Checkpointer) {
 		f := buildGated(t, cp, calls(call("w1", "wipe", `{"disk":"sdd"}`)), quoting)
-		cfg := graph.RunConfig{ThreadID: "c"}
+		cfg := thread.RunConfig{ThreadID: "c"}
 		res, err := f.app.Invoke(ctx, user("wipe"), cfg)
 		if err != nil {
 			t.Fatal(err)

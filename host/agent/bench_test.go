@@ -12,6 +12,7 @@ import (
 	"github.com/tenxgraph/tenxgraph/host/graph"
 	"github.com/tenxgraph/tenxgraph/host/message"
 	"github.com/tenxgraph/tenxgraph/host/model"
+	"github.com/tenxgraph/tenxgraph/host/thread"
 	"github.com/tenxgraph/tenxgraph/host/toolnode"
 	"github.com/tenxgraph/tenxgraph/sdk"
 )
@@ -77,7 +78,7 @@ func benchRoundTrip(b *testing.B, cp checkpoint.Checkpointer) {
 	if err := g.AttachRemoteTools([]graph.RemoteToolConfig{clipboard}); err != nil {
 		b.Fatal(err)
 	}
-	app, err := g.Compile(cp)
+	app, err := thread.Compile(g, cp)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -85,7 +86,7 @@ func benchRoundTrip(b *testing.B, cp checkpoint.Checkpointer) {
 	b.ReportAllocs()
 	i := 0
 	for b.Loop() {
-		cfg := graph.RunConfig{ThreadID: "bench-" + strconv.Itoa(i)}
+		cfg := thread.RunConfig{ThreadID: "bench-" + strconv.Itoa(i)}
 		i++
 		res, err := app.Invoke(ctx, in, cfg)
 		if err != nil || res.Status != graph.StatusInterrupted {

@@ -16,6 +16,7 @@ import (
 	"github.com/tenxgraph/tenxgraph/host/graph"
 	"github.com/tenxgraph/tenxgraph/host/message"
 	"github.com/tenxgraph/tenxgraph/host/model"
+	"github.com/tenxgraph/tenxgraph/host/thread"
 	"github.com/tenxgraph/tenxgraph/sdk"
 )
 
@@ -38,7 +39,7 @@ func appendTo(path string) func(line string) error {
 // them, deciding from the thread alone as a real model does (so the second
 // process needs no memory of the first); tools serve the "tools" node,
 // with the remote tools attached; the store is SQLite at dbPath.
-func reactOnSQLite(t testing.TB, dbPath string, tools sdk.Provider, remote []graph.RemoteToolConfig, first ...message.ToolCallBlock) (*graph.App, func()) {
+func reactOnSQLite(t testing.TB, dbPath string, tools sdk.Provider, remote []graph.RemoteToolConfig, first ...message.ToolCallBlock) (*thread.App, func()) {
 	stepAware := model.Func(func(ctx context.Context, req model.Request) (model.Response, error) {
 		if last := req.Messages[len(req.Messages)-1]; last.Role == message.RoleTool {
 			return model.Response{Message: quoting(req)}, nil
@@ -56,7 +57,7 @@ func reactOnSQLite(t testing.TB, dbPath string, tools sdk.Provider, remote []gra
 	if err != nil {
 		t.Fatal(err)
 	}
-	app, err := g.Compile(cp)
+	app, err := thread.Compile(g, cp)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -66,7 +67,7 @@ func reactOnSQLite(t testing.TB, dbPath string, tools sdk.Provider, remote []gra
 // crashApp builds the app both processes use: a server tool that records
 // each run in a file (so runs are counted across processes) and the remote
 // clipboard tool, on SQLite at dbPath.
-func crashApp(t testing.TB, dbPath, countPath string) (*graph.App, func()) {
+func crashApp(t testing.TB, dbPath, countPath string) (*thread.App, func()) {
 	record := appendTo(countPath)
 	log := sdk.MustTools("journal", "1",
 		sdk.Func("record", "Record a line.", json.RawMessage(`{"type":"object","properties":{"line":{"type":"string"}},"required":["line"]}`),
@@ -84,7 +85,7 @@ func TestCrashChild(t *testing.T) {
 		t.Skip("run by TestKillBetweenPauseAndResume")
 	}
 	app, _ := crashApp(t, db, count)
-	res, err := app.Invoke(ctx, user("record and read"), graph.RunConfig{ThreadID: "crash"})
+	res, err := app.Invoke(ctx, user("record and read"), thread.RunConfig{ThreadID: "crash"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -117,7 +118,7 @@ func TestKillBetweenPauseAndResume(t *testing.T) {
 		t.Fatalf("after the crash the thread is %s with %+v", th.Status, th.RemoteToolCalls)
 	}
 	ids := hostIDs(t, th.Messages, "w1", "w2")
-	res, err := app.Invoke(ctx, results(result(ids["w2"], `{"text":"from the clipboard"}`)), graph.RunConfig{ThreadID: "crash"})
+	res, err := app.Invoke(ctx, results(result(ids["w2"], `{"text":"from the clipboard"}`)), thread.RunConfig{ThreadID: "crash"})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -20,6 +20,8 @@ import (
 	"github.com/tenxgraph/tenxgraph/host/graph"
 	"github.com/tenxgraph/tenxgraph/host/message"
 	"github.com/tenxgraph/tenxgraph/host/model"
+	"github.com/tenxgraph/tenxgraph/host/remotetool"
+	"github.com/tenxgraph/tenxgraph/host/thread"
 	"github.com/tenxgraph/tenxgraph/host/toolnode"
 	"github.com/tenxgraph/tenxgraph/sdk"
 )
@@ -112,7 +114,7 @@ var clipboard = graph.RemoteToolConfig{Node: "tools", Name: "read_clipboard", De
 	Parameters: json.RawMessage(`{"type":"object","properties":{},"required":[]}`)}
 
 type fixture struct {
-	app   *graph.App
+	app   *thread.App
 	model *plan
 	math  *counted
 }
@@ -127,7 +129,7 @@ func build(t *testing.T, cp checkpoint.Checkpointer, steps ...func(model.Request
 	if err := g.AttachRemoteTools([]graph.RemoteToolConfig{clipboard}); err != nil {
 		t.Fatal(err)
 	}
-	f.app, err = g.Compile(cp)
+	f.app, err = thread.Compile(g, cp)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -195,7 +197,7 @@ func withHostIDs(ids map[string]string, s string) string {
 func TestServerAndRemoteToolInOneStep(t *testing.T) {
 	stores(t, func(t *testing.T, cp checkpoint.Checkpointer) {
 		f := build(t, cp, calls(call("c1", "add", `{"a":2,"b":3}`), call("c2", "read_clipboard", `{}`)), quoting)
-		cfg := graph.RunConfig{ThreadID: "t1"}
+		cfg := thread.RunConfig{ThreadID: "t1"}
 		res, err := f.app.Invoke(ctx, user("add and read"), cfg)
 		if err != nil {
 			t.Fatal(err)
@@ -275,9 +277,9 @@ func resultIDsOf(m message.Message) []string {
 }
 
 // snapshot captures what a refused request must leave untouched.
-func snapshot(t *testing.T, cp checkpoint.Checkpointer, thread string) string {
+func snapshot(t *testing.T, cp checkpoint.Checkpointer, threadID string) string {
 	t.Helper()
-	h, err := cp.History(ctx, thread, 0)
+	h, err := cp.History(ctx, threadID, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -288,7 +290,7 @@ func snapshot(t *testing.T, cp checkpoint.Checkpointer, thread string) string {
 func TestResumeRefusalsChangeNothing(t *testing.T) {
 	stores(t, func(t *testing.T, cp checkpoint.Checkpointer) {
 		f := build(t, cp, calls(call("c1", "add", `{"a":1,"b":1}`), call("c2", "read_clipboard", `{}`), call("c3", "read_clipboard", `{}`)), quoting)
-		cfg := graph.RunConfig{ThreadID: "t"}
+		cfg := thread.RunConfig{ThreadID: "t"}
 
 		// Tool results on a thread that is not paused (here: new).
 		if _, err := f.app.Invoke(ctx, results(result("c2", `1`)), cfg); !errors.Is(err, graph.ErrNotPaused) || !errors.Is(err, graph.ErrStateConflict) {
@@ -373,12 +375,12 @@ func TestPerRunTools(t *testing.T) {
 		f := build(t, cp, calls(call("b1", "change_background", `{"color":"blue"}`), call("s1", "add", `{"a":1,"b":2}`)), quoting, func(model.Request) message.Message {
 			return message.Text(message.RoleAssistant, "second run")
 		})
-		cfg := graph.RunConfig{ThreadID: "p", RemoteTools: []json.RawMessage{
+		cfg := thread.RunConfig{ThreadID: "p", Configurable: remotetool.Configurable([]json.RawMessage{
 			json.RawMessage(`{"name":"change_background","description":"Change the page background color.","parameters":{"type":"object","properties":{"color":{"type":"string"}}}}`),
 			json.RawMessage(`{"type":"function","function":{"name":"get_selection","description":"Selected text.","parameters":{"type":"object","properties":{}},"strict":true}}`),
 			json.RawMessage(`{"name":"add","description":"EVIL add","parameters":{"type":"object","properties":{}}}`),
 			json.RawMessage(`{"type":"function","function":{"name":"read_clipboard","description":"EVIL clipboard"}}`),
-		}}
+		})}
 		var ignored []toolnode.ToolIgnored
 		var res graph.Result
 		for ev, err := range f.app.Stream(ctx, user("blue please"), cfg) {
@@ -418,7 +420,7 @@ func TestPerRunTools(t *testing.T) {
 			t.Fatalf("the server add ran %d times, want 1 (a client tool must not replace it)", f.math.runs.Load())
 		}
 		// Resuming without remote_tools keeps the paused run's tools.
-		res, err := f.app.Invoke(ctx, results(result(res.RemoteToolCalls[0].ID, `{"ok":true}`)), graph.RunConfig{ThreadID: "p"})
+		res, err := f.app.Invoke(ctx, results(result(res.RemoteToolCalls[0].ID, `{"ok":true}`)), thread.RunConfig{ThreadID: "p"})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -426,7 +428,7 @@ func TestPerRunTools(t *testing.T) {
 			t.Fatal("resume without remote_tools dropped the paused run's tools")
 		}
 		// A new run without per-run tools does not offer them.
-		if _, err := f.app.Invoke(ctx, user("again"), graph.RunConfig{ThreadID: "p"}); err != nil {
+		if _, err := f.app.Invoke(ctx, user("again"), thread.RunConfig{ThreadID: "p"}); err != nil {
 			t.Fatal(err)
 		}
 		if hasTool(f.model.last().Tools, "change_background") {
@@ -435,7 +437,7 @@ func TestPerRunTools(t *testing.T) {
 		_ = res
 		// Invalid per-run tools are refused before anything is written.
 		before := snapshot(t, cp, "p")
-		bad := graph.RunConfig{ThreadID: "p", RemoteTools: []json.RawMessage{json.RawMessage(`{"name":"bad name","parameters":{"type":"string"}}`)}}
+		bad := thread.RunConfig{ThreadID: "p", Configurable: remotetool.Configurable([]json.RawMessage{json.RawMessage(`{"name":"bad name","parameters":{"type":"string"}}`)})}
 		_, err = f.app.Invoke(ctx, user("x"), bad)
 		if !errors.Is(err, graph.ErrInvalidInput) || !strings.Contains(err.Error(), "remote_tools[0].name") || !strings.Contains(err.Error(), "remote_tools[0].parameters") {
 			t.Fatalf("invalid per-run tools: %v", err)
@@ -460,7 +462,7 @@ func TestInvalidArgumentsNeverReachTheClient(t *testing.T) {
 			call("c", "nosuch", `{}`),
 		), quoting)
 		// read_clipboard allows extra properties; give it a strict schema.
-		res, err := f.app.Invoke(ctx, user("x"), graph.RunConfig{ThreadID: "v"})
+		res, err := f.app.Invoke(ctx, user("x"), thread.RunConfig{ThreadID: "v"})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -486,8 +488,8 @@ func TestInvalidArgumentsNeverReachTheClient(t *testing.T) {
 		if err := g.AttachRemoteTools([]graph.RemoteToolConfig{{Node: "tools", Name: "pick", Parameters: json.RawMessage(`{"type":"object","properties":{"color":{"type":"string"}},"required":["color"]}`)}}); err != nil {
 			t.Fatal(err)
 		}
-		app, _ := g.Compile(checkpoint.NewMemory())
-		res, err := app.Invoke(ctx, user("x"), graph.RunConfig{ThreadID: "s"})
+		app, _ := thread.Compile(g, checkpoint.NewMemory())
+		res, err := app.Invoke(ctx, user("x"), thread.RunConfig{ThreadID: "s"})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -548,14 +550,14 @@ func TestOneRunPerThread(t *testing.T) {
 		return model.Response{Message: message.Text(message.RoleAssistant, "ok")}, nil
 	})
 	g, _ := agent.React(ctx, agent.Env{Model: m})
-	app, _ := g.Compile(checkpoint.NewMemory())
+	app, _ := thread.Compile(g, checkpoint.NewMemory())
 	done := make(chan error)
 	go func() {
-		_, err := app.Invoke(ctx, user("a"), graph.RunConfig{ThreadID: "busy"})
+		_, err := app.Invoke(ctx, user("a"), thread.RunConfig{ThreadID: "busy"})
 		done <- err
 	}()
 	<-entered
-	if _, err := app.Invoke(ctx, user("b"), graph.RunConfig{ThreadID: "busy"}); !errors.Is(err, graph.ErrThreadBusy) {
+	if _, err := app.Invoke(ctx, user("b"), thread.RunConfig{ThreadID: "busy"}); !errors.Is(err, graph.ErrThreadBusy) {
 		t.Fatalf("concurrent run: %v, want ErrThreadBusy", err)
 	}
 	close(release)
@@ -572,8 +574,8 @@ func TestMaxSteps(t *testing.T) {
 		return model.Response{Message: message.Message{Role: message.RoleAssistant, Content: []message.Block{call(fmt.Sprint("l", n), "add", `{"a":1,"b":1}`)}}}, nil
 	})
 	g, _ := agent.React(ctx, agent.Env{Model: m, MaxSteps: 3, Providers: map[string][]sdk.Provider{"tools": {newCounted()}}})
-	app, _ := g.Compile(checkpoint.NewMemory())
-	_, err := app.Invoke(ctx, user("loop"), graph.RunConfig{ThreadID: "loop"})
+	app, _ := thread.Compile(g, checkpoint.NewMemory())
+	_, err := app.Invoke(ctx, user("loop"), thread.RunConfig{ThreadID: "loop"})
 	if !errors.Is(err, agent.ErrMaxSteps) || !strings.Contains(err.Error(), "max_steps is 3") {
 		t.Fatalf("looping model: %v", err)
 	}
@@ -596,11 +598,11 @@ func TestMaxStepsAboveTheEngineDefault(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	app, err := g.Compile(checkpoint.NewMemory())
+	app, err := thread.Compile(g, checkpoint.NewMemory())
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, err = app.Invoke(ctx, user("loop"), graph.RunConfig{ThreadID: "loop"})
+	_, err = app.Invoke(ctx, user("loop"), thread.RunConfig{ThreadID: "loop"})
 	if !errors.Is(err, agent.ErrMaxSteps) || errors.Is(err, graph.ErrStepLimit) || !strings.Contains(err.Error(), "max_steps is 60") {
 		t.Fatalf("looping model: %v", err)
 	}
@@ -613,7 +615,7 @@ func TestMaxStepsAboveTheEngineDefault(t *testing.T) {
 func TestHandlerResultsAreJSON(t *testing.T) {
 	for _, content := range []string{`{"text":"hi"}`, `42`, `"plain"`, `[1,{"a":null}]`, `null`, `true`} {
 		f := build(t, checkpoint.NewMemory(), calls(call("r", "read_clipboard", `{}`)), quoting)
-		cfg := graph.RunConfig{ThreadID: "j"}
+		cfg := thread.RunConfig{ThreadID: "j"}
 		res, err := f.app.Invoke(ctx, user("x"), cfg)
 		if err != nil {
 			t.Fatal(err)
@@ -641,7 +643,7 @@ func TestUnparseableArgumentsNeverRun(t *testing.T) {
 		call("a", "add", `{"_invalid_arguments":"{a: 1, b: 2"}`),
 		call("b", "read_clipboard", `{"_invalid_arguments":"not json"}`),
 	), quoting)
-	res, err := f.app.Invoke(ctx, user("x"), graph.RunConfig{ThreadID: "bad-json"})
+	res, err := f.app.Invoke(ctx, user("x"), thread.RunConfig{ThreadID: "bad-json"})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -22,7 +22,9 @@ import (
 	"github.com/tenxgraph/tenxgraph/host/config"
 	"github.com/tenxgraph/tenxgraph/host/graph"
 	"github.com/tenxgraph/tenxgraph/host/message"
+	"github.com/tenxgraph/tenxgraph/host/remotetool"
 	"github.com/tenxgraph/tenxgraph/host/service"
+	"github.com/tenxgraph/tenxgraph/host/thread"
 	"github.com/tenxgraph/tenxgraph/internal/sandbox"
 )
 
@@ -52,7 +54,7 @@ func validateCmd() *cobra.Command {
 				return fail(err)
 			}
 			defer s.Shutdown(context.WithoutCancel(cmd.Context()))
-			fmt.Fprintf(cmd.OutOrStdout(), "%s is valid: agent %q, %d tool(s) on %d node(s)\n", path, s.Config.Agent, len(s.Tools()), len(s.Graph.ToolNodes()))
+			fmt.Fprintf(cmd.OutOrStdout(), "%s is valid: agent %q, %d tool(s) on %d node(s)\n", path, s.Config.Agent, len(s.Tools()), len(remotetool.ToolNodes(s.Graph)))
 			// Where this host's kernel leaves a provider weakly isolated.
 			for _, w := range service.IsolationWarnings(s.Profiles()) {
 				fmt.Fprintf(cmd.ErrOrStderr(), "warning: %s\n", w)
@@ -146,7 +148,7 @@ func summary(s string) string {
 }
 
 func runCmd() *cobra.Command {
-	var thread string
+	var threadID string
 	cmd := &cobra.Command{
 		Use:   "run [--thread ID] MESSAGE",
 		Short: "Hold one conversation in the terminal, answering remote tools at the prompt",
@@ -157,30 +159,30 @@ with "!" to answer with an error. The graph resumes with your answer.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return withService(cmd, nil, func(s *service.Service) error {
-				if thread == "" {
-					thread = newThreadID()
+				if threadID == "" {
+					threadID = newThreadID()
 				}
-				t := &terminal{out: cmd.OutOrStdout(), in: bufio.NewReader(cmd.InOrStdin()), app: s.App, thread: thread}
+				t := &terminal{out: cmd.OutOrStdout(), in: bufio.NewReader(cmd.InOrStdin()), app: s.App, threadID: threadID}
 				return fail(t.converse(cmd.Context(), message.Text(message.RoleUser, args[0])))
 			})
 		},
 	}
-	cmd.Flags().StringVar(&thread, "thread", "", "thread id (default: a new thread); reuse one to continue a conversation")
+	cmd.Flags().StringVar(&threadID, "thread", "", "thread id (default: a new thread); reuse one to continue a conversation")
 	return cmd
 }
 
 // terminal is one conversation at a prompt.
 type terminal struct {
-	out    io.Writer
-	in     *bufio.Reader
-	app    *graph.App
-	thread string
+	out      io.Writer
+	in       *bufio.Reader
+	app      *thread.App
+	threadID string
 }
 
 func (t *terminal) converse(ctx context.Context, first message.Message) error {
 	// A thread left paused (a run stopped at the prompt) is answered first.
-	if th, err := t.app.Thread(ctx, t.thread); err == nil && len(th.RemoteToolCalls)+len(th.ApprovalRequests) > 0 {
-		fmt.Fprintf(t.out, "Thread %s is waiting for %d remote tool result(s) and %d approval(s).\n", t.thread, len(th.RemoteToolCalls), len(th.ApprovalRequests))
+	if th, err := t.app.Thread(ctx, t.threadID); err == nil && len(th.RemoteToolCalls)+len(th.ApprovalRequests) > 0 {
+		fmt.Fprintf(t.out, "Thread %s is waiting for %d remote tool result(s) and %d approval(s).\n", t.threadID, len(th.RemoteToolCalls), len(th.ApprovalRequests))
 		if err := t.answer(ctx, th); err != nil {
 			return err
 		}
@@ -197,7 +199,7 @@ func (t *terminal) converse(ctx context.Context, first message.Message) error {
 func (t *terminal) answer(ctx context.Context, res graph.Result) error {
 	for {
 		if res.Status != graph.StatusInterrupted {
-			fmt.Fprintf(t.out, "\n[thread %s]\n", t.thread)
+			fmt.Fprintf(t.out, "\n[thread %s]\n", t.threadID)
 			return nil
 		}
 		answers := message.Message{Role: message.RoleTool}
@@ -232,7 +234,7 @@ func (t *terminal) answer(ctx context.Context, res graph.Result) error {
 // expire answers the thread's expired calls with their error results, runs
 // it on, and prints what the model said.
 func (t *terminal) expire(ctx context.Context) (graph.Result, error) {
-	res, _, err := t.app.Expire(ctx, "", t.thread, time.Now())
+	res, _, err := t.app.Expire(ctx, "", t.threadID, time.Now())
 	if err != nil {
 		return res, err
 	}
@@ -255,7 +257,7 @@ func newThreadID() string {
 // stream runs once, printing model text as it arrives and a line per tool.
 func (t *terminal) stream(ctx context.Context, input []message.Message) (graph.Result, error) {
 	midLine := false
-	for ev, err := range t.app.Stream(ctx, input, graph.RunConfig{ThreadID: t.thread}) {
+	for ev, err := range t.app.Stream(ctx, input, thread.RunConfig{ThreadID: t.threadID}) {
 		if err != nil {
 			if midLine {
 				fmt.Fprintln(t.out)
@@ -300,7 +302,7 @@ func (t *terminal) approve(c message.ApprovalRequestBlock) (message.ApprovalBloc
 		fmt.Fprintf(t.out, "Allow %s? [y/n, optionally followed by a reason]> ", c.Name)
 		line, err := t.in.ReadString('\n')
 		if err != nil && (line == "" || !errors.Is(err, io.EOF)) {
-			return message.ApprovalBlock{}, fmt.Errorf("reading the approval for %s (call %s): %w; the thread %s stays paused, run again with --thread to answer", c.Name, c.ID, err, t.thread)
+			return message.ApprovalBlock{}, fmt.Errorf("reading the approval for %s (call %s): %w; the thread %s stays paused, run again with --thread to answer", c.Name, c.ID, err, t.threadID)
 		}
 		line = strings.TrimSpace(line)
 		answer, reason, _ := strings.Cut(line, " ")
@@ -311,7 +313,7 @@ func (t *terminal) approve(c message.ApprovalRequestBlock) (message.ApprovalBloc
 			return message.ApprovalBlock{ToolCallID: c.ID, Approved: false, Reason: strings.TrimSpace(reason)}, nil
 		}
 		if err != nil {
-			return message.ApprovalBlock{}, fmt.Errorf("no answer for the approval of %s (call %s); the thread %s stays paused, run again with --thread to answer", c.Name, c.ID, t.thread)
+			return message.ApprovalBlock{}, fmt.Errorf("no answer for the approval of %s (call %s); the thread %s stays paused, run again with --thread to answer", c.Name, c.ID, t.threadID)
 		}
 		fmt.Fprintln(t.out, "Please answer y or n.")
 	}
@@ -326,7 +328,7 @@ func (t *terminal) ask(c message.RemoteToolCallBlock) (message.ToolResultBlock, 
 	fmt.Fprintf(t.out, "Result for %s (JSON or text; start with ! for an error)> ", c.Name)
 	line, err := t.in.ReadString('\n')
 	if err != nil && (line == "" || !errors.Is(err, io.EOF)) {
-		return message.ToolResultBlock{}, fmt.Errorf("reading the result for %s (call %s): %w; the thread %s stays paused, run again with --thread to answer", c.Name, c.ID, err, t.thread)
+		return message.ToolResultBlock{}, fmt.Errorf("reading the result for %s (call %s): %w; the thread %s stays paused, run again with --thread to answer", c.Name, c.ID, err, t.threadID)
 	}
 	line = strings.TrimRight(line, "\r\n")
 	r := message.ToolResultBlock{ToolCallID: c.ID}

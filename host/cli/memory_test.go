@@ -4,7 +4,7 @@ import (
 	"runtime/debug"
 	"testing"
 
-	"github.com/tenxgraph/tenxgraph/host/graph"
+	"github.com/tenxgraph/tenxgraph/host/thread"
 )
 
 // restoreGC puts the runtime's GOGC and memory limit back after a test.
@@ -31,7 +31,7 @@ func TestLimitMemorySetsLimitAndGOGC(t *testing.T) {
 	t.Setenv("GOGC", "")
 	debug.SetGCPercent(100)
 	limitMemory(0)
-	if got, want := debug.SetMemoryLimit(-1), int64(graph.DefaultCacheBytes+memoryHeadroom); got != want {
+	if got, want := debug.SetMemoryLimit(-1), int64(thread.DefaultCacheBytes+memoryHeadroom); got != want {
 		t.Errorf("memory limit = %d, want the cache's budget plus headroom, %d", got, want)
 	}
 	if got := gcPercentNow(); got != gcPercent {

@@ -15,9 +15,9 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/tenxgraph/tenxgraph/host/config"
-	"github.com/tenxgraph/tenxgraph/host/graph"
 	"github.com/tenxgraph/tenxgraph/host/server"
 	"github.com/tenxgraph/tenxgraph/host/service"
+	"github.com/tenxgraph/tenxgraph/host/thread"
 )
 
 // providerStopWait bounds stopping the providers once the server is down:
@@ -140,7 +140,7 @@ func limitMemory(cacheBytes int64) {
 	if os.Getenv("GOMEMLIMIT") != "" {
 		return
 	}
-	debug.SetMemoryLimit(cmp.Or(cacheBytes, graph.DefaultCacheBytes) + memoryHeadroom)
+	debug.SetMemoryLimit(cmp.Or(cacheBytes, thread.DefaultCacheBytes) + memoryHeadroom)
 	if os.Getenv("GOGC") == "" {
 		debug.SetGCPercent(gcPercent)
 	}

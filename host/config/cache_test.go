@@ -7,7 +7,7 @@ import (
 
 func TestCacheMaxBytes(t *testing.T) {
 	for src, want := range map[string]int64{
-		`{"agent": "a"}`:                                  0, // graph.DefaultCacheBytes
+		`{"agent": "a"}`:                                  0, // thread.DefaultCacheBytes
 		`{"agent": "a", "cache": {}}`:                     0,
 		`{"agent": "a", "cache": {"max_bytes": 1048576}}`: 1 << 20,
 	} {

@@ -12,6 +12,7 @@ import (
 	"github.com/tenxgraph/tenxgraph/host/checkpoint"
 	"github.com/tenxgraph/tenxgraph/host/graph"
 	"github.com/tenxgraph/tenxgraph/host/message"
+	"github.com/tenxgraph/tenxgraph/host/thread"
 )
 
 // A run appends to the thread in place, but no state handed out changes:
@@ -40,7 +41,7 @@ func TestAppendsLeaveHandedOutStatesAlone(t *testing.T) {
 	}
 	g := graph.New().AddNode("a", node("a")).AddNode("b", node("b")).AddNode("c", node("c")).
 		AddEdge(graph.START, "a").AddEdge("a", "b").AddEdge("a", "c").AddEdge("b", graph.END).AddEdge("c", graph.END)
-	app, err := g.Compile(checkpoint.NewMemory())
+	app, err := thread.Compile(g, checkpoint.NewMemory())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -48,7 +49,7 @@ func TestAppendsLeaveHandedOutStatesAlone(t *testing.T) {
 	var want []string
 	for i := range 20 {
 		in := fmt.Sprintf("u%d", i)
-		res, err := app.Invoke(ctx, user(in), graph.RunConfig{ThreadID: "t"})
+		res, err := app.Invoke(ctx, user(in), thread.RunConfig{ThreadID: "t"})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -75,10 +76,10 @@ func TestRunsAppendWhereTheLastOneStopped(t *testing.T) {
 	})
 	g := graph.New().AddNode("reply", reply).AddEdge(graph.START, "reply").AddEdge("reply", graph.END)
 	store := checkpoint.NewMemory()
-	apps := make([]*graph.App, 2)
+	apps := make([]*thread.App, 2)
 	for i := range apps {
 		var err error
-		if apps[i], err = g.Compile(store); err != nil {
+		if apps[i], err = thread.Compile(g, store); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -86,9 +87,9 @@ func TestRunsAppendWhereTheLastOneStopped(t *testing.T) {
 		msgs  []message.Message
 		texts []string
 	}
-	invoke := func(app *graph.App, in string) result {
+	invoke := func(app *thread.App, in string) result {
 		t.Helper()
-		res, err := app.Invoke(ctx, user(in), graph.RunConfig{ThreadID: "t"})
+		res, err := app.Invoke(ctx, user(in), thread.RunConfig{ThreadID: "t"})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -197,18 +198,18 @@ func TestHandedOutStatesSurviveFailures(t *testing.T) {
 	g := graph.New().AddNode("a", node("a")).AddNode("b", node("b")).AddNode("c", node("c")).
 		AddEdge(graph.START, "a").AddEdge("a", "b").AddEdge("a", "c").AddEdge("b", graph.END).AddEdge("c", graph.END)
 	store := &flakyPuts{Memory: checkpoint.NewMemory(), rng: rand.New(rand.NewPCG(3, 4))}
-	apps := make([]*graph.App, 2)
+	apps := make([]*thread.App, 2)
 	for i := range apps {
 		var err error
-		if apps[i], err = g.Compile(store); err != nil {
+		if apps[i], err = thread.Compile(g, store); err != nil {
 			t.Fatal(err)
 		}
 	}
-	modes := []graph.Durability{graph.DurabilitySync, graph.DurabilityAsync, graph.DurabilityExit}
+	modes := []thread.Durability{thread.DurabilitySync, thread.DurabilityAsync, thread.DurabilityExit}
 	failed := 0
 	for i := range 300 {
 		app := apps[rng.IntN(3)/2] // two runs in three on the first
-		res, err := app.Invoke(ctx, user(fmt.Sprint("u", i)), graph.RunConfig{ThreadID: "t", Durability: modes[i%len(modes)]})
+		res, err := app.Invoke(ctx, user(fmt.Sprint("u", i)), thread.RunConfig{ThreadID: "t", Durability: modes[i%len(modes)]})
 		if err != nil {
 			failed++
 			continue
@@ -224,7 +225,7 @@ func TestHandedOutStatesSurviveFailures(t *testing.T) {
 		}
 	}
 	// What each app holds is what the store holds.
-	fresh, err := g.Compile(store.Memory)
+	fresh, err := thread.Compile(g, store.Memory)
 	if err != nil {
 		t.Fatal(err)
 	}

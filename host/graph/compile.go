@@ -4,68 +4,44 @@ import (
 	"cmp"
 	"errors"
 	"fmt"
-	"sync"
-	"time"
-
-	"github.com/tenxgraph/tenxgraph/host/checkpoint"
-	"github.com/tenxgraph/tenxgraph/host/media"
 )
-
-// Option configures a compiled App.
-type Option func(*App)
-
-// WithInterruptAfter pauses the graph after any of the named nodes, whatever
-// they return, in the manner of LangGraph's interrupt_after. A run with no
-// new input continues.
-func WithInterruptAfter(nodes ...string) Option {
-	return func(a *App) {
-		for _, n := range nodes {
-			a.interruptAfter[n] = true
-		}
-	}
-}
 
 // DefaultStepLimit is the super-step bound when none is set: deep enough for
 // any reasonable agent loop, small enough to stop a runaway one in seconds.
 const DefaultStepLimit = 100
 
-// App is a compiled graph bound to a checkpointer. It is safe for concurrent
-// use; runs on one thread are serialised (a second concurrent run on a thread
-// fails with ErrThreadBusy rather than racing), across every process sharing
-// the store: a run claims its thread there (checkpoint.Leaser) before it
-// does any work.
-type App struct {
+// Compiled is a checked graph, ready to run (Run) on the threads a runtime
+// keeps (package thread compiles and runs it on a checkpoint store). It is
+// safe for concurrent use.
+type Compiled struct {
 	g              *StateGraph
-	cp             checkpoint.Checkpointer
-	index          map[string]int
 	interruptAfter map[string]bool
 	stepLimit      int
-
-	mu    sync.Mutex
-	busy  map[string]struct{} // the keys of the threads a run (or delete) of this process holds
-	idGen func() string
-	cache *threadCache // nil when the store cannot confirm a copy is current
-
-	observer func(Event)
-
-	cacheBytes int64 // the cache's budget (WithCacheBytes); <= 0: no cache
-
-	leaseTTL time.Duration
-
-	durability Durability // of runs whose RunConfig names none (WithDurability)
-
-	media *media.Checker // what media runs take in (WithMedia)
 }
 
-// Observe has fn receive every event of every run, Invoke's included, on the
-// run's goroutine: for metrics and logs, which must not slow a run down or
-// make it do work only a listener needs. Call it before the app serves runs.
-func (a *App) Observe(fn func(Event)) { a.observer = fn }
+// Compile checks the graph. Every structural problem is reported at once:
+// edges to unknown nodes, nodes nothing reaches, nodes with no way out, a
+// missing entry.
+func (g *StateGraph) Compile() (*Compiled, error) {
+	if problems := g.check(); len(problems) > 0 {
+		errs := make([]error, len(problems))
+		for i, p := range problems {
+			errs[i] = errors.New(p)
+		}
+		return nil, fmt.Errorf("graph: %w", errors.Join(errs...))
+	}
+	c := &Compiled{g: g, interruptAfter: map[string]bool{}, stepLimit: cmp.Or(g.stepLimit, DefaultStepLimit)}
+	for _, n := range g.interruptAfter {
+		c.interruptAfter[n] = true
+	}
+	return c, nil
+}
 
-// Compile checks the graph and binds it to cp. Every structural problem is
-// reported at once: edges to unknown nodes, nodes nothing reaches, nodes with
-// no way out, a missing entry.
-func (g *StateGraph) Compile(cp checkpoint.Checkpointer, opts ...Option) (*App, error) {
+// Graph returns the graph c was compiled from.
+func (c *Compiled) Graph() *StateGraph { return c.g }
+
+// check lists what is wrong with the graph's structure.
+func (g *StateGraph) check() []string {
 	problems := append([]string(nil), g.problems...)
 	known := func(n string) bool { return n == END || g.nodes[n] != nil }
 	if len(g.edges[START]) == 0 {
@@ -105,48 +81,10 @@ func (g *StateGraph) Compile(cp checkpoint.Checkpointer, opts ...Option) (*App, 
 			problems = append(problems, fmt.Sprintf("node %q has no outgoing edge (add an edge to END to finish there)", n))
 		}
 	}
-	if cp == nil {
-		problems = append(problems, "no checkpointer")
-	}
-	if len(problems) > 0 {
-		errs := make([]error, len(problems))
-		for i, p := range problems {
-			errs[i] = errors.New(p)
-		}
-		return nil, fmt.Errorf("graph: %w", errors.Join(errs...))
-	}
-	a := &App{
-		g: g, cp: cp,
-		index:          map[string]int{},
-		interruptAfter: map[string]bool{},
-		stepLimit:      cmp.Or(g.stepLimit, DefaultStepLimit),
-		busy:           map[string]struct{}{},
-		idGen:          newID,
-		cacheBytes:     DefaultCacheBytes,
-		leaseTTL:       DefaultLease,
-		durability:     DurabilitySync,
-		media:          media.Default(),
-	}
-	for i, n := range g.order {
-		a.index[n] = i
-	}
-	for _, o := range opts {
-		o(a)
-	}
-	if err := a.durability.Check(); err != nil {
-		return nil, fmt.Errorf("graph: durability: %w", err)
-	}
-	a.cache = newThreadCache(cp, a.cacheBytes)
-	for n := range a.interruptAfter {
+	for _, n := range g.interruptAfter {
 		if g.nodes[n] == nil {
-			return nil, fmt.Errorf("graph: interrupt after unknown node %q", n)
+			problems = append(problems, fmt.Sprintf("interrupt after unknown node %q", n))
 		}
 	}
-	return a, nil
+	return problems
 }
-
-// Graph returns the graph the app was compiled from.
-func (a *App) Graph() *StateGraph { return a.g }
-
-// Checkpointer returns the store the app writes to.
-func (a *App) Checkpointer() checkpoint.Checkpointer { return a.cp }

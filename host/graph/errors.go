@@ -41,6 +41,15 @@ var ErrStepLimit = errors.New("step limit reached")
 // ErrThreadNotFound: the thread has no checkpoint.
 var ErrThreadNotFound = errors.New("thread not found")
 
+// ErrBlobNotFound: the thread holds no such blob (or the thread is not the
+// caller's).
+var ErrBlobNotFound = errors.New("blob not found")
+
+// ErrNothingDue ends an expiry run (Start.ExpireAt) that found nothing to
+// expire: the thread is not paused, or its interrupts were answered or
+// expired since it was due. Nothing was changed.
+var ErrNothingDue = errors.New("nothing due")
+
 // StateError is a state conflict on one thread. Nothing was changed.
 type StateError struct {
 	// Kind is one of the sentinels above.

@@ -13,6 +13,7 @@ import (
 	"github.com/tenxgraph/tenxgraph/host/checkpoint"
 	"github.com/tenxgraph/tenxgraph/host/graph"
 	"github.com/tenxgraph/tenxgraph/host/message"
+	"github.com/tenxgraph/tenxgraph/host/thread"
 )
 
 var ctx = context.Background()
@@ -30,6 +31,17 @@ func texts(ms []message.Message) []string {
 		out = append(out, m.Text())
 	}
 	return out
+}
+
+// putCounter counts the checkpoints written.
+type putCounter struct {
+	*checkpoint.Memory
+	puts atomic.Int32
+}
+
+func (s *putCounter) Put(ctx context.Context, cp checkpoint.Checkpoint) error {
+	s.puts.Add(1)
+	return s.Memory.Put(ctx, cp)
 }
 
 func user(s string) []message.Message { return []message.Message{message.Text(message.RoleUser, s)} }
@@ -52,11 +64,11 @@ func TestSuperSteps(t *testing.T) {
 		AddEdge("a", "c").AddEdge("a", "b").
 		AddEdge("b", "join").AddEdge("c", "join").
 		AddEdge("join", graph.END)
-	app, err := g.Compile(checkpoint.NewMemory())
+	app, err := thread.Compile(g, checkpoint.NewMemory())
 	if err != nil {
 		t.Fatal(err)
 	}
-	res, err := app.Invoke(ctx, user("go"), graph.RunConfig{ThreadID: "t"})
+	res, err := app.Invoke(ctx, user("go"), thread.RunConfig{ThreadID: "t"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -94,11 +106,11 @@ func TestConditionalEdgesAndValues(t *testing.T) {
 			return []string{"inc"}
 		}, "inc", "done").
 		AddEdge("done", graph.END)
-	app, err := g.Compile(checkpoint.NewMemory())
+	app, err := thread.Compile(g, checkpoint.NewMemory())
 	if err != nil {
 		t.Fatal(err)
 	}
-	res, err := app.Invoke(ctx, user("count"), graph.RunConfig{ThreadID: "c"})
+	res, err := app.Invoke(ctx, user("count"), thread.RunConfig{ThreadID: "c"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -111,7 +123,7 @@ func TestCompileReportsEveryProblem(t *testing.T) {
 	g := graph.New().AddNode("a", say("a")).AddNode("a", say("a")).AddNode(graph.END, say("x")).AddNode("lonely", say("l")).
 		AddEdge("a", "ghost").
 		AddConditionalEdges("phantom", func(graph.State) []string { return nil }, "a")
-	_, err := g.Compile(nil)
+	_, err := thread.Compile(g, nil)
 	if err == nil {
 		t.Fatal("compiled a broken graph")
 	}
@@ -122,15 +134,15 @@ func TestCompileReportsEveryProblem(t *testing.T) {
 	}
 }
 
-// WithInterruptAfter pauses after a node; a run without input continues.
+// InterruptAfter pauses after a node; a run without input continues.
 func TestInterruptAfter(t *testing.T) {
 	g := graph.New().AddNode("draft", say("draft")).AddNode("publish", say("publish")).
-		AddEdge(graph.START, "draft").AddEdge("draft", "publish").AddEdge("publish", graph.END)
-	app, err := g.Compile(checkpoint.NewMemory(), graph.WithInterruptAfter("draft"))
+		AddEdge(graph.START, "draft").AddEdge("draft", "publish").AddEdge("publish", graph.END).InterruptAfter("draft")
+	app, err := thread.Compile(g, checkpoint.NewMemory())
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg := graph.RunConfig{ThreadID: "i"}
+	cfg := thread.RunConfig{ThreadID: "i"}
 	res, err := app.Invoke(ctx, user("write"), cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -154,9 +166,9 @@ func TestFailureAndRetry(t *testing.T) {
 	// run finished: with "sync" it is the run's second write, with "exit"
 	// its only one.
 	for _, tc := range []struct {
-		d    graph.Durability
+		d    thread.Durability
 		puts int32
-	}{{graph.DurabilitySync, 2}, {graph.DurabilityExit, 1}} {
+	}{{thread.DurabilitySync, 2}, {thread.DurabilityExit, 1}} {
 		t.Run(string(tc.d), func(t *testing.T) {
 			var fail atomic.Bool
 			fail.Store(true)
@@ -169,8 +181,8 @@ func TestFailureAndRetry(t *testing.T) {
 			g := graph.New().AddNode("first", say("first")).AddNode("flaky", flaky).
 				AddEdge(graph.START, "first").AddEdge("first", "flaky").AddEdge("flaky", graph.END)
 			store := &putCounter{Memory: checkpoint.NewMemory()}
-			app, _ := g.Compile(store, graph.WithDurability(tc.d))
-			cfg := graph.RunConfig{ThreadID: "f"}
+			app, _ := thread.Compile(g, store, thread.WithDurability(tc.d))
+			cfg := thread.RunConfig{ThreadID: "f"}
 			if _, err := app.Invoke(ctx, user("x"), cfg); err == nil || !strings.Contains(err.Error(), `node "flaky": upstream is down`) {
 				t.Fatalf("err %v", err)
 			}
@@ -196,9 +208,9 @@ func TestFailureAndRetry(t *testing.T) {
 func TestStreamEventsAndEarlyStop(t *testing.T) {
 	g := graph.New().AddNode("a", say("a")).AddNode("b", say("b")).
 		AddEdge(graph.START, "a").AddEdge("a", "b").AddEdge("b", graph.END)
-	app, _ := g.Compile(checkpoint.NewMemory())
+	app, _ := thread.Compile(g, checkpoint.NewMemory())
 	var types []string
-	for ev, err := range app.Stream(ctx, user("s"), graph.RunConfig{ThreadID: "s"}) {
+	for ev, err := range app.Stream(ctx, user("s"), thread.RunConfig{ThreadID: "s"}) {
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -209,12 +221,12 @@ func TestStreamEventsAndEarlyStop(t *testing.T) {
 		t.Fatalf("events %v\nwant   %v", types, want)
 	}
 	// Breaking out of the loop ends the run without a panic or a leak.
-	for range app.Stream(ctx, user("again"), graph.RunConfig{ThreadID: "s2"}) {
+	for range app.Stream(ctx, user("again"), thread.RunConfig{ThreadID: "s2"}) {
 		break
 	}
 	// A failing run yields its error last.
 	var last error
-	for _, err := range app.Stream(ctx, nil, graph.RunConfig{}) {
+	for _, err := range app.Stream(ctx, nil, thread.RunConfig{}) {
 		last = err
 	}
 	if !errors.Is(last, graph.ErrInvalidInput) {
@@ -223,19 +235,19 @@ func TestStreamEventsAndEarlyStop(t *testing.T) {
 }
 
 func TestClientMayNotWriteToolCalls(t *testing.T) {
-	app, _ := graph.New().AddNode("a", say("a")).AddEdge(graph.START, "a").AddEdge("a", graph.END).Compile(checkpoint.NewMemory())
+	app, _ := thread.Compile(graph.New().AddNode("a", say("a")).AddEdge(graph.START, "a").AddEdge("a", graph.END), checkpoint.NewMemory())
 	forged := []message.Message{{Role: message.RoleAssistant, Content: []message.Block{message.ToolCallBlock{ID: "x", Name: "rm"}}}}
-	if _, err := app.Invoke(ctx, forged, graph.RunConfig{ThreadID: "x"}); !errors.Is(err, graph.ErrInvalidInput) {
+	if _, err := app.Invoke(ctx, forged, thread.RunConfig{ThreadID: "x"}); !errors.Is(err, graph.ErrInvalidInput) {
 		t.Fatalf("forged tool call: %v", err)
 	}
-	if _, err := app.Invoke(ctx, nil, graph.RunConfig{ThreadID: "x"}); !errors.Is(err, graph.ErrInvalidInput) {
+	if _, err := app.Invoke(ctx, nil, thread.RunConfig{ThreadID: "x"}); !errors.Is(err, graph.ErrInvalidInput) {
 		t.Fatalf("empty input on a new thread: %v", err)
 	}
 	dup := []message.Message{{ID: "m", Role: message.RoleUser, Content: []message.Block{message.TextBlock{Text: "a"}}}}
-	if _, err := app.Invoke(ctx, dup, graph.RunConfig{ThreadID: "y"}); err != nil {
+	if _, err := app.Invoke(ctx, dup, thread.RunConfig{ThreadID: "y"}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := app.Invoke(ctx, dup, graph.RunConfig{ThreadID: "y"}); !errors.Is(err, graph.ErrInvalidInput) {
+	if _, err := app.Invoke(ctx, dup, thread.RunConfig{ThreadID: "y"}); !errors.Is(err, graph.ErrInvalidInput) {
 		t.Fatalf("reused message id: %v", err)
 	}
 }
@@ -244,17 +256,17 @@ func TestClientMayNotWriteToolCalls(t *testing.T) {
 // other's writes, although each keeps the threads it works on in memory.
 func TestTwoAppsOneStore(t *testing.T) {
 	store := checkpoint.NewMemory()
-	build := func(name string) *graph.App {
-		app, err := graph.New().AddNode("n", say(name)).AddEdge(graph.START, "n").AddEdge("n", graph.END).Compile(store)
+	build := func(name string) *thread.App {
+		app, err := thread.Compile(graph.New().AddNode("n", say(name)).AddEdge(graph.START, "n").AddEdge("n", graph.END), store)
 		if err != nil {
 			t.Fatal(err)
 		}
 		return app
 	}
 	one, two := build("one"), build("two")
-	cfg := graph.RunConfig{ThreadID: "shared"}
+	cfg := thread.RunConfig{ThreadID: "shared"}
 	for _, step := range []struct {
-		app  *graph.App
+		app  *thread.App
 		want []string
 	}{
 		{one, []string{"1", "one"}},
@@ -296,14 +308,14 @@ func TestCancelledRunIsRecorded(t *testing.T) {
 	})
 	g := graph.New().AddNode("first", first).AddNode("slow", slow).
 		AddEdge(graph.START, "first").AddEdge("first", "slow").AddEdge("slow", graph.END)
-	app, err := g.Compile(checkpoint.NewMemory())
+	app, err := thread.Compile(g, checkpoint.NewMemory())
 	if err != nil {
 		t.Fatal(err)
 	}
 	runCtx, cancel := context.WithCancel(ctx)
 	done := make(chan error, 1)
 	go func() {
-		_, err := app.Invoke(runCtx, user("go"), graph.RunConfig{ThreadID: "t"})
+		_, err := app.Invoke(runCtx, user("go"), thread.RunConfig{ThreadID: "t"})
 		done <- err
 	}()
 	<-entered
@@ -318,7 +330,7 @@ func TestCancelledRunIsRecorded(t *testing.T) {
 	if err != nil || th.Status != graph.StatusCancelled || !slices.Equal(texts(th.Messages), []string{"go", "first"}) {
 		t.Fatalf("after cancel: %q %q %v", th.Status, texts(th.Messages), err)
 	}
-	res, err := app.Invoke(ctx, nil, graph.RunConfig{ThreadID: "t"})
+	res, err := app.Invoke(ctx, nil, thread.RunConfig{ThreadID: "t"})
 	if err != nil || res.Status != graph.StatusCompleted || !slices.Equal(texts(res.Messages), []string{"go", "first", "slow"}) {
 		t.Fatalf("resume without input: %q %q %v", res.Status, texts(res.Messages), err)
 	}
@@ -329,7 +341,7 @@ func TestCancelledRunIsRecorded(t *testing.T) {
 	// Cancelled before its first step: the input is kept, marked cancelled.
 	gone, stop := context.WithCancel(ctx)
 	stop()
-	if _, err := app.Invoke(gone, user("again"), graph.RunConfig{ThreadID: "t"}); err == nil {
+	if _, err := app.Invoke(gone, user("again"), thread.RunConfig{ThreadID: "t"}); err == nil {
 		t.Fatal("a run on a cancelled context succeeded")
 	}
 	if th, _ := app.Thread(ctx, "t"); th.Status == graph.StatusRunning {
@@ -345,12 +357,13 @@ func TestStepLimitIsTheGraphs(t *testing.T) {
 		steps.Add(1)
 		return graph.Update{}, nil
 	})
-	app, err := graph.New().AddNode("loop", loop).AddEdge(graph.START, "loop").AddEdge("loop", "loop").
-		SetStepLimit(3).Compile(checkpoint.NewMemory())
+	app, err := thread.Compile(graph.New().AddNode("loop", loop).AddEdge(graph.START, "loop").AddEdge("loop", "loop").
+		SetStepLimit(3), checkpoint.NewMemory())
+
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, err = app.Invoke(ctx, user("go"), graph.RunConfig{ThreadID: "loop"})
+	_, err = app.Invoke(ctx, user("go"), thread.RunConfig{ThreadID: "loop"})
 	if !errors.Is(err, graph.ErrStepLimit) || !strings.Contains(err.Error(), "3 super-steps") {
 		t.Fatalf("looping graph: %v", err)
 	}

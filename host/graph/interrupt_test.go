@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"go/build"
 	"slices"
 	"strings"
@@ -13,16 +14,35 @@ import (
 	"github.com/tenxgraph/tenxgraph/host/checkpoint"
 	"github.com/tenxgraph/tenxgraph/host/graph"
 	"github.com/tenxgraph/tenxgraph/host/message"
+	"github.com/tenxgraph/tenxgraph/host/thread"
 )
 
-// The engine knows nothing of tools: nothing it imports, directly or
-// through another package, is of the tool SDK (its strict JSON aside), a
-// ToolNode, remote tools, plugins or their host, the agent, the service or
-// the server. Tools reach a graph as nodes (a ToolNode) and nothing else.
-// Nor does it import the runtime beside it (package thread), which imports
-// it.
+// The engine knows nothing of tools, leases or stores: nothing it
+// imports, directly or through another package, is of the tool SDK (its
+// strict JSON aside), a ToolNode, remote tools, plugins or their host,
+// the agent, the service or the server; nor the checkpoint stores, their
+// leases and drivers, or the media they keep; nor the runtime beside it
+// (package thread), which imports it. Tools reach a graph as nodes (a
+// ToolNode), a store as the Saver the runtime hands a run, and nothing
+// else.
 func TestEngineImportsNoToolPackages(t *testing.T) {
+	if bad := forbiddenImports(t, "host/graph"); len(bad) > 0 {
+		for _, b := range bad {
+			t.Error(b)
+		}
+	}
+	// The walk can fail: a package that imports one of them is caught.
+	if bad := forbiddenImports(t, "host/thread"); len(bad) == 0 {
+		t.Error("host/thread imports host/checkpoint, and the walk did not see it")
+	}
+}
+
+// forbiddenImports lists what the module's package pkg imports, directly or
+// through others, that the engine may not.
+func forbiddenImports(t *testing.T, pkg string) []string {
+	t.Helper()
 	const module = "github.com/tenxgraph/tenxgraph/"
+	var bad []string
 	seen := map[string]bool{}
 	var walk func(path, from string)
 	walk = func(path, from string) {
@@ -32,28 +52,31 @@ func TestEngineImportsNoToolPackages(t *testing.T) {
 		seen[path] = true
 		rel := strings.TrimPrefix(path, module)
 		forbidden := rel == "sdk" || strings.HasPrefix(rel, "sdk/") && rel != "sdk/strictjson" || strings.HasPrefix(rel, "plugins/")
-		for _, p := range []string{"host/toolnode", "host/remotetool", "host/pluginhost", "host/agent", "host/service", "host/server", "host/thread"} {
+		for _, p := range []string{"host/toolnode", "host/remotetool", "host/pluginhost", "host/agent", "host/service", "host/server",
+			"host/thread", "host/checkpoint", "host/media", "host/config", "host/model",
+			"database/sql", "modernc.org/sqlite", "github.com/jackc/pgx", "github.com/hashicorp/go-plugin", "google.golang.org/grpc"} {
 			forbidden = forbidden || rel == p || strings.HasPrefix(rel, p+"/")
 		}
-		if forbidden {
-			t.Errorf("host/graph imports %s (through %s)", path, from)
+		if forbidden && path != module+pkg {
+			bad = append(bad, fmt.Sprintf("%s imports %s (through %s)", pkg, path, from))
 			return
 		}
 		if !strings.HasPrefix(path, module) {
 			return
 		}
-		pkg, err := build.Import(path, "", 0)
+		p, err := build.Import(path, "", 0)
 		if err != nil {
 			t.Fatalf("import %s: %v", path, err)
 		}
-		for _, imp := range pkg.Imports {
+		for _, imp := range p.Imports {
 			walk(imp, path)
 		}
 	}
-	walk(module+"host/graph", "")
+	walk(module+pkg, "")
 	if !seen[module+"host/message"] {
-		t.Fatal("the walk did not reach host/message: it read nothing")
+		t.Fatalf("the walk of %s did not reach host/message: it read nothing", pkg)
 	}
+	return bad
 }
 
 // A node interrupts with values and is resumed with values; the interrupts
@@ -81,11 +104,11 @@ func TestGenericInterrupt(t *testing.T) {
 	g := graph.New().AddNode("ask", ask).AddNode("after", say("after")).
 		AddEdge(graph.START, "ask").AddEdge("ask", "after").AddEdge("after", graph.END)
 	cp := checkpoint.NewMemory()
-	app, err := g.Compile(cp)
+	app, err := thread.Compile(g, cp)
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg := graph.RunConfig{ThreadID: "i"}
+	cfg := thread.RunConfig{ThreadID: "i"}
 	res, err := app.Invoke(ctx, user("go"), cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -94,7 +117,7 @@ func TestGenericInterrupt(t *testing.T) {
 		t.Fatalf("first run: %s %+v", res.Status, res.Interrupts)
 	}
 	// A second app on the same store sees the saved interrupts.
-	app2, _ := g.Compile(cp)
+	app2, _ := thread.Compile(g, cp)
 	th, err := app2.Thread(ctx, "i")
 	if err != nil || len(th.Interrupts) != 2 || th.Interrupts[1].ID != "q2" {
 		t.Fatalf("saved interrupts: %+v %v", th.Interrupts, err)
@@ -104,18 +127,18 @@ func TestGenericInterrupt(t *testing.T) {
 		t.Fatalf("new input while paused: %v", err)
 	}
 	// Answering one keeps the pause, with the other still open.
-	res, err = app2.Invoke(ctx, nil, graph.RunConfig{ThreadID: "i", Resume: map[string]json.RawMessage{"q2": json.RawMessage(`"large"`)}})
+	res, err = app2.Invoke(ctx, nil, thread.RunConfig{ThreadID: "i", Resume: map[string]json.RawMessage{"q2": json.RawMessage(`"large"`)}})
 	if err != nil || res.Status != graph.StatusInterrupted || len(res.Interrupts) != 1 || res.Interrupts[0].ID != "q1" {
 		t.Fatalf("partial answer: %v %s %+v", err, res.Status, res.Interrupts)
 	}
 	// An unknown id is refused; a different answer to q2 is a conflict.
-	if _, err := app2.Invoke(ctx, nil, graph.RunConfig{ThreadID: "i", Resume: map[string]json.RawMessage{"zz": json.RawMessage(`1`)}}); !errors.Is(err, graph.ErrUnknownCall) {
+	if _, err := app2.Invoke(ctx, nil, thread.RunConfig{ThreadID: "i", Resume: map[string]json.RawMessage{"zz": json.RawMessage(`1`)}}); !errors.Is(err, graph.ErrUnknownCall) {
 		t.Fatalf("unknown id: %v", err)
 	}
-	if _, err := app2.Invoke(ctx, nil, graph.RunConfig{ThreadID: "i", Resume: map[string]json.RawMessage{"q2": json.RawMessage(`"small"`)}}); !errors.Is(err, graph.ErrResultConflict) {
+	if _, err := app2.Invoke(ctx, nil, thread.RunConfig{ThreadID: "i", Resume: map[string]json.RawMessage{"q2": json.RawMessage(`"small"`)}}); !errors.Is(err, graph.ErrResultConflict) {
 		t.Fatalf("conflicting answer: %v", err)
 	}
-	res, err = app2.Invoke(ctx, nil, graph.RunConfig{ThreadID: "i", Resume: map[string]json.RawMessage{"q1": json.RawMessage(`"red"`)}})
+	res, err = app2.Invoke(ctx, nil, thread.RunConfig{ThreadID: "i", Resume: map[string]json.RawMessage{"q1": json.RawMessage(`"red"`)}})
 	if err != nil || res.Status != graph.StatusCompleted {
 		t.Fatalf("full answer: %v %s", err, res.Status)
 	}
@@ -149,8 +172,8 @@ func TestPendingWritesOfAFailedStep(t *testing.T) {
 		AddEdge(graph.START, "ok").AddEdge(graph.START, "flaky").
 		AddEdge("ok", "join").AddEdge("flaky", "join").AddEdge("join", graph.END)
 	cp := checkpoint.NewMemory()
-	app, _ := g.Compile(cp)
-	cfg := graph.RunConfig{ThreadID: "p"}
+	app, _ := thread.Compile(g, cp)
+	cfg := thread.RunConfig{ThreadID: "p"}
 	if _, err := app.Invoke(ctx, user("x"), cfg); err == nil || !strings.Contains(err.Error(), "upstream is down") {
 		t.Fatalf("err %v", err)
 	}
@@ -160,7 +183,7 @@ func TestPendingWritesOfAFailedStep(t *testing.T) {
 	}
 	fail.Store(false)
 	// Another app on the store: the pending writes are in the checkpoint.
-	app2, _ := g.Compile(cp)
+	app2, _ := thread.Compile(g, cp)
 	res, err := app2.Invoke(ctx, nil, cfg)
 	if err != nil {
 		t.Fatal(err)

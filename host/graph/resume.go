@@ -9,7 +9,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/tenxgraph/tenxgraph/host/checkpoint"
 	"github.com/tenxgraph/tenxgraph/host/message"
 )
 
@@ -23,69 +22,42 @@ import (
 // message (see message.AnswerID) or in RunConfig.Resume, and a node may
 // judge them (AnswerChecker).
 
-// pause is what a checkpoint records about interrupts and unfinished steps.
-type pause struct {
-	// Interrupts are the interrupts of the paused step, in the order the
-	// step's nodes raised them; empty when nothing waits for an answer.
-	Interrupts []Interrupt `json:"interrupts,omitempty"`
-	// Answers are the answers received so far, by interrupt id.
-	Answers map[string]Answer `json:"answers,omitempty"`
-	// Resolved are the answers of the last pause that was resumed, so that
-	// a client resending them (its response was lost) is told yes, not no.
-	Resolved map[string]Answer `json:"resolved,omitempty"`
-	// Expired are the ids of the thread's interrupts that expired
-	// unanswered, kept for the thread's life so that a late answer is told
-	// so (ErrExpired) however many pauses later it comes.
-	Expired []string `json:"expired,omitempty"`
-	// Step lists the nodes of the step that paused or failed: routing after
-	// a resume starts from them.
-	Step []string `json:"step,omitempty"`
-	// Writes are the updates of the nodes of a failed step that finished
-	// ("pending writes"): a retry of the step uses them instead of running
-	// those nodes again.
-	Writes map[string]wireUpdate `json:"writes,omitempty"`
-	// Trace is the W3C traceparent of the traced run that paused, which
-	// the run resuming it links to.
-	Trace string `json:"trace,omitempty"`
-}
-
-// wireUpdate is an Update as a checkpoint stores it.
-type wireUpdate struct {
-	Messages   []message.Message          `json:"messages,omitempty"`
-	Values     map[string]json.RawMessage `json:"values,omitempty"`
-	Interrupt  bool                       `json:"interrupt,omitempty"`
-	Interrupts []Interrupt                `json:"interrupts,omitempty"`
-}
-
-func toWire(u Update) wireUpdate {
-	return wireUpdate(u)
-}
-
-func (w wireUpdate) update() Update {
-	return Update(w)
-}
-
-// unanswered lists the pause's interrupts that have no answer yet.
-func (p *pause) unanswered() []Interrupt {
-	var out []Interrupt
-	for _, it := range p.Interrupts {
-		if _, ok := p.Answers[it.ID]; !ok {
-			out = append(out, it)
-		}
-	}
-	return out
-}
-
-// wakeAt is the earliest deadline of the unanswered interrupts, zero when
-// none has one: when the thread must be woken to expire them.
-func (p *pause) wakeAt() time.Time {
-	var at time.Time
-	for _, it := range p.unanswered() {
-		if !it.Deadline.IsZero() && (at.IsZero() || it.Deadline.Before(at)) {
-			at = it.Deadline
-		}
-	}
-	return at
+// Start is one run as the runtime (package thread) starts it: the thread,
+// as its store names it and as its latest checkpoint left it, the run's
+// input, and where its work goes.
+type Start struct {
+	// ThreadID and Tenant name the thread; RunID the run.
+	ThreadID, Tenant, RunID string
+	// Key is the thread's key in the store (Run.Key); Incarnation its
+	// life there, "" for a thread written before leases (see callID).
+	Key, Incarnation string
+	// Latest is the thread's latest checkpoint, nil when it has none.
+	Latest *Saved
+	// Tail, when not nil, holds Latest's messages in an array with room
+	// to grow that is the run's alone to append to (see appendMessages).
+	// Run leaves here the array the run appended to, for the next run.
+	Tail []message.Message
+	// Input is the run's new messages, checked (CheckInput) and ready to
+	// keep; Resume answers interrupts by id (code's own answers, the
+	// generic twin of answer blocks in a tool message).
+	Input  []message.Message
+	Resume map[string]json.RawMessage
+	// Configurable are the run's per-run values (Run.Configurable); nil
+	// keeps those of the run that saved Latest, when the run continues a
+	// paused or stopped thread.
+	Configurable map[string]json.RawMessage
+	// ExpireAt, when not zero, makes the run answer the interrupts whose
+	// deadline is not after it as expired (Answer.Expired), and nothing
+	// else; it returns ErrNothingDue when none is due.
+	ExpireAt time.Time
+	// Emit receives the run's events (nil: nobody); Listening says
+	// whether a stream consumer does (Run.Listening).
+	Emit      func(Event)
+	Listening bool
+	// Blobs reads the thread's media (Run.ReadBlob); Saver keeps what
+	// the run does.
+	Blobs BlobReader
+	Saver Saver
 }
 
 // start is how a run begins: from which state, into which nodes.
@@ -95,10 +67,10 @@ type start struct {
 	replay bool
 	// idle: an expiry run (RunConfig.expireAt) found nothing due; it
 	// changes nothing.
-	idle     bool
-	state    State
-	runTools []json.RawMessage
-	next     []string
+	idle         bool
+	state        State
+	configurable map[string]json.RawMessage
+	next         []string
 	// appended are the input messages to add (already checked).
 	appended []message.Message
 	resumed  bool
@@ -115,26 +87,31 @@ type start struct {
 	resume bool
 }
 
-// begin classifies input against the thread's latest checkpoint. It changes
+// begin classifies the run's input against the thread's latest checkpoint. It changes
 // nothing: every error leaves the thread as it was.
-func (a *App) begin(latest *checkpoint.Checkpoint, prev wireState, input []message.Message, cfg RunConfig) (start, error) {
+func (c *Compiled) begin(st *Start) (start, error) {
 	var s start
+	latest, input := st.Latest, st.Input
+	var prev Saved
+	if latest != nil {
+		prev = *latest
+	}
 	s.state = prev.State
-	s.runTools = cfg.RemoteTools
-	answers, err := answersIn(input, cfg.Resume) // input passed checkInput
+	s.configurable = st.Configurable
+	answers, err := answersIn(input, st.Resume) // input passed CheckInput
 	if err != nil {
 		return s, err
 	}
-	paused := latest != nil && latest.Status == checkpoint.StatusInterrupted
-	if !cfg.expireAt.IsZero() && !paused {
+	paused := latest != nil && latest.Status == StatusInterrupted
+	if !st.ExpireAt.IsZero() && !paused {
 		s.idle = true // answered, or expired by another run, since it was due
 		return s, nil
 	}
-	if late := expiredIn(prev.Expired, answers); len(late) > 0 {
-		return s, expiredError(cfg.ThreadID, late)
+	if late := expiredIn(prev.pause.Expired, answers); len(late) > 0 {
+		return s, expiredError(st.ThreadID, late)
 	}
 	if !paused {
-		if len(answers) > 0 && latest != nil && latest.Status == checkpoint.StatusCompleted {
+		if len(answers) > 0 && latest != nil && latest.Status == StatusCompleted {
 			// A retry of tool results already accepted (a lost response,
 			// or a duplicate that waited for the run it duplicated) gets
 			// the recorded outcome. Anything else, a different result
@@ -144,7 +121,7 @@ func (a *App) begin(latest *checkpoint.Checkpoint, prev wireState, input []messa
 				return s, nil
 			}
 		}
-		if len(answers) > 0 && latest != nil && len(latest.Next) > 0 && latest.Status != checkpoint.StatusCompleted &&
+		if len(answers) > 0 && latest != nil && len(latest.Next) > 0 && latest.Status != StatusCompleted &&
 			replays(prev.Messages, answers) {
 			// The run these results resumed stopped mid-way before it
 			// answered (its process died, a step failed, it was
@@ -153,31 +130,31 @@ func (a *App) begin(latest *checkpoint.Checkpoint, prev wireState, input []messa
 			input, answers = nil, nil
 		}
 		if len(answers) > 0 {
-			return s, &StateError{Kind: ErrNotPaused, ThreadID: cfg.ThreadID, CallIDs: answerIDs(answers),
+			return s, &StateError{Kind: ErrNotPaused, ThreadID: st.ThreadID, CallIDs: answerIDs(answers),
 				Detail: "send tool results only while the thread waits for them"}
 		}
 		if err := checkIDs(prev.Messages, input); err != nil {
 			return s, err
 		}
 		s.appended = input
-		s.pause.Resolved, s.pause.Expired = prev.Resolved, prev.Expired
+		s.pause.Resolved, s.pause.Expired = prev.pause.Resolved, prev.pause.Expired
 		// A thread that failed or crashed mid-run continues where it
 		// stopped when called without input, keeping what the stopped
 		// step finished; new input starts afresh.
-		if latest != nil && len(input) == 0 && len(latest.Next) > 0 && latest.Status != checkpoint.StatusCompleted {
+		if latest != nil && len(input) == 0 && len(latest.Next) > 0 && latest.Status != StatusCompleted {
 			s.next = latest.Next
 			s.resumed = true
 			s.pause = prev.pause
-			s.resume = len(prev.Interrupts) > 0 && len(prev.unanswered()) == 0
-			if cfg.RemoteTools == nil {
-				s.runTools = prev.RunTools
+			s.resume = len(prev.pause.Interrupts) > 0 && len(prev.pause.unanswered()) == 0
+			if st.Configurable == nil {
+				s.configurable = prev.Configurable
 			}
 			return s, nil
 		}
 		if len(input) == 0 {
 			return s, invalid("input: no messages (send a user message to start a run)")
 		}
-		s.next = a.g.edges[START]
+		s.next = c.g.edges[START]
 		return s, nil
 	}
 
@@ -185,14 +162,14 @@ func (a *App) begin(latest *checkpoint.Checkpoint, prev wireState, input []messa
 	s.resumed = true
 	s.next = latest.Next
 	s.pause = prev.pause
-	if cfg.RemoteTools == nil {
-		s.runTools = prev.RunTools
+	if st.Configurable == nil {
+		s.configurable = prev.Configurable
 	}
-	open := prev.unanswered()
-	if !cfg.expireAt.IsZero() {
+	open := prev.pause.unanswered()
+	if !st.ExpireAt.IsZero() {
 		fresh := map[string]Answer{}
 		for _, it := range open {
-			if !it.Deadline.IsZero() && !it.Deadline.After(cfg.expireAt) {
+			if !it.Deadline.IsZero() && !it.Deadline.After(st.ExpireAt) {
 				fresh[it.ID] = Answer{Expired: true}
 				s.pause.Expired = append(slices.Clip(s.pause.Expired), it.ID)
 			}
@@ -207,7 +184,7 @@ func (a *App) begin(latest *checkpoint.Checkpoint, prev wireState, input []messa
 	}
 	if len(answers) == 0 {
 		if len(open) > 0 {
-			return s, &StateError{Kind: ErrPendingCalls, ThreadID: cfg.ThreadID, CallIDs: interruptIDs(open),
+			return s, &StateError{Kind: ErrPendingCalls, ThreadID: st.ThreadID, CallIDs: interruptIDs(open),
 				Detail: "answer them with tool_result (or approval) blocks in a tool message before sending new input"}
 		}
 		// A pause with nothing to answer: continue, with the input (if
@@ -219,7 +196,7 @@ func (a *App) begin(latest *checkpoint.Checkpoint, prev wireState, input []messa
 		s.pause.Interrupts, s.pause.Answers = nil, nil
 		return s, nil
 	}
-	fresh, err := a.accept(cfg.ThreadID, prev, open, answers, time.Now())
+	fresh, err := c.accept(st.ThreadID, &prev, open, answers, time.Now())
 	if err != nil {
 		return s, err
 	}
@@ -233,9 +210,9 @@ func (a *App) begin(latest *checkpoint.Checkpoint, prev wireState, input []messa
 
 // record adds fresh answers to those prev's pause already had, and notes
 // whether the pause is still waiting for others.
-func (s *start) record(prev wireState, fresh map[string]Answer) {
+func (s *start) record(prev Saved, fresh map[string]Answer) {
 	s.answered = true
-	s.pause.Answers = maps.Clone(prev.Answers)
+	s.pause.Answers = maps.Clone(prev.pause.Answers)
 	if s.pause.Answers == nil {
 		s.pause.Answers = map[string]Answer{}
 	}
@@ -243,17 +220,18 @@ func (s *start) record(prev wireState, fresh map[string]Answer) {
 	s.stillPaused = len(s.pause.unanswered()) > 0
 }
 
-// checkInput refuses content a client may not write. A client may send
+// CheckInput refuses content a client may not write (the runtime checks
+// a run's input with it before it takes the input's media in). A client may send
 // user, system and assistant text, images, files and sounds in user
 // messages, or answers (tool_result and approval blocks, a result with
 // attachments) in tool messages; never tool calls, which only the model
 // makes, and never both kinds at once.
-func checkInput(input []message.Message) error {
+func CheckInput(input []message.Message) error {
 	var text, answers bool
 	for i, m := range input {
 		for j, b := range m.Content {
 			if mb, ok := b.(message.MediaBlock); ok {
-				if err := mediaPlace(m.Role, mb.Kind, fmt.Sprintf("messages[%d].content[%d]", i, j)); err != nil {
+				if err := CheckMediaPlace(m.Role, mb.Kind, fmt.Sprintf("messages[%d].content[%d]", i, j)); err != nil {
 					return err
 				}
 				text = true
@@ -335,7 +313,7 @@ func answersIn(input []message.Message, resume map[string]json.RawMessage) ([]gi
 // thread is woken to expire it: whether a result is in time depends on the
 // clock only, never on when the wake-up runs. A node may refuse an answer
 // (AnswerChecker). Nothing is changed here; the new answers are returned.
-func (a *App) accept(thread string, prev wireState, open []Interrupt, answers []given, now time.Time) (map[string]Answer, error) {
+func (c *Compiled) accept(thread string, prev *Saved, open []Interrupt, answers []given, now time.Time) (map[string]Answer, error) {
 	byID := make(map[string]Interrupt, len(open))
 	for _, it := range open {
 		byID[it.ID] = it
@@ -346,9 +324,9 @@ func (a *App) accept(thread string, prev wireState, open []Interrupt, answers []
 	var history map[string]message.ToolResultBlock // results in the thread, read when needed
 	for _, g := range answers {
 		it, isOpen := byID[g.id]
-		old, done := prev.Answers[g.id]
+		old, done := prev.pause.Answers[g.id]
 		if !done {
-			old, done = prev.Resolved[g.id]
+			old, done = prev.pause.Resolved[g.id]
 		}
 		if !isOpen && !done {
 			// A result of an earlier pause, already in the thread: a retry
@@ -374,7 +352,7 @@ func (a *App) accept(thread string, prev wireState, open []Interrupt, answers []
 					for _, h := range prev.Messages {
 						used[h.ID] = true
 					}
-					for _, old := range prev.Answers {
+					for _, old := range prev.pause.Answers {
 						used[old.MessageID] = true
 					}
 				}
@@ -383,8 +361,8 @@ func (a *App) accept(thread string, prev wireState, open []Interrupt, answers []
 				}
 				used[g.MessageID] = true
 			}
-			if c, ok := a.g.nodes[it.Node].(AnswerChecker); ok {
-				if err := c.CheckAnswer(thread, it, g.Answer); err != nil {
+			if ac, ok := c.g.nodes[it.Node].(AnswerChecker); ok {
+				if err := ac.CheckAnswer(thread, it, g.Answer); err != nil {
 					return nil, err
 				}
 			}
@@ -441,14 +419,14 @@ func replays(msgs []message.Message, answers []given) bool {
 	return true
 }
 
-// answersOnly reports whether the input only answers interrupts (a
+// AnswersOnly reports whether input and resume only answer interrupts (a
 // resume), which may wait for a run in progress on the thread to see
 // whether it repeats that run's answers.
-func answersOnly(input []message.Message, cfg RunConfig) bool {
-	if checkInput(input) != nil {
+func AnswersOnly(input []message.Message, resume map[string]json.RawMessage) bool {
+	if CheckInput(input) != nil {
 		return false
 	}
-	answers, err := answersIn(input, cfg.Resume)
+	answers, err := answersIn(input, resume)
 	return err == nil && len(answers) > 0 && len(input) <= len(answers)
 }
 
@@ -526,6 +504,17 @@ func answerIDs(gs []given) []string {
 		out[i] = g.id
 	}
 	return out
+}
+
+// CheckMediaPlace says why a media block may not stand where it is (in a
+// message of role, at path), or returns nil: media stands in a user
+// message, or among a tool result's attachments (checked where the tool
+// result is).
+func CheckMediaPlace(role message.Role, kind, at string) error {
+	if role != message.RoleUser {
+		return invalid("%s: %s blocks stand only in user messages and among tool results' attachments, not in a message of role %q", at, kind, role)
+	}
+	return nil
 }
 
 // listOrNone joins names with ", ", or says "none".

@@ -9,6 +9,7 @@ package remotetool
 
 import (
 	"cmp"
+	"encoding/json"
 	"fmt"
 	"slices"
 	"strings"
@@ -45,10 +46,10 @@ func Attach(g *graph.StateGraph, tools []graph.RemoteToolConfig) error {
 		n, ok := g.Node(t.Node).(Node)
 		switch {
 		case g.Node(t.Node) == nil:
-			ps.Add(at+".node", "graph has no node %q (ToolNodes: %s)", t.Node, listOrNone(g.ToolNodes()))
+			ps.Add(at+".node", "graph has no node %q (ToolNodes: %s)", t.Node, listOrNone(ToolNodes(g)))
 			continue
 		case !ok:
-			ps.Add(at+".node", "node %q is not a ToolNode (ToolNodes: %s)", t.Node, listOrNone(g.ToolNodes()))
+			ps.Add(at+".node", "node %q is not a ToolNode (ToolNodes: %s)", t.Node, listOrNone(ToolNodes(g)))
 			continue
 		}
 		if kind, provider, taken := n.ToolOwner(t.Name); taken {
@@ -67,6 +68,55 @@ func Attach(g *graph.StateGraph, tools []graph.RemoteToolConfig) error {
 		g.Node(name).(Node).AddRemoteTools(byNode[name])
 	}
 	return nil
+}
+
+// ToolNodes lists the names of g's nodes that can offer remote tools
+// (Nodes), in the graph's order.
+func ToolNodes(g *graph.StateGraph) []string {
+	var out []string
+	for _, name := range g.Nodes() {
+		if _, ok := g.Node(name).(Node); ok {
+			out = append(out, name)
+		}
+	}
+	return out
+}
+
+// A run's own client tools reach its ToolNodes as one of the run's
+// configurable values (graph.Run.Configurable), under configurableKey:
+// the engine keeps them with the run's checkpoints, so that a resume that
+// carries none offers the paused run's again, and knows nothing else of
+// them.
+const configurableKey = "remote_tools"
+
+// Configurable returns the configurable values (thread.RunConfig's) that
+// offer tools, each in the flat or the OpenAI shape, as a run's client
+// tools: an empty list offers none, even on a resume. The ToolNode judges
+// them (names, schemas, no shadowing) when the run starts.
+func Configurable(tools []json.RawMessage) map[string]json.RawMessage {
+	if tools == nil {
+		tools = []json.RawMessage{}
+	}
+	raw, err := json.Marshal(tools)
+	if err != nil {
+		// A tool that is not JSON: the ToolNode refuses the list.
+		raw = json.RawMessage(`"not JSON"`)
+	}
+	return map[string]json.RawMessage{configurableKey: raw}
+}
+
+// RunTools returns the run's client tools (Configurable), none when it has
+// none, or an error wrapping graph.ErrInvalidInput.
+func RunTools(r *graph.Run) ([]json.RawMessage, error) {
+	raw := r.Configurable(configurableKey)
+	if raw == nil {
+		return nil, nil
+	}
+	var tools []json.RawMessage
+	if err := json.Unmarshal(raw, &tools); err != nil {
+		return nil, fmt.Errorf("%w: config.remote_tools: must be a list of tools: %v", graph.ErrInvalidInput, err)
+	}
+	return tools, nil
 }
 
 // entry is the list index a path starts with ("[3].name": 3).

@@ -22,6 +22,8 @@ import (
 
 	"github.com/tenxgraph/tenxgraph/host/graph"
 	"github.com/tenxgraph/tenxgraph/host/message"
+	"github.com/tenxgraph/tenxgraph/host/remotetool"
+	"github.com/tenxgraph/tenxgraph/host/thread"
 	"github.com/tenxgraph/tenxgraph/sdk/strictjson"
 )
 
@@ -56,7 +58,7 @@ func (s *Server) handleAGUI(w http.ResponseWriter, r *http.Request) {
 		writeErr(w, fmt.Errorf("%w: threadId: required", errMalformed))
 		return
 	}
-	if err := graph.CheckThreadID("threadId", in.ThreadID); err != nil {
+	if err := thread.CheckThreadID("threadId", in.ThreadID); err != nil {
 		writeErr(w, err)
 		return
 	}
@@ -68,22 +70,21 @@ func (s *Server) handleAGUI(w http.ResponseWriter, r *http.Request) {
 		writeErr(w, err)
 		return
 	}
-	cfg := graph.RunConfig{ThreadID: in.ThreadID, Tenant: tenant(r)}
+	cfg := thread.RunConfig{ThreadID: in.ThreadID, Tenant: tenant(r)}
 	if cfg.Durability, err = aguiDurability(in.ForwardedProps); err != nil {
 		writeErr(w, err)
 		return
 	}
+	tools := make([]json.RawMessage, 0, len(in.Tools)) // none is none: not the paused run's
 	for _, t := range in.Tools {
 		raw, err := json.Marshal(map[string]any{"name": t.Name, "description": t.Description, "parameters": t.Parameters})
 		if err != nil {
 			writeErr(w, fmt.Errorf("%w: tools: %v", errMalformed, err))
 			return
 		}
-		cfg.RemoteTools = append(cfg.RemoteTools, raw)
+		tools = append(tools, raw)
 	}
-	if cfg.RemoteTools == nil {
-		cfg.RemoteTools = []json.RawMessage{} // this run's client tools: none
-	}
+	cfg.Configurable = remotetool.Configurable(tools)
 	ctx, stop := s.runContext(r)
 	defer stop()
 	input, err := s.aguiInput(ctx, in, cfg, peer)
@@ -158,7 +159,7 @@ func jsonKind(k reflect.Kind) string {
 
 // aguiDurability reads forwardedProps.tenxgraph.durability, the AG-UI
 // twin of a run request's config.durability ("" when absent).
-func aguiDurability(props any) (graph.Durability, error) {
+func aguiDurability(props any) (thread.Durability, error) {
 	m, _ := props.(map[string]any)
 	t, _ := m["tenxgraph"].(map[string]any)
 	v, ok := t["durability"]
@@ -166,10 +167,10 @@ func aguiDurability(props any) (graph.Durability, error) {
 		return "", nil
 	}
 	s, isString := v.(string)
-	d, err := graph.ParseDurability(s)
+	d, err := thread.ParseDurability(s)
 	if !isString {
 		raw, _ := json.Marshal(v) // decoded from JSON: it encodes
-		err = fmt.Errorf("must be %q, %q or %q, got %s", graph.DurabilitySync, graph.DurabilityAsync, graph.DurabilityExit, raw)
+		err = fmt.Errorf("must be %q, %q or %q, got %s", thread.DurabilitySync, thread.DurabilityAsync, thread.DurabilityExit, raw)
 	}
 	if err != nil {
 		return "", fmt.Errorf("%w: forwardedProps.tenxgraph.durability: %v", errMalformed, err)
@@ -229,7 +230,7 @@ func speaksAGUI1(body []byte) (bool, error) {
 // not have yet; messages the server already has are never appended twice. A
 // request whose only new messages are tool results (a result that came late)
 // sends those, for the graph to judge.
-func (s *Server) aguiInput(ctx context.Context, in types.RunAgentInput, cfg graph.RunConfig, peer aguiPeer) ([]message.Message, error) {
+func (s *Server) aguiInput(ctx context.Context, in types.RunAgentInput, cfg thread.RunConfig, peer aguiPeer) ([]message.Message, error) {
 	th, err := s.svc.App.ThreadFor(ctx, cfg.Tenant, in.ThreadID)
 	if err != nil && !errors.Is(err, graph.ErrThreadNotFound) {
 		return nil, err

@@ -18,6 +18,7 @@ import (
 	"github.com/tenxgraph/tenxgraph/host/config"
 	"github.com/tenxgraph/tenxgraph/host/graph"
 	"github.com/tenxgraph/tenxgraph/host/message"
+	"github.com/tenxgraph/tenxgraph/host/thread"
 	"github.com/tenxgraph/tenxgraph/sdk/strictjson"
 )
 
@@ -127,7 +128,7 @@ func DecodeRunRequest(body io.Reader, maxMessages int) (RunRequest, error) {
 			if err := strictjson.Unmarshal(v, &req.Config.Durability); err != nil {
 				return RunRequest{}, malformed("config.durability", err)
 			}
-			if _, err := graph.ParseDurability(req.Config.Durability); err != nil {
+			if _, err := thread.ParseDurability(req.Config.Durability); err != nil {
 				return RunRequest{}, fmt.Errorf("%w: config.durability: %v", errMalformed, err)
 			}
 		case "remote_tools":
@@ -181,13 +182,13 @@ func (s *Server) runContext(r *http.Request) (ctx context.Context, stop func()) 
 	return ctx, func() { unhook(); cancel(nil) }
 }
 
-func (s *Server) decodeRun(w http.ResponseWriter, r *http.Request) (RunRequest, graph.RunConfig, bool) {
+func (s *Server) decodeRun(w http.ResponseWriter, r *http.Request) (RunRequest, thread.RunConfig, bool) {
 	req, err := DecodeRunRequest(r.Body, s.cfg.MaxRequestMessages)
 	if err != nil {
 		writeErr(w, err)
-		return req, graph.RunConfig{}, false
+		return req, thread.RunConfig{}, false
 	}
-	return req, graph.RunConfig{ThreadID: req.Config.ThreadID, Durability: graph.Durability(req.Config.Durability), Tenant: tenant(r)}, true
+	return req, thread.RunConfig{ThreadID: req.Config.ThreadID, Durability: thread.Durability(req.Config.Durability), Tenant: tenant(r)}, true
 }
 
 func (s *Server) handleInvoke(w http.ResponseWriter, r *http.Request) {

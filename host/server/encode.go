@@ -62,7 +62,7 @@ const shareAbove = 32 << 10
 // it holds no more than the responses would hold without it. A message is
 // known by its content's backing array: a thread's messages are not
 // changed once added, and every response shares the thread's one decoded
-// copy (graph.App.ThreadFor), so the same message is the same array.
+// copy (thread.App.ThreadFor), so the same message is the same array.
 type encodings struct {
 	mu sync.Mutex
 	m  map[encodingKey]*encoding

@@ -10,6 +10,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/tenxgraph/tenxgraph/host/graph"
+	"github.com/tenxgraph/tenxgraph/host/thread"
 )
 
 // metrics are the server's Prometheus series. Each server has its own
@@ -25,7 +26,7 @@ type metrics struct {
 	expired   prometheus.Counter
 }
 
-func newMetrics(app *graph.App) *metrics {
+func newMetrics(app *thread.App) *metrics {
 	m := &metrics{
 		reg: prometheus.NewRegistry(),
 		runs: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "tenxgraph_runs_total",

@@ -1,6 +1,6 @@
 // Package server is tenxgraph's HTTP API: invoke and stream runs, resume
 // paused threads, read and delete threads, the AG-UI endpoint, health and
-// metrics. It is a thin layer over graph.App: every rule about threads and
+// metrics. It is a thin layer over thread.App: every rule about threads and
 // pauses lives in the graph; this package maps them to HTTP.
 package server
 
@@ -155,7 +155,7 @@ const tenantKey ctxKey = 0
 
 // tenant is the tenant of the threads r names: the name of the caller's
 // token, or "" on a server without tokens. Each token has threads of its
-// own (graph.RunConfig.Tenant): another token's thread of the same id is
+// own (thread.RunConfig.Tenant): another token's thread of the same id is
 // another thread, so every route answers for it exactly as for a thread
 // that does not exist, and a token cannot take an id from another.
 func tenant(r *http.Request) string {

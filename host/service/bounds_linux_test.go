@@ -13,9 +13,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tenxgraph/tenxgraph/host/graph"
 	"github.com/tenxgraph/tenxgraph/host/message"
 	"github.com/tenxgraph/tenxgraph/host/service"
+	"github.com/tenxgraph/tenxgraph/host/thread"
 )
 
 // boundsScript calls the hostile plugin's and MCP server's tools that
@@ -64,10 +64,10 @@ func resetPeak(t *testing.T, pid string) int64 {
 
 // invokeOne runs one turn and returns its one tool result; safe to call from
 // several goroutines.
-func invokeOne(s *service.Service, thread, text string) (message.ToolResultBlock, error) {
+func invokeOne(s *service.Service, threadID, text string) (message.ToolResultBlock, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	res, err := s.App.Invoke(ctx, []message.Message{message.Text(message.RoleUser, text)}, graph.RunConfig{ThreadID: thread})
+	res, err := s.App.Invoke(ctx, []message.Message{message.Text(message.RoleUser, text)}, thread.RunConfig{ThreadID: threadID})
 	if err != nil {
 		return message.ToolResultBlock{}, err
 	}

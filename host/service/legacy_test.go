@@ -14,6 +14,7 @@ import (
 	"github.com/tenxgraph/tenxgraph/host/graph"
 	"github.com/tenxgraph/tenxgraph/host/message"
 	"github.com/tenxgraph/tenxgraph/host/service"
+	"github.com/tenxgraph/tenxgraph/host/thread"
 )
 
 // A thread paused by the release before interrupts were saved with the
@@ -57,7 +58,7 @@ func TestLegacyPausedThreadResumes(t *testing.T) {
 	}
 	answer := message.Message{Role: message.RoleTool, Content: []message.Block{message.ToolResultBlock{
 		ToolCallID: "call_2_1", Content: json.RawMessage(`{"text": "from before the upgrade"}`)}}}
-	res, err := s.App.Invoke(ctx, []message.Message{answer}, graph.RunConfig{ThreadID: "legacy"})
+	res, err := s.App.Invoke(ctx, []message.Message{answer}, thread.RunConfig{ThreadID: "legacy"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -112,7 +113,7 @@ func TestResendingAnEarlierPausesResult(t *testing.T) {
 	defer s.Shutdown(ctx)
 	ask := func(text string) graph.Result {
 		t.Helper()
-		res, err := s.App.Invoke(ctx, []message.Message{message.Text(message.RoleUser, text)}, graph.RunConfig{ThreadID: "r"})
+		res, err := s.App.Invoke(ctx, []message.Message{message.Text(message.RoleUser, text)}, thread.RunConfig{ThreadID: "r"})
 		if err != nil || res.Status != graph.StatusInterrupted || len(res.RemoteToolCalls) != 1 {
 			t.Fatalf("%q: %v %+v", text, err, res.RemoteToolCalls)
 		}
@@ -123,21 +124,21 @@ func TestResendingAnEarlierPausesResult(t *testing.T) {
 			ToolCallID: id, Content: json.RawMessage(`{"text": "` + text + `"}`)}}}}
 	}
 	first := ask("what is on my clipboard?").RemoteToolCalls[0].ID
-	if res, err := s.App.Invoke(ctx, result(first, "one"), graph.RunConfig{ThreadID: "r"}); err != nil || res.Status != graph.StatusCompleted {
+	if res, err := s.App.Invoke(ctx, result(first, "one"), thread.RunConfig{ThreadID: "r"}); err != nil || res.Status != graph.StatusCompleted {
 		t.Fatalf("first answer: %v %s", err, res.Status)
 	}
 	mid := ask("what is on my clipboard now?").RemoteToolCalls[0].ID
-	if res, err := s.App.Invoke(ctx, result(mid, "mid"), graph.RunConfig{ThreadID: "r"}); err != nil || res.Status != graph.StatusCompleted {
+	if res, err := s.App.Invoke(ctx, result(mid, "mid"), thread.RunConfig{ThreadID: "r"}); err != nil || res.Status != graph.StatusCompleted {
 		t.Fatalf("second answer: %v %s", err, res.Status)
 	}
 	second := ask("and what is on my clipboard at last?").RemoteToolCalls[0].ID
 	before, _ := s.App.Thread(ctx, "r")
 
-	res, err := s.App.Invoke(ctx, result(first, "one"), graph.RunConfig{ThreadID: "r"})
+	res, err := s.App.Invoke(ctx, result(first, "one"), thread.RunConfig{ThreadID: "r"})
 	if err != nil || res.Status != graph.StatusInterrupted || len(res.RemoteToolCalls) != 1 || res.RemoteToolCalls[0].ID != second {
 		t.Fatalf("resending the earlier result: %v, %s %+v", err, res.Status, res.RemoteToolCalls)
 	}
-	_, err = s.App.Invoke(ctx, result(first, "two"), graph.RunConfig{ThreadID: "r"})
+	_, err = s.App.Invoke(ctx, result(first, "two"), thread.RunConfig{ThreadID: "r"})
 	if !errors.Is(err, graph.ErrResultConflict) {
 		t.Fatalf("a different result for the earlier call: %v, want ErrResultConflict", err)
 	}

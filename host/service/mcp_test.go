@@ -16,7 +16,9 @@ import (
 	"github.com/tenxgraph/tenxgraph/host/config"
 	"github.com/tenxgraph/tenxgraph/host/graph"
 	"github.com/tenxgraph/tenxgraph/host/message"
+	"github.com/tenxgraph/tenxgraph/host/remotetool"
 	"github.com/tenxgraph/tenxgraph/host/service"
+	"github.com/tenxgraph/tenxgraph/host/thread"
 )
 
 // These tests run the MCP bridge as the host does (`<this binary> plugin
@@ -71,10 +73,10 @@ type streamed struct {
 	progress []toolnode.ToolProgress
 }
 
-func stream(t *testing.T, s *service.Service, thread string, input []message.Message) streamed {
+func stream(t *testing.T, s *service.Service, threadID string, input []message.Message) streamed {
 	t.Helper()
 	var out streamed
-	for ev, err := range s.App.Stream(context.Background(), input, graph.RunConfig{ThreadID: thread}) {
+	for ev, err := range s.App.Stream(context.Background(), input, thread.RunConfig{ThreadID: threadID}) {
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -148,7 +150,7 @@ func TestMCPToolAndRemoteToolInOneStep(t *testing.T) {
 	// A client tool named like an MCP tool is not offered: the MCP tool
 	// keeps its name, and the run says it ignored the client's.
 	var ignored []string
-	cfg := graph.RunConfig{ThreadID: "t3", RemoteTools: []json.RawMessage{json.RawMessage(`{"name": "edit_file", "description": "a client edit_file"}`)}}
+	cfg := thread.RunConfig{ThreadID: "t3", Configurable: remotetool.Configurable([]json.RawMessage{json.RawMessage(`{"name": "edit_file", "description": "a client edit_file"}`)})}
 	for ev, err := range s.App.Stream(context.Background(), []message.Message{message.Text(message.RoleUser, "hello")}, cfg) {
 		if err != nil {
 			t.Fatal(err)
@@ -206,7 +208,7 @@ func TestMCPListChangedAndCollisions(t *testing.T) {
 	if _, ok := tools["echo"]; ok {
 		t.Error("an unprefixed echo is listed")
 	}
-	res, err := s.App.Invoke(context.Background(), []message.Message{message.Text(message.RoleUser, "both")}, graph.RunConfig{ThreadID: "c"})
+	res, err := s.App.Invoke(context.Background(), []message.Message{message.Text(message.RoleUser, "both")}, thread.RunConfig{ThreadID: "c"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -215,7 +217,7 @@ func TestMCPListChangedAndCollisions(t *testing.T) {
 		t.Fatalf("results %+v", rs)
 	}
 
-	res, err = s.App.Invoke(context.Background(), []message.Message{message.Text(message.RoleUser, "add")}, graph.RunConfig{ThreadID: "l"})
+	res, err = s.App.Invoke(context.Background(), []message.Message{message.Text(message.RoleUser, "add")}, thread.RunConfig{ThreadID: "l"})
 	if err != nil || res.Status != graph.StatusCompleted {
 		t.Fatal(err, res.Status)
 	}
@@ -232,7 +234,7 @@ func TestMCPListChangedAndCollisions(t *testing.T) {
 			t.Fatal("the added tool never reached the node")
 		}
 	}
-	res, err = s.App.Invoke(context.Background(), []message.Message{message.Text(message.RoleUser, "late")}, graph.RunConfig{ThreadID: "l"})
+	res, err = s.App.Invoke(context.Background(), []message.Message{message.Text(message.RoleUser, "late")}, thread.RunConfig{ThreadID: "l"})
 	if err != nil {
 		t.Fatal(err)
 	}

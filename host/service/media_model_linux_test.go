@@ -13,6 +13,7 @@ import (
 	"github.com/tenxgraph/tenxgraph/host/message"
 	"github.com/tenxgraph/tenxgraph/host/model/anthropic/anthropictest"
 	"github.com/tenxgraph/tenxgraph/host/model/openai/openaitest"
+	"github.com/tenxgraph/tenxgraph/host/thread"
 )
 
 // pngSize reads a PNG's size, or fails the test.
@@ -108,7 +109,7 @@ func TestToolImagesReachTheModels(t *testing.T) {
 			                  "allow_tools": ["get-tiny-image"], "timeout": "20s"}}}`, `{"rules": []}`)
 			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 			defer cancel()
-			res, err := s.App.Invoke(ctx, []message.Message{message.Text(message.RoleUser, "show me two pictures")}, graph.RunConfig{ThreadID: "pics"})
+			res, err := s.App.Invoke(ctx, []message.Message{message.Text(message.RoleUser, "show me two pictures")}, thread.RunConfig{ThreadID: "pics"})
 			if err != nil {
 				t.Fatal(err)
 			}

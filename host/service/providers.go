@@ -19,6 +19,7 @@ import (
 	"github.com/tenxgraph/tenxgraph/host/config"
 	"github.com/tenxgraph/tenxgraph/host/graph"
 	"github.com/tenxgraph/tenxgraph/host/pluginhost"
+	"github.com/tenxgraph/tenxgraph/host/remotetool"
 	"github.com/tenxgraph/tenxgraph/host/toolnode"
 	"github.com/tenxgraph/tenxgraph/internal/expand"
 	"github.com/tenxgraph/tenxgraph/internal/sandbox"
@@ -653,7 +654,7 @@ func providerNodes(cfg *config.Config) (paths, nodes []string) {
 // tools: the graph's builder takes only the providers of its own ToolNodes,
 // and the tools of any other would vanish without a word.
 func checkProviderNodes(g *graph.StateGraph, cfg *config.Config, ps *toolspec.Problems) {
-	toolNodes := g.ToolNodes()
+	toolNodes := remotetool.ToolNodes(g)
 	list := "none"
 	if len(toolNodes) > 0 {
 		list = strings.Join(toolNodes, ", ")

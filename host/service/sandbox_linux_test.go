@@ -24,6 +24,7 @@ import (
 	"github.com/tenxgraph/tenxgraph/host/graph"
 	"github.com/tenxgraph/tenxgraph/host/message"
 	"github.com/tenxgraph/tenxgraph/host/service"
+	"github.com/tenxgraph/tenxgraph/host/thread"
 	"github.com/tenxgraph/tenxgraph/internal/sandbox"
 )
 
@@ -113,11 +114,11 @@ const hostileScript = `{"rules": [
 ]}`
 
 // toolResult runs one turn and returns its one tool result.
-func toolResult(t *testing.T, s *service.Service, thread, text string) message.ToolResultBlock {
+func toolResult(t *testing.T, s *service.Service, threadID, text string) message.ToolResultBlock {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	res, err := s.App.Invoke(ctx, []message.Message{message.Text(message.RoleUser, text)}, graph.RunConfig{ThreadID: thread})
+	res, err := s.App.Invoke(ctx, []message.Message{message.Text(message.RoleUser, text)}, thread.RunConfig{ThreadID: threadID})
 	if err != nil {
 		t.Fatalf("%s: the run failed instead of giving a result: %v", text, err)
 	}
@@ -396,7 +397,7 @@ func TestMCPRequireApproval(t *testing.T) {
 	    "require_approval": ["mcp_environ"]}}}`,
 		`{"rules": [{"match": "^env$", "tool_calls": [{"name": "mcp_environ", "arguments": {}}]}]}`)
 	ctx := context.Background()
-	res, err := s.App.Invoke(ctx, []message.Message{message.Text(message.RoleUser, "env")}, graph.RunConfig{ThreadID: "a"})
+	res, err := s.App.Invoke(ctx, []message.Message{message.Text(message.RoleUser, "env")}, thread.RunConfig{ThreadID: "a"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -409,7 +410,7 @@ func TestMCPRequireApproval(t *testing.T) {
 		}
 	}
 	approve := []message.Message{{Role: message.RoleTool, Content: []message.Block{message.ApprovalBlock{ToolCallID: res.ApprovalRequests[0].ID, Approved: true}}}}
-	res, err = s.App.Invoke(ctx, approve, graph.RunConfig{ThreadID: "a"})
+	res, err = s.App.Invoke(ctx, approve, thread.RunConfig{ThreadID: "a"})
 	if err != nil {
 		t.Fatal(err)
 	}

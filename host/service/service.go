@@ -28,7 +28,9 @@ import (
 	"github.com/tenxgraph/tenxgraph/host/model/openai"
 	"github.com/tenxgraph/tenxgraph/host/model/scripted"
 	"github.com/tenxgraph/tenxgraph/host/pluginhost"
+	"github.com/tenxgraph/tenxgraph/host/remotetool"
 	"github.com/tenxgraph/tenxgraph/host/telemetry"
+	"github.com/tenxgraph/tenxgraph/host/thread"
 	"github.com/tenxgraph/tenxgraph/host/toolnode"
 	"github.com/tenxgraph/tenxgraph/sdk"
 	"github.com/tenxgraph/tenxgraph/sdk/toolspec"
@@ -38,7 +40,7 @@ import (
 type Service struct {
 	Config *config.Config
 	Graph  *graph.StateGraph
-	App    *graph.App
+	App    *thread.App
 	Store  checkpoint.Checkpointer
 
 	providers []sdk.Provider
@@ -119,7 +121,7 @@ func New(ctx context.Context, cfg *config.Config, opts Options) (s *Service, err
 		return s, ps
 	}
 	s.Graph = g
-	for _, name := range g.ToolNodes() {
+	for _, name := range remotetool.ToolNodes(g) {
 		if tn, ok := g.Node(name).(*toolnode.Node); ok {
 			tn.SetRemoteTimeout(cfg.RemoteToolTimeout)
 		}
@@ -133,18 +135,18 @@ func New(ctx context.Context, cfg *config.Config, opts Options) (s *Service, err
 		s.ownsStore = true
 		s.sweeper = startSweeper(s.Store, cfg.Checkpointer.IdleTTL, opts.Logger)
 	}
-	var gopts []graph.Option
+	var gopts []thread.Option
 	if cfg.Cache.MaxBytes > 0 {
-		gopts = append(gopts, graph.WithCacheBytes(cfg.Cache.MaxBytes))
+		gopts = append(gopts, thread.WithCacheBytes(cfg.Cache.MaxBytes))
 	}
-	gopts = append(gopts, graph.WithLease(cfg.Checkpointer.Lease), graph.WithDurability(cfg.Checkpointer.Durability))
+	gopts = append(gopts, thread.WithLease(cfg.Checkpointer.Lease), thread.WithDurability(cfg.Checkpointer.Durability))
 	mc, err := media.New(media.Policy{Types: cfg.Media.AllowedTypes, MaxBlobBytes: cfg.Media.MaxBlobBytes, MaxRequestBytes: cfg.Media.MaxRequestBytes,
 		MaxImagePixels: cfg.Media.MaxImagePixels, FetchHosts: cfg.Media.FetchAllowHosts, FetchTimeout: cfg.Media.FetchTimeout})
 	if err != nil {
 		return s, toolspec.Problems{{Path: "media", Message: err.Error()}}
 	}
-	gopts = append(gopts, graph.WithMedia(mc))
-	if s.App, err = g.Compile(s.Store, gopts...); err != nil {
+	gopts = append(gopts, thread.WithMedia(mc))
+	if s.App, err = thread.Compile(g, s.Store, gopts...); err != nil {
 		return s, err
 	}
 	return s, nil
@@ -326,7 +328,7 @@ type ToolInfo struct {
 // Tools lists every ToolNode's tools, by node then name.
 func (s *Service) Tools() []ToolInfo {
 	var out []ToolInfo
-	for _, name := range s.Graph.ToolNodes() {
+	for _, name := range remotetool.ToolNodes(s.Graph) {
 		tn, ok := s.Graph.Node(name).(*toolnode.Node)
 		if !ok {
 			continue

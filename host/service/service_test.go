@@ -16,7 +16,9 @@ import (
 	"github.com/tenxgraph/tenxgraph/host/config"
 	"github.com/tenxgraph/tenxgraph/host/graph"
 	"github.com/tenxgraph/tenxgraph/host/message"
+	"github.com/tenxgraph/tenxgraph/host/remotetool"
 	"github.com/tenxgraph/tenxgraph/host/service"
+	"github.com/tenxgraph/tenxgraph/host/thread"
 	"github.com/tenxgraph/tenxgraph/host/toolnode"
 )
 
@@ -79,10 +81,10 @@ type run struct {
 	tools   []string
 }
 
-func invoke(t *testing.T, s *service.Service, thread, text string) run {
+func invoke(t *testing.T, s *service.Service, threadID, text string) run {
 	t.Helper()
 	var r run
-	for ev, err := range s.App.Stream(context.Background(), []message.Message{message.Text(message.RoleUser, text)}, graph.RunConfig{ThreadID: thread, RemoteTools: runTools}) {
+	for ev, err := range s.App.Stream(context.Background(), []message.Message{message.Text(message.RoleUser, text)}, thread.RunConfig{ThreadID: threadID, Configurable: remotetool.Configurable(runTools)}) {
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -117,11 +119,11 @@ func TestRemoteBridgeRules(t *testing.T) {
 		t.Fatalf("kinds %v", kinds)
 	}
 
-	for thread, want := range map[string]string{"flat": "change_background", "openai": "get_selection"} {
-		text := map[string]string{"flat": "background", "openai": "selection"}[thread]
-		r := invoke(t, s, thread, text)
+	for threadID, want := range map[string]string{"flat": "change_background", "openai": "get_selection"} {
+		text := map[string]string{"flat": "background", "openai": "selection"}[threadID]
+		r := invoke(t, s, threadID, text)
 		if r.res.Status != graph.StatusInterrupted || len(r.res.RemoteToolCalls) != 1 || r.res.RemoteToolCalls[0].Name != want {
-			t.Fatalf("%s shape: %+v", thread, r.res)
+			t.Fatalf("%s shape: %+v", threadID, r.res)
 		}
 		if !slices.Equal(r.ignored, []string{"calculator", "read_clipboard"}) {
 			t.Fatalf("ignored %v, want calculator and read_clipboard reported", r.ignored)
@@ -222,7 +224,7 @@ func TestPluginKilledMidCallGivesAnErrorResult(t *testing.T) {
 			}
 		}
 	}()
-	res, err := s.App.Invoke(context.Background(), []message.Message{message.Text(message.RoleUser, "slow")}, graph.RunConfig{ThreadID: "k"})
+	res, err := s.App.Invoke(context.Background(), []message.Message{message.Text(message.RoleUser, "slow")}, thread.RunConfig{ThreadID: "k"})
 	if err != nil {
 		t.Fatalf("the run failed instead of getting an error result: %v", err)
 	}
@@ -233,7 +235,7 @@ func TestPluginKilledMidCallGivesAnErrorResult(t *testing.T) {
 	if len(got) != 1 || !got[0].IsError || !strings.Contains(string(got[0].Content), `plugin \"flaky\"`) {
 		t.Fatalf("results %+v, want one error result naming the plugin", got)
 	}
-	res, err = s.App.Invoke(context.Background(), []message.Message{message.Text(message.RoleUser, "echo")}, graph.RunConfig{ThreadID: "k2"})
+	res, err = s.App.Invoke(context.Background(), []message.Message{message.Text(message.RoleUser, "echo")}, thread.RunConfig{ThreadID: "k2"})
 	if err != nil {
 		t.Fatal(err)
 	}

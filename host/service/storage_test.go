@@ -17,6 +17,7 @@ import (
 	"github.com/tenxgraph/tenxgraph/host/graph"
 	"github.com/tenxgraph/tenxgraph/host/message"
 	"github.com/tenxgraph/tenxgraph/host/service"
+	"github.com/tenxgraph/tenxgraph/host/thread"
 )
 
 // loadRelease writes testdata/release-v4.sql, a database written by the
@@ -88,7 +89,7 @@ func TestStoreFromTheReleaseBeforeTheLog(t *testing.T) {
 	}
 	answer := message.Message{Role: message.RoleTool, Content: []message.Block{message.ToolResultBlock{
 		ToolCallID: paused.RemoteToolCalls[0].ID, Content: json.RawMessage(`{"text": "kept across the upgrade"}`)}}}
-	res, err := s.App.Invoke(ctx, []message.Message{answer}, graph.RunConfig{ThreadID: "paused", Tenant: alice})
+	res, err := s.App.Invoke(ctx, []message.Message{answer}, thread.RunConfig{ThreadID: "paused", Tenant: alice})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -98,7 +99,7 @@ func TestStoreFromTheReleaseBeforeTheLog(t *testing.T) {
 
 	// A new turn on the completed thread: the history before it is intact,
 	// and the new checkpoints keep the messages in the log, not the state.
-	res, err = s.App.Invoke(ctx, []message.Message{message.Text(message.RoleUser, "hello")}, graph.RunConfig{ThreadID: "done", Tenant: alice})
+	res, err = s.App.Invoke(ctx, []message.Message{message.Text(message.RoleUser, "hello")}, thread.RunConfig{ThreadID: "done", Tenant: alice})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -141,7 +142,7 @@ func TestRetentionFromConfig(t *testing.T) {
 	defer s.Shutdown(ctx)
 	var res graph.Result
 	for range 3 {
-		if res, err = s.App.Invoke(ctx, []message.Message{message.Text(message.RoleUser, "hello")}, graph.RunConfig{ThreadID: "kept"}); err != nil {
+		if res, err = s.App.Invoke(ctx, []message.Message{message.Text(message.RoleUser, "hello")}, thread.RunConfig{ThreadID: "kept"}); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -28,7 +28,7 @@ const (
 // Run it in every process that serves the store.
 type Waker struct {
 	// App is the app whose threads are woken.
-	App *graph.App
+	App *App
 	// Interval is the time between queries (0: DefaultWakeInterval).
 	Interval time.Duration
 	// OnError, when set, is told of each thread whose expiry failed for a

@@ -34,11 +34,11 @@ func waiting(deadline time.Time) *graph.StateGraph {
 // A Waker finds a due thread in the store and expires it without anyone
 // asking, and stops on Shutdown.
 func TestWakerExpiresDueThreads(t *testing.T) {
-	app, err := waiting(time.Now().Add(50 * time.Millisecond)).Compile(checkpoint.NewMemory())
+	app, err := thread.Compile(waiting(time.Now().Add(50*time.Millisecond)), checkpoint.NewMemory())
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := app.Invoke(ctx, []message.Message{message.Text(message.RoleUser, "go")}, graph.RunConfig{ThreadID: "w"}); err != nil {
+	if _, err := app.Invoke(ctx, []message.Message{message.Text(message.RoleUser, "go")}, thread.RunConfig{ThreadID: "w"}); err != nil {
 		t.Fatal(err)
 	}
 	w := &thread.Waker{App: app, Interval: 10 * time.Millisecond, OnError: func(id string, err error) { t.Errorf("%s: %v", id, err) }}

@@ -13,9 +13,9 @@ import (
 
 	"github.com/tenxgraph/tenxgraph/host/agent"
 	"github.com/tenxgraph/tenxgraph/host/checkpoint"
-	"github.com/tenxgraph/tenxgraph/host/graph"
 	"github.com/tenxgraph/tenxgraph/host/message"
 	"github.com/tenxgraph/tenxgraph/host/model"
+	"github.com/tenxgraph/tenxgraph/host/thread"
 	"github.com/tenxgraph/tenxgraph/sdk"
 )
 
@@ -77,11 +77,11 @@ func TestAttachmentsBecomeMediaBlocks(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	app, err := sg.Compile(checkpoint.NewMemory())
+	app, err := thread.Compile(sg, checkpoint.NewMemory())
 	if err != nil {
 		t.Fatal(err)
 	}
-	res, err := app.Invoke(context.Background(), []message.Message{message.Text(message.RoleUser, "go")}, graph.RunConfig{ThreadID: "a"})
+	res, err := app.Invoke(context.Background(), []message.Message{message.Text(message.RoleUser, "go")}, thread.RunConfig{ThreadID: "a"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -112,7 +112,7 @@ func TestAttachmentsBecomeMediaBlocks(t *testing.T) {
 // sameMedia reports whether got are want as the thread keeps them: each a
 // reference to the blob of want's bytes, which the thread holds, with its
 // size (and an image's pixels), and no bytes of its own.
-func sameMedia(t *testing.T, app *graph.App, got, want []message.MediaBlock) bool {
+func sameMedia(t *testing.T, app *thread.App, got, want []message.MediaBlock) bool {
 	t.Helper()
 	if len(got) != len(want) {
 		return false

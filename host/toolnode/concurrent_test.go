@@ -10,9 +10,9 @@ import (
 
 	"github.com/tenxgraph/tenxgraph/host/agent"
 	"github.com/tenxgraph/tenxgraph/host/checkpoint"
-	"github.com/tenxgraph/tenxgraph/host/graph"
 	"github.com/tenxgraph/tenxgraph/host/message"
 	"github.com/tenxgraph/tenxgraph/host/model"
+	"github.com/tenxgraph/tenxgraph/host/thread"
 	"github.com/tenxgraph/tenxgraph/sdk"
 )
 
@@ -54,11 +54,11 @@ func TestStepCallsRunConcurrently(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	app, err := sg.Compile(checkpoint.NewMemory())
+	app, err := thread.Compile(sg, checkpoint.NewMemory())
 	if err != nil {
 		t.Fatal(err)
 	}
-	res, err := app.Invoke(context.Background(), []message.Message{message.Text(message.RoleUser, "go")}, graph.RunConfig{ThreadID: "t"})
+	res, err := app.Invoke(context.Background(), []message.Message{message.Text(message.RoleUser, "go")}, thread.RunConfig{ThreadID: "t"})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -14,8 +14,8 @@ const (
 	EventToolIgnored = "tool_ignored"
 	// EventRemoteCallExpired: RemoteCallExpired, a remote call the client
 	// did not answer in time, now answered with an error result. It is
-	// emitted by the run that expires the call (graph.App.Expire), which
-	// has no client: observers (graph.App.Observe) and metrics see it.
+	// emitted by the run that expires the call (thread.App.Expire), which
+	// has no client: observers (thread.App.Observe) and metrics see it.
 	EventRemoteCallExpired = "remote_call_expired"
 )
 

@@ -14,6 +14,8 @@ import (
 	"github.com/tenxgraph/tenxgraph/host/graph"
 	"github.com/tenxgraph/tenxgraph/host/message"
 	"github.com/tenxgraph/tenxgraph/host/model"
+	"github.com/tenxgraph/tenxgraph/host/remotetool"
+	"github.com/tenxgraph/tenxgraph/host/thread"
 	"github.com/tenxgraph/tenxgraph/host/toolnode"
 	"github.com/tenxgraph/tenxgraph/sdk"
 )
@@ -55,7 +57,7 @@ func TestRemoteCallExpires(t *testing.T) {
 	}
 	sg.Node("tools").(*toolnode.Node).SetRemoteTimeout(2 * time.Minute)
 	cp := checkpoint.NewMemory()
-	app, err := sg.Compile(cp)
+	app, err := thread.Compile(sg, cp)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -68,7 +70,7 @@ func TestRemoteCallExpires(t *testing.T) {
 		}
 	})
 	start := time.Now()
-	cfg := graph.RunConfig{ThreadID: "e", RemoteTools: []json.RawMessage{json.RawMessage(`{"name":"mine"}`)}}
+	cfg := thread.RunConfig{ThreadID: "e", Configurable: remotetool.Configurable([]json.RawMessage{json.RawMessage(`{"name":"mine"}`)})}
 	res, err := app.Invoke(context.Background(), []message.Message{message.Text(message.RoleUser, "go")}, cfg)
 	if err != nil || res.Status != graph.StatusInterrupted || len(res.RemoteToolCalls) != 3 {
 		t.Fatalf("first run: %v %s %+v", err, res.Status, res.RemoteToolCalls)
@@ -100,7 +102,7 @@ func TestRemoteCallExpires(t *testing.T) {
 	}
 	answer := func(id, content string) (graph.Result, error) {
 		return app.Invoke(context.Background(), []message.Message{{Role: message.RoleTool, Content: []message.Block{
-			message.ToolResultBlock{ToolCallID: id, Content: json.RawMessage(content)}}}}, graph.RunConfig{ThreadID: "e"})
+			message.ToolResultBlock{ToolCallID: id, Content: json.RawMessage(content)}}}}, thread.RunConfig{ThreadID: "e"})
 	}
 	if _, err := answer(id["fast"], `"late"`); !errors.Is(err, graph.ErrExpired) {
 		t.Fatalf("late result: %v", err)

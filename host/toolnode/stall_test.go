@@ -13,6 +13,7 @@ import (
 	"github.com/tenxgraph/tenxgraph/host/graph"
 	"github.com/tenxgraph/tenxgraph/host/message"
 	"github.com/tenxgraph/tenxgraph/host/model"
+	"github.com/tenxgraph/tenxgraph/host/thread"
 	"github.com/tenxgraph/tenxgraph/host/toolnode"
 	"github.com/tenxgraph/tenxgraph/sdk"
 )
@@ -40,7 +41,7 @@ func TestSlowEventReaderDoesNotStallOtherRuns(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	app, err := sg.Compile(checkpoint.NewMemory())
+	app, err := thread.Compile(sg, checkpoint.NewMemory())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -56,14 +57,14 @@ func TestSlowEventReaderDoesNotStallOtherRuns(t *testing.T) {
 	})
 	slow := make(chan error, 1)
 	go func() {
-		_, err := app.Invoke(context.Background(), []message.Message{message.Text(message.RoleUser, "grow")}, graph.RunConfig{ThreadID: "slow"})
+		_, err := app.Invoke(context.Background(), []message.Message{message.Text(message.RoleUser, "grow")}, thread.RunConfig{ThreadID: "slow"})
 		slow <- err
 	}()
 	<-inEmit // the slow run is reporting the tools it left out, and blocked there
 
 	other := make(chan error, 1)
 	go func() {
-		res, err := app.Invoke(context.Background(), []message.Message{message.Text(message.RoleUser, "go")}, graph.RunConfig{ThreadID: "other"})
+		res, err := app.Invoke(context.Background(), []message.Message{message.Text(message.RoleUser, "go")}, thread.RunConfig{ThreadID: "other"})
 		if err == nil && res.Status != graph.StatusCompleted {
 			err = fmt.Errorf("status %s, want completed", res.Status)
 		}

@@ -22,6 +22,7 @@ import (
 	"github.com/tenxgraph/tenxgraph/host/graph"
 	"github.com/tenxgraph/tenxgraph/host/memo"
 	"github.com/tenxgraph/tenxgraph/host/message"
+	"github.com/tenxgraph/tenxgraph/host/remotetool"
 	"github.com/tenxgraph/tenxgraph/plugins/remote"
 	"github.com/tenxgraph/tenxgraph/sdk"
 	"github.com/tenxgraph/tenxgraph/sdk/toolspec"
@@ -417,12 +418,13 @@ func (n *Node) buildToolSet(ctx context.Context, r *graph.Run) (*ToolSet, error)
 	n.mu.RLock()
 	base, byName, server, remoteTools := n.base, n.byName, n.server, n.remote
 	n.mu.RUnlock()
-	if len(r.RemoteTools) == 0 {
-		return base, nil
+	runTools, err := remotetool.RunTools(r)
+	if err != nil || len(runTools) == 0 {
+		return base, err
 	}
 	// The run's client tools go to the bridge as the client sent them:
 	// the bridge reads them, once, and judges them.
-	req := sdk.PrepareRunRequest{RunTools: r.RemoteTools, Taken: make([]string, 0, len(byName))}
+	req := sdk.PrepareRunRequest{RunTools: runTools, Taken: make([]string, 0, len(byName))}
 	for name := range byName {
 		req.Taken = append(req.Taken, name)
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/tenxgraph/tenxgraph/host/graph"
 	"github.com/tenxgraph/tenxgraph/host/message"
 	"github.com/tenxgraph/tenxgraph/host/model"
+	"github.com/tenxgraph/tenxgraph/host/thread"
 	"github.com/tenxgraph/tenxgraph/host/toolnode"
 	"github.com/tenxgraph/tenxgraph/sdk"
 	"github.com/tenxgraph/tenxgraph/sdk/strictjson"
@@ -96,14 +97,14 @@ func TestToolsChangedReachTheNextStepAndProgressIsStreamed(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	app, err := sg.Compile(checkpoint.NewMemory())
+	app, err := thread.Compile(sg, checkpoint.NewMemory())
 	if err != nil {
 		t.Fatal(err)
 	}
 	var events []string
 	var ignored []toolnode.ToolIgnored
 	var res graph.Result
-	for ev, err := range app.Stream(context.Background(), []message.Message{message.Text(message.RoleUser, "go")}, graph.RunConfig{ThreadID: "t"}) {
+	for ev, err := range app.Stream(context.Background(), []message.Message{message.Text(message.RoleUser, "go")}, thread.RunConfig{ThreadID: "t"}) {
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -185,18 +186,18 @@ func TestResultsTheStoreCannotReadAreErrors(t *testing.T) {
 			message.ToolCallBlock{ID: "c2", Name: "deep", Arguments: json.RawMessage(`{}`)}}}}, nil
 	})
 	store := checkpoint.NewMemory()
-	compile := func() *graph.App {
+	compile := func() *thread.App {
 		sg, err := agent.React(context.Background(), agent.Env{Model: m, Providers: map[string][]sdk.Provider{"tools": {hostileResults{}}}})
 		if err != nil {
 			t.Fatal(err)
 		}
-		app, err := sg.Compile(store)
+		app, err := thread.Compile(sg, store)
 		if err != nil {
 			t.Fatal(err)
 		}
 		return app
 	}
-	if _, err := compile().Invoke(context.Background(), []message.Message{message.Text(message.RoleUser, "go")}, graph.RunConfig{ThreadID: "h"}); err != nil {
+	if _, err := compile().Invoke(context.Background(), []message.Message{message.Text(message.RoleUser, "go")}, thread.RunConfig{ThreadID: "h"}); err != nil {
 		t.Fatal(err)
 	}
 	res, err := compile().Thread(context.Background(), "h") // a new app: read from the store

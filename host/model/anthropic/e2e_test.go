@@ -12,13 +12,14 @@ import (
 	"github.com/tenxgraph/tenxgraph/host/graph"
 	"github.com/tenxgraph/tenxgraph/host/message"
 	"github.com/tenxgraph/tenxgraph/host/model/anthropic/anthropictest"
+	"github.com/tenxgraph/tenxgraph/host/thread"
 	"github.com/tenxgraph/tenxgraph/sdk"
 )
 
 // reactApp builds the prebuilt agent on an anthropic model talking to srv,
 // with a server tool "add" (counting its runs) and the remote tool
 // "read_clipboard".
-func reactApp(t *testing.T, srv *anthropictest.Server) (*graph.App, *atomic.Int32) {
+func reactApp(t *testing.T, srv *anthropictest.Server) (*thread.App, *atomic.Int32) {
 	t.Helper()
 	m := newModel(t, srv)
 	runs := new(atomic.Int32)
@@ -38,7 +39,7 @@ func reactApp(t *testing.T, srv *anthropictest.Server) (*graph.App, *atomic.Int3
 	if err := g.AttachRemoteTools([]graph.RemoteToolConfig{{Node: "tools", Name: clipboardTool.Name, Description: clipboardTool.Description, Parameters: clipboardTool.Parameters}}); err != nil {
 		t.Fatal(err)
 	}
-	app, err := g.Compile(checkpoint.NewMemory())
+	app, err := thread.Compile(g, checkpoint.NewMemory())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -47,7 +48,7 @@ func reactApp(t *testing.T, srv *anthropictest.Server) (*graph.App, *atomic.Int3
 
 // stream runs the graph and returns its result with the text deltas and
 // the usage it reported.
-func stream(t *testing.T, app *graph.App, input []message.Message, cfg graph.RunConfig) (graph.Result, string, []graph.Usage) {
+func stream(t *testing.T, app *thread.App, input []message.Message, cfg thread.RunConfig) (graph.Result, string, []graph.Usage) {
 	t.Helper()
 	var text strings.Builder
 	var usage []graph.Usage
@@ -87,7 +88,7 @@ func TestReactEndToEnd(t *testing.T) {
 		anthropictest.Reply{Text: "2+3 is 5 and your clipboard says hi.", Split: 4, Usage: &anthropictest.Usage{InputTokens: 90, OutputTokens: 12}},
 	)
 	app, runs := reactApp(t, srv)
-	cfg := graph.RunConfig{ThreadID: "t1"}
+	cfg := thread.RunConfig{ThreadID: "t1"}
 
 	res, text, usage := stream(t, app, []message.Message{message.Text(message.RoleUser, "add 2 and 3, and read my clipboard")}, cfg)
 	if res.Status != graph.StatusInterrupted {
@@ -158,7 +159,7 @@ func TestReactToolError(t *testing.T) {
 		anthropictest.Text("I could not add those."),
 	)
 	app, runs := reactApp(t, srv)
-	res, _, _ := stream(t, app, []message.Message{message.Text(message.RoleUser, "add 2")}, graph.RunConfig{ThreadID: "bad-args"})
+	res, _, _ := stream(t, app, []message.Message{message.Text(message.RoleUser, "add 2")}, thread.RunConfig{ThreadID: "bad-args"})
 	if res.Status != graph.StatusCompleted || runs.Load() != 0 {
 		t.Fatalf("status %q, add ran %d times (want 0: the arguments miss b)", res.Status, runs.Load())
 	}

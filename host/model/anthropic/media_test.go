@@ -22,6 +22,7 @@ import (
 	"github.com/tenxgraph/tenxgraph/host/message"
 	"github.com/tenxgraph/tenxgraph/host/model"
 	"github.com/tenxgraph/tenxgraph/host/model/anthropic/anthropictest"
+	"github.com/tenxgraph/tenxgraph/host/thread"
 )
 
 // blobStore is a thread's blobs for tests: a map, counting reads.
@@ -242,11 +243,11 @@ func TestReactRemoteAttachment(t *testing.T) {
 	if err := g.AttachRemoteTools([]graph.RemoteToolConfig{{Node: "tools", Name: clipboardTool.Name, Description: clipboardTool.Description, Parameters: clipboardTool.Parameters}}); err != nil {
 		t.Fatal(err)
 	}
-	app, err := g.Compile(checkpoint.NewMemory())
+	app, err := thread.Compile(g, checkpoint.NewMemory())
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg := graph.RunConfig{ThreadID: "media"}
+	cfg := thread.RunConfig{ThreadID: "media"}
 	cat := realPNG(t, 3, 2)
 	res, _, _ := stream(t, app, []message.Message{{Role: message.RoleUser, Content: []message.Block{
 		message.TextBlock{Text: "what is in this image, and on my clipboard?"},

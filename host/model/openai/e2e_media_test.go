@@ -14,6 +14,7 @@ import (
 	"github.com/tenxgraph/tenxgraph/host/message"
 	"github.com/tenxgraph/tenxgraph/host/model/openai"
 	"github.com/tenxgraph/tenxgraph/host/model/openai/openaitest"
+	"github.com/tenxgraph/tenxgraph/host/thread"
 )
 
 // realPNG is a w×h PNG, as the host's ingest takes in (it reads the
@@ -55,11 +56,11 @@ func TestReactMediaEndToEnd(t *testing.T) {
 	if err := g.AttachRemoteTools([]graph.RemoteToolConfig{{Node: "tools", Name: clipboardTool.Name, Description: clipboardTool.Description, Parameters: clipboardTool.Parameters}}); err != nil {
 		t.Fatal(err)
 	}
-	app, err := g.Compile(checkpoint.NewMemory())
+	app, err := thread.Compile(g, checkpoint.NewMemory())
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg := graph.RunConfig{ThreadID: "media"}
+	cfg := thread.RunConfig{ThreadID: "media"}
 
 	cat, dog := realPNG(t, 4, 3), realPNG(t, 5, 2)
 	res, _, _ := stream(t, app, []message.Message{{Role: message.RoleUser, Content: []message.Block{

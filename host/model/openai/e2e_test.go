@@ -13,13 +13,14 @@ import (
 	"github.com/tenxgraph/tenxgraph/host/message"
 	"github.com/tenxgraph/tenxgraph/host/model/openai"
 	"github.com/tenxgraph/tenxgraph/host/model/openai/openaitest"
+	"github.com/tenxgraph/tenxgraph/host/thread"
 	"github.com/tenxgraph/tenxgraph/sdk"
 )
 
 // reactApp builds the prebuilt agent on an openai model talking to srv,
 // with a server tool "add" (counting its runs) and the remote tool
 // "read_clipboard".
-func reactApp(t *testing.T, srv *openaitest.Server) (*graph.App, *atomic.Int32) {
+func reactApp(t *testing.T, srv *openaitest.Server) (*thread.App, *atomic.Int32) {
 	t.Helper()
 	m, err := openai.New(openai.Config{Model: "test-model", BaseURL: srv.URL, MaxRetries: 2})
 	if err != nil {
@@ -42,7 +43,7 @@ func reactApp(t *testing.T, srv *openaitest.Server) (*graph.App, *atomic.Int32) 
 	if err := g.AttachRemoteTools([]graph.RemoteToolConfig{{Node: "tools", Name: clipboardTool.Name, Description: clipboardTool.Description, Parameters: clipboardTool.Parameters}}); err != nil {
 		t.Fatal(err)
 	}
-	app, err := g.Compile(checkpoint.NewMemory())
+	app, err := thread.Compile(g, checkpoint.NewMemory())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -51,7 +52,7 @@ func reactApp(t *testing.T, srv *openaitest.Server) (*graph.App, *atomic.Int32) 
 
 // stream runs the graph and returns its result with the text deltas and
 // the usage it reported.
-func stream(t *testing.T, app *graph.App, input []message.Message, cfg graph.RunConfig) (graph.Result, string, []graph.Usage) {
+func stream(t *testing.T, app *thread.App, input []message.Message, cfg thread.RunConfig) (graph.Result, string, []graph.Usage) {
 	t.Helper()
 	var text strings.Builder
 	var usage []graph.Usage
@@ -90,7 +91,7 @@ func TestReactEndToEnd(t *testing.T) {
 		openaitest.Reply{Text: "2+3 is 5 and your clipboard says hi.", Split: 4, Usage: &openaitest.Usage{PromptTokens: 90, CompletionTokens: 12}},
 	)
 	app, runs := reactApp(t, srv)
-	cfg := graph.RunConfig{ThreadID: "t1"}
+	cfg := thread.RunConfig{ThreadID: "t1"}
 
 	res, text, usage := stream(t, app, []message.Message{message.Text(message.RoleUser, "add 2 and 3, and read my clipboard")}, cfg)
 	if res.Status != graph.StatusInterrupted {
@@ -184,7 +185,7 @@ func TestReactInvalidArguments(t *testing.T) {
 		openaitest.Text("5"),
 	)
 	app, runs := reactApp(t, srv)
-	res, _, _ := stream(t, app, []message.Message{message.Text(message.RoleUser, "add 2 and 3")}, graph.RunConfig{ThreadID: "bad-args"})
+	res, _, _ := stream(t, app, []message.Message{message.Text(message.RoleUser, "add 2 and 3")}, thread.RunConfig{ThreadID: "bad-args"})
 	if res.Status != graph.StatusCompleted || res.Messages[len(res.Messages)-1].Text() != "5" {
 		t.Fatalf("status %q, last %+v", res.Status, res.Messages[len(res.Messages)-1])
 	}

@@ -1,4 +1,4 @@
-package graph
+package thread
 
 import (
 	"context"
@@ -12,6 +12,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/tenxgraph/tenxgraph/host/checkpoint"
+	"github.com/tenxgraph/tenxgraph/host/graph"
 	"github.com/tenxgraph/tenxgraph/host/media"
 	"github.com/tenxgraph/tenxgraph/host/message"
 )
@@ -26,29 +27,21 @@ import (
 // the store with the first checkpoint that refers to them, in the same
 // write (checkpoint.Checkpoint.Blobs): a run that is refused, or whose
 // checkpoint is not written, stores nothing. Until then the run holds
-// them, and its nodes read them through Run.ReadBlob as they read those
-// the thread held before.
-
-// WithMedia sets what media the app takes in (media.Default when unset:
-// the default types and limits, urls from any public https host).
-func WithMedia(c *media.Checker) Option {
-	return func(a *App) {
-		if c != nil {
-			a.media = c
-		}
-	}
-}
-
-// ErrBlobNotFound: the thread holds no such blob (or the thread is not the
-// caller's).
-var ErrBlobNotFound = errors.New("blob not found")
+// them, and its nodes read them through graph.Run.ReadBlob as they read
+// those the thread held before.
 
 // MaxFilenameBytes bounds a media block's filename.
 const MaxFilenameBytes = 255
 
-// runBlobs are the blobs a run took in, by reference: with their bytes
-// until a checkpoint that carried them is written.
-type runBlobs struct {
+// runMedia are the media of one run's thread: those the run took in, by
+// reference, with their bytes until a checkpoint that carried them is
+// written, and those the thread held before, in the store.
+type runMedia struct {
+	checker  *media.Checker
+	store    checkpoint.BlobStore
+	key      string // the thread's
+	threadID string
+
 	mu    sync.Mutex
 	byRef map[string]*runBlob
 }
@@ -67,7 +60,7 @@ const (
 )
 
 // add keeps b, unless the run has it already.
-func (rb *runBlobs) add(b checkpoint.Blob) {
+func (rb *runMedia) add(b checkpoint.Blob) {
 	rb.mu.Lock()
 	defer rb.mu.Unlock()
 	if rb.byRef == nil {
@@ -79,7 +72,7 @@ func (rb *runBlobs) add(b checkpoint.Blob) {
 }
 
 // get returns the blob ref the run took in; Data is nil once it is saved.
-func (rb *runBlobs) get(ref string) (checkpoint.Blob, bool) {
+func (rb *runMedia) get(ref string) (checkpoint.Blob, bool) {
 	rb.mu.Lock()
 	defer rb.mu.Unlock()
 	b, ok := rb.byRef[ref]
@@ -90,7 +83,7 @@ func (rb *runBlobs) get(ref string) (checkpoint.Blob, bool) {
 }
 
 // take returns the blobs no checkpoint has carried yet, for the next one.
-func (rb *runBlobs) take() []checkpoint.Blob {
+func (rb *runMedia) take() []checkpoint.Blob {
 	rb.mu.Lock()
 	defer rb.mu.Unlock()
 	var out []checkpoint.Blob
@@ -105,7 +98,7 @@ func (rb *runBlobs) take() []checkpoint.Blob {
 
 // done records the outcome of the write that carried blobs: saved, or to
 // be carried by the next one.
-func (rb *runBlobs) done(blobs []checkpoint.Blob, saved bool) {
+func (rb *runMedia) done(blobs []checkpoint.Blob, saved bool) {
 	rb.mu.Lock()
 	defer rb.mu.Unlock()
 	for _, b := range blobs {
@@ -118,21 +111,17 @@ func (rb *runBlobs) done(blobs []checkpoint.Blob, saved bool) {
 	}
 }
 
-// ReadBlob returns the bytes of the blob ref of the run's thread: one the
-// run took in, written yet or not, or one the thread held before. It is
-// what a model provider reads the media of its request through
-// (model.Request.Blobs). A blob the thread does not hold is an error
-// wrapping ErrBlobNotFound.
-func (r *Run) ReadBlob(ctx context.Context, ref string) ([]byte, error) {
-	if b, ok := r.blobs.get(ref); ok && b.Data != nil {
+// ReadBlob implements graph.BlobReader: the bytes of the blob ref of the
+// run's thread, one the run took in, written yet or not, or one the
+// thread held before. A blob the thread does not hold is an error wrapping
+// graph.ErrBlobNotFound.
+func (rb *runMedia) ReadBlob(ctx context.Context, ref string) ([]byte, error) {
+	if b, ok := rb.get(ref); ok && b.Data != nil {
 		return b.Data, nil
 	}
-	if r.store == nil {
-		return nil, fmt.Errorf("thread %q: blob %s: %w (a Run made by hand has no store)", r.ThreadID, ref, ErrBlobNotFound)
-	}
-	b, err := r.store.ReadBlob(ctx, r.Key(), ref)
+	b, err := rb.store.ReadBlob(ctx, rb.key, ref)
 	if errors.Is(err, checkpoint.ErrBlobNotFound) {
-		return nil, fmt.Errorf("thread %q: blob %s: %w", r.ThreadID, ref, ErrBlobNotFound)
+		return nil, fmt.Errorf("thread %q: blob %s: %w", rb.threadID, ref, graph.ErrBlobNotFound)
 	}
 	if err != nil {
 		return nil, err
@@ -142,76 +131,42 @@ func (r *Run) ReadBlob(ctx context.Context, ref string) ([]byte, error) {
 
 // statBlob returns the blob ref if the run's thread holds it (or the run
 // took it in), without its bytes.
-func (r *Run) statBlob(ctx context.Context, ref string) (checkpoint.Blob, bool, error) {
-	if b, ok := r.blobs.get(ref); ok {
+func (rb *runMedia) statBlob(ctx context.Context, ref string) (checkpoint.Blob, bool, error) {
+	if b, ok := rb.get(ref); ok {
 		b.Data = nil
 		return b, true, nil
 	}
-	if r.store == nil {
-		return checkpoint.Blob{}, false, nil
-	}
-	b, err := r.store.StatBlob(ctx, r.Key(), ref)
+	b, err := rb.store.StatBlob(ctx, rb.key, ref)
 	switch {
 	case errors.Is(err, checkpoint.ErrBlobNotFound):
 		return checkpoint.Blob{}, false, nil
 	case err != nil:
-		return checkpoint.Blob{}, false, fmt.Errorf("thread %q: blob %s: %w", r.ThreadID, ref, err)
+		return checkpoint.Blob{}, false, fmt.Errorf("thread %q: blob %s: %w", rb.threadID, ref, err)
 	}
 	return b, true, nil
-}
-
-// Blob returns the blob ref of tenant's thread threadID, with its bytes,
-// or an error wrapping ErrBlobNotFound: for a thread tenant does not have
-// and for a blob the thread does not hold alike, so that neither tells
-// anything of another tenant's threads or of other threads' blobs.
-func (a *App) Blob(ctx context.Context, tenant, threadID, ref string) (checkpoint.Blob, error) {
-	key, err := keyOf("thread_id", tenant, threadID)
-	if err != nil {
-		return checkpoint.Blob{}, err
-	}
-	if !message.ValidBlobRef(ref) {
-		return checkpoint.Blob{}, invalid("blob: want %q and the 64 lowercase hex digits of the bytes' SHA-256", message.BlobPrefix)
-	}
-	b, err := a.cp.ReadBlob(ctx, key, ref)
-	if errors.Is(err, checkpoint.ErrBlobNotFound) {
-		return checkpoint.Blob{}, fmt.Errorf("thread %q: blob %s: %w", threadID, ref, ErrBlobNotFound)
-	}
-	return b, err
-}
-
-// mediaPlace says why a media block may not stand where it is (in a
-// message of role, at path), or returns nil: media stands in a user
-// message, or among a tool result's attachments (checked where the tool
-// result is).
-func mediaPlace(role message.Role, kind, at string) error {
-	if role != message.RoleUser {
-		return invalid("%s: %s blocks stand only in user messages and among tool results' attachments, not in a message of role %q", at, kind, role)
-	}
-	return nil
 }
 
 // ingester takes in the media of one request's input, or of one node's
 // update: every block's new bytes count against one budget
 // (media.Checker.MaxRequestBytes), and a url named twice is fetched once.
 type ingester struct {
-	app     *App
-	run     *Run
+	run     *runMedia
 	budget  int64
 	fetched map[string][]byte // by url
 }
 
-func (a *App) newIngester(r *Run) *ingester {
-	return &ingester{app: a, run: r, budget: a.media.MaxRequestBytes()}
+func (rb *runMedia) ingester() *ingester {
+	return &ingester{run: rb, budget: rb.checker.MaxRequestBytes()}
 }
 
 // messages takes in the media of msgs, whose paths start at (such as
 // "messages"), and returns them with every media block holding a
 // reference. msgs is not changed; a message is copied only if one of its
 // blocks is. A media block out of its place, or one refused, is an error
-// wrapping ErrInvalidInput (and media.ErrRefused or media.ErrTooLarge),
-// naming the block's path; with lenient, a tool result whose attachments
-// are refused becomes an error result saying why instead (see
-// ingestUpdate).
+// wrapping graph.ErrInvalidInput (and media.ErrRefused or
+// media.ErrTooLarge), naming the block's path; with lenient, a tool result
+// whose attachments are refused becomes an error result saying why instead
+// (see saver.Admit).
 func (in *ingester) messages(ctx context.Context, msgs []message.Message, at string, lenient bool) ([]message.Message, error) {
 	var out []message.Message
 	for i, m := range msgs {
@@ -221,7 +176,7 @@ func (in *ingester) messages(ctx context.Context, msgs []message.Message, at str
 			var nb message.Block
 			switch b := b.(type) {
 			case message.MediaBlock:
-				if err := mediaPlace(m.Role, b.Kind, path); err != nil {
+				if err := graph.CheckMediaPlace(m.Role, b.Kind, path); err != nil {
 					return nil, err
 				}
 				mb, err := in.block(ctx, b, path)
@@ -242,7 +197,7 @@ func (in *ingester) messages(ctx context.Context, msgs []message.Message, at str
 				case err == nil:
 					b.Attachments = atts
 				case lenient && (errors.Is(err, media.ErrRefused) || errors.Is(err, media.ErrTooLarge)):
-					raw, _ := json.Marshal("the tool's result was refused: " + strings.TrimPrefix(err.Error(), ErrInvalidInput.Error()+": "))
+					raw, _ := json.Marshal("the tool's result was refused: " + strings.TrimPrefix(err.Error(), graph.ErrInvalidInput.Error()+": "))
 					b = message.ToolResultBlock{ToolCallID: b.ToolCallID, Content: raw, IsError: true}
 				default:
 					return nil, err
@@ -289,7 +244,7 @@ func (in *ingester) attachments(ctx context.Context, atts []message.MediaBlock, 
 
 // mediaErr is a refusal of the block at path.
 func mediaErr(path string, err error) error {
-	return fmt.Errorf("%w: %s: %w", ErrInvalidInput, path, err)
+	return fmt.Errorf("%w: %s: %w", graph.ErrInvalidInput, path, err)
 }
 
 // block takes in one media block: its bytes from its source, checked, and
@@ -319,7 +274,7 @@ func (in *ingester) block(ctx context.Context, b message.MediaBlock, path string
 		out.MimeType, out.Blob, out.Size, out.Width, out.Height = held.MimeType, held.Ref, held.Size, held.Width, held.Height
 		return out, nil
 	}
-	c := in.app.media
+	c := in.run.checker
 	data := b.Data
 	if b.URL != "" {
 		// The server's Content-Type is not taken: the declared type must
@@ -357,7 +312,7 @@ func (in *ingester) block(ctx context.Context, b message.MediaBlock, path string
 	if _, ok, err := in.run.statBlob(ctx, ref); err != nil {
 		return b, err
 	} else if !ok {
-		in.run.blobs.add(checkpoint.Blob{Ref: ref, MimeType: info.MimeType, Size: int64(len(data)), Width: info.Width, Height: info.Height, Data: data})
+		in.run.add(checkpoint.Blob{Ref: ref, MimeType: info.MimeType, Size: int64(len(data)), Width: info.Width, Height: info.Height, Data: data})
 	}
 	out.MimeType, out.Blob, out.Size, out.Width, out.Height = info.MimeType, ref, int64(len(data)), info.Width, info.Height
 	return out, nil
@@ -440,21 +395,4 @@ func checkFilename(name string) error {
 		return fmt.Errorf("%w: must not contain control characters", media.ErrRefused)
 	}
 	return nil
-}
-
-// ingestUpdate takes in the media of a node's update. A tool result whose
-// attachments are refused (a plugin's image that is not what it says, too
-// large, a url it may not fetch) becomes an error result saying so, which
-// the model reads: the run goes on, as with any tool that failed. Media
-// anywhere else a node may not put it fails the node.
-func (a *App) ingestUpdate(ctx context.Context, r *Run, node string, u Update) (Update, error) {
-	if len(u.Messages) == 0 {
-		return u, nil
-	}
-	msgs, err := a.newIngester(r).messages(ctx, u.Messages, "messages", true)
-	if err != nil {
-		return u, fmt.Errorf("node %q: %w", node, err)
-	}
-	u.Messages = msgs
-	return u, nil
 }

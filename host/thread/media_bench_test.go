@@ -1,4 +1,4 @@
-package graph_test
+package thread_test
 
 import (
 	"bytes"
@@ -16,6 +16,7 @@ import (
 	"github.com/tenxgraph/tenxgraph/host/checkpoint"
 	"github.com/tenxgraph/tenxgraph/host/graph"
 	"github.com/tenxgraph/tenxgraph/host/message"
+	"github.com/tenxgraph/tenxgraph/host/thread"
 )
 
 // writtenBytes is what this process has written so far (Linux's
@@ -80,11 +81,11 @@ func BenchmarkTurnWrites(b *testing.B) {
 				b.Fatal(err)
 			}
 			defer store.Close()
-			app, err := graph.New().AddNode("a", say("a")).AddEdge(graph.START, "a").AddEdge("a", graph.END).Compile(store)
+			app, err := thread.Compile(graph.New().AddNode("a", say("a")).AddEdge(graph.START, "a").AddEdge("a", graph.END), store)
 			if err != nil {
 				b.Fatal(err)
 			}
-			if _, err := app.Invoke(ctx, c.input(-1), graph.RunConfig{ThreadID: "t"}); err != nil { // the thread's first pages
+			if _, err := app.Invoke(ctx, c.input(-1), thread.RunConfig{ThreadID: "t"}); err != nil { // the thread's first pages
 				b.Fatal(err)
 			}
 			var written int64
@@ -94,7 +95,7 @@ func BenchmarkTurnWrites(b *testing.B) {
 				in := c.input(i)
 				w := writtenBytes(b)
 				b.StartTimer()
-				if _, err := app.Invoke(ctx, in, graph.RunConfig{ThreadID: "t"}); err != nil {
+				if _, err := app.Invoke(ctx, in, thread.RunConfig{ThreadID: "t"}); err != nil {
 					b.Fatal(err)
 				}
 				b.StopTimer()

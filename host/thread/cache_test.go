@@ -1,4 +1,4 @@
-package graph_test
+package thread_test
 
 import (
 	"context"
@@ -11,6 +11,7 @@ import (
 	"github.com/tenxgraph/tenxgraph/host/checkpoint"
 	"github.com/tenxgraph/tenxgraph/host/graph"
 	"github.com/tenxgraph/tenxgraph/host/message"
+	"github.com/tenxgraph/tenxgraph/host/thread"
 )
 
 // countingStore counts reads of a thread's latest checkpoint: a run served
@@ -20,9 +21,9 @@ type countingStore struct {
 	latest atomic.Int64
 }
 
-func (s *countingStore) Latest(ctx context.Context, thread string) (checkpoint.Checkpoint, error) {
+func (s *countingStore) Latest(ctx context.Context, threadID string) (checkpoint.Checkpoint, error) {
 	s.latest.Add(1)
-	return s.Memory.Latest(ctx, thread)
+	return s.Memory.Latest(ctx, threadID)
 }
 
 // appendText is a node appending an assistant message of n bytes.
@@ -32,11 +33,12 @@ func appendText(n int) graph.Node {
 	})
 }
 
-func cacheApp(t *testing.T, node graph.Node, budget int64) (*graph.App, *countingStore) {
+func cacheApp(t *testing.T, node graph.Node, budget int64) (*thread.App, *countingStore) {
 	t.Helper()
 	store := &countingStore{Memory: checkpoint.NewMemory()}
-	app, err := graph.New().AddNode("a", node).AddEdge(graph.START, "a").AddEdge("a", graph.END).
-		Compile(store, graph.WithCacheBytes(budget))
+	app, err := thread.Compile(graph.New().AddNode("a", node).AddEdge(graph.START, "a").AddEdge("a", graph.END),
+		store, thread.WithCacheBytes(budget))
+
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -50,7 +52,7 @@ func TestCacheStaysWithinItsBudget(t *testing.T) {
 	const budget, threads, size = 1 << 20, 100, 64 << 10
 	app, store := cacheApp(t, appendText(size), budget)
 	for i := range threads {
-		if _, err := app.Invoke(ctx, user("go"), graph.RunConfig{ThreadID: fmt.Sprint("t", i)}); err != nil {
+		if _, err := app.Invoke(ctx, user("go"), thread.RunConfig{ThreadID: fmt.Sprint("t", i)}); err != nil {
 			t.Fatal(err)
 		}
 		if st := app.CacheStats(); st.Bytes > budget {
@@ -69,14 +71,14 @@ func TestCacheStaysWithinItsBudget(t *testing.T) {
 	// when a new thread pushes the oldest one out.
 	reads := store.latest.Load()
 	last := fmt.Sprint("t", threads-1)
-	if _, err := app.Invoke(ctx, user("again"), graph.RunConfig{ThreadID: last}); err != nil {
+	if _, err := app.Invoke(ctx, user("again"), thread.RunConfig{ThreadID: last}); err != nil {
 		t.Fatal(err)
 	}
 	if n := store.latest.Load() - reads; n != 0 {
 		t.Fatalf("a cached thread was read %d times from the store", n)
 	}
 	// The first thread was evicted: it is read again, and still whole.
-	res, err := app.Invoke(ctx, user("again"), graph.RunConfig{ThreadID: "t0"})
+	res, err := app.Invoke(ctx, user("again"), thread.RunConfig{ThreadID: "t0"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -99,11 +101,11 @@ func TestCacheSkipsAThreadOverItsBudget(t *testing.T) {
 	app, store := cacheApp(t, graph.NodeFunc(func(ctx context.Context, in *graph.Input) (graph.Update, error) {
 		return appendText(size).Run(ctx, in)
 	}), budget)
-	if _, err := app.Invoke(ctx, user("small"), graph.RunConfig{ThreadID: "small"}); err != nil {
+	if _, err := app.Invoke(ctx, user("small"), thread.RunConfig{ThreadID: "small"}); err != nil {
 		t.Fatal(err)
 	}
 	size = 2 * budget
-	if _, err := app.Invoke(ctx, user("big"), graph.RunConfig{ThreadID: "big"}); err != nil {
+	if _, err := app.Invoke(ctx, user("big"), thread.RunConfig{ThreadID: "big"}); err != nil {
 		t.Fatal(err)
 	}
 	st := app.CacheStats()
@@ -112,7 +114,7 @@ func TestCacheSkipsAThreadOverItsBudget(t *testing.T) {
 	}
 	reads := store.latest.Load()
 	size = 1
-	if _, err := app.Invoke(ctx, user("again"), graph.RunConfig{ThreadID: "big"}); err != nil {
+	if _, err := app.Invoke(ctx, user("again"), thread.RunConfig{ThreadID: "big"}); err != nil {
 		t.Fatal(err)
 	}
 	if store.latest.Load() != reads+1 {
@@ -125,7 +127,7 @@ func TestCacheSkipsAThreadOverItsBudget(t *testing.T) {
 func TestCacheOff(t *testing.T) {
 	app, store := cacheApp(t, appendText(10), 0)
 	for range 3 {
-		if _, err := app.Invoke(ctx, user("go"), graph.RunConfig{ThreadID: "t"}); err != nil {
+		if _, err := app.Invoke(ctx, user("go"), thread.RunConfig{ThreadID: "t"}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -134,7 +136,7 @@ func TestCacheOff(t *testing.T) {
 	if n := store.latest.Load(); n != 2 {
 		t.Fatalf("%d reads for 3 runs on one thread without a cache, want 2", n)
 	}
-	if st := app.CacheStats(); st != (graph.CacheStats{}) {
+	if st := app.CacheStats(); st != (thread.CacheStats{}) {
 		t.Fatalf("stats %+v without a cache", st)
 	}
 }
@@ -144,11 +146,11 @@ func TestCacheOff(t *testing.T) {
 // replica) is seen at the next read.
 func TestReadsAreCachedAndChecked(t *testing.T) {
 	app, store := cacheApp(t, appendText(10), 1<<20)
-	other, err := graph.New().AddNode("a", appendText(20)).AddEdge(graph.START, "a").AddEdge("a", graph.END).Compile(store.Memory)
+	other, err := thread.Compile(graph.New().AddNode("a", appendText(20)).AddEdge(graph.START, "a").AddEdge("a", graph.END), store.Memory)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := other.Invoke(ctx, user("go"), graph.RunConfig{ThreadID: "t"}); err != nil {
+	if _, err := other.Invoke(ctx, user("go"), thread.RunConfig{ThreadID: "t"}); err != nil {
 		t.Fatal(err)
 	}
 	for range 3 {
@@ -159,7 +161,7 @@ func TestReadsAreCachedAndChecked(t *testing.T) {
 	if n := store.latest.Load(); n != 1 {
 		t.Fatalf("three reads read the store's latest %d times, want 1 (then the cache)", n)
 	}
-	if _, err := other.Invoke(ctx, user("again"), graph.RunConfig{ThreadID: "t"}); err != nil {
+	if _, err := other.Invoke(ctx, user("again"), thread.RunConfig{ThreadID: "t"}); err != nil {
 		t.Fatal(err)
 	}
 	res, err := app.Thread(ctx, "t")
@@ -175,14 +177,14 @@ type logCounter struct {
 	whole, tail atomic.Int64
 }
 
-func (s *logCounter) Latest(ctx context.Context, thread string) (checkpoint.Checkpoint, error) {
-	cp, err := s.Memory.Latest(ctx, thread)
+func (s *logCounter) Latest(ctx context.Context, threadID string) (checkpoint.Checkpoint, error) {
+	cp, err := s.Memory.Latest(ctx, threadID)
 	s.whole.Add(int64(len(cp.Log)))
 	return cp, err
 }
 
-func (s *logCounter) LatestTail(ctx context.Context, thread string, from int) (checkpoint.Checkpoint, int, error) {
-	cp, n, err := s.Memory.LatestTail(ctx, thread, from)
+func (s *logCounter) LatestTail(ctx context.Context, threadID string, from int) (checkpoint.Checkpoint, int, error) {
+	cp, n, err := s.Memory.LatestTail(ctx, threadID, from)
 	s.tail.Add(int64(len(cp.Log)))
 	return cp, n, err
 }
@@ -193,9 +195,9 @@ func (s *logCounter) LatestTail(ctx context.Context, thread string, from int) (c
 // started again is read whole.
 func TestReplicasReadOnlyWhatTheOtherAdded(t *testing.T) {
 	store := &logCounter{Memory: checkpoint.NewMemory()}
-	var apps [2]*graph.App
+	var apps [2]*thread.App
 	for i := range apps {
-		app, err := graph.New().AddNode("a", appendText(10)).AddEdge(graph.START, "a").AddEdge("a", graph.END).Compile(store)
+		app, err := thread.Compile(graph.New().AddNode("a", appendText(10)).AddEdge(graph.START, "a").AddEdge("a", graph.END), store)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -203,7 +205,7 @@ func TestReplicasReadOnlyWhatTheOtherAdded(t *testing.T) {
 	}
 	const turns = 40
 	for turn := range turns {
-		if _, err := apps[turn%2].Invoke(ctx, user(fmt.Sprint("turn ", turn)), graph.RunConfig{ThreadID: "t"}); err != nil {
+		if _, err := apps[turn%2].Invoke(ctx, user(fmt.Sprint("turn ", turn)), thread.RunConfig{ThreadID: "t"}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -213,7 +215,7 @@ func TestReplicasReadOnlyWhatTheOtherAdded(t *testing.T) {
 	if whole, tail := store.whole.Load(), store.tail.Load(); whole > 2 || tail != 2*(turns-2) {
 		t.Fatalf("%d turns read %d entries whole and %d as tails; want at most 2 whole and %d as tails", turns, whole, tail, 2*(turns-2))
 	}
-	fresh, err := graph.New().AddNode("a", appendText(10)).AddEdge(graph.START, "a").AddEdge("a", graph.END).Compile(checkpoint.Checkpointer(store.Memory), graph.WithCacheBytes(0))
+	fresh, err := thread.Compile(graph.New().AddNode("a", appendText(10)).AddEdge(graph.START, "a").AddEdge("a", graph.END), checkpoint.Checkpointer(store.Memory), thread.WithCacheBytes(0))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -233,7 +235,7 @@ func TestReplicasReadOnlyWhatTheOtherAdded(t *testing.T) {
 		t.Fatal(err)
 	}
 	for turn := range turns {
-		if _, err := apps[0].Invoke(ctx, user(fmt.Sprint("again ", turn)), graph.RunConfig{ThreadID: "t"}); err != nil {
+		if _, err := apps[0].Invoke(ctx, user(fmt.Sprint("again ", turn)), thread.RunConfig{ThreadID: "t"}); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -1,4 +1,4 @@
-package graph_test
+package thread_test
 
 import (
 	"bytes"
@@ -19,6 +19,7 @@ import (
 	"github.com/tenxgraph/tenxgraph/host/graph"
 	"github.com/tenxgraph/tenxgraph/host/media"
 	"github.com/tenxgraph/tenxgraph/host/message"
+	"github.com/tenxgraph/tenxgraph/host/thread"
 )
 
 func pngBytes(w, h int) []byte {
@@ -76,14 +77,14 @@ func mediaOf(msgs []message.Message) []message.MediaBlock {
 func TestMediaStoredOnceAndByReference(t *testing.T) {
 	ctx := context.Background()
 	store := checkpoint.NewMemory()
-	app, err := graph.New().AddNode("a", say("a")).AddEdge(graph.START, "a").AddEdge("a", graph.END).Compile(store)
+	app, err := thread.Compile(graph.New().AddNode("a", say("a")).AddEdge(graph.START, "a").AddEdge("a", graph.END), store)
 	if err != nil {
 		t.Fatal(err)
 	}
 	img := pngBytes(64, 48)
 	ref := checkpoint.BlobRef(img)
 	for turn := range 8 {
-		res, err := app.Invoke(ctx, withImage("look", dataImage(img)), graph.RunConfig{ThreadID: "t"})
+		res, err := app.Invoke(ctx, withImage("look", dataImage(img)), thread.RunConfig{ThreadID: "t"})
 		if err != nil {
 			t.Fatalf("turn %d: %v", turn, err)
 		}
@@ -113,7 +114,7 @@ func TestMediaStoredOnceAndByReference(t *testing.T) {
 		}
 	}
 	// By its blob: the thread holds it.
-	res, err := app.Invoke(ctx, withImage("again", message.MediaBlock{Kind: message.TypeImage, MimeType: "image/png", Blob: ref}), graph.RunConfig{ThreadID: "t"})
+	res, err := app.Invoke(ctx, withImage("again", message.MediaBlock{Kind: message.TypeImage, MimeType: "image/png", Blob: ref}), thread.RunConfig{ThreadID: "t"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -150,20 +151,20 @@ func TestMediaRefusedStoresNothing(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	app, err := graph.New().AddNode("a", say("a")).AddEdge(graph.START, "a").AddEdge("a", graph.END).Compile(store, graph.WithMedia(checker))
+	app, err := thread.Compile(graph.New().AddNode("a", say("a")).AddEdge(graph.START, "a").AddEdge("a", graph.END), store, thread.WithMedia(checker))
 	if err != nil {
 		t.Fatal(err)
 	}
 	// Another thread holds an image: naming it from this one is refused.
 	other := pngBytes(8, 8)
-	if _, err := app.Invoke(ctx, withImage("mine", dataImage(other)), graph.RunConfig{ThreadID: "other"}); err != nil {
+	if _, err := app.Invoke(ctx, withImage("mine", dataImage(other)), thread.RunConfig{ThreadID: "other"}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := app.Invoke(ctx, user("hello"), graph.RunConfig{ThreadID: "t"}); err != nil {
+	if _, err := app.Invoke(ctx, user("hello"), thread.RunConfig{ThreadID: "t"}); err != nil {
 		t.Fatal(err)
 	}
 	before := usageOf(t, store)
-	thread, _ := app.ThreadFor(ctx, "", "t")
+	held, _ := app.ThreadFor(ctx, "", "t")
 	small := pngBytes(4, 4)
 	big := append(pngBytes(2, 2), make([]byte, 65<<10)...)
 	half := pngBytes(120, 120) // about 57 KiB: two are over the request's 100 KiB
@@ -191,15 +192,15 @@ func TestMediaRefusedStoresNothing(t *testing.T) {
 		{"a control character in a filename", withImage("x", message.MediaBlock{Kind: message.TypeImage, MimeType: "image/png", Data: small, Filename: "a\nb.png"}), media.ErrRefused,
 			"messages[0].content[1].filename"},
 	} {
-		_, err := app.Invoke(ctx, c.input, graph.RunConfig{ThreadID: "t"})
+		_, err := app.Invoke(ctx, c.input, thread.RunConfig{ThreadID: "t"})
 		if !errors.Is(err, graph.ErrInvalidInput) || !errors.Is(err, c.kind) || !strings.Contains(err.Error(), c.says) {
 			t.Errorf("%s: %v; want %v saying %q", c.name, err, c.kind, c.says)
 		}
 		if u := usageOf(t, store); u != before {
 			t.Fatalf("%s stored something: %+v, before %+v", c.name, u, before)
 		}
-		if after, _ := app.ThreadFor(ctx, "", "t"); len(after.Messages) != len(thread.Messages) {
-			t.Fatalf("%s changed the thread: %d messages, before %d", c.name, len(after.Messages), len(thread.Messages))
+		if after, _ := app.ThreadFor(ctx, "", "t"); len(after.Messages) != len(held.Messages) {
+			t.Fatalf("%s changed the thread: %d messages, before %d", c.name, len(after.Messages), len(held.Messages))
 		}
 	}
 }
@@ -209,26 +210,27 @@ func TestMediaRefusedStoresNothing(t *testing.T) {
 func TestMediaOfAFailedWriteAreNotStored(t *testing.T) {
 	ctx := context.Background()
 	store := &failingPuts{Memory: checkpoint.NewMemory()}
-	for _, d := range []graph.Durability{graph.DurabilitySync, graph.DurabilityAsync, graph.DurabilityExit} {
-		app, err := graph.New().AddNode("a", say("a")).AddNode("b", say("b")).AddEdge(graph.START, "a").AddEdge("a", "b").AddEdge("b", graph.END).
-			Compile(store, graph.WithDurability(d))
+	for _, d := range []thread.Durability{thread.DurabilitySync, thread.DurabilityAsync, thread.DurabilityExit} {
+		app, err := thread.Compile(graph.New().AddNode("a", say("a")).AddNode("b", say("b")).AddEdge(graph.START, "a").AddEdge("a", "b").AddEdge("b", graph.END),
+			store, thread.WithDurability(d))
+
 		if err != nil {
 			t.Fatal(err)
 		}
 		img := pngBytes(9, 9+len(d))
-		thread := "t-" + string(d)
+		threadID := "t-" + string(d)
 		store.fail.Store(1)
-		if _, err := app.Invoke(ctx, withImage("x", dataImage(img)), graph.RunConfig{ThreadID: thread}); err == nil {
+		if _, err := app.Invoke(ctx, withImage("x", dataImage(img)), thread.RunConfig{ThreadID: threadID}); err == nil {
 			t.Fatalf("%s: the run whose write failed succeeded", d)
 		}
-		if _, err := app.Blob(ctx, "", thread, checkpoint.BlobRef(img)); !errors.Is(err, graph.ErrBlobNotFound) {
+		if _, err := app.Blob(ctx, "", threadID, checkpoint.BlobRef(img)); !errors.Is(err, graph.ErrBlobNotFound) {
 			t.Fatalf("%s: the image of the run whose write failed: %v", d, err)
 		}
-		res, err := app.Invoke(ctx, withImage("x", dataImage(img)), graph.RunConfig{ThreadID: thread})
+		res, err := app.Invoke(ctx, withImage("x", dataImage(img)), thread.RunConfig{ThreadID: threadID})
 		if err != nil || len(mediaOf(res.Messages)) != 1 {
 			t.Fatalf("%s: sent again: %v", d, err)
 		}
-		if b, err := app.Blob(ctx, "", thread, checkpoint.BlobRef(img)); err != nil || !bytes.Equal(b.Data, img) {
+		if b, err := app.Blob(ctx, "", threadID, checkpoint.BlobRef(img)); err != nil || !bytes.Equal(b.Data, img) {
 			t.Fatalf("%s: the image sent again: %v", d, err)
 		}
 	}
@@ -279,12 +281,13 @@ func TestMediaFromNodes(t *testing.T) {
 		}
 		return graph.Update{}, nil
 	})
-	app, err := graph.New().AddNode("tools", tools).AddNode("model", model).AddEdge(graph.START, "tools").AddEdge("tools", "model").AddEdge("model", graph.END).
-		Compile(store, graph.WithDurability(graph.DurabilityExit))
+	app, err := thread.Compile(graph.New().AddNode("tools", tools).AddNode("model", model).AddEdge(graph.START, "tools").AddEdge("tools", "model").AddEdge("model", graph.END),
+		store, thread.WithDurability(thread.DurabilityExit))
+
 	if err != nil {
 		t.Fatal(err)
 	}
-	res, err := app.Invoke(ctx, user("screenshot"), graph.RunConfig{ThreadID: "t"})
+	res, err := app.Invoke(ctx, user("screenshot"), thread.RunConfig{ThreadID: "t"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -298,7 +301,7 @@ func TestMediaFromNodes(t *testing.T) {
 		t.Fatalf("the store: %v", err)
 	}
 
-	res, err = app.Invoke(ctx, user("lie"), graph.RunConfig{ThreadID: "t"})
+	res, err = app.Invoke(ctx, user("lie"), thread.RunConfig{ThreadID: "t"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -309,7 +312,7 @@ func TestMediaFromNodes(t *testing.T) {
 	}
 
 	before := usageOf(t, store)
-	_, err = app.Invoke(ctx, user("misplace"), graph.RunConfig{ThreadID: "m"})
+	_, err = app.Invoke(ctx, user("misplace"), thread.RunConfig{ThreadID: "m"})
 	if err == nil || !strings.Contains(err.Error(), `node "tools": invalid input: messages[0].content[0]: image blocks stand only in user messages`) {
 		t.Fatalf("media in a node's assistant message: %v", err)
 	}
@@ -326,13 +329,13 @@ func TestMediaFromNodes(t *testing.T) {
 // neither reads nor names them.
 func TestMediaPerTenant(t *testing.T) {
 	ctx := context.Background()
-	app, err := graph.New().AddNode("a", say("a")).AddEdge(graph.START, "a").AddEdge("a", graph.END).Compile(checkpoint.NewMemory())
+	app, err := thread.Compile(graph.New().AddNode("a", say("a")).AddEdge(graph.START, "a").AddEdge("a", graph.END), checkpoint.NewMemory())
 	if err != nil {
 		t.Fatal(err)
 	}
 	img := pngBytes(6, 6)
 	ref := checkpoint.BlobRef(img)
-	if _, err := app.Invoke(ctx, withImage("x", dataImage(img)), graph.RunConfig{ThreadID: "t", Tenant: "alice"}); err != nil {
+	if _, err := app.Invoke(ctx, withImage("x", dataImage(img)), thread.RunConfig{ThreadID: "t", Tenant: "alice"}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := app.Blob(ctx, "alice", "t", ref); err != nil {
@@ -342,7 +345,7 @@ func TestMediaPerTenant(t *testing.T) {
 		if _, err := app.Blob(ctx, tenant, "t", ref); !errors.Is(err, graph.ErrBlobNotFound) {
 			t.Fatalf("%q reads alice's blob: %v", tenant, err)
 		}
-		_, err := app.Invoke(ctx, withImage("x", message.MediaBlock{Kind: message.TypeImage, MimeType: "image/png", Blob: ref}), graph.RunConfig{ThreadID: "t", Tenant: tenant})
+		_, err := app.Invoke(ctx, withImage("x", message.MediaBlock{Kind: message.TypeImage, MimeType: "image/png", Blob: ref}), thread.RunConfig{ThreadID: "t", Tenant: tenant})
 		if !errors.Is(err, media.ErrRefused) {
 			t.Fatalf("%q names alice's blob: %v", tenant, err)
 		}
@@ -368,16 +371,16 @@ func TestMediaInCodeAnswers(t *testing.T) {
 		}
 		return graph.Update{Messages: []message.Message{{Role: message.RoleTool, Content: []message.Block{b}}}}, nil
 	})
-	app, err := graph.New().AddNode("ask", asker).AddEdge(graph.START, "ask").AddEdge("ask", graph.END).Compile(store)
+	app, err := thread.Compile(graph.New().AddNode("ask", asker).AddEdge(graph.START, "ask").AddEdge("ask", graph.END), store)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if res, err := app.Invoke(ctx, user("go"), graph.RunConfig{ThreadID: "t"}); err != nil || res.Status != graph.StatusInterrupted {
+	if res, err := app.Invoke(ctx, user("go"), thread.RunConfig{ThreadID: "t"}); err != nil || res.Status != graph.StatusInterrupted {
 		t.Fatalf("%+v, %v", res, err)
 	}
 	img := pngBytes(7, 3)
 	answer := mustJSON(t, message.ToolResultBlock{ToolCallID: "pick", Content: json.RawMessage(`"here"`), Attachments: []message.MediaBlock{dataImage(img)}})
-	res, err := app.Invoke(ctx, nil, graph.RunConfig{ThreadID: "t", Resume: map[string]json.RawMessage{"pick": answer}})
+	res, err := app.Invoke(ctx, nil, thread.RunConfig{ThreadID: "t", Resume: map[string]json.RawMessage{"pick": answer}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -416,13 +419,13 @@ func TestMediaFromURL(t *testing.T) {
 		t.Fatal(err)
 	}
 	store := checkpoint.NewMemory()
-	app, err := graph.New().AddNode("a", say("a")).AddEdge(graph.START, "a").AddEdge("a", graph.END).Compile(store, graph.WithMedia(checker))
+	app, err := thread.Compile(graph.New().AddNode("a", say("a")).AddEdge(graph.START, "a").AddEdge("a", graph.END), store, thread.WithMedia(checker))
 	if err != nil {
 		t.Fatal(err)
 	}
 	in := withImage("look", message.MediaBlock{Kind: message.TypeImage, MimeType: "image/png", URL: srv.URL + "/a.png"})
 	in[0].Content = append(in[0].Content, message.MediaBlock{Kind: message.TypeImage, URL: srv.URL + "/a.png"})
-	res, err := app.Invoke(ctx, in, graph.RunConfig{ThreadID: "t"})
+	res, err := app.Invoke(ctx, in, thread.RunConfig{ThreadID: "t"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -436,7 +439,7 @@ func TestMediaFromURL(t *testing.T) {
 	if b, err := store.ReadBlob(ctx, "t", checkpoint.BlobRef(img)); err != nil || !bytes.Equal(b.Data, img) {
 		t.Fatalf("the stored bytes: %v", err)
 	}
-	_, err = app.Invoke(ctx, withImage("look", message.MediaBlock{Kind: message.TypeImage, MimeType: "image/jpeg", URL: srv.URL + "/a.png"}), graph.RunConfig{ThreadID: "t"})
+	_, err = app.Invoke(ctx, withImage("look", message.MediaBlock{Kind: message.TypeImage, MimeType: "image/jpeg", URL: srv.URL + "/a.png"}), thread.RunConfig{ThreadID: "t"})
 	if !errors.Is(err, media.ErrRefused) || !strings.Contains(err.Error(), "messages[0].content[1]: media refused: declared image/jpeg, but the bytes are image/png") {
 		t.Fatalf("a url whose bytes are not the declared type: %v", err)
 	}

@@ -1,4 +1,4 @@
-package graph_test
+package thread_test
 
 import (
 	"context"
@@ -11,6 +11,7 @@ import (
 	"github.com/tenxgraph/tenxgraph/host/checkpoint"
 	"github.com/tenxgraph/tenxgraph/host/graph"
 	"github.com/tenxgraph/tenxgraph/host/message"
+	"github.com/tenxgraph/tenxgraph/host/thread"
 )
 
 // Two apps on one store, as two replicas: a thread deleted and re-created
@@ -28,9 +29,9 @@ func TestDeleteAndRecreateAcrossApps(t *testing.T) {
 	})
 	g := graph.New().AddNode("ask", ask).AddEdge(graph.START, "ask").AddEdge("ask", graph.END)
 	cp := checkpoint.NewMemory()
-	a, _ := g.Compile(cp)
-	b, _ := g.Compile(cp)
-	cfg := graph.RunConfig{ThreadID: "T"}
+	a, _ := thread.Compile(g, cp)
+	b, _ := thread.Compile(g, cp)
+	cfg := thread.RunConfig{ThreadID: "T"}
 	if res, err := a.Invoke(ctx, user("old"), cfg); err != nil || res.Status != graph.StatusInterrupted {
 		t.Fatalf("old conversation: %v %s", err, res.Status)
 	}
@@ -43,11 +44,11 @@ func TestDeleteAndRecreateAcrossApps(t *testing.T) {
 	if res, err := b.Invoke(ctx, user("new"), cfg); err != nil || res.Status != graph.StatusInterrupted {
 		t.Fatalf("new conversation: %v %s", err, res.Status)
 	}
-	stale := graph.RunConfig{ThreadID: "T", Resume: map[string]json.RawMessage{"q-old": json.RawMessage(`1`)}}
+	stale := thread.RunConfig{ThreadID: "T", Resume: map[string]json.RawMessage{"q-old": json.RawMessage(`1`)}}
 	if _, err := a.Invoke(ctx, nil, stale); !errors.Is(err, graph.ErrUnknownCall) {
 		t.Fatalf("stale resume: %v, want ErrUnknownCall", err)
 	}
-	for _, app := range []*graph.App{a, b} {
+	for _, app := range []*thread.App{a, b} {
 		th, err := app.Thread(ctx, "T")
 		if err != nil || th.Status != graph.StatusInterrupted || texts(th.Messages)[0] != "new" || th.Interrupts[0].ID != "q-new" {
 			t.Fatalf("the new conversation after the stale resume: %v %s %q", err, th.Status, texts(th.Messages))
@@ -66,13 +67,13 @@ func TestLostLeaseStopsTheRun(t *testing.T) {
 	})
 	g := graph.New().AddNode("block", block).AddEdge(graph.START, "block").AddEdge("block", graph.END)
 	cp := checkpoint.NewMemory()
-	app, err := g.Compile(cp, graph.WithLease(90*time.Millisecond))
+	app, err := thread.Compile(g, cp, thread.WithLease(90*time.Millisecond))
 	if err != nil {
 		t.Fatal(err)
 	}
 	done := make(chan error, 1)
 	go func() {
-		_, err := app.Invoke(context.Background(), user("go"), graph.RunConfig{ThreadID: "L"})
+		_, err := app.Invoke(context.Background(), user("go"), thread.RunConfig{ThreadID: "L"})
 		done <- err
 	}()
 	<-started
@@ -114,24 +115,24 @@ func TestLongRunKeepsItsLease(t *testing.T) {
 	})
 	g := graph.New().AddNode("slow", slow).AddEdge(graph.START, "slow").AddEdge("slow", graph.END)
 	cp := checkpoint.NewMemory()
-	a, err := g.Compile(cp, graph.WithLease(lease))
+	a, err := thread.Compile(g, cp, thread.WithLease(lease))
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, err := g.Compile(cp, graph.WithLease(lease))
+	b, err := thread.Compile(g, cp, thread.WithLease(lease))
 	if err != nil {
 		t.Fatal(err)
 	}
 	done := make(chan error, 1)
 	go func() {
-		_, err := a.Invoke(ctx, user("go"), graph.RunConfig{ThreadID: "K"})
+		_, err := a.Invoke(ctx, user("go"), thread.RunConfig{ThreadID: "K"})
 		done <- err
 	}()
 	<-started
 	// Five leases' worth of time: without renewals the lease would have
 	// expired four times over, and b's claim would take the thread.
 	for start := time.Now(); time.Since(start) < 5*lease; {
-		_, err := b.Invoke(ctx, user("me too"), graph.RunConfig{ThreadID: "K"})
+		_, err := b.Invoke(ctx, user("me too"), thread.RunConfig{ThreadID: "K"})
 		if !errors.Is(err, graph.ErrThreadBusy) {
 			t.Fatalf("the other replica's run, %v after the first run started: %v, want ErrThreadBusy", time.Since(start), err)
 		}
@@ -140,7 +141,7 @@ func TestLongRunKeepsItsLease(t *testing.T) {
 	if err := <-done; err != nil {
 		t.Fatalf("the long run: %v", err)
 	}
-	res, err := b.Invoke(ctx, user("now"), graph.RunConfig{ThreadID: "K"})
+	res, err := b.Invoke(ctx, user("now"), thread.RunConfig{ThreadID: "K"})
 	if err != nil || res.Status != graph.StatusCompleted {
 		t.Fatalf("after the long run ended, the other replica's run: %v, %v", res.Status, err)
 	}
@@ -165,13 +166,13 @@ func TestSecondRequestBusyOrReplayed(t *testing.T) {
 	})
 	g := graph.New().AddNode("ask", ask).AddEdge(graph.START, "ask").AddEdge("ask", graph.END)
 	cp := checkpoint.NewMemory()
-	a, _ := g.Compile(cp)
-	b, _ := g.Compile(cp)
-	cfg := graph.RunConfig{ThreadID: "R"}
+	a, _ := thread.Compile(g, cp)
+	b, _ := thread.Compile(g, cp)
+	cfg := thread.RunConfig{ThreadID: "R"}
 	if _, err := a.Invoke(ctx, user("go"), cfg); err != nil {
 		t.Fatal(err)
 	}
-	resume := graph.RunConfig{ThreadID: "R", Resume: map[string]json.RawMessage{"q": json.RawMessage(`"yes"`)}}
+	resume := thread.RunConfig{ThreadID: "R", Resume: map[string]json.RawMessage{"q": json.RawMessage(`"yes"`)}}
 	first := make(chan graph.Result, 1)
 	go func() {
 		res, err := a.Invoke(ctx, nil, resume)
@@ -209,7 +210,7 @@ func TestSecondRequestBusyOrReplayed(t *testing.T) {
 		t.Fatalf("the node ran %d times, want 2 (pause, one resume)", n)
 	}
 	// A different answer afterwards is refused.
-	if _, err := b.Invoke(ctx, nil, graph.RunConfig{ThreadID: "R", Resume: map[string]json.RawMessage{"q": json.RawMessage(`"no"`)}}); !errors.Is(err, graph.ErrStateConflict) {
+	if _, err := b.Invoke(ctx, nil, thread.RunConfig{ThreadID: "R", Resume: map[string]json.RawMessage{"q": json.RawMessage(`"no"`)}}); !errors.Is(err, graph.ErrStateConflict) {
 		t.Fatalf("a different answer: %v, want a 409 conflict", err)
 	}
 }
@@ -238,12 +239,12 @@ func TestLastCheckpointReleasesTheLease(t *testing.T) {
 		}
 		return graph.Update{Messages: []message.Message{message.Text(message.RoleAssistant, "ok")}}, nil
 	})
-	app, err := graph.New().AddNode("a", node).AddNode("b", node).AddEdge(graph.START, "a").AddEdge("a", "b").AddEdge("b", graph.END).Compile(store)
+	app, err := thread.Compile(graph.New().AddNode("a", node).AddNode("b", node).AddEdge(graph.START, "a").AddEdge("a", "b").AddEdge("b", graph.END), store)
 	if err != nil {
 		t.Fatal(err)
 	}
 	for turn := range 3 {
-		if _, err := app.Invoke(ctx, user("go"), graph.RunConfig{ThreadID: "t"}); err != nil {
+		if _, err := app.Invoke(ctx, user("go"), thread.RunConfig{ThreadID: "t"}); err != nil {
 			t.Fatal(err)
 		}
 		le, err := store.Claim(ctx, "t", time.Minute)
@@ -258,7 +259,7 @@ func TestLastCheckpointReleasesTheLease(t *testing.T) {
 		t.Fatalf("three runs made %d Release calls, want 0 (their last checkpoints released)", n)
 	}
 	fail = true
-	if _, err := app.Invoke(ctx, user("go"), graph.RunConfig{ThreadID: "t"}); err == nil {
+	if _, err := app.Invoke(ctx, user("go"), thread.RunConfig{ThreadID: "t"}); err == nil {
 		t.Fatal("the failing run succeeded")
 	}
 	if _, err := store.Claim(ctx, "t", time.Minute); err != nil {

@@ -1,9 +1,10 @@
-package graph
+package thread
 
 import (
 	"testing"
 
 	"github.com/tenxgraph/tenxgraph/host/checkpoint"
+	"github.com/tenxgraph/tenxgraph/host/graph"
 	"github.com/tenxgraph/tenxgraph/host/message"
 )
 
@@ -17,7 +18,7 @@ func TestTailHandOver(t *testing.T) {
 		arr[i] = message.Text(message.RoleUser, "m")
 	}
 	saved := arr[:2:2] // what the run's last checkpoint holds
-	c.store("t", checkpoint.Checkpoint{ThreadID: "t", Seq: 1}, wireState{State: State{Messages: saved}}, 10)
+	c.keep(cached{thread: "t", cp: checkpoint.Checkpoint{ThreadID: "t", Seq: 1}, saved: graph.Saved{State: graph.State{Messages: saved}}}, 10)
 
 	// The run appended a message it did not save: it keeps its array.
 	c.giveTail("t", arr)
@@ -41,13 +42,13 @@ func TestTailHandOver(t *testing.T) {
 	}
 	// A new save of the thread replaces the entry, and its tail with it.
 	c.giveTail("t", arr[:2])
-	c.store("t", checkpoint.Checkpoint{ThreadID: "t", Seq: 2}, wireState{State: State{Messages: saved}}, 10)
+	c.keep(cached{thread: "t", cp: checkpoint.Checkpoint{ThreadID: "t", Seq: 2}, saved: graph.Saved{State: graph.State{Messages: saved}}}, 10)
 	if got := c.takeTail("t", saved); got != nil {
 		t.Fatalf("a tail outlived the entry it was given with")
 	}
 	// An entry dropped as stale gives its tail to the one load that drops
 	// it, when it is the entry that load read.
-	c.store("t", checkpoint.Checkpoint{ThreadID: "t", Seq: 3}, wireState{State: State{Messages: arr[:2:2]}}, 10)
+	c.keep(cached{thread: "t", cp: checkpoint.Checkpoint{ThreadID: "t", Seq: 3}, saved: graph.Saved{State: graph.State{Messages: arr[:2:2]}}}, 10)
 	c.giveTail("t", arr[:2])
 	if got := c.dropTakingTail("t", arr[:1:1]); got != nil {
 		t.Fatalf("a load that read other messages took the tail")
@@ -55,7 +56,7 @@ func TestTailHandOver(t *testing.T) {
 	if _, ok := c.get("t"); ok {
 		t.Fatalf("the stale entry was not dropped")
 	}
-	c.store("t", checkpoint.Checkpoint{ThreadID: "t", Seq: 4}, wireState{State: State{Messages: arr[:2:2]}}, 10)
+	c.keep(cached{thread: "t", cp: checkpoint.Checkpoint{ThreadID: "t", Seq: 4}, saved: graph.Saved{State: graph.State{Messages: arr[:2:2]}}}, 10)
 	c.giveTail("t", arr[:2])
 	if got := c.dropTakingTail("t", arr[:2:2]); len(got) != 2 || cap(got) != 8 {
 		t.Fatalf("the load that read the entry took len %d cap %d, want its array", len(got), cap(got))
@@ -65,9 +66,9 @@ func TestTailHandOver(t *testing.T) {
 	}
 
 	// No cache: nothing to hand over.
-	var none *threadCache
+	none := newThreadCache(checkpoint.NewMemory(), 0)
 	none.giveTail("t", arr[:2])
 	if got := none.takeTail("t", saved); got != nil {
-		t.Fatalf("a nil cache returned a tail")
+		t.Fatalf("a cache without a budget returned a tail")
 	}
 }

@@ -1,4 +1,4 @@
-package graph_test
+package thread_test
 
 import (
 	"context"
@@ -12,6 +12,7 @@ import (
 	"github.com/tenxgraph/tenxgraph/host/checkpoint"
 	"github.com/tenxgraph/tenxgraph/host/graph"
 	"github.com/tenxgraph/tenxgraph/host/message"
+	"github.com/tenxgraph/tenxgraph/host/thread"
 )
 
 // Two tenants' threads of one id are two threads, on one app and across
@@ -20,18 +21,19 @@ import (
 // exactly as for an unknown thread.
 func TestTenantsHaveThreadsOfTheirOwn(t *testing.T) {
 	store := checkpoint.NewMemory()
-	build := func() *graph.App {
-		app, err := graph.New().AddNode("n", graph.NodeFunc(func(ctx context.Context, in *graph.Input) (graph.Update, error) {
+	build := func() *thread.App {
+		app, err := thread.Compile(graph.New().AddNode("n", graph.NodeFunc(func(ctx context.Context, in *graph.Input) (graph.Update, error) {
 			return graph.Update{Messages: []message.Message{message.Text(message.RoleAssistant, in.Run.Tenant+" heard "+in.State.Messages[len(in.State.Messages)-1].Text())}}, nil
-		})).AddEdge(graph.START, "n").AddEdge("n", graph.END).Compile(store)
+		})).AddEdge(graph.START, "n").AddEdge("n", graph.END), store)
+
 		if err != nil {
 			t.Fatal(err)
 		}
 		return app
 	}
 	one, two := build(), build()
-	alice := graph.RunConfig{ThreadID: "x", Tenant: "ALICE", Metadata: map[string]string{"k": "alice's"}}
-	bob := graph.RunConfig{ThreadID: "x", Tenant: "BOB"}
+	alice := thread.RunConfig{ThreadID: "x", Tenant: "ALICE", Metadata: map[string]string{"k": "alice's"}}
+	bob := thread.RunConfig{ThreadID: "x", Tenant: "BOB"}
 
 	// Bob takes the id first; alice's thread of that id is hers alone.
 	if _, err := one.Invoke(ctx, user("b1"), bob); err != nil {
@@ -47,7 +49,7 @@ func TestTenantsHaveThreadsOfTheirOwn(t *testing.T) {
 	if _, err := one.Invoke(ctx, user("b2"), bob); err != nil {
 		t.Fatal(err)
 	}
-	for _, app := range []*graph.App{one, two} {
+	for _, app := range []*thread.App{one, two} {
 		a, err := app.ThreadFor(ctx, "ALICE", "x")
 		if err != nil || !slices.Equal(texts(a.Messages), []string{"a1", "ALICE heard a1"}) {
 			t.Fatalf("alice reads %q, %v", texts(a.Messages), err)
@@ -107,19 +109,19 @@ func TestAnotherTenantsRunIsNotBusy(t *testing.T) {
 		return graph.Update{Messages: []message.Message{message.Text(message.RoleAssistant, "done")}}, nil
 	})
 	g := graph.New().AddNode("n", block).AddEdge(graph.START, "n").AddEdge("n", graph.END)
-	one, _ := g.Compile(store)
-	two, _ := g.Compile(store)
+	one, _ := thread.Compile(g, store)
+	two, _ := thread.Compile(g, store)
 	done := make(chan error, 1)
 	go func() {
-		_, err := one.Invoke(ctx, user("slow"), graph.RunConfig{ThreadID: "x", Tenant: "ALICE"})
+		_, err := one.Invoke(ctx, user("slow"), thread.RunConfig{ThreadID: "x", Tenant: "ALICE"})
 		done <- err
 	}()
 	<-entered
-	for _, app := range []*graph.App{one, two} {
-		if _, err := app.Invoke(ctx, user("hi"), graph.RunConfig{ThreadID: "x", Tenant: "ALICE"}); !errors.Is(err, graph.ErrThreadBusy) {
+	for _, app := range []*thread.App{one, two} {
+		if _, err := app.Invoke(ctx, user("hi"), thread.RunConfig{ThreadID: "x", Tenant: "ALICE"}); !errors.Is(err, graph.ErrThreadBusy) {
 			t.Fatalf("alice's second run while her first holds the thread: %v, want ErrThreadBusy", err)
 		}
-		if _, err := app.Invoke(ctx, user("hi"), graph.RunConfig{ThreadID: "x", Tenant: "BOB"}); err != nil {
+		if _, err := app.Invoke(ctx, user("hi"), thread.RunConfig{ThreadID: "x", Tenant: "BOB"}); err != nil {
 			t.Fatalf("bob's run while alice's holds her thread of that id: %v", err)
 		}
 		if err := app.DeleteThread(ctx, "BOB", "x"); err != nil {
@@ -136,7 +138,7 @@ func TestAnotherTenantsRunIsNotBusy(t *testing.T) {
 // scripted model and many servers do on every turn, and asker the node
 // that then waits for the call's result (what a ToolNode does for a remote
 // tool), in a graph of the two.
-func callerAndAsker(t *testing.T, store checkpoint.Checkpointer) *graph.App {
+func callerAndAsker(t *testing.T, store checkpoint.Checkpointer) *thread.App {
 	caller := graph.NodeFunc(func(ctx context.Context, in *graph.Input) (graph.Update, error) {
 		if last := in.State.Messages[len(in.State.Messages)-1]; last.Role == message.RoleTool {
 			return graph.Update{Messages: []message.Message{message.Text(message.RoleAssistant, "got "+string(last.ToolResults()[0].Content))}}, nil
@@ -159,7 +161,7 @@ func callerAndAsker(t *testing.T, store checkpoint.Checkpointer) *graph.App {
 		}
 		return graph.Update{Messages: []message.Message{{Role: message.RoleTool, Content: out}}}, nil
 	})
-	app, err := graph.New().AddNode("caller", caller).AddNode("asker", asker).
+	app, err := thread.Compile(graph.New().AddNode("caller", caller).AddNode("asker", asker).
 		AddEdge(graph.START, "caller").
 		AddConditionalEdges("caller", func(s graph.State) []string {
 			if len(s.Messages[len(s.Messages)-1].ToolCalls()) > 0 {
@@ -167,8 +169,9 @@ func callerAndAsker(t *testing.T, store checkpoint.Checkpointer) *graph.App {
 			}
 			return []string{graph.END}
 		}, "asker", graph.END).
-		AddEdge("asker", "caller").
-		Compile(store)
+		AddEdge("asker", "caller"),
+		store)
+
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -187,7 +190,7 @@ func answer(id, v string) []message.Message {
 func TestCallIDsAreTheThreadLifes(t *testing.T) {
 	store := checkpoint.NewMemory()
 	a, b := callerAndAsker(t, store), callerAndAsker(t, store) // two replicas
-	cfg := graph.RunConfig{ThreadID: "t", Tenant: "ALICE"}
+	cfg := thread.RunConfig{ThreadID: "t", Tenant: "ALICE"}
 
 	first, err := a.Invoke(ctx, user("one"), cfg)
 	if err != nil || first.Status != graph.StatusInterrupted || len(first.Interrupts) != 1 {
@@ -229,7 +232,7 @@ func TestCallIDsAreTheThreadLifes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, app := range []*graph.App{a, b} {
+	for _, app := range []*thread.App{a, b} {
 		_, err := app.Invoke(ctx, answer(old, `"stale"`), cfg)
 		var se *graph.StateError
 		if !errors.Is(err, graph.ErrUnknownCall) || !errors.As(err, &se) || !slices.Equal(se.CallIDs, []string{old}) ||
@@ -260,11 +263,11 @@ func TestCallRenamedWithItsResult(t *testing.T) {
 			{Role: message.RoleTool, Content: []message.Block{message.ToolResultBlock{ToolCallID: "c", Content: json.RawMessage(`1`)}}},
 		}}, nil
 	})
-	app, err := graph.New().AddNode("n", both).AddEdge(graph.START, "n").AddEdge("n", graph.END).Compile(checkpoint.NewMemory())
+	app, err := thread.Compile(graph.New().AddNode("n", both).AddEdge(graph.START, "n").AddEdge("n", graph.END), checkpoint.NewMemory())
 	if err != nil {
 		t.Fatal(err)
 	}
-	res, err := app.Invoke(ctx, user("go"), graph.RunConfig{ThreadID: "p"})
+	res, err := app.Invoke(ctx, user("go"), thread.RunConfig{ThreadID: "p"})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-package graph_test
+package thread_test
 
 import (
 	"context"
@@ -13,6 +13,7 @@ import (
 	"github.com/tenxgraph/tenxgraph/host/checkpoint"
 	"github.com/tenxgraph/tenxgraph/host/graph"
 	"github.com/tenxgraph/tenxgraph/host/message"
+	"github.com/tenxgraph/tenxgraph/host/thread"
 )
 
 // putCounter counts the checkpoints written.
@@ -27,11 +28,12 @@ func (s *putCounter) Put(ctx context.Context, cp checkpoint.Checkpoint) error {
 }
 
 // threeSteps compiles START → a → b → c → END on store.
-func threeSteps(t *testing.T, store checkpoint.Checkpointer, d graph.Durability, a, b, c graph.Node) *graph.App {
+func threeSteps(t *testing.T, store checkpoint.Checkpointer, d thread.Durability, a, b, c graph.Node) *thread.App {
 	t.Helper()
-	app, err := graph.New().AddNode("a", a).AddNode("b", b).AddNode("c", c).
-		AddEdge(graph.START, "a").AddEdge("a", "b").AddEdge("b", "c").AddEdge("c", graph.END).
-		Compile(store, graph.WithDurability(d))
+	app, err := thread.Compile(graph.New().AddNode("a", a).AddNode("b", b).AddNode("c", c).
+		AddEdge(graph.START, "a").AddEdge("a", "b").AddEdge("b", "c").AddEdge("c", graph.END),
+		store, thread.WithDurability(d))
+
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -43,12 +45,12 @@ func threeSteps(t *testing.T, store checkpoint.Checkpointer, d graph.Durability,
 // the store, every earlier step (sync) or nothing of the run (exit).
 func TestDurabilityExitWritesWhereTheRunStops(t *testing.T) {
 	for _, tc := range []struct {
-		d          graph.Durability
+		d          thread.Durability
 		puts       int32
 		seenByStep int // checkpoints of the run in the store when step 3 runs
 	}{
-		{graph.DurabilitySync, 3, 2},
-		{graph.DurabilityExit, 1, 0},
+		{thread.DurabilitySync, 3, 2},
+		{thread.DurabilityExit, 1, 0},
 	} {
 		t.Run(string(tc.d), func(t *testing.T) {
 			store := &putCounter{Memory: checkpoint.NewMemory()}
@@ -62,7 +64,7 @@ func TestDurabilityExitWritesWhereTheRunStops(t *testing.T) {
 				return graph.Update{Messages: []message.Message{message.Text(message.RoleAssistant, "c")}}, nil
 			})
 			app := threeSteps(t, store, tc.d, say("a"), say("b"), third)
-			res, err := app.Invoke(ctx, user("x"), graph.RunConfig{ThreadID: "t"})
+			res, err := app.Invoke(ctx, user("x"), thread.RunConfig{ThreadID: "t"})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -93,20 +95,21 @@ func TestDurabilityExitPauseAndResume(t *testing.T) {
 		}
 		return graph.Update{Interrupts: []graph.Interrupt{{ID: "q"}}}, nil
 	})
-	app, err := graph.New().AddNode("a", say("a")).AddNode("ask", ask).AddNode("z", say("z")).
-		AddEdge(graph.START, "a").AddEdge("a", "ask").AddEdge("ask", "z").AddEdge("z", graph.END).
-		Compile(store, graph.WithDurability(graph.DurabilityExit))
+	app, err := thread.Compile(graph.New().AddNode("a", say("a")).AddNode("ask", ask).AddNode("z", say("z")).
+		AddEdge(graph.START, "a").AddEdge("a", "ask").AddEdge("ask", "z").AddEdge("z", graph.END),
+		store, thread.WithDurability(thread.DurabilityExit))
+
 	if err != nil {
 		t.Fatal(err)
 	}
-	res, err := app.Invoke(ctx, user("x"), graph.RunConfig{ThreadID: "p"})
+	res, err := app.Invoke(ctx, user("x"), thread.RunConfig{ThreadID: "p"})
 	if err != nil || res.Status != graph.StatusInterrupted {
 		t.Fatalf("first run: %s, %v", res.Status, err)
 	}
 	if n := store.puts.Load(); n != 1 {
 		t.Fatalf("%d checkpoints for a run that paused, want 1", n)
 	}
-	res, err = app.Invoke(ctx, nil, graph.RunConfig{ThreadID: "p", Resume: map[string]json.RawMessage{"q": json.RawMessage(`"yes"`)}})
+	res, err = app.Invoke(ctx, nil, thread.RunConfig{ThreadID: "p", Resume: map[string]json.RawMessage{"q": json.RawMessage(`"yes"`)}})
 	if err != nil || res.Status != graph.StatusCompleted {
 		t.Fatalf("resume: %s, %v", res.Status, err)
 	}
@@ -122,19 +125,19 @@ func TestDurabilityExitPauseAndResume(t *testing.T) {
 // and so is one an App is compiled with.
 func TestDurabilityUnknown(t *testing.T) {
 	store := &putCounter{Memory: checkpoint.NewMemory()}
-	app, err := graph.New().AddNode("a", say("a")).AddEdge(graph.START, "a").AddEdge("a", graph.END).Compile(store)
+	app, err := thread.Compile(graph.New().AddNode("a", say("a")).AddEdge(graph.START, "a").AddEdge("a", graph.END), store)
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, err = app.Invoke(ctx, user("x"), graph.RunConfig{ThreadID: "t", Durability: "eventually"})
+	_, err = app.Invoke(ctx, user("x"), thread.RunConfig{ThreadID: "t", Durability: "eventually"})
 	if !errors.Is(err, graph.ErrInvalidInput) || !strings.Contains(err.Error(), `config.durability: must be "sync", "async" or "exit", got "eventually"`) {
 		t.Fatalf("err %v", err)
 	}
 	if n := store.puts.Load(); n != 0 {
 		t.Fatalf("%d checkpoints written for a refused run", n)
 	}
-	if _, err := graph.New().AddNode("a", say("a")).AddEdge(graph.START, "a").AddEdge("a", graph.END).
-		Compile(store, graph.WithDurability("always")); err == nil || !strings.Contains(err.Error(), `durability: must be "sync", "async" or "exit", got "always"`) {
+	if _, err := thread.Compile(graph.New().AddNode("a", say("a")).AddEdge(graph.START, "a").AddEdge("a", graph.END),
+		store, thread.WithDurability("always")); err == nil || !strings.Contains(err.Error(), `durability: must be "sync", "async" or "exit", got "always"`) {
 		t.Fatalf("Compile: %v", err)
 	}
 }
@@ -172,11 +175,11 @@ func (s *gatedStore) Put(ctx context.Context, cp checkpoint.Checkpoint) error {
 // the store, one per step, as with "sync".
 func TestDurabilityAsyncOverlapsTheNextStep(t *testing.T) {
 	for _, tc := range []struct {
-		d       graph.Durability
+		d       thread.Durability
 		overlap bool
 	}{
-		{graph.DurabilityAsync, true},
-		{graph.DurabilitySync, false},
+		{thread.DurabilityAsync, true},
+		{thread.DurabilitySync, false},
 	} {
 		t.Run(string(tc.d), func(t *testing.T) {
 			store := &gatedStore{Memory: checkpoint.NewMemory(), holdAt: 1, gate: make(chan struct{})}
@@ -192,7 +195,7 @@ func TestDurabilityAsyncOverlapsTheNextStep(t *testing.T) {
 				return graph.Update{Messages: []message.Message{message.Text(message.RoleAssistant, "b")}}, nil
 			})
 			app := threeSteps(t, store, tc.d, say("a"), second, say("c"))
-			res, err := app.Invoke(ctx, user("x"), graph.RunConfig{ThreadID: "t"})
+			res, err := app.Invoke(ctx, user("x"), thread.RunConfig{ThreadID: "t"})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -230,8 +233,8 @@ func TestDurabilityAsyncWriteFails(t *testing.T) {
 			return graph.Update{Messages: []message.Message{message.Text(message.RoleAssistant, name)}}, nil
 		})
 	}
-	app := threeSteps(t, store, graph.DurabilityAsync, counted("a"), counted("b"), counted("c"))
-	_, err := app.Invoke(ctx, user("x"), graph.RunConfig{ThreadID: "f"})
+	app := threeSteps(t, store, thread.DurabilityAsync, counted("a"), counted("b"), counted("c"))
+	_, err := app.Invoke(ctx, user("x"), thread.RunConfig{ThreadID: "f"})
 	if !errors.Is(err, errDiskFull) {
 		t.Fatalf("err %v, want the store's", err)
 	}
@@ -240,7 +243,7 @@ func TestDurabilityAsyncWriteFails(t *testing.T) {
 		t.Fatalf("history %d checkpoints (%v), want the first step's alone", len(h), err)
 	}
 	store.failAt = 0
-	res, err := app.Invoke(ctx, nil, graph.RunConfig{ThreadID: "f"})
+	res, err := app.Invoke(ctx, nil, thread.RunConfig{ThreadID: "f"})
 	if err != nil || res.Status != graph.StatusCompleted {
 		t.Fatalf("retry: %s, %v", res.Status, err)
 	}

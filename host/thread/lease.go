@@ -1,4 +1,4 @@
-package graph
+package thread
 
 import (
 	"context"
@@ -9,25 +9,26 @@ import (
 	"time"
 
 	"github.com/tenxgraph/tenxgraph/host/checkpoint"
+	"github.com/tenxgraph/tenxgraph/host/graph"
 )
 
 // DefaultLease is how long a run's claim on its thread lasts when
 // WithLease does not say: checkpoint.DefaultLease.
 const DefaultLease = checkpoint.DefaultLease
 
-// WithLease sets the lease a run takes on its thread in the store (see
-// DefaultLease); d <= 0 keeps the default. Shorter leases free a dead
-// replica's threads sooner and cost more heartbeats.
-func WithLease(d time.Duration) Option {
-	return func(a *App) {
-		if d > 0 {
-			a.leaseTTL = d
-		}
-	}
+// claims are the threads the runs (and deletes) of this process hold,
+// and how they hold them in the store: by a lease of ttl, renewed by a
+// heartbeat while they run.
+type claims struct {
+	store checkpoint.Leaser
+	ttl   time.Duration
+
+	mu   sync.Mutex
+	busy map[string]struct{} // the keys of the threads held
 }
 
 // hold is a run's (or a delete's) hold on a thread (thread is its key):
-// the in-process entry in App.busy and the store's lease, renewed by a
+// the in-process entry in claims.busy and the store's lease, renewed by a
 // heartbeat until released.
 type hold struct {
 	thread string
@@ -60,15 +61,15 @@ var errLeaseLost = errors.New("the run lost its claim on the thread (another run
 // is tried again, with backoff, until it is free, ctx ends or a lease's
 // duration has passed; then the busy error is returned. The caller lets
 // the thread go with release when done.
-func (a *App) take(ctx context.Context, key string, wait bool) (context.Context, *hold, error) {
-	deadline := time.Now().Add(a.leaseTTL)
+func (c *claims) take(ctx context.Context, key string, wait bool) (context.Context, *hold, error) {
+	deadline := time.Now().Add(c.ttl)
 	delay := 5 * time.Millisecond
 	for {
-		rctx, h, err := a.tryTake(ctx, key)
+		rctx, h, err := c.tryTake(ctx, key)
 		if err == nil {
 			return rctx, h, nil
 		}
-		if !wait || !errors.Is(err, ErrThreadBusy) || time.Now().Add(delay).After(deadline) {
+		if !wait || !errors.Is(err, graph.ErrThreadBusy) || time.Now().Add(delay).After(deadline) {
 			return ctx, nil, err
 		}
 		t := time.NewTimer(delay)
@@ -82,25 +83,25 @@ func (a *App) take(ctx context.Context, key string, wait bool) (context.Context,
 	}
 }
 
-// tryTake holds the thread of key once: in this process (App.busy), then
+// tryTake holds the thread of key once: in this process (claims.busy), then
 // in the store, by its lease; a thread held in either is ErrThreadBusy. The
 // returned context is ctx, cancelled with errLeaseLost if the heartbeat
 // finds the lease lost.
-func (a *App) tryTake(ctx context.Context, key string) (context.Context, *hold, error) {
-	a.mu.Lock()
-	_, held := a.busy[key]
+func (c *claims) tryTake(ctx context.Context, key string) (context.Context, *hold, error) {
+	c.mu.Lock()
+	_, held := c.busy[key]
 	if !held {
-		a.busy[key] = struct{}{}
+		c.busy[key] = struct{}{}
 	}
-	a.mu.Unlock()
+	c.mu.Unlock()
 	if held {
 		return ctx, nil, busy(key, "wait for the current run to finish")
 	}
-	le, err := a.cp.Claim(ctx, key, a.leaseTTL)
+	le, err := c.store.Claim(ctx, key, c.ttl)
 	if err != nil {
-		a.mu.Lock()
-		delete(a.busy, key)
-		a.mu.Unlock()
+		c.mu.Lock()
+		delete(c.busy, key)
+		c.mu.Unlock()
 		if errors.Is(err, checkpoint.ErrLeased) {
 			return ctx, nil, busy(key, "another run holds the thread; wait for it to finish")
 		}
@@ -112,7 +113,7 @@ func (a *App) tryTake(ctx context.Context, key string) (context.Context, *hold, 
 	h.cancelRun = cancel
 	h.beatCtx, h.stopBeat = context.WithCancel(context.WithoutCancel(ctx))
 	h.mu.Lock() // the timer's first beat reads h.beat
-	h.beat = time.AfterFunc(a.leaseTTL/3, func() { a.heartbeat(h) })
+	h.beat = time.AfterFunc(c.ttl/3, func() { c.heartbeat(h) })
 	h.mu.Unlock()
 	return runCtx, h, nil
 }
@@ -120,7 +121,7 @@ func (a *App) tryTake(ctx context.Context, key string) (context.Context, *hold, 
 // heartbeat renews h's lease, then sets its timer for the next renewal, a
 // third of the lease's duration later; when the lease is lost, or cannot
 // be renewed before it expires, it cancels the run instead.
-func (a *App) heartbeat(h *hold) {
+func (c *claims) heartbeat(h *hold) {
 	h.mu.Lock()
 	if h.stopped {
 		h.mu.Unlock()
@@ -129,19 +130,19 @@ func (a *App) heartbeat(h *hold) {
 	done := make(chan struct{})
 	h.beating = done
 	h.mu.Unlock()
-	again := a.renew(h)
+	again := c.renew(h)
 	h.mu.Lock()
 	h.beating = nil
 	if again && !h.stopped {
-		h.beat.Reset(a.leaseTTL / 3)
+		h.beat.Reset(c.ttl / 3)
 	}
 	h.mu.Unlock()
 	close(done)
 }
 
 // renew extends h's lease once and reports whether to go on.
-func (a *App) renew(h *hold) bool {
-	next, err := a.cp.Extend(h.beatCtx, h.renewed, a.leaseTTL)
+func (c *claims) renew(h *hold) bool {
+	next, err := c.store.Extend(h.beatCtx, h.renewed, c.ttl)
 	switch {
 	case err == nil:
 		h.renewed = next
@@ -174,14 +175,14 @@ func (h *hold) stop() {
 // the store's lease (unless the run's last checkpoint did), bounded even
 // when ctx is done, so the thread is free at once rather than when the
 // lease expires; then this process's hold.
-func (a *App) release(ctx context.Context, h *hold) {
+func (c *claims) release(ctx context.Context, h *hold) {
 	h.stop()
 	if !h.released.Load() {
-		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), recordTimeout)
+		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), graph.RecordTimeout)
 		defer cancel()
-		_ = a.cp.Release(rctx, h.lease) // a failed release only keeps the thread busy until the lease expires
+		_ = c.store.Release(rctx, h.lease) // a failed release only keeps the thread busy until the lease expires
 	}
-	a.mu.Lock()
-	delete(a.busy, h.thread)
-	a.mu.Unlock()
+	c.mu.Lock()
+	delete(c.busy, h.thread)
+	c.mu.Unlock()
 }

@@ -1,4 +1,4 @@
-package graph_test
+package thread_test
 
 import (
 	"context"
@@ -15,6 +15,7 @@ import (
 	"github.com/tenxgraph/tenxgraph/host/checkpoint"
 	"github.com/tenxgraph/tenxgraph/host/graph"
 	"github.com/tenxgraph/tenxgraph/host/message"
+	"github.com/tenxgraph/tenxgraph/host/thread"
 )
 
 // asker is a graph whose "ask" node raises interrupts with the given
@@ -56,11 +57,11 @@ func TestExpiryPartialThenComplete(t *testing.T) {
 	d1, d2 := base.Add(time.Minute), base.Add(2*time.Minute)
 	var runs atomic.Int32
 	cp := checkpoint.NewMemory()
-	app, err := asker(t, &runs, map[string]time.Time{"q1": d1, "q2": d2, "q3": d2}).Compile(cp)
+	app, err := thread.Compile(asker(t, &runs, map[string]time.Time{"q1": d1, "q2": d2, "q3": d2}), cp)
 	if err != nil {
 		t.Fatal(err)
 	}
-	res, err := app.Invoke(ctx, user("go"), graph.RunConfig{ThreadID: "x"})
+	res, err := app.Invoke(ctx, user("go"), thread.RunConfig{ThreadID: "x"})
 	if err != nil || res.Status != graph.StatusInterrupted || len(res.Interrupts) != 3 || !res.Interrupts[0].Deadline.Equal(d1) {
 		t.Fatalf("first run: %v %s %+v", err, res.Status, res.Interrupts)
 	}
@@ -76,7 +77,7 @@ func TestExpiryPartialThenComplete(t *testing.T) {
 	}
 	// q3 is answered in time.
 	resume := func(id, v string) (graph.Result, error) {
-		return app.Invoke(ctx, nil, graph.RunConfig{ThreadID: "x", Resume: map[string]json.RawMessage{id: json.RawMessage(v)}})
+		return app.Invoke(ctx, nil, thread.RunConfig{ThreadID: "x", Resume: map[string]json.RawMessage{id: json.RawMessage(v)}})
 	}
 	if res, err := resume("q3", `"small"`); err != nil || res.Status != graph.StatusInterrupted {
 		t.Fatalf("q3 in time: %v %s", err, res.Status)
@@ -139,15 +140,15 @@ func TestLateAnswerBeforeTheWakeUp(t *testing.T) {
 	past := time.Now().Add(-time.Second).UTC().Round(time.Millisecond)
 	var runs atomic.Int32
 	cp := checkpoint.NewMemory()
-	app, err := asker(t, &runs, map[string]time.Time{"q1": past}).Compile(cp)
+	app, err := thread.Compile(asker(t, &runs, map[string]time.Time{"q1": past}), cp)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := app.Invoke(ctx, user("go"), graph.RunConfig{ThreadID: "y"}); err != nil {
+	if _, err := app.Invoke(ctx, user("go"), thread.RunConfig{ThreadID: "y"}); err != nil {
 		t.Fatal(err)
 	}
 	before, _ := cp.Latest(ctx, "y")
-	_, err = app.Invoke(ctx, nil, graph.RunConfig{ThreadID: "y", Resume: map[string]json.RawMessage{"q1": json.RawMessage(`1`)}})
+	_, err = app.Invoke(ctx, nil, thread.RunConfig{ThreadID: "y", Resume: map[string]json.RawMessage{"q1": json.RawMessage(`1`)}})
 	if !errors.Is(err, graph.ErrExpired) {
 		t.Fatalf("answer past the deadline: %v", err)
 	}
@@ -171,20 +172,20 @@ func TestExpiryRunsOnceAcrossApps(t *testing.T) {
 	var runs atomic.Int32
 	cp := checkpoint.NewMemory()
 	g := asker(t, &runs, map[string]time.Time{"q1": past})
-	a1, _ := g.Compile(cp)
-	a2, _ := g.Compile(cp)
+	a1, _ := thread.Compile(g, cp)
+	a2, _ := thread.Compile(g, cp)
 	for i := range 20 {
-		thread := "t" + string(rune('a'+i))
-		if _, err := a1.Invoke(ctx, user("go"), graph.RunConfig{ThreadID: thread}); err != nil {
+		id := "t" + string(rune('a'+i))
+		if _, err := a1.Invoke(ctx, user("go"), thread.RunConfig{ThreadID: id}); err != nil {
 			t.Fatal(err)
 		}
 		var wg sync.WaitGroup
 		var done atomic.Int32
-		for _, app := range []*graph.App{a1, a2, a1, a2} {
+		for _, app := range []*thread.App{a1, a2, a1, a2} {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				_, ok, err := app.Expire(ctx, "", thread, time.Now())
+				_, ok, err := app.Expire(ctx, "", id, time.Now())
 				if err != nil && !errors.Is(err, graph.ErrThreadBusy) {
 					t.Errorf("expire: %v", err)
 				}
@@ -195,15 +196,15 @@ func TestExpiryRunsOnceAcrossApps(t *testing.T) {
 		}
 		wg.Wait()
 		if done.Load() > 1 {
-			t.Fatalf("thread %s expired by %d runs, want 1", thread, done.Load())
+			t.Fatalf("thread %s expired by %d runs, want 1", id, done.Load())
 		}
-		if done.Load() == 0 { // every try found the thread busy: the next wake-up does it
-			if _, ok, err := a2.Expire(ctx, "", thread, time.Now()); !ok || err != nil {
-				t.Fatalf("thread %s: expire after all were busy: %v %v", thread, ok, err)
+		if done.Load() == 0 { // every try found the id busy: the next wake-up does it
+			if _, ok, err := a2.Expire(ctx, "", id, time.Now()); !ok || err != nil {
+				t.Fatalf("id %s: expire after all were busy: %v %v", id, ok, err)
 			}
 		}
-		if th, _ := a1.Thread(ctx, thread); th.Status != graph.StatusCompleted {
-			t.Fatalf("thread %s: %s", thread, th.Status)
+		if th, _ := a1.Thread(ctx, id); th.Status != graph.StatusCompleted {
+			t.Fatalf("id %s: %s", id, th.Status)
 		}
 	}
 	if n := runs.Load(); n != 40 {
