@@ -23,8 +23,6 @@
 package main
 
 import (
-	"github.com/tenxgraph/tenxgraph/internal/sandbox"
-
 	"context"
 	"errors"
 	"flag"
@@ -32,31 +30,14 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
-	"runtime"
 	"runtime/pprof"
+	"strconv"
+	"strings"
 	"syscall"
 	"time"
 
-	"github.com/hashicorp/go-hclog"
-
-	"github.com/tenxgraph/tenxgraph/host/pluginhost"
 	"github.com/tenxgraph/tenxgraph/host/service"
 )
-
-// config holds the flags.
-type config struct {
-	warmup     int           // serial calls per path before timing
-	calls      int           // timed serial calls per path
-	block      int           // serial calls per path per interleaved block
-	duration   time.Duration // one throughput run
-	tpWarmup   time.Duration // untimed load before each throughput run
-	tpSlice    time.Duration // throughput runs are interleaved in slices this long
-	concs      []int         // concurrent callers of the throughput runs
-	load       time.Duration // load run of builtin and remote before the second RSS reading
-	starts     int           // timed starts per start-up measurement
-	hostProf   string        // host CPU profile of the call phases
-	pluginProf string        // folder for the echo plugins' CPU profiles
-}
 
 func main() {
 	if len(os.Args) > 1 {
@@ -130,36 +111,19 @@ func parseFlags() config {
 	return cfg
 }
 
-// bench is one run: what it started, so that all of it is stopped.
-type bench struct {
-	cfg  config
-	self string
-	log  hclog.Logger
-	// profile is the sandbox profile builtin and remote start with (the
-	// default one unless `pluginbench profiles` sets another).
-	profile sandbox.Profile
-
-	closers []func() error // run in reverse order at the end
-}
-
-// onClose registers a stop function for the end of the run (or a failure).
-func (b *bench) onClose(f func() error) { b.closers = append(b.closers, f) }
-
-// closeAll stops everything still running and checks no process of this
-// binary is left.
-func (b *bench) closeAll() error {
-	var errs []error
-	for i := len(b.closers) - 1; i >= 0; i-- {
-		if err := b.closers[i](); err != nil {
-			errs = append(errs, err)
+func parseInts(s string) ([]int, error) {
+	var out []int
+	for _, f := range strings.Split(s, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil {
+			return nil, err
 		}
+		if n < 1 {
+			return nil, errors.New("callers must be at least 1")
+		}
+		out = append(out, n)
 	}
-	b.closers = nil
-	pluginhost.Cleanup()
-	if err := waitNoPlugins(b.self, 5*time.Second); err != nil {
-		errs = append(errs, err)
-	}
-	return errors.Join(errs...)
+	return out, nil
 }
 
 func run(cfg config) (err error) {
@@ -241,49 +205,4 @@ func run(cfg config) (err error) {
 
 	printReport(os.Stdout, cfg, st, paths, lp, lrs)
 	return nil
-}
-
-func progress(format string, args ...any) {
-	fmt.Fprintf(os.Stderr, "pluginbench: "+format+"\n", args...)
-}
-
-// envProfile names the file a re-executed echo plugin writes its CPU
-// profile to.
-const envProfile = "PLUGINBENCH_CPUPROFILE"
-
-// withProfile runs a plugin's serve function, under a CPU profile when the
-// host asked for one. The profile is written when Serve returns, which is
-// how both go-plugin and sdk.Serve end on a graceful stop.
-func withProfile(serve func()) {
-	path := os.Getenv(envProfile)
-	if path == "" {
-		serve()
-		return
-	}
-	f, err := os.Create(path)
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "pluginbench:", err)
-		os.Exit(1)
-	}
-	if err := pprof.StartCPUProfile(f); err != nil {
-		fmt.Fprintln(os.Stderr, "pluginbench:", err)
-		os.Exit(1)
-	}
-	serve()
-	pprof.StopCPUProfile()
-	_ = f.Close()
-}
-
-// machine describes where the numbers come from.
-func machine() string {
-	model := "unknown CPU"
-	if raw, err := os.ReadFile("/proc/cpuinfo"); err == nil {
-		for _, line := range splitLines(string(raw)) {
-			if k, v, ok := cut(line, ":"); ok && k == "model name" {
-				model = v
-				break
-			}
-		}
-	}
-	return fmt.Sprintf("%s, %d CPUs, %s/%s, %s", model, runtime.NumCPU(), runtime.GOOS, runtime.GOARCH, runtime.Version())
 }

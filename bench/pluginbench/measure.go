@@ -1,16 +1,16 @@
 package main
 
 import (
+	"bytes"
 	"context"
-	"errors"
+	"encoding/json"
 	"fmt"
-	"os"
 	"slices"
-	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/tenxgraph/tenxgraph/sdk"
 )
 
 // measureLatency times every serial call of every path. After each path's
@@ -72,6 +72,56 @@ func measureThroughput(ctx context.Context, paths []*callPath, callers int, warm
 		p.tput = append(p.tput, float64(calls[i])/took[i].Seconds())
 	}
 	return nil
+}
+
+// loadRun is the load put on builtin or remote before their second RSS
+// reading.
+type loadRun struct {
+	name, call string
+	rate       float64
+}
+
+// loadProviders calls builtin's calculator and a quickstart remote tool
+// through pluginhost with 64 callers, so the second RSS reading of those
+// two is taken after work, as for the echo plugins.
+func (lp *longLived) loadProviders(ctx context.Context, warm, d time.Duration) ([]loadRun, error) {
+	if d == 0 {
+		return nil, nil
+	}
+	calc := sdk.CallToolRequest{Name: "calculator", Arguments: json.RawMessage(`{"expression":"2+3*4"}`)}
+	clip := &sdk.ToolSpec{Name: "read_clipboard", Description: "Read the current clipboard text.",
+		Parameters: json.RawMessage(`{"type":"object","properties":{},"required":[]}`)}
+	deferred := sdk.CallToolRequest{Name: "read_clipboard", Arguments: json.RawMessage(`{}`), RunTool: clip}
+	runs := []struct {
+		lr   loadRun
+		call func(context.Context) error
+	}{
+		{loadRun{name: "builtin", call: "`calculator` {\"expression\":\"2+3*4\"}"}, func(ctx context.Context) error {
+			resp, err := lp.pr.builtin.CallTool(ctx, calc)
+			if err == nil && (resp.IsError || !bytes.Contains(resp.Content, []byte("14"))) {
+				err = fmt.Errorf("calculator returned %s", resp.Content)
+			}
+			return err
+		}},
+		{loadRun{name: "remote", call: "`read_clipboard` {} with its spec (schema compiled and checked, call deferred)"}, func(ctx context.Context) error {
+			resp, err := lp.pr.remote.CallTool(ctx, deferred)
+			if err == nil && !resp.Deferred {
+				err = fmt.Errorf("the remote bridge did not defer the call: %+v", resp)
+			}
+			return err
+		}},
+	}
+	var out []loadRun
+	for _, r := range runs {
+		progress("load: %s, 64 callers, %v", r.lr.name, d)
+		rate, err := throughput(ctx, r.call, 64, warm, d)
+		if err != nil {
+			return nil, fmt.Errorf("load on %s: %w", r.lr.name, err)
+		}
+		r.lr.rate = rate
+		out = append(out, r.lr)
+	}
+	return out, nil
 }
 
 // throughput is calls/s of one call with callers concurrent callers in a
@@ -143,98 +193,4 @@ func quantile(ds []time.Duration, q float64) time.Duration {
 	slices.Sort(s)
 	i := int(q*float64(len(s))+0.999999) - 1
 	return s[max(0, min(i, len(s)-1))]
-}
-
-// mem is a process's resident memory, in KiB: all of it (VmRSS) and the
-// part that is its own (RssAnon: heap, stacks), as opposed to file pages
-// of the binary, which processes running the same binary share.
-type mem struct{ rss, anon int }
-
-// readMem reads a process's resident memory from /proc/PID/status.
-func readMem(pid int) (mem, error) {
-	raw, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/status")
-	if err != nil {
-		return mem{}, fmt.Errorf("read memory of pid %d: %w", pid, err)
-	}
-	var m mem
-	var found int
-	for _, line := range splitLines(string(raw)) {
-		k, v, ok := cut(line, ":")
-		if !ok || (k != "VmRSS" && k != "RssAnon") {
-			continue
-		}
-		n, err := strconv.Atoi(strings.TrimSuffix(v, " kB"))
-		if err != nil {
-			return mem{}, fmt.Errorf("pid %d: %s: %w", pid, k, err)
-		}
-		if k == "VmRSS" {
-			m.rss = n
-		} else {
-			m.anon = n
-		}
-		found++
-	}
-	if found != 2 {
-		return mem{}, fmt.Errorf("pid %d: no VmRSS and RssAnon in /proc/%d/status", pid, pid)
-	}
-	return m, nil
-}
-
-// pluginProcs lists the processes, other than this one, running this
-// binary: every plugin this run started, whoever its parent is now.
-func pluginProcs(self string) []int {
-	entries, _ := os.ReadDir("/proc")
-	var pids []int
-	for _, e := range entries {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil || pid == os.Getpid() {
-			continue
-		}
-		exe, err := os.Readlink("/proc/" + e.Name() + "/exe")
-		if err != nil {
-			continue // gone, a kernel thread, or not ours to see
-		}
-		if strings.TrimSuffix(exe, " (deleted)") == self {
-			pids = append(pids, pid)
-		}
-	}
-	return pids
-}
-
-// waitNoPlugins waits until no process of this binary but this one runs.
-func waitNoPlugins(self string, within time.Duration) error {
-	deadline := time.Now().Add(within)
-	for {
-		left := pluginProcs(self)
-		if len(left) == 0 {
-			return nil
-		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("processes of this binary still running %v after shutdown: %v", within, left)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-}
-
-func parseInts(s string) ([]int, error) {
-	var out []int
-	for _, f := range strings.Split(s, ",") {
-		n, err := strconv.Atoi(strings.TrimSpace(f))
-		if err != nil {
-			return nil, err
-		}
-		if n < 1 {
-			return nil, errors.New("callers must be at least 1")
-		}
-		out = append(out, n)
-	}
-	return out, nil
-}
-
-func splitLines(s string) []string { return strings.Split(s, "\n") }
-
-// cut splits "key<sep>value" and trims both.
-func cut(line, sep string) (string, string, bool) {
-	k, v, ok := strings.Cut(line, sep)
-	return strings.TrimSpace(k), strings.TrimSpace(v), ok
 }

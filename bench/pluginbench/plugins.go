@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime/pprof"
 	"slices"
 	"strconv"
 	"sync"
@@ -87,6 +88,33 @@ func serveBare() {
 		Plugins:         plugin.PluginSet{bareName: barePlugin{}},
 		GRPCServer:      plugin.DefaultGRPCServer,
 	})
+}
+
+// envProfile names the file a re-executed echo plugin writes its CPU
+// profile to.
+const envProfile = "PLUGINBENCH_CPUPROFILE"
+
+// withProfile runs a plugin's serve function, under a CPU profile when the
+// host asked for one. The profile is written when Serve returns, which is
+// how both go-plugin and sdk.Serve end on a graceful stop.
+func withProfile(serve func()) {
+	path := os.Getenv(envProfile)
+	if path == "" {
+		serve()
+		return
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "pluginbench:", err)
+		os.Exit(1)
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		fmt.Fprintln(os.Stderr, "pluginbench:", err)
+		os.Exit(1)
+	}
+	serve()
+	pprof.StopCPUProfile()
+	_ = f.Close()
 }
 
 // bareClient is the host side of path (b): go-plugin's client with its
@@ -410,54 +438,4 @@ func (lp *longLived) paths() []*callPath {
 		{short: "c", name: "c. host → plugin: `(*pluginhost.Plugin).CallTool`",
 			call: func(ctx context.Context) error { return check(lp.echo.CallTool(ctx, req)) }},
 	}
-}
-
-// loadRun is the load put on builtin or remote before their second RSS
-// reading.
-type loadRun struct {
-	name, call string
-	rate       float64
-}
-
-// loadProviders calls builtin's calculator and a quickstart remote tool
-// through pluginhost with 64 callers, so the second RSS reading of those
-// two is taken after work, as for the echo plugins.
-func (lp *longLived) loadProviders(ctx context.Context, warm, d time.Duration) ([]loadRun, error) {
-	if d == 0 {
-		return nil, nil
-	}
-	calc := sdk.CallToolRequest{Name: "calculator", Arguments: json.RawMessage(`{"expression":"2+3*4"}`)}
-	clip := &sdk.ToolSpec{Name: "read_clipboard", Description: "Read the current clipboard text.",
-		Parameters: json.RawMessage(`{"type":"object","properties":{},"required":[]}`)}
-	deferred := sdk.CallToolRequest{Name: "read_clipboard", Arguments: json.RawMessage(`{}`), RunTool: clip}
-	runs := []struct {
-		lr   loadRun
-		call func(context.Context) error
-	}{
-		{loadRun{name: "builtin", call: "`calculator` {\"expression\":\"2+3*4\"}"}, func(ctx context.Context) error {
-			resp, err := lp.pr.builtin.CallTool(ctx, calc)
-			if err == nil && (resp.IsError || !bytes.Contains(resp.Content, []byte("14"))) {
-				err = fmt.Errorf("calculator returned %s", resp.Content)
-			}
-			return err
-		}},
-		{loadRun{name: "remote", call: "`read_clipboard` {} with its spec (schema compiled and checked, call deferred)"}, func(ctx context.Context) error {
-			resp, err := lp.pr.remote.CallTool(ctx, deferred)
-			if err == nil && !resp.Deferred {
-				err = fmt.Errorf("the remote bridge did not defer the call: %+v", resp)
-			}
-			return err
-		}},
-	}
-	var out []loadRun
-	for _, r := range runs {
-		progress("load: %s, 64 callers, %v", r.lr.name, d)
-		rate, err := throughput(ctx, r.call, 64, warm, d)
-		if err != nil {
-			return nil, fmt.Errorf("load on %s: %w", r.lr.name, err)
-		}
-		r.lr.rate = rate
-		out = append(out, r.lr)
-	}
-	return out, nil
 }

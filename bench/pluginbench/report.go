@@ -3,6 +3,8 @@ package main
 import (
 	"fmt"
 	"io"
+	"os"
+	"runtime"
 	"strconv"
 	"strings"
 	"time"
@@ -132,4 +134,18 @@ func thousands(f float64) string {
 		b.WriteRune(r)
 	}
 	return b.String()
+}
+
+// machine describes where the numbers come from.
+func machine() string {
+	model := "unknown CPU"
+	if raw, err := os.ReadFile("/proc/cpuinfo"); err == nil {
+		for _, line := range splitLines(string(raw)) {
+			if k, v, ok := cut(line, ":"); ok && k == "model name" {
+				model = v
+				break
+			}
+		}
+	}
+	return fmt.Sprintf("%s, %d CPUs, %s/%s, %s", model, runtime.NumCPU(), runtime.GOOS, runtime.GOARCH, runtime.Version())
 }

@@ -339,16 +339,6 @@ func privateDir(base, name string, cred *credentials) (_ string, err error) {
 	return dir, nil
 }
 
-// safeName keeps a name usable in a file name.
-func safeName(s string) string {
-	return strings.Map(func(r rune) rune {
-		if r == '-' || r == '_' || r == '.' || (r >= 'a' && r <= 'z') || (r >= 'A' && r <= 'Z') || (r >= '0' && r <= '9') {
-			return r
-		}
-		return '_'
-	}, s)
-}
-
 // systemPaths are read by every dynamically linked program as it starts.
 var systemPaths = []string{"/lib", "/lib64", "/usr/lib", "/usr/lib64", "/etc/ld.so.cache"}
 

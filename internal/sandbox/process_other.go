@@ -16,16 +16,6 @@ var errUnsupported = errors.New("this protection needs Linux")
 
 type credentials struct{ Uid, Gid uint32 }
 
-type cgroup struct {
-	dirs         []cgroupJoin
-	memory, pids string
-}
-
-func newCgroup(string, Limits) (*cgroup, error) { return nil, nil }
-func (c *cgroup) kill()                         {}
-func (c *cgroup) remove()                       {}
-func (c *cgroup) kind() string                  { return "" }
-
 func credential(s *Spec) (*credentials, error) {
 	if s.Profile.User != "" || s.Profile.Group != "" {
 		return nil, fmt.Errorf("%s: %w", s.key("user"), errUnsupported)

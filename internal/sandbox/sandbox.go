@@ -268,3 +268,13 @@ func listOrNone(paths []string) string {
 	}
 	return strings.Join(paths, " ")
 }
+
+// safeName keeps a name usable in a file name.
+func safeName(s string) string {
+	return strings.Map(func(r rune) rune {
+		if r == '-' || r == '_' || r == '.' || (r >= 'a' && r <= 'z') || (r >= 'A' && r <= 'Z') || (r >= '0' && r <= '9') {
+			return r
+		}
+		return '_'
+	}, s)
+}

@@ -25,14 +25,6 @@ import (
 	"github.com/tenxgraph/tenxgraph/sdk"
 )
 
-// Name is the provider name the builtin tools are listed and logged under,
-// and the argument `tenxgraph plugin` serves them by.
-const Name = "builtin"
-
-// Version is the provider's version as reported in its metadata, so a host
-// log tells which tool behaviour a run saw.
-const Version = "0.2.0"
-
 // DefaultTools lists the tools enabled when Options.Enable is empty: pure
 // functions of their arguments and the clock, with nothing to configure and
 // nothing to leak. It returns a fresh slice each time, so no caller can
@@ -46,8 +38,8 @@ type toolEnv struct {
 	ws    *workspace
 }
 
-// known maps every builtin tool name to its constructor.
-var known = map[string]func(toolEnv) sdk.Tool{
+// constructors maps every builtin tool name to its constructor.
+var constructors = map[string]func(toolEnv) sdk.Tool{
 	"calculator":   func(toolEnv) sdk.Tool { return calculatorTool() },
 	"current_time": func(toolEnv) sdk.Tool { return currentTimeTool(time.Now) },
 	"http_fetch":   func(e toolEnv) sdk.Tool { return e.fetch.tool() },
@@ -60,8 +52,8 @@ var known = map[string]func(toolEnv) sdk.Tool{
 var fileTools = []string{"read_file", "write_file", "list_files"}
 
 func knownNames() []string {
-	names := make([]string, 0, len(known))
-	for n := range known {
+	names := make([]string, 0, len(constructors))
+	for n := range constructors {
 		names = append(names, n)
 	}
 	slices.Sort(names)
@@ -84,7 +76,7 @@ func New(opts Options) (sdk.Provider, error) {
 		seen     = map[string]bool{}
 	)
 	for _, name := range enable {
-		_, ok := known[name]
+		_, ok := constructors[name]
 		switch {
 		case !ok:
 			problems = append(problems, fmt.Sprintf("unknown tool %q (known tools: %s)", name, strings.Join(knownNames(), ", ")))
@@ -118,7 +110,7 @@ func New(opts Options) (sdk.Provider, error) {
 	}
 	tools := make([]sdk.Tool, 0, len(names))
 	for _, name := range names {
-		tools = append(tools, known[name](env))
+		tools = append(tools, constructors[name](env))
 	}
 	p, err := sdk.NewTools(Name, Version, tools...)
 	if err != nil {

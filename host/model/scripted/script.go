@@ -11,6 +11,7 @@ import (
 	"text/template"
 	"text/template/parse"
 
+	"github.com/tenxgraph/tenxgraph/host/message"
 	"github.com/tenxgraph/tenxgraph/sdk/toolspec"
 )
 
@@ -167,6 +168,18 @@ func readRule(i int, raw json.RawMessage, ps *toolspec.Problems) *rule {
 		}
 	}
 	return r
+}
+
+// dryRun is the step a rule's then template is tried on at load time: the
+// calls the rule makes, with placeholder results.
+func dryRun(r *rule) *step {
+	s := &step{user: r.example}
+	for i, c := range r.calls {
+		id := fmt.Sprintf("call_0_%d", i)
+		s.calls = append(s.calls, message.ToolCallBlock{ID: id, Name: c.name, Arguments: encodeArgs(expand(c.args, r.re, "", nil).(map[string]any))})
+		s.results = append(s.results, message.ToolResultBlock{ToolCallID: id, Content: json.RawMessage(`"(result of ` + c.name + `)"`)})
+	}
+	return s
 }
 
 func readCalls(path string, raw json.RawMessage, re *regexp.Regexp, ps *toolspec.Problems) []callSpec {

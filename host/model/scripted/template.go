@@ -192,18 +192,6 @@ func execThen(t *template.Template, s *step) (string, error) {
 	return out.String(), nil
 }
 
-// dryRun is the step a rule's then template is tried on at load time: the
-// calls the rule makes, with placeholder results.
-func dryRun(r *rule) *step {
-	s := &step{user: r.example}
-	for i, c := range r.calls {
-		id := fmt.Sprintf("call_0_%d", i)
-		s.calls = append(s.calls, message.ToolCallBlock{ID: id, Name: c.name, Arguments: encodeArgs(expand(c.args, r.re, "", nil).(map[string]any))})
-		s.results = append(s.results, message.ToolResultBlock{ToolCallID: id, Content: json.RawMessage(`"(result of ` + c.name + `)"`)})
-	}
-	return s
-}
-
 // cleanTemplateErr turns text/template's messages into the words a script
 // author needs: the line (and column) in the then text, and what is wrong.
 func cleanTemplateErr(err error) string {
