@@ -53,7 +53,7 @@ func Attach(g *graph.StateGraph, tools []graph.RemoteToolConfig) error {
 			continue
 		}
 		if kind, provider, taken := n.ToolOwner(t.Name); taken {
-			ps.Add(at+".name", "node %q already has a %s tool %q (from %s); a remote tool cannot shadow it", t.Node, kind, t.Name, provider)
+			ps.Add(at+".name", "%s", toolspec.Shadowed(t.Node, kind, t.Name, provider))
 		}
 		if byNode[t.Node] == nil {
 			order = append(order, t.Node)

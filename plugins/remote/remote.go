@@ -75,7 +75,7 @@ func (*Bridge) PrepareRun(_ context.Context, req sdk.PrepareRunRequest) (sdk.Pre
 	for _, s := range specs {
 		if taken[s.Name] {
 			resp.Ignored = append(resp.Ignored, sdk.IgnoredTool{Name: s.Name,
-				Reason: fmt.Sprintf("the node already has a tool named %q; a client tool cannot shadow it", s.Name)})
+				Reason: toolspec.Shadowed("", "", s.Name, "")})
 			continue
 		}
 		resp.Tools = append(resp.Tools, s)

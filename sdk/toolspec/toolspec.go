@@ -92,3 +92,22 @@ func CheckValue(s *Schema, prefix string, v json.RawMessage) Problems {
 	}
 	return ps
 }
+
+// Shadowed words the rule that a remote tool never takes the name of a tool
+// its node already has, once for both places it is applied: the remote
+// tools a config or program declares (refused) and those a run's client
+// sends (left out, with this as the reason). node, kind ("server", "mcp")
+// and provider are "" where the caller does not know them.
+func Shadowed(node, kind, name, provider string) string {
+	who, tool, from := "the node", "a tool", ""
+	if node != "" {
+		who = fmt.Sprintf("node %q", node)
+	}
+	if kind != "" {
+		tool = "a " + kind + " tool"
+	}
+	if provider != "" {
+		from = " (from " + provider + ")"
+	}
+	return fmt.Sprintf("%s already has %s %q%s; a remote tool cannot shadow it", who, tool, name, from)
+}
