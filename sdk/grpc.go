@@ -218,12 +218,11 @@ func (s *grpcServer) callTool(ctx context.Context, req *pb.CallTool_Request) (*p
 	}
 	ctx, span := s.tracing.startCall(ctx, in)
 	if s.log != nil {
-		l := s.log.With("tool", in.Name, "call_id", in.CallID)
+		cl := &callLogger{base: s.log, tool: in.Name, callID: in.CallID}
 		if span != nil {
-			sc := span.SpanContext()
-			l = l.With("trace_id", sc.TraceID().String(), "span_id", sc.SpanID().String())
+			cl.span = span.SpanContext()
 		}
-		ctx = ContextWithLogger(ctx, l)
+		ctx = context.WithValue(ctx, loggerKey{}, cl)
 	}
 	resp, err := s.run(ctx, in)
 	var spans []byte

@@ -10,6 +10,7 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/go-plugin"
+	"google.golang.org/grpc/metadata"
 )
 
 // lockedBuffer is a log's output, written by the server's goroutines.
@@ -94,6 +95,49 @@ func TestLoggerIsThePluginsLogger(t *testing.T) {
 	// here would be the second one ("tenxgraph.weather.weather").
 	if mod, ok := found["@module"]; ok {
 		t.Errorf("the line carries a logger name of its own, %v, which the host would add to the plugin's", mod)
+	}
+}
+
+// A traced call's logger, made only when the tool asks for it, carries
+// the call's trace: its lines join the call's span in a trace viewer. An
+// untraced call's carries none.
+func TestLoggerCarriesTheCallsTrace(t *testing.T) {
+	tools := MustTools("weather", "1.0.0", Func("forecast", "Forecast.", nil, func(ctx context.Context, args json.RawMessage) (any, error) {
+		Logger(ctx).Info("fetching the forecast", "args", string(args))
+		return "sunny", nil
+	}))
+	p, logs := served(t, tools)
+	for _, call := range []struct{ args, traceparent string }{
+		{`{"n":1}`, "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"},
+		{`{"n":2}`, ""},
+	} {
+		ctx := t.Context()
+		if call.traceparent != "" {
+			ctx = metadata.AppendToOutgoingContext(ctx, "traceparent", call.traceparent)
+		}
+		resp, err := p.CallTool(ctx, CallToolRequest{Name: "forecast", Arguments: json.RawMessage(call.args), CallID: "call_7"})
+		if err != nil || resp.IsError {
+			t.Fatalf("call: %+v, %v", resp, err)
+		}
+	}
+	found := map[string]map[string]any{}
+	for _, m := range logLines(t, logs.String()) {
+		if m["@message"] == "fetching the forecast" {
+			found[m["args"].(string)] = m
+		}
+	}
+	traced, untraced := found[`{"n":1}`], found[`{"n":2}`]
+	if traced == nil || untraced == nil {
+		t.Fatalf("the tool's lines are not both in the plugin's log:\n%s", logs)
+	}
+	if traced["trace_id"] != "4bf92f3577b34da6a3ce929d0e0e4736" || traced["span_id"] == nil || traced["span_id"] == "00f067aa0ba902b7" {
+		t.Errorf("the traced call's line has trace_id %v and span_id %v, want the caller's trace and the call's own span", traced["trace_id"], traced["span_id"])
+	}
+	if traced["tool"] != "forecast" || traced["call_id"] != "call_7" {
+		t.Errorf("the traced call's line has tool %v and call_id %v", traced["tool"], traced["call_id"])
+	}
+	if _, ok := untraced["trace_id"]; ok {
+		t.Errorf("the untraced call's line has a trace_id: %v", untraced)
 	}
 }
 
