@@ -238,6 +238,9 @@ func (s *Server) accessLog(next http.Handler) http.Handler {
 		start := time.Now()
 		sw := &statusWriter{ResponseWriter: w, rc: http.NewResponseController(w), timeout: s.writeTimeout}
 		next.ServeHTTP(sw, r)
+		if !s.log.IsInfo() {
+			return // the line would be dropped: its fields would be made for nothing
+		}
 		kv := []any{"method", r.Method, "path", r.URL.Path, "status", sw.status,
 			"bytes", sw.bytes, "duration", time.Since(start), "remote", r.RemoteAddr}
 		if sc := trace.SpanContextFromContext(r.Context()); sc.IsValid() {
