@@ -72,10 +72,12 @@ func (t *tracing) startCall(ctx context.Context, req CallToolRequest) (context.C
 	if t == nil {
 		return ctx, nil
 	}
-	md, _ := metadata.FromIncomingContext(ctx)
-	if len(md.Get("traceparent")) == 0 {
+	// An untraced call (most) looks its one key up; only a traced one
+	// pays for the copy of the call's metadata that extracting it takes.
+	if len(metadata.ValueFromIncomingContext(ctx, "traceparent")) == 0 {
 		return ctx, nil
 	}
+	md, _ := metadata.FromIncomingContext(ctx)
 	ctx = propagator.Extract(ctx, metadataCarrier(md))
 	if !trace.SpanContextFromContext(ctx).IsSampled() {
 		return ctx, nil
