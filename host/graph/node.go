@@ -243,7 +243,10 @@ type runLocal[T any] struct {
 // Get returns r's value, made by make on the run's first Get (once, when
 // several nodes ask at the same time: the others wait for it).
 func (l *RunLocal[T]) Get(r *Run, make func() (T, error)) (T, error) {
-	e, _ := r.locals.LoadOrStore(l, &runLocal[T]{})
+	e, ok := r.locals.Load(l)
+	if !ok { // a new entry only for the first Get, not one thrown away by every later one
+		e, _ = r.locals.LoadOrStore(l, &runLocal[T]{})
+	}
 	v := e.(*runLocal[T])
 	v.once.Do(func() { v.v, v.err = make() })
 	return v.v, v.err

@@ -295,6 +295,9 @@ func answersIn(input []message.Message, resume map[string]json.RawMessage) ([]gi
 			out = append(out, g)
 		}
 	}
+	if len(resume) == 0 { // sorting no ids still allocates the iterator and its slice
+		return out, nil
+	}
 	for _, id := range slices.Sorted(maps.Keys(resume)) {
 		if seen[id] {
 			return nil, invalid("config.resume: %q is also answered in the messages", id)

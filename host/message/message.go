@@ -718,7 +718,10 @@ func UnmarshalBlock(raw json.RawMessage) (Block, error) {
 	if !ok {
 		return nil, &strictjson.Error{Path: "type", Msg: fmt.Sprintf("unknown block type %q (want %s)", *w.Type, typeList)}
 	}
-	extra := append(w.present(), slices.Sorted(maps.Keys(w.Unknown))...)
+	extra := w.present()
+	if len(w.Unknown) > 0 { // sorting no keys still allocates the iterator and its slice
+		extra = append(extra, slices.Sorted(maps.Keys(w.Unknown))...)
+	}
 	for _, k := range extra {
 		if slices.Contains(allowed, k) {
 			continue

@@ -42,12 +42,17 @@ type hold struct {
 	// The heartbeat is a timer, not a goroutine: most runs end before
 	// their first renewal is due, and then cost neither a goroutine nor
 	// the wait for one to notice it should stop.
-	beat      *time.Timer
-	renewed   checkpoint.Lease        // the lease as last renewed; only beat touches it
-	beatCtx   context.Context         // the renewals' context, done once stopped
-	stopBeat  context.CancelFunc      // ends beatCtx
+	beat    *time.Timer
+	renewed checkpoint.Lease // the lease as last renewed; only beat touches it
+	// parent is the context the run's own derives from, whose values the
+	// renewals keep; their own context (beatCtx, done once stopped) is
+	// made from it at the first renewal, so a run that ends before one
+	// makes none.
+	parent    context.Context
+	beatCtx   context.Context
+	stopBeat  context.CancelFunc      // ends beatCtx; nil until the first renewal
 	cancelRun context.CancelCauseFunc // ends the run's context, with errLeaseLost when the lease is lost
-	mu        sync.Mutex              // guards stopped, beating and the timer's resets
+	mu        sync.Mutex              // guards stopped, beating, beatCtx and the timer's resets
 	stopped   bool
 	beating   chan struct{} // closed when the renewal in progress ends; nil when none is
 }
@@ -110,8 +115,7 @@ func (c *claims) tryTake(ctx context.Context, key string) (context.Context, *hol
 	h := &hold{thread: key}
 	h.lease, h.renewed = le, le
 	runCtx, cancel := context.WithCancelCause(ctx)
-	h.cancelRun = cancel
-	h.beatCtx, h.stopBeat = context.WithCancel(context.WithoutCancel(ctx))
+	h.parent, h.cancelRun = ctx, cancel
 	h.mu.Lock() // the timer's first beat reads h.beat
 	h.beat = time.AfterFunc(c.ttl/3, func() { c.heartbeat(h) })
 	h.mu.Unlock()
@@ -129,6 +133,9 @@ func (c *claims) heartbeat(h *hold) {
 	}
 	done := make(chan struct{})
 	h.beating = done
+	if h.beatCtx == nil {
+		h.beatCtx, h.stopBeat = context.WithCancel(context.WithoutCancel(h.parent))
+	}
 	h.mu.Unlock()
 	again := c.renew(h)
 	h.mu.Lock()
@@ -162,9 +169,11 @@ func (h *hold) stop() {
 	h.mu.Lock()
 	h.stopped = true
 	h.beat.Stop()
-	beating := h.beating
+	beating, stopBeat := h.beating, h.stopBeat
 	h.mu.Unlock()
-	h.stopBeat()
+	if stopBeat != nil {
+		stopBeat()
+	}
 	if beating != nil {
 		<-beating
 	}

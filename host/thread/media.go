@@ -172,10 +172,12 @@ func (in *ingester) messages(ctx context.Context, msgs []message.Message, at str
 	for i, m := range msgs {
 		var content []message.Block
 		for j, b := range m.Content {
-			path := fmt.Sprintf("%s[%d].content[%d]", at, i, j)
+			// A block's path is spelled only for a block that may need it:
+			// most blocks are neither media nor carry attachments.
 			var nb message.Block
 			switch b := b.(type) {
 			case message.MediaBlock:
+				path := blockPath(at, i, j)
 				if err := graph.CheckMediaPlace(m.Role, b.Kind, path); err != nil {
 					return nil, err
 				}
@@ -188,9 +190,9 @@ func (in *ingester) messages(ctx context.Context, msgs []message.Message, at str
 				if len(b.Attachments) == 0 {
 					continue
 				}
-				sub := path
-				if lenient {
-					sub = ""
+				sub := ""
+				if !lenient {
+					sub = blockPath(at, i, j)
 				}
 				atts, err := in.attachments(ctx, b.Attachments, sub)
 				switch {
@@ -223,6 +225,11 @@ func (in *ingester) messages(ctx context.Context, msgs []message.Message, at str
 		return msgs, nil
 	}
 	return out, nil
+}
+
+// blockPath is the path of block j of message i of the messages at at.
+func blockPath(at string, i, j int) string {
+	return fmt.Sprintf("%s[%d].content[%d]", at, i, j)
 }
 
 // attachments takes in a tool result's attachments, at path.

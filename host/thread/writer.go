@@ -114,13 +114,15 @@ func (w *saver) Save(ctx context.Context, s graph.Saved) error {
 	wctx, span := traceWrite(ctx, cp.Seq, string(status), async)
 	if async {
 		// The state written is never changed (graph.Saver), so the next
-		// step may run on it meanwhile.
+		// step may run on it meanwhile. The write gets cp and e as
+		// arguments, copied to its goroutine: a closure capturing them
+		// would move them to the heap on every Save, synchronous or not.
 		done := make(chan error, 1)
-		go func() {
+		go func(cp checkpoint.Checkpoint, e cached) {
 			err := w.write(wctx, cp, e, size)
 			endSpan(span, err)
 			done <- err
-		}()
+		}(cp, e)
 		w.pending = done
 	} else {
 		err := w.write(wctx, cp, e, size)
