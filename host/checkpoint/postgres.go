@@ -225,7 +225,9 @@ const (
 	// pgAfterPut is what a checkpoint write does once its checkpoint went
 	// in (the ins CTE): its log entries, its activity row and the
 	// checkpoints KeepHistory drops; pgBlobs stores its blobs and their
-	// links (see pgPut).
+	// links (see pgPut). The activity row is upserted: an UPDATE, then an
+	// INSERT when it found no row, saves the WAL record of the upsert's
+	// row lock but cost PostgreSQL more CPU per write (docs/benchmarks.md).
 	pgAfterPut = `, logged AS (
 		INSERT INTO tenxgraph_log (thread_id, idx, entry)
 		SELECT $1::text, ins.log_len - cardinality($12::bytea[]) + u.o - 1, u.e
