@@ -31,8 +31,8 @@ import (
 	"github.com/tenxgraph/tenxgraph/sdk/toolspec"
 )
 
-// Names of the providers this binary serves itself; plugins may not take
-// them.
+// Names of the providers this binary serves itself (`tenxgraph plugin
+// NAME`); a plugins[] entry may not take them (package host/kind/plugins).
 const (
 	builtinName = builtin.Name
 	bridgeName  = remote.Name
