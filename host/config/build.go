@@ -9,24 +9,26 @@ import (
 // The builders below keep the section schemas short. Every object is
 // closed (additionalProperties false), as the reader is strict.
 
-// prop is one property of an object schema.
-type prop struct {
-	name string
-	s    *jsonschema.Schema
+// Prop is one property of an object schema: its name and its schema.
+type Prop struct {
+	Name string
+	Of   *jsonschema.Schema
 }
 
-func object(desc string, props ...prop) *jsonschema.Schema {
+// Object is a closed object schema: its properties in order, and no other
+// key (additionalProperties false).
+func Object(desc string, props ...Prop) *jsonschema.Schema {
 	s := &jsonschema.Schema{Type: "object", Description: desc, Properties: map[string]*jsonschema.Schema{}, AdditionalProperties: falseSchema()}
 	for _, p := range props {
-		s.Properties[p.name] = p.s
-		s.PropertyOrder = append(s.PropertyOrder, p.name)
+		s.Properties[p.Name] = p.Of
+		s.PropertyOrder = append(s.PropertyOrder, p.Name)
 	}
 	return s
 }
 
-// props joins property lists, for keys shared by several objects.
-func props(lists ...[]prop) []prop {
-	var out []prop
+// Props joins property lists, for keys shared by several objects.
+func Props(lists ...[]Prop) []Prop {
+	var out []Prop
 	for _, l := range lists {
 		out = append(out, l...)
 	}
@@ -35,25 +37,30 @@ func props(lists ...[]prop) []prop {
 
 func falseSchema() *jsonschema.Schema { return &jsonschema.Schema{Not: &jsonschema.Schema{}} }
 
-func str(desc string) *jsonschema.Schema {
+// Str is a string.
+func Str(desc string) *jsonschema.Schema {
 	return &jsonschema.Schema{Type: "string", Description: desc}
 }
 
-// text is a string that must not be empty.
-func text(desc string) *jsonschema.Schema {
+// Text is a string that must not be empty.
+func Text(desc string) *jsonschema.Schema {
 	one := 1
 	return &jsonschema.Schema{Type: "string", Description: desc, MinLength: &one}
 }
 
-func pattern(desc, re string) *jsonschema.Schema {
+// Pattern is a string that matches re; validate.go's patternMessages
+// words a mismatch.
+func Pattern(desc, re string) *jsonschema.Schema {
 	return &jsonschema.Schema{Type: "string", Description: desc, Pattern: re}
 }
 
-func boolean(desc string) *jsonschema.Schema {
+// Boolean is true or false.
+func Boolean(desc string) *jsonschema.Schema {
 	return &jsonschema.Schema{Type: "boolean", Description: desc}
 }
 
-func integer(desc string, lo, hi int64) *jsonschema.Schema {
+// Integer is a whole number from lo to hi.
+func Integer(desc string, lo, hi int64) *jsonschema.Schema {
 	fl, fh := float64(lo), float64(hi)
 	return &jsonschema.Schema{Type: "integer", Description: desc, Minimum: &fl, Maximum: &fh}
 }
@@ -62,11 +69,14 @@ func integer(desc string, lo, hi int64) *jsonschema.Schema {
 // reader also refuses zero.
 const durationPattern = `^(([0-9]+(\.[0-9]*)?|\.[0-9]+)(ns|us|µs|μs|ms|s|m|h))+$`
 
-func duration(desc string) *jsonschema.Schema {
+// Duration is a Go duration string such as "30s" (the reader refuses
+// zero and negative ones).
+func Duration(desc string) *jsonschema.Schema {
 	return &jsonschema.Schema{Type: "string", Description: desc + ` A duration such as "30s", "1m30s" or "500ms".`, Pattern: durationPattern}
 }
 
-func enum(desc string, values ...string) *jsonschema.Schema {
+// Enum is one of values.
+func Enum(desc string, values ...string) *jsonschema.Schema {
 	s := &jsonschema.Schema{Type: "string", Description: desc}
 	for _, v := range values {
 		s.Enum = append(s.Enum, v)
@@ -74,22 +84,23 @@ func enum(desc string, values ...string) *jsonschema.Schema {
 	return s
 }
 
-func array(desc string, items *jsonschema.Schema) *jsonschema.Schema {
+// Array is a list of items.
+func Array(desc string, items *jsonschema.Schema) *jsonschema.Schema {
 	return &jsonschema.Schema{Type: "array", Description: desc, Items: items}
 }
 
-// strMap is an object of strings under any keys.
-func strMap(desc string) *jsonschema.Schema {
+// StrMap is an object of strings under any keys.
+func StrMap(desc string) *jsonschema.Schema {
 	return &jsonschema.Schema{Type: "object", Description: desc, AdditionalProperties: &jsonschema.Schema{Type: "string"}}
 }
 
 // envNameSchema is the name of an environment variable.
 func envNameSchema(desc string) *jsonschema.Schema {
-	return pattern(desc, envNamePattern.String())
+	return Pattern(desc, envNamePattern.String())
 }
 
-// withDefault sets s's default, which editors offer and show.
-func withDefault(s *jsonschema.Schema, v any) *jsonschema.Schema {
+// WithDefault sets s's default, which editors offer and show.
+func WithDefault(s *jsonschema.Schema, v any) *jsonschema.Schema {
 	raw, err := json.Marshal(v)
 	if err != nil {
 		panic(err) // defaults are literals of this package
@@ -98,13 +109,13 @@ func withDefault(s *jsonschema.Schema, v any) *jsonschema.Schema {
 	return s
 }
 
-// requires is a schema that holds when every key is present.
-func requires(keys ...string) *jsonschema.Schema {
+// Requires is a schema that holds when every key is present.
+func Requires(keys ...string) *jsonschema.Schema {
 	return &jsonschema.Schema{Required: keys}
 }
 
-// when is "if the value's key is one of values, then then".
-func when(key string, values []string, then *jsonschema.Schema) *jsonschema.Schema {
+// When is "if the value's key is one of values, then then".
+func When(key string, values []string, then *jsonschema.Schema) *jsonschema.Schema {
 	cond := &jsonschema.Schema{Properties: map[string]*jsonschema.Schema{key: {}}, Required: []string{key}}
 	var vs []any
 	for _, v := range values {
@@ -114,11 +125,15 @@ func when(key string, values []string, then *jsonschema.Schema) *jsonschema.Sche
 	return &jsonschema.Schema{If: cond, Then: then}
 }
 
-// forbids is a schema that holds when none of keys is present.
-func forbids(keys ...string) *jsonschema.Schema {
+// Forbids is a schema that holds when none of keys is present.
+func Forbids(keys ...string) *jsonschema.Schema {
 	s := &jsonschema.Schema{}
 	for _, k := range keys {
-		s.AllOf = append(s.AllOf, &jsonschema.Schema{Not: requires(k)})
+		s.AllOf = append(s.AllOf, &jsonschema.Schema{Not: Requires(k)})
 	}
 	return s
 }
+
+// Property is the property name of an object schema, s: a Prop written
+// from a provider kind's own package.
+func Property(name string, s *jsonschema.Schema) Prop { return Prop{Name: name, Of: s} }

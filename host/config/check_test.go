@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"github.com/tenxgraph/tenxgraph/host/config"
+	"github.com/tenxgraph/tenxgraph/host/kind/plugins"
 )
 
 // Check returns what it could read beside the problems, so the validate
@@ -22,8 +23,8 @@ func TestCheckReturnsThePartialConfig(t *testing.T) {
 	if cfg.Agent != "tenxgraph:react" || len(cfg.RemoteTools) != 1 || cfg.RemoteTools[0].Node != "tols" {
 		t.Errorf("agent %q, remote tools %+v", cfg.Agent, cfg.RemoteTools)
 	}
-	if len(cfg.Plugins) != 2 || cfg.Plugins[0].Node != "research" || cfg.Plugins[0].Prefix != "wx_" || cfg.Plugins[1].Prefix != "" {
-		t.Errorf("plugins %+v", cfg.Plugins)
+	if len(plugins.Of(cfg)) != 2 || plugins.Of(cfg)[0].Node != "research" || plugins.Of(cfg)[0].Prefix != "wx_" || plugins.Of(cfg)[1].Prefix != "" {
+		t.Errorf("plugins %+v", plugins.Of(cfg))
 	}
 	if _, err := config.Parse([]byte(`{"agent": "a", "plugins": [{"name": "w", "command": ["w"], "sha256": "abc"}]}`), t.TempDir()); err == nil {
 		t.Error("Parse accepted a config with a problem")

@@ -36,6 +36,9 @@ type checker struct {
 	// envs lists every entry's own env, to check its expressions the
 	// same way.
 	envs []envAt
+	// exprs are the expressions providers expand (Reader.Expression), to
+	// check the same way.
+	exprs []exprAt
 }
 
 func (c *checker) add(path, format string, args ...any) { c.ps.Add(path, format, args...) }
@@ -290,4 +293,10 @@ type passEnvAt struct {
 // expected to explain at or under path.
 type choice struct {
 	path, message string
+}
+
+// exprAt is an expression to check for secrets where the file has it.
+type exprAt struct {
+	path, s string
+	argv    bool
 }

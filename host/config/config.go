@@ -91,7 +91,7 @@ func Check(data []byte, dir string) (*Config, toolspec.Problems) {
 	c.validate(root)
 	cfg := &Config{Dir: abs}
 	for _, first := range []bool{true, false} {
-		for _, s := range sections {
+		for _, s := range ordered() {
 			if s.First == first {
 				s.read(c, s.Key, root.field(s.Key), cfg)
 			}

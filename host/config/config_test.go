@@ -14,9 +14,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
-	"time"
 
-	"github.com/tenxgraph/tenxgraph/host/decl"
 	"github.com/tenxgraph/tenxgraph/sdk/strictjson"
 	"github.com/tenxgraph/tenxgraph/sdk/toolspec"
 )
@@ -56,53 +54,6 @@ func mustParse(t *testing.T, src, dir string) *Config {
 	return cfg
 }
 
-func TestDesignExample(t *testing.T) {
-	cfg := mustParse(t, designExample, "/proj")
-	want := &Config{
-		Dir:   "/proj",
-		Agent: "tenxgraph:react",
-		RemoteTools: []decl.RemoteTool{{
-			Node:        "tools",
-			Name:        "read_clipboard",
-			Description: "Read the current clipboard text.",
-			Parameters:  json.RawMessage(`{"type":"object","properties":{},"required":[]}`),
-		}},
-		Model: &Model{
-			Provider:   "openai",
-			Model:      "gpt-4o-mini",
-			BaseURL:    "http://127.0.0.1:11434/v1",
-			APIKeyEnv:  "OPENAI_API_KEY",
-			MaxSteps:   25,
-			MaxRetries: 2,
-		},
-		BuiltinTools: &BuiltinTools{Node: "tools", Enable: []string{"calculator", "current_time"}},
-		MCPServers: map[string]MCPServer{
-			"files": {
-				Name: "files", Type: "stdio", Command: "npx",
-				Args: []string{"-y", "@modelcontextprotocol/server-filesystem", "./data"},
-				Cwd:  "/proj", Node: "tools",
-			},
-			"search": {
-				Name: "search", Type: "http", URL: "http://127.0.0.1:3001/mcp",
-				Headers: map[string]string{"Authorization": "Bearer ${SEARCH_TOKEN}"},
-				Node:    "tools",
-			},
-		},
-		MCPServerOrder: []string{"files", "search"},
-		Plugins: []Plugin{{
-			Name: "weather", Command: []string{"/proj/bin/weather-plugin"}, SHA256: weatherSum,
-			Node: "tools", Start: "startup",
-		}},
-		Checkpointer: Checkpointer{Type: "sqlite", Path: "/proj/.tenxgraph/state.db"},
-		Server:       Server{Addr: "127.0.0.1:8123", MaxBodyBytes: 4 << 20, MaxRequestMessages: 1000},
-	}
-	if !reflect.DeepEqual(cfg, want) {
-		got, _ := json.MarshalIndent(cfg, "", "  ")
-		exp, _ := json.MarshalIndent(want, "", "  ")
-		t.Fatalf("got\n%s\nwant\n%s", got, exp)
-	}
-}
-
 func TestSeedExample(t *testing.T) {
 	// The seed's own example, with the node_name alias.
 	cfg := mustParse(t, `{
@@ -120,81 +71,6 @@ func TestSeedExample(t *testing.T) {
 	}
 }
 
-func TestDefaults(t *testing.T) {
-	cfg := mustParse(t, `{"agent": "tenxgraph:react", "model": {"provider": "scripted", "script": "s.json"}}`, "/p")
-	if cfg.Model.MaxSteps != DefaultMaxSteps || cfg.Model.MaxRetries != DefaultMaxRetries || cfg.Model.Timeout != 0 || cfg.Model.APIKeyEnv != "" {
-		t.Errorf("model defaults: %+v", cfg.Model)
-	}
-	if cfg.BuiltinTools != nil || cfg.MCPServers != nil || cfg.Plugins != nil || cfg.RemoteTools != nil {
-		t.Errorf("absent sections should stay empty: %+v", cfg)
-	}
-	if want := (Checkpointer{Type: "sqlite", Path: "/p/.tenxgraph/state.db"}); cfg.Checkpointer != want {
-		t.Errorf("checkpointer: %+v", cfg.Checkpointer)
-	}
-	if cfg.Server.Addr != DefaultAddr || cfg.Server.MaxBodyBytes != 4<<20 || cfg.Server.MaxRequestMessages != DefaultMaxRequestMessages || cfg.Server.Auth != nil {
-		t.Errorf("server: %+v", cfg.Server)
-	}
-}
-
-func TestFullValues(t *testing.T) {
-	cfg := mustParse(t, `{
-	  "agent": "a",
-	  "model": {"provider": "openai", "model": "m", "system_prompt": "be brief", "max_steps": 7,
-	            "timeout": "1m30s", "max_retries": 0},
-	  "builtin_tools": {"node": "fs", "enable": ["read_file", "http_fetch", "list_files"],
-	    "http_fetch": {"allow_hosts": ["api.example.com", "*.example.org:8443"], "max_bytes": 1000, "timeout": "5s"},
-	    "workspace": {"root": "/abs/ws"}},
-	  "mcp_servers": {
-	    "z": {"type": "sse", "url": "https://h/sse", "timeout": "10s", "deny_tools": ["rm"], "disabled": true, "node": "n2"},
-	    "a": {"type": "streamable_http", "url": "${MCP_URL}"},
-	    "m": {"command": "srv", "env": {"K": "${V}"}, "allow_tools": ["t1", "t2"], "max_output_bytes": 65536}
-	  },
-	  "plugins": [{"name": "p", "command": ["p-bin", "--flag", ""], "sha256": "`+strings.ToUpper(weatherSum)+`",
-	               "env": {"X": "1"}, "start": "lazy", "node": "n3"}],
-	  "checkpointer": {"type": "postgres", "dsn_env": "DATABASE_URL"},
-	  "server": {"addr": ":0", "auth": {"tokens_env": ["T1", "T2"]},
-	             "cors": {"allow_origins": ["http://localhost:5173", "*"]}, "max_body_bytes": 1024, "max_request_messages": 50}
-	}`, "/p")
-	m := cfg.Model
-	if m.APIKeyEnv != DefaultAPIKeyEnv || m.SystemPrompt != "be brief" || m.MaxSteps != 7 || m.Timeout != 90*time.Second || m.MaxRetries != 0 {
-		t.Errorf("model: %+v", m)
-	}
-	b := cfg.BuiltinTools
-	if b.Node != "fs" || !slices.Equal(b.Enable, []string{"read_file", "http_fetch", "list_files"}) ||
-		!slices.Equal(b.HTTPFetch.AllowHosts, []string{"api.example.com", "*.example.org:8443"}) ||
-		b.HTTPFetch.MaxBytes != 1000 || b.HTTPFetch.Timeout != 5*time.Second || b.Workspace.Root != "/abs/ws" {
-		t.Errorf("builtin: %+v", b)
-	}
-	if !slices.Equal(cfg.MCPServerOrder, []string{"z", "a", "m"}) {
-		t.Errorf("order: %v", cfg.MCPServerOrder)
-	}
-	z, a, mm := cfg.MCPServers["z"], cfg.MCPServers["a"], cfg.MCPServers["m"]
-	if z.Type != "sse" || z.Timeout != 10*time.Second || !z.Disabled || z.Node != "n2" || !slices.Equal(z.DenyTools, []string{"rm"}) {
-		t.Errorf("z: %+v", z)
-	}
-	if a.Type != "http" || a.URL != "${MCP_URL}" || a.Cwd != "" {
-		t.Errorf("a: %+v", a)
-	}
-	if mm.Type != "stdio" || mm.Command != "srv" || mm.Env["K"] != "${V}" || !slices.Equal(mm.AllowTools, []string{"t1", "t2"}) || mm.MaxOutputBytes != 65536 || z.MaxOutputBytes != 0 {
-		t.Errorf("m: %+v", mm)
-	}
-	p := cfg.Plugins[0]
-	if !slices.Equal(p.Command, []string{"p-bin", "--flag", ""}) || p.SHA256 != weatherSum || p.Env["X"] != "1" || p.Start != "lazy" || p.Node != "n3" {
-		t.Errorf("plugin: %+v", p)
-	}
-	if want := (Checkpointer{Type: "postgres", DSNEnv: "DATABASE_URL"}); cfg.Checkpointer != want {
-		t.Errorf("checkpointer: %+v", cfg.Checkpointer)
-	}
-	s := cfg.Server
-	if s.Addr != ":0" || !slices.Equal(s.Auth.TokensEnv, []string{"T1", "T2"}) || !slices.Equal(s.CORS.AllowOrigins, []string{"http://localhost:5173", "*"}) || s.MaxBodyBytes != 1024 || s.MaxRequestMessages != 50 {
-		t.Errorf("server: %+v", s)
-	}
-	cfg = mustParse(t, `{"agent": "a", "checkpointer": {"type": "memory"}}`, "/p")
-	if want := (Checkpointer{Type: "memory"}); cfg.Checkpointer != want {
-		t.Errorf("memory checkpointer: %+v", cfg.Checkpointer)
-	}
-}
-
 func TestParametersKeptRaw(t *testing.T) {
 	cfg := mustParse(t, `{"agent": "a", "remote_tools": [{"name": "t", "parameters":
 	  {"type": "object", "description": "a <b> & \"c\" é \u00e9",
@@ -202,59 +78,6 @@ func TestParametersKeptRaw(t *testing.T) {
 	want := `{"type":"object","description":"a <b> & \"c\" é é","properties":{"z":{"type":"number","maximum":1e400},"a":{"type":"integer","minimum":12345678901234567890}}}`
 	if got := string(cfg.RemoteTools[0].Parameters); got != want {
 		t.Errorf("parameters:\ngot  %s\nwant %s", got, want)
-	}
-}
-
-func TestPathResolution(t *testing.T) {
-	src := `{
-	  "agent": "a",
-	  "model": {"provider": "scripted", "script": "scripts/rules.json"},
-	  "builtin_tools": {"enable": ["write_file"], "workspace": {"root": "./ws/../workspace"}},
-	  "mcp_servers": {
-	    "rel": {"command": "./servers/srv", "cwd": "data"},
-	    "bare": {"command": "npx"},
-	    "abs": {"command": "/usr/bin/srv", "cwd": "/var/x"},
-	    "env": {"command": "${NODE}/bin/srv", "cwd": "${HOME}/x"}
-	  },
-	  "plugins": [
-	    {"name": "rel", "command": ["bin/p", "./arg"]},
-	    {"name": "bare", "command": ["p"]},
-	    {"name": "abs", "command": ["/opt/p"]}
-	  ],
-	  "checkpointer": {"path": "state/db.sqlite"}
-	}`
-	dir := t.TempDir()
-	cfg := mustParse(t, src, dir)
-	j := func(p string) string { return filepath.Join(dir, p) }
-	checks := []struct{ what, got, want string }{
-		{"Dir", cfg.Dir, dir},
-		{"script", cfg.Model.Script, j("scripts/rules.json")},
-		{"workspace", cfg.BuiltinTools.Workspace.Root, j("workspace")},
-		{"rel command", cfg.MCPServers["rel"].Command, j("servers/srv")},
-		{"rel cwd", cfg.MCPServers["rel"].Cwd, j("data")},
-		{"bare command", cfg.MCPServers["bare"].Command, "npx"},
-		{"bare cwd defaults to the config folder", cfg.MCPServers["bare"].Cwd, dir},
-		{"abs command", cfg.MCPServers["abs"].Command, "/usr/bin/srv"},
-		{"abs cwd", cfg.MCPServers["abs"].Cwd, "/var/x"},
-		{"${} command", cfg.MCPServers["env"].Command, "${NODE}/bin/srv"},
-		{"${} cwd", cfg.MCPServers["env"].Cwd, "${HOME}/x"},
-		{"plugin rel", cfg.Plugins[0].Command[0], j("bin/p")},
-		{"plugin arg untouched", cfg.Plugins[0].Command[1], "./arg"},
-		{"plugin bare", cfg.Plugins[1].Command[0], "p"},
-		{"plugin abs", cfg.Plugins[2].Command[0], "/opt/p"},
-		{"sqlite", cfg.Checkpointer.Path, j("state/db.sqlite")},
-	}
-	for _, c := range checks {
-		if c.got != c.want {
-			t.Errorf("%s: got %q, want %q", c.what, c.got, c.want)
-		}
-	}
-
-	// A relative dir is made absolute too.
-	cfg = mustParse(t, `{"agent": "a"}`, "sub")
-	wd, _ := os.Getwd()
-	if want := filepath.Join(wd, "sub"); cfg.Dir != want || cfg.Checkpointer.Path != filepath.Join(want, DefaultSQLitePath) {
-		t.Errorf("relative dir: Dir %q, sqlite %q; want under %q", cfg.Dir, cfg.Checkpointer.Path, want)
 	}
 }
 

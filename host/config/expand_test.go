@@ -58,19 +58,6 @@ func TestExpressionsNameNoSecret(t *testing.T) {
 	}
 }
 
-// A URL with no ${VAR} is checked as written, $$ read as $; one with a
-// ${VAR} is checked once expanded.
-func TestURLLiterals(t *testing.T) {
-	cfg := mustParse(t, `{"agent": "a", "mcp_servers": {"a": {"url": "${MCP_URL}"}, "b": {"url": "https://h.example/mcp?p=$$x"}}}`, "/proj")
-	if cfg.MCPServers["b"].URL != "https://h.example/mcp?p=$$x" {
-		t.Errorf("url kept as written for the bridge: %q", cfg.MCPServers["b"].URL)
-	}
-	_, err := Parse([]byte(`{"agent": "a", "mcp_servers": {"c": {"url": "$${MCP_URL}"}}}`), "/proj")
-	if err == nil || !strings.Contains(err.Error(), `mcp_servers.c.url: "${MCP_URL}" is not an http or https URL`) {
-		t.Errorf("a literal ${...} URL: %v", err)
-	}
-}
-
 // The store's password variables are the host's secrets only for a
 // postgres store.
 func TestPostgresSecrets(t *testing.T) {

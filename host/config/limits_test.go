@@ -3,41 +3,7 @@ package config
 import (
 	"strings"
 	"testing"
-	"time"
 )
-
-// provider_defaults sets the shared keys of every provider entry; an entry's
-// own keys win; tool_timeouts belong to the entry.
-func TestProviderDefaults(t *testing.T) {
-	cfg := mustParse(t, `{
-  "agent": "a",
-  "provider_defaults": {"timeout": "5s", "max_argument_bytes": 100, "max_result_bytes": 2000000},
-  "builtin_tools": {"enable": ["calculator"], "timeout": "2m"},
-  "plugins": [{"name": "p", "command": ["p"], "max_result_bytes": 300, "tool_timeouts": {"slow": "10m", "quick": "500ms"}}],
-  "mcp_servers": {"m": {"command": "m", "max_argument_bytes": 7}},
-  "server": {"shutdown_grace": "3s"}
-}`, "/proj")
-	b, p, m := cfg.BuiltinTools.ProviderSettings, cfg.Plugins[0].ProviderSettings, cfg.MCPServers["m"].ProviderSettings
-	if b.Timeout != 2*time.Minute || b.MaxArgumentBytes != 100 || b.MaxResultBytes != 2000000 || b.ToolTimeouts != nil {
-		t.Errorf("builtin_tools: %+v", b)
-	}
-	if p.Timeout != 5*time.Second || p.MaxArgumentBytes != 100 || p.MaxResultBytes != 300 ||
-		p.ToolTimeouts["slow"] != 10*time.Minute || p.ToolTimeouts["quick"] != 500*time.Millisecond || len(p.ToolTimeouts) != 2 {
-		t.Errorf("plugins[0]: %+v", p)
-	}
-	if m.Timeout != 5*time.Second || m.MaxArgumentBytes != 7 || m.MaxResultBytes != 2000000 {
-		t.Errorf("mcp_servers.m: %+v", m)
-	}
-	if cfg.Server.ShutdownGrace != 3*time.Second {
-		t.Errorf("server.shutdown_grace: %s", cfg.Server.ShutdownGrace)
-	}
-
-	// Without provider_defaults, the zero values mean the built-in defaults.
-	cfg = mustParse(t, `{"agent": "a", "plugins": [{"name": "p", "command": ["p"]}]}`, "/proj")
-	if s := cfg.Plugins[0].ProviderSettings; s.Timeout != 0 || s.MaxArgumentBytes != 0 || s.MaxResultBytes != 0 || cfg.Server.ShutdownGrace != 0 {
-		t.Errorf("defaults: %+v, grace %s", s, cfg.Server.ShutdownGrace)
-	}
-}
 
 // Every wrong limit is reported at once, at its path.
 func TestLimitProblems(t *testing.T) {

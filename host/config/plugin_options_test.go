@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"github.com/tenxgraph/tenxgraph/host/config"
+	"github.com/tenxgraph/tenxgraph/host/kind/plugins"
 )
 
 // A plugin's options are kept as written, for the plugin (and its options
@@ -16,10 +17,10 @@ func TestPluginOptions(t *testing.T) {
 	if len(ps) != 1 || ps[0].Path != "plugins[2].options" {
 		t.Fatalf("problems %v, want one at plugins[2].options", ps)
 	}
-	if got := string(cfg.Plugins[0].Options); got != `{"units":"imperial","stations":[1,2]}` {
+	if got := string(plugins.Of(cfg)[0].Options); got != `{"units":"imperial","stations":[1,2]}` {
 		t.Errorf("plugins[0].options = %s", got)
 	}
-	if cfg.Plugins[1].Options != nil || cfg.Plugins[2].Options != nil {
-		t.Errorf("options of plugins without good ones: %s, %s", cfg.Plugins[1].Options, cfg.Plugins[2].Options)
+	if plugins.Of(cfg)[1].Options != nil || plugins.Of(cfg)[2].Options != nil {
+		t.Errorf("options of plugins without good ones: %s, %s", plugins.Of(cfg)[1].Options, plugins.Of(cfg)[2].Options)
 	}
 }

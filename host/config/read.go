@@ -7,7 +7,6 @@ import (
 	"maps"
 	"net"
 	"net/url"
-	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -88,7 +87,7 @@ func (c *checker) model(path string, v *value) *Model {
 	}
 	if u := m.BaseURL; u != "" {
 		at := toolspec.Join(path, "base_url")
-		if err := checkURL(u); err != nil {
+		if err := CheckURL(u); err != nil {
 			c.add(at, "%v", err)
 		} else if m.Provider == "anthropic" {
 			if p := strings.TrimRight(urlPath(u), "/"); p == "/v1" || strings.HasSuffix(p, "/v1") {
@@ -140,52 +139,6 @@ func (c *checker) settings(path string, v *value, s *ProviderSettings) {
 	}
 }
 
-// builtinNames are the builtin provider's tools.
-var builtinNames = []string{"calculator", "current_time", "http_fetch", "read_file", "write_file", "list_files"}
-
-func (c *checker) builtinTools(path string, v *value) *BuiltinTools {
-	if v == nil || c.refused(path) {
-		return nil
-	}
-	b := &BuiltinTools{Node: DefaultNode}
-	c.decode(path, v, b)
-	c.settings(path, v, &b.ProviderSettings)
-	b.Sandbox.Env = c.envKeys(toolspec.Join(path, "env"), b.Sandbox.Env)
-	b.Sandbox = c.profile(path, v, b.Sandbox)
-	b.Enable = nil
-	first := map[string]int{}
-	if e := v.field("enable"); e != nil && e.kind == kindArray {
-		for i, it := range e.items {
-			at := toolspec.Join(toolspec.Join(path, "enable"), toolspec.Index(i))
-			if it.kind != kindString || !slices.Contains(builtinNames, it.text) {
-				continue
-			}
-			if j, dup := first[it.text]; dup {
-				c.add(at, "%q is already enabled at [%d]", it.text, j)
-				continue
-			}
-			first[it.text] = i
-			b.Enable = append(b.Enable, it.text)
-		}
-	}
-	hostsAt := toolspec.Join(path, "http_fetch.allow_hosts")
-	b.HTTPFetch.AllowHosts = c.hosts(hostsAt, b.HTTPFetch.AllowHosts)
-	if _, on := first["http_fetch"]; on && len(b.HTTPFetch.AllowHosts) == 0 && !c.covered(hostsAt) {
-		c.add(hostsAt, "missing: http_fetch is enabled, and a model may only fetch from hosts listed here, such as [\"api.example.com\"]")
-	}
-	rootAt := toolspec.Join(path, "workspace.root")
-	if b.Workspace.Root != "" {
-		b.Workspace.Root = c.resolve(b.Workspace.Root)
-	}
-	for _, name := range []string{"read_file", "write_file", "list_files"} {
-		if _, on := first[name]; on && b.Workspace.Root == "" && !c.covered(rootAt) {
-			c.add(rootAt, "missing: %s is enabled, and the file tools work only inside this folder", name)
-			break
-		}
-	}
-	return b
-}
-
 // hosts keeps the allow_hosts entries at path that follow the builtin
 // provider's rules (internal/hostallow) and reports the others; a list
 // the file has stays non-nil.
@@ -200,133 +153,6 @@ func (c *checker) hosts(path string, list []string) []string {
 			continue
 		}
 		out = append(out, h)
-	}
-	return out
-}
-
-func (c *checker) mcpServers(path string, v *value) (map[string]MCPServer, []string) {
-	if v == nil || v.kind != kindObject || len(v.keys) == 0 || c.refused(path) {
-		return nil, nil
-	}
-	servers := make(map[string]MCPServer, len(v.keys))
-	for i, name := range v.keys {
-		s := MCPServer{Name: name, Node: DefaultNode}
-		if p := toolspec.Join(path, pathKey(name)); !c.refused(p) {
-			s = c.mcpServer(p, v.vals[i], s)
-		}
-		servers[name] = s
-	}
-	return servers, slices.Clone(v.keys)
-}
-
-// stdioKeys are the keys only a server started with command takes.
-var stdioKeys = []string{"args", "env", "cwd", "pass_env", "limits", "network", "user", "group", "filesystem"}
-
-func (c *checker) mcpServer(path string, v *value, s MCPServer) MCPServer {
-	c.decode(path, v, &s)
-	c.settings(path, v, &s.ProviderSettings)
-	at := func(key string) string { return toolspec.Join(path, key) }
-	typ, command, u := v.field("type"), v.field("command"), v.field("url")
-	if s.Type == "streamable_http" || s.Type == "streamable-http" || s.Type == "streamableHttp" {
-		s.Type = "http"
-	}
-	switch {
-	case command != nil && u != nil:
-		c.add(path, "set command (to start a local server) or url (to reach a remote one), not both")
-		s.Type = ""
-	case command == nil && u == nil:
-		c.add(path, "missing command (to start a local server) or url (to reach a remote one)")
-		s.Type = ""
-	case typ == nil && command != nil:
-		s.Type = "stdio"
-	case typ == nil:
-		s.Type = "http"
-	case s.Type == "stdio" && u != nil:
-		c.add(at("url"), "a stdio server is started with command; url is for type \"http\" or \"sse\"")
-	case s.Type != "stdio" && s.Type != "" && command != nil:
-		c.add(at("command"), "an %s server is reached by url; command is for type \"stdio\"", s.Type)
-	}
-	if cmd := s.Command; !strings.HasPrefix(cmd, "$") && strings.ContainsAny(cmd, `/`+string(filepath.Separator)) {
-		s.Command = c.resolve(cmd)
-	}
-	if s.Cwd != "" && !strings.HasPrefix(s.Cwd, "$") {
-		s.Cwd = c.resolve(s.Cwd)
-	}
-	if lit, ok := literal(s.URL); ok && s.URL != "" { // one with ${VAR}s is checked once expanded
-		if err := checkURL(lit); err != nil {
-			c.add(at("url"), "%v", err)
-		}
-	}
-	for _, k := range slices.Sorted(maps.Keys(s.Headers)) {
-		err := checkHeaderName(k)
-		if err == nil {
-			err = checkHeaderValue(s.Headers[k])
-		}
-		if err != nil {
-			c.add(toolspec.Join(at("headers"), pathKey(k)), "%v", err)
-			delete(s.Headers, k)
-		}
-	}
-	if out, res := cmp.Or(s.MaxOutputBytes, defaultMCPOutputBytes), cmp.Or(s.MaxResultBytes, DefaultMaxResultBytes); out > res {
-		c.add(at("max_output_bytes"), "%d is more than max_result_bytes (%d): a result the bridge truncates to this size would still be refused; lower it or raise max_result_bytes", out, res)
-	}
-	if v.field("allow_tools") != nil && v.field("deny_tools") != nil {
-		c.add(at("deny_tools"), "set allow_tools or deny_tools, not both")
-	}
-	s.Env = c.envKeys(at("env"), s.Env)
-	s.Sandbox.Env = s.Env
-	s.Sandbox = c.profile(path, v, s.Sandbox)
-	// Keys of the other transport are mistakes the server would ignore.
-	switch s.Type {
-	case "stdio":
-		if v.field("headers") != nil {
-			c.add(at("headers"), "only used by \"http\" and \"sse\" servers (reached by url)")
-		}
-		if s.Cwd == "" {
-			s.Cwd = c.dir
-		}
-	case "http", "sse":
-		for _, k := range stdioKeys {
-			if v.field(k) != nil {
-				c.add(at(k), "only used by \"stdio\" servers (started with command)")
-			}
-		}
-	}
-	return s
-}
-
-func (c *checker) plugins(path string, v *value) []Plugin {
-	if v == nil || v.kind != kindArray || c.refused(path) {
-		return nil
-	}
-	var out []Plugin
-	first := map[string]int{}
-	for i, it := range v.items {
-		p := toolspec.Join(path, toolspec.Index(i))
-		if it.kind != kindObject || c.refused(p) {
-			continue
-		}
-		pl := Plugin{Node: DefaultNode, Start: "startup"}
-		c.decode(p, it, &pl)
-		c.settings(p, it, &pl.ProviderSettings)
-		if j, dup := first[pl.Name]; dup && pl.Name != "" {
-			c.add(toolspec.Join(p, "name"), "duplicate plugin name %q (first at plugins[%d])", pl.Name, j)
-		} else if pl.Name != "" {
-			first[pl.Name] = i
-		}
-		if c.covered(toolspec.Join(p, "command")) {
-			pl.Command = nil
-		} else if len(pl.Command) > 0 && !filepath.IsAbs(pl.Command[0]) && strings.ContainsAny(pl.Command[0], `/`+string(filepath.Separator)) {
-			pl.Command[0] = c.resolve(pl.Command[0])
-		}
-		pl.SHA256 = strings.ToLower(pl.SHA256)
-		if pl.Cwd != "" {
-			pl.Cwd = c.resolve(pl.Cwd)
-		}
-		pl.Env = c.envKeys(toolspec.Join(p, "env"), pl.Env)
-		pl.Sandbox.Env = pl.Env
-		pl.Sandbox = c.profile(p, it, pl.Sandbox)
-		out = append(out, pl)
 	}
 	return out
 }
@@ -483,7 +309,9 @@ func (c *checker) envKeys(path string, env map[string]string) map[string]string 
 	return env
 }
 
-func checkURL(s string) error {
+// CheckURL says why s is not an http or https URL with a host, the
+// endpoints the host reaches (a model's base_url, an MCP server's url).
+func CheckURL(s string) error {
 	u, err := url.Parse(s)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		return fmt.Errorf("%q is not an http or https URL", s)
@@ -511,26 +339,6 @@ func checkAddr(s string) error {
 func checkEnvKey(k string) error {
 	if k == "" || strings.ContainsAny(k, "=\x00") {
 		return fmt.Errorf("%q is not an environment variable name", k)
-	}
-	return nil
-}
-
-func checkHeaderValue(v string) error {
-	if strings.ContainsAny(v, "\r\n\x00") {
-		return fmt.Errorf("a header value cannot contain a line break or NUL")
-	}
-	return nil
-}
-
-// checkHeaderName accepts RFC 9110 token characters.
-func checkHeaderName(k string) error {
-	if k == "" {
-		return fmt.Errorf("a header name cannot be empty")
-	}
-	for _, r := range k {
-		if r > 0x7e || r <= ' ' || strings.ContainsRune(`"(),/:;<=>?@[\]{}`, r) {
-			return fmt.Errorf("%q is not a valid header name", k)
-		}
 	}
 	return nil
 }

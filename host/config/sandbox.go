@@ -3,7 +3,6 @@ package config
 import (
 	"maps"
 	"slices"
-	"strings"
 
 	"github.com/tenxgraph/tenxgraph/internal/expand"
 	"github.com/tenxgraph/tenxgraph/internal/sandbox"
@@ -106,9 +105,9 @@ func (cfg *Config) Secrets() []string {
 var postgresSecrets = []string{"PGPASSWORD", "PGSSLPASSWORD"}
 
 // checkSecrets refuses every profile that passes one of the host's
-// secrets to a provider by pass_env, and checks every expression (an MCP
-// server's command, args, cwd, url and headers, every provider's env)
-// with the one rule of internal/expand: its syntax, no host secret named
+// secrets to a provider by pass_env, and checks every expression (every
+// provider's env, and what a kind records with Reader.Expression, such as
+// an MCP server's command, args, cwd, url and headers) with the one rule of internal/expand: its syntax, no host secret named
 // anywhere in it, no credential on a command line. Each problem is
 // reported at its path.
 func (c *checker) checkSecrets(cfg *Config) {
@@ -125,48 +124,12 @@ func (c *checker) checkSecrets(cfg *Config) {
 			c.add(path, "%v", err)
 		}
 	}
-	checkEnv := func(at envAt) {
+	for _, at := range c.envs {
 		for _, k := range slices.Sorted(maps.Keys(at.vars)) {
 			check(toolspec.Join(at.path, pathKey(k)), at.vars[k], false)
 		}
 	}
-	// In the file's order: provider_defaults and builtin_tools, the MCP
-	// servers, the plugins.
-	mcpEnv := map[string]envAt{}
-	for _, at := range c.envs {
-		if strings.HasPrefix(at.path, "mcp_servers") {
-			mcpEnv[at.path] = at
-		} else if !strings.HasPrefix(at.path, "plugins") {
-			checkEnv(at)
-		}
+	for _, e := range c.exprs {
+		check(e.path, e.s, e.argv)
 	}
-	for _, name := range cfg.MCPServerOrder {
-		s := cfg.MCPServers[name]
-		path := toolspec.Join("mcp_servers", pathKey(name))
-		check(toolspec.Join(path, "command"), s.Command, true)
-		for i, a := range s.Args {
-			check(toolspec.Join(path, "args"+toolspec.Index(i)), a, true)
-		}
-		checkEnv(mcpEnv[toolspec.Join(path, "env")])
-		check(toolspec.Join(path, "cwd"), s.Cwd, false)
-		check(toolspec.Join(path, "url"), s.URL, false)
-		for _, k := range slices.Sorted(maps.Keys(s.Headers)) {
-			check(toolspec.Join(path, toolspec.Join("headers", pathKey(k))), s.Headers[k], false)
-		}
-	}
-	for _, at := range c.envs {
-		if strings.HasPrefix(at.path, "plugins") {
-			checkEnv(at)
-		}
-	}
-}
-
-// literal is the value of s when it names no variable.
-func literal(s string) (string, bool) {
-	e, err := expand.Parse(s)
-	if err != nil || !e.Literal() {
-		return "", false
-	}
-	v, err := e.Expand(func(string) (string, bool) { return "", false })
-	return v, err == nil
 }

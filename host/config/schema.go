@@ -3,6 +3,7 @@ package config
 import (
 	"fmt"
 	"slices"
+	"strings"
 
 	"github.com/google/jsonschema-go/jsonschema"
 )
@@ -12,12 +13,12 @@ import (
 // validators read.
 const SchemaID = "https://json-schema.org/draft/2020-12/schema"
 
-// A Section is one top-level key of 10xgraph.json: the graph, a provider
-// kind (builtin_tools, mcp_servers, plugins), the model, the checkpointer,
-// the server. It owns its key's JSON Schema (with the descriptions and
-// defaults editors show) and its reader (the checks a schema cannot
-// express, and the defaults filled into Config), so a new key is one
-// registration, not an edit of a central list.
+// A Section is one top-level key of 10xgraph.json: the graph, the model, the
+// checkpointer, the server, or a provider kind's key (registered from the
+// kind's own package with RegisterProvider). It owns its key's JSON Schema
+// (with the descriptions and defaults editors show) and its reader (the
+// checks a schema cannot express, and the defaults filled into Config), so a
+// new key is one registration, not an edit of a central list.
 type Section struct {
 	// Key is the top-level key.
 	Key string
@@ -28,6 +29,9 @@ type Section struct {
 	First bool
 	// Schema is the key's JSON Schema.
 	Schema func() *jsonschema.Schema
+	// provider is true for a provider kind's section (RegisterProvider):
+	// those are listed together, by key, before provider_defaults.
+	provider bool
 	// read decodes the key's value v (nil when absent), checks what the
 	// schema cannot and sets its part of cfg.
 	read func(c *checker, path string, v *value, cfg *Config)
@@ -46,6 +50,28 @@ func register(s Section) {
 	sections = append(sections, s)
 }
 
+// ordered are the sections in the order the schema lists them: as
+// registered, with the provider kinds, by key, before provider_defaults,
+// so that the order does not hang on which package's init runs first.
+func ordered() []Section {
+	var kinds, out []Section
+	for _, s := range sections {
+		if s.provider {
+			kinds = append(kinds, s)
+		}
+	}
+	slices.SortFunc(kinds, func(a, b Section) int { return strings.Compare(a.Key, b.Key) })
+	for _, s := range sections {
+		if s.Key == "provider_defaults" {
+			out = append(out, kinds...)
+		}
+		if !s.provider {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
 // schemaKey is the key editors use to find a file's schema. It is not
 // part of the config: the host accepts it (a string) and ignores it.
 const schemaKey = "$schema"
@@ -62,14 +88,14 @@ func Schema() *jsonschema.Schema {
 		Type:        "object",
 		Properties:  map[string]*jsonschema.Schema{},
 	}
-	for _, s := range sections {
+	for _, s := range ordered() {
 		root.Properties[s.Key] = s.Schema()
 		root.PropertyOrder = append(root.PropertyOrder, s.Key)
 		if s.Required {
 			root.Required = append(root.Required, s.Key)
 		}
 	}
-	root.Properties[schemaKey] = str("The JSON Schema this file follows, for editors (the output of `tenxgraph schema`); the host ignores it.")
+	root.Properties[schemaKey] = Str("The JSON Schema this file follows, for editors (the output of `tenxgraph schema`); the host ignores it.")
 	root.PropertyOrder = append(root.PropertyOrder, schemaKey)
 	root.AdditionalProperties = falseSchema()
 	return root

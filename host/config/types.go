@@ -1,7 +1,6 @@
 package config
 
 import (
-	"encoding/json"
 	"regexp"
 	"time"
 
@@ -84,16 +83,9 @@ type Config struct {
 	// Model is nil when the file has no "model": a code-first graph may
 	// bring its own.
 	Model *Model
-	// BuiltinTools is nil when the file has no "builtin_tools": no builtin
-	// tool runs unless asked for.
-	BuiltinTools *BuiltinTools
-	// MCPServers are keyed by the name that prefixes their tools.
-	MCPServers map[string]MCPServer
-	// MCPServerOrder lists MCPServers' keys in file order, so servers start
-	// and tools are listed in the order the user wrote them.
-	MCPServerOrder []string
-	// Plugins are third-party tool providers, in file order.
-	Plugins []Plugin
+	// providers are the provider kinds' values by key (Provider): each
+	// kind's package owns its type.
+	providers map[string]any
 	// Checkpointer is where thread state is kept; always set (sqlite by
 	// default), because pausing for remote tools needs somewhere to pause.
 	Checkpointer Checkpointer
@@ -164,126 +156,6 @@ func (a Approval) Set() bool { return a.All || len(a.Tools) > 0 }
 // Model configures the chat model: model.Config, which the providers
 // read, so that they need nothing of this package.
 type Model = model.Config
-
-// BuiltinTools selects the builtin tools provider's tools.
-type BuiltinTools struct {
-	ProviderSettings
-	// Node is the ToolNode offering the tools (default "tools").
-	Node string `json:"node"`
-	// Enable lists the tools to offer, in file order. Nothing is on by
-	// default: tools that fetch URLs or touch files are capabilities the
-	// user grants, one by one.
-	Enable []string `json:"enable"`
-	// HTTPFetch limits http_fetch.
-	HTTPFetch HTTPFetch `json:"http_fetch"`
-	// Workspace confines the file tools.
-	Workspace Workspace `json:"workspace"`
-	// Sandbox is what the builtin provider's process may have.
-	Sandbox sandbox.Profile `json:",inline"`
-}
-
-// HTTPFetch limits the http_fetch tool, which a model drives with
-// arbitrary URLs: without a host list it would be a way into the
-// network the host sits on.
-type HTTPFetch struct {
-	// AllowHosts are the only hosts http_fetch may reach, and the
-	// address ranges (CIDR entries) beyond the public Internet it may
-	// connect to; required when http_fetch is enabled. See
-	// builtin.HTTPFetchOptions.AllowedHosts.
-	AllowHosts []string `json:"allow_hosts"`
-	// MaxBytes caps a response; 0 leaves the provider's default.
-	MaxBytes int64 `json:"max_bytes"`
-	// Timeout bounds a fetch; 0 leaves the provider's default.
-	Timeout time.Duration `json:"timeout"`
-}
-
-// Workspace confines read_file, write_file and list_files.
-type Workspace struct {
-	// Root is the folder the file tools cannot leave (absolute); required
-	// when any of them is enabled, so a model never roams the whole disk.
-	Root string `json:"root"`
-}
-
-// MCPServer is one entry of mcp_servers, in the shape users know from
-// desktop MCP clients' "mcpServers".
-type MCPServer struct {
-	// ProviderSettings' Timeout keeps the bridge's meaning (it also bounds
-	// the connection's start, at least 30s); the bridge enforces them per
-	// server.
-	ProviderSettings
-	// Name is the entry's key; it prefixes the server's tool names, so it
-	// must be short and plain.
-	Name string
-	// Type is "stdio", "http" or "sse"; when the file omits it, command
-	// means stdio and url means http. LangChain's and Cline's spellings of
-	// http ("streamable_http", "streamable-http", "streamableHttp") are
-	// accepted and stored as "http", so configs copied from them work.
-	Type string `json:"type"`
-	// Command starts a stdio server. A relative path containing a
-	// separator is made absolute; a bare name is looked up in PATH.
-	// ${VAR} references here and in Args, Env, Cwd, URL and Headers
-	// (internal/expand's grammar) are kept verbatim for the bridge to
-	// expand, so secrets stay out of the file.
-	Command string            `json:"command"`
-	Args    []string          `json:"args"`
-	Env     map[string]string `json:"env"`
-	// Cwd is the stdio server's working directory (absolute). It defaults
-	// to the config's folder, so relative paths in Args mean the same as
-	// everywhere else in the file.
-	Cwd string `json:"cwd"`
-	// URL reaches an http or sse server.
-	URL     string            `json:"url"`
-	Headers map[string]string `json:"headers"`
-	// MaxOutputBytes caps a tool result handed to the model; a larger one
-	// is truncated with a marker. 0 leaves the bridge's default (1 MiB). It
-	// must not exceed max_result_bytes, past which a result is an error.
-	MaxOutputBytes int64 `json:"max_output_bytes"`
-	// Node is the ToolNode offering the server's tools (default "tools").
-	Node string `json:"node"`
-	// AllowTools, when set, are the only tools offered; DenyTools are
-	// hidden. At most one is set: together they would be ambiguous.
-	AllowTools []string `json:"allow_tools"`
-	DenyTools  []string `json:"deny_tools"`
-	// Disabled keeps the entry in the file without starting it.
-	Disabled bool `json:"disabled"`
-	// Sandbox is what a stdio server's process may have; its Env is Env
-	// on top of provider_defaults', ${VAR}s unexpanded.
-	Sandbox sandbox.Profile `json:",inline"`
-}
-
-// Plugin is a third-party tool provider: an executable built with sdk.Serve.
-type Plugin struct {
-	ProviderSettings
-	// Name identifies the plugin in logs, errors and `tenxgraph tools`.
-	Name string `json:"name"`
-	// Command is the executable and its arguments; Command[0] is made
-	// absolute when it is a relative path.
-	Command []string `json:"command"`
-	// SHA256 is the executable's expected checksum (lowercase hex), or
-	// empty. When set, the host refuses to run a binary that differs.
-	SHA256 string `json:"sha256"`
-	// Node is the ToolNode offering the plugin's tools (default "tools").
-	Node string `json:"node"`
-	// Prefix is put before each of the plugin's tool names on the node
-	// ("wx_" offers "forecast" as "wx_forecast"), so that two plugins
-	// exporting one name can sit on one node. Per-tool settings such as
-	// tool_timeouts keep the plugin's own names.
-	Prefix string `json:"prefix"`
-	// Env is added to the plugin's environment, its ${VAR}s unexpanded
-	// (the host expands them when it starts the plugin).
-	Env map[string]string `json:"env"`
-	// Start is "startup" (default: a broken plugin fails the start, not the
-	// first run) or "lazy" (started on first use, for costly plugins).
-	Start string `json:"start"`
-	// Cwd is the plugin's working directory (absolute; "" for the host's).
-	Cwd string `json:"cwd"`
-	// Sandbox is what the plugin's process may have; its Env includes Env.
-	Sandbox sandbox.Profile `json:",inline"`
-	// Options are sent to the plugin with Configure (a JSON object, as
-	// written; nil when absent). A plugin that declares an options schema
-	// has them checked against it when it starts, `validate` included.
-	Options json.RawMessage `json:"options"`
-}
 
 // DefaultKeepHistory is checkpointer.keep_history when unset: the last
 // hundred checkpoints of a thread (a few dozen turns) show how it got where
@@ -379,24 +251,16 @@ type CORS struct {
 	AllowOrigins []string `json:"allow_origins"`
 }
 
-// MaxMCPOutputBytes is the largest max_output_bytes of an MCP server: a
-// result crosses from the bridge to the host as one gRPC message
-// (plugins/mcp.MaxOutputLimit).
-const MaxMCPOutputBytes = 192 << 20
-
-// defaultMCPOutputBytes is the bridge's max_output_bytes when the file
-// sets none (plugins/mcp.DefaultMaxOutputBytes).
-const defaultMCPOutputBytes = 1 << 20
-
-// pluginNamePattern is the tool name rule: plugin names show up next to
+// NamePattern is the tool name rule: plugin names show up next to
 // tool names in listings and errors.
-var pluginNamePattern = regexp.MustCompile(`^[a-zA-Z0-9_-]{1,64}$`)
+var NamePattern = regexp.MustCompile(`^[a-zA-Z0-9_-]{1,64}$`)
 
-var sha256Pattern = regexp.MustCompile(`^[0-9a-fA-F]{64}$`)
+// SHA256Pattern is a sha256 in hex, as `sha256sum` prints it.
+var SHA256Pattern = regexp.MustCompile(`^[0-9a-fA-F]{64}$`)
 
-// shortNamePattern keeps MCP server names and tool-name prefixes short
+// ShortNamePattern keeps MCP server names and tool-name prefixes short
 // and plain: both go before tool names, which models accept only up to 64
 // such characters.
-var shortNamePattern = regexp.MustCompile(`^[a-zA-Z0-9_-]{1,32}$`)
+var ShortNamePattern = regexp.MustCompile(`^[a-zA-Z0-9_-]{1,32}$`)
 
 var envNamePattern = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)

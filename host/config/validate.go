@@ -197,21 +197,21 @@ func typeMessage(s *jsonschema.Schema, v *value) string {
 // follows, saying why, except for plainPatterns, whose words say it all.
 var patternMessages = map[string]func(s string) string{
 	durationPattern: func(s string) string { _, msg := parseDuration(s); return msg },
-	sha256Pattern.String(): func(s string) string {
+	SHA256Pattern.String(): func(s string) string {
 		return fmt.Sprintf("must be 64 hexadecimal characters, the output of `sha256sum` on the executable (got %d characters)", len([]rune(s)))
 	},
 	envNamePattern.String(): func(s string) string {
 		return fmt.Sprintf("%q is not an environment variable name: use letters, digits and '_', not starting with a digit (the file names the variable, not its value)", s)
 	},
-	shortNamePattern.String(): func(s string) string {
+	ShortNamePattern.String(): func(s string) string {
 		return fmt.Sprintf("%q must be 1 to 32 letters, digits, '_' or '-'", s)
 	},
-	pluginNamePattern.String(): func(s string) string {
+	NamePattern.String(): func(s string) string {
 		return fmt.Sprintf("%q must be 1 to 64 letters, digits, '_' or '-'", s)
 	},
 }
 
-var plainPatterns = []string{durationPattern, sha256Pattern.String(), envNamePattern.String()}
+var plainPatterns = []string{durationPattern, SHA256Pattern.String(), envNamePattern.String()}
 
 func patternMessage(pattern, s string) string {
 	if f, ok := patternMessages[pattern]; ok {

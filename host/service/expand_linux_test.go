@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/tenxgraph/tenxgraph/host/config"
+	"github.com/tenxgraph/tenxgraph/host/kind/mcpservers"
+	"github.com/tenxgraph/tenxgraph/host/kind/plugins"
 	"github.com/tenxgraph/tenxgraph/host/service"
 )
 
@@ -85,11 +87,11 @@ func TestExpansionNeverReadsAHostSecret(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg.Plugins[0].Env["A"] = "${TENX_NOPE:-${TENX_TOKEN}}"
-	cfg.Plugins[0].Sandbox.Env["A"] = cfg.Plugins[0].Env["A"]
-	m := cfg.MCPServers["m"]
+	plugins.Of(cfg)[0].Env["A"] = "${TENX_NOPE:-${TENX_TOKEN}}"
+	plugins.Of(cfg)[0].Sandbox.Env["A"] = plugins.Of(cfg)[0].Env["A"]
+	m := mcpservers.Of(cfg).ByName["m"]
 	m.Sandbox.Env["A"] = "${TENX_TOKEN}"
-	cfg.MCPServers["m"] = m
+	mcpservers.Of(cfg).ByName["m"] = m
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	s, err := service.New(ctx, cfg, service.Options{})

@@ -18,6 +18,7 @@ import (
 	"github.com/tenxgraph/tenxgraph/host/agent"
 	"github.com/tenxgraph/tenxgraph/host/config"
 	"github.com/tenxgraph/tenxgraph/host/graph"
+	"github.com/tenxgraph/tenxgraph/host/kind"
 	"github.com/tenxgraph/tenxgraph/host/pluginhost"
 	"github.com/tenxgraph/tenxgraph/host/remotetool"
 	"github.com/tenxgraph/tenxgraph/host/toolnode"
@@ -30,25 +31,56 @@ import (
 	"github.com/tenxgraph/tenxgraph/sdk/toolspec"
 )
 
-// Names of the providers this binary serves itself; plugins may not take
-// them.
+// Names of the providers this binary serves itself (`tenxgraph plugin
+// NAME`); a plugins[] entry may not take them (package host/kind/plugins).
 const (
 	builtinName = builtin.Name
 	bridgeName  = remote.Name
 	mcpName     = mcp.Name
 )
 
-// startProviders starts every provider plugin of the config at once (start
-// time is that of the slowest, not the sum) and files them by node. The
-// remote bridge always runs: any run may bring client tools.
+// startProviders starts every provider of the config at once (start time
+// is that of the slowest, not the sum) and files them by node: the
+// registered kinds' jobs, then the late kinds', which are told the tools
+// their nodes have by then. The remote bridge always runs: any run may
+// bring client tools.
 func (s *Service) startProviders(ctx context.Context, opts Options, env *agent.Env) error {
 	s.startedProviders = true
+	s.paths = map[string]string{}
 	cfg := s.Config
+	h, log, err := host(cfg, opts)
+	if err != nil {
+		return err
+	}
+	bridge := kind.Job{Label: bridgeName, Path: "remote_tools", Config: pluginhost.Config{Name: bridgeName, Command: []string{h.Self, "plugin", "remote"},
+		Sandbox: cfg.SandboxDefaults, Key: "provider_defaults"}}
+	h.Taken = func(node string) []string { return takenNames(ctx, env.Providers[node], cfg.RemoteTools, node) }
+	for _, late := range []bool{false, true} {
+		var jobs []kind.Job
+		var ps toolspec.Problems
+		if !late {
+			jobs = append(jobs, bridge)
+		}
+		for _, k := range kind.All() {
+			if v := cfg.Provider(k.Key); v != nil && k.Late == late {
+				js, problems := k.Jobs(ctx, v, h)
+				jobs, ps = append(jobs, js...), append(ps, problems...)
+			}
+		}
+		if err := s.start(ctx, h, log, jobs, ps, env); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// host is what the kinds' jobs are given, without Taken, and the logger.
+func host(cfg *config.Config, opts Options) (kind.Host, hclog.Logger, error) {
 	self := opts.Executable
 	if self == "" {
 		exe, err := os.Executable()
 		if err != nil {
-			return fmt.Errorf("find this program to serve the builtin providers: %w", err)
+			return kind.Host{}, nil, fmt.Errorf("find this program to serve the builtin providers: %w", err)
 		}
 		self = exe
 	}
@@ -56,49 +88,20 @@ func (s *Service) startProviders(ctx context.Context, opts Options, env *agent.E
 	if log == nil {
 		log = DefaultLogger()
 	}
-	type job struct {
-		label   string // the process's name in Profiles
-		path    string // config path for errors
-		node    string // "" for the bridge
-		cfg     pluginhost.Config
-		approve config.Approval
-	}
-	jobs := []job{{label: bridgeName, path: "remote_tools", cfg: pluginhost.Config{Name: bridgeName, Command: []string{self, "plugin", "remote"},
-		Sandbox: cfg.SandboxDefaults, Key: "provider_defaults"}}}
-	if bt := cfg.BuiltinTools; bt != nil && len(bt.Enable) > 0 {
-		raw, err := json.Marshal(builtin.Options{Enable: bt.Enable, WorkspaceRoot: bt.Workspace.Root,
-			HTTPFetch: builtin.HTTPFetchOptions{AllowedHosts: bt.HTTPFetch.AllowHosts, MaxBytes: bt.HTTPFetch.MaxBytes, Timeout: bt.HTTPFetch.Timeout}})
-		if err != nil {
-			return fmt.Errorf("builtin_tools: %w", err)
-		}
-		profile := bt.Sandbox
-		if fs := profile.Filesystem; fs != nil && bt.Workspace.Root != "" {
-			// The file tools' folder is theirs to write, whatever else the
-			// profile lists.
-			profile.Filesystem = &sandbox.Filesystem{Read: fs.Read, Write: append(slices.Clone(fs.Write), bt.Workspace.Root)}
-		}
-		jobs = append(jobs, job{label: builtinName, path: "builtin_tools", node: bt.Node, cfg: pluginhost.Config{Name: builtinName,
-			Command: []string{self, "plugin", "builtin"}, Options: raw, Sandbox: profile, Key: "builtin_tools",
-			Limits: bt.ProviderSettings.Limits("builtin_tools")}, approve: bt.RequireApproval})
-	}
-	var ps toolspec.Problems
-	for i, pl := range cfg.Plugins {
-		if pl.Name == builtinName || pl.Name == bridgeName || pl.Name == mcpName {
-			ps.Add(fmt.Sprintf("plugins[%d].name", i), "%q is the name of a provider tenxgraph serves itself; choose another", pl.Name)
-			continue
-		}
-		key := fmt.Sprintf("plugins[%d]", i)
-		jobs = append(jobs, job{label: fmt.Sprintf("%s %s", key, pl.Name), path: key, node: pl.Node, cfg: pluginConfig(pl, key), approve: pl.RequireApproval})
-	}
-	// Each profile's env is expanded here, from the host's environment:
-	// the launcher sets literal values.
-	vars := hostVars(cfg)
+	return kind.Host{Config: cfg, Self: self, Vars: hostVars(cfg)}, log, nil
+}
+
+// start starts jobs in parallel, after expanding each one's env from the
+// host's environment (the launcher sets literal values), and files each
+// started provider at its node, with its approvals; ps are problems found
+// so far, which stop it before anything starts.
+func (s *Service) start(ctx context.Context, h kind.Host, log hclog.Logger, jobs []kind.Job, ps toolspec.Problems, env *agent.Env) error {
 	for i := range jobs {
-		env, problems := expandEnv(jobs[i].cfg.Sandbox.Env, vars)
+		expanded, problems := expandEnv(jobs[i].Config.Sandbox.Env, h.Vars)
 		for _, p := range problems {
-			ps.Add(toolspec.Join(envPath(cfg, jobs[i].path, jobs[i].cfg.Sandbox.Env, p.Path), p.Path), "%s", p.Message)
+			ps.Add(toolspec.Join(h.EnvPath(jobs[i].Path, jobs[i].Config.Sandbox.Env, p.Path), p.Path), "%s", p.Message)
 		}
-		jobs[i].cfg.Sandbox.Env = env
+		jobs[i].Config.Sandbox.Env = expanded
 	}
 	if len(ps) > 0 {
 		return ps
@@ -110,9 +113,9 @@ func (s *Service) startProviders(ctx context.Context, opts Options, env *agent.E
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			j.cfg.Logger = log
-			j.cfg.Deny, j.cfg.Trampoline = cfg.Secrets(), self
-			started[i], errs[i] = pluginhost.Start(ctx, j.cfg)
+			j.Config.Logger = log
+			j.Config.Deny, j.Config.Trampoline = h.Config.Secrets(), h.Self
+			started[i], errs[i] = pluginhost.Start(ctx, j.Config)
 		}()
 	}
 	wg.Wait()
@@ -123,72 +126,66 @@ func (s *Service) startProviders(ctx context.Context, opts Options, env *agent.E
 			ps = append(ps, refused...)
 			continue
 		case errs[i] != nil:
-			ps.Add(j.path, "%v", errs[i])
+			ps.Add(j.Path, "%v", errs[i])
 			continue
 		}
 		s.providers = append(s.providers, started[i])
-		s.process(j.label, started[i])
-		checkToolTimeouts(ctx, started[i], j.path, j.cfg.Prefix, j.cfg.Limits.ToolTimeouts, &ps)
+		s.process(j.Label, started[i])
+		s.paths[j.Label] = j.Path
+		checkToolTimeouts(ctx, started[i], j.Path, j.Config.Prefix, j.Config.Limits.ToolTimeouts, &ps)
 		var p sdk.Provider = started[i]
-		if j.approve.Set() {
+		if j.Approve.Set() {
 			// Names are the plugin's own, like tool_timeouts'; the node
 			// knows its tools by their prefixed names.
-			checkApprovals(ctx, started[i], j.path, j.cfg.Prefix, j.approve.Tools, &ps)
+			checkApprovals(ctx, started[i], j.Path, j.Config.Prefix, j.Approve.Tools, &ps)
 			var names []string
-			for _, n := range j.approve.Tools {
-				names = append(names, j.cfg.Prefix+n)
+			for _, n := range j.Approve.Tools {
+				names = append(names, j.Config.Prefix+n)
 			}
 			p = toolnode.RequireApproval(p, names)
 		}
-		if j.node == "" {
+		if j.Node == "" {
 			env.Bridge = started[i]
 		} else {
-			env.Providers[j.node] = append(env.Providers[j.node], p)
+			env.Providers[j.Node] = append(env.Providers[j.Node], p)
 		}
 	}
 	if len(ps) > 0 {
 		return ps
 	}
-	return s.startMCP(ctx, self, log, env)
+	return nil
 }
 
-// pluginConfig is a plugins[] entry as the plugin host takes it; key is
-// its config path.
-func pluginConfig(pl config.Plugin, key string) pluginhost.Config {
-	return pluginhost.Config{Name: pl.Name, Command: pl.Command, SHA256: pl.SHA256, Lazy: pl.Start == "lazy", Prefix: pl.Prefix,
-		Sandbox: pl.Sandbox, Key: key, Dir: pl.Cwd, Limits: pl.ProviderSettings.Limits(key), Options: pl.Options}
-}
-
-// optionProblems checks the options of each plugins[] entry that has
-// options, and no problem so far, against the options schema its plugin
-// declares, for a config whose providers are not started because of other
-// mistakes: each such plugin is started, asked for its schema, checked,
-// and stopped, so that validate still lists every mistake in one pass. A
-// plugin that fails to start says so at its entry.
+// optionProblems checks the options of each job whose options are the
+// user's (a plugins[] entry's), and that has no problem so far, against
+// the options schema its plugin declares, for a config whose providers are
+// not started because of other mistakes: each such plugin is started,
+// asked for its schema, checked, and stopped, so that validate still lists
+// every mistake in one pass. A plugin that fails to start says so at its
+// entry. Late kinds are left out: their jobs need the other providers.
 func optionProblems(ctx context.Context, cfg *config.Config, opts Options, have toolspec.Problems) toolspec.Problems {
-	self, log := opts.Executable, opts.Logger
-	if self == "" {
-		self, _ = os.Executable()
-	}
-	if log == nil {
-		log = DefaultLogger()
-	}
-	vars := hostVars(cfg)
+	h, log, _ := host(cfg, opts)
 	var pcs []pluginhost.Config
-	for i, pl := range cfg.Plugins {
-		key := fmt.Sprintf("plugins[%d]", i)
-		if pl.Options == nil || len(pl.Command) == 0 || slices.ContainsFunc(have, func(p sdk.Problem) bool {
-			return p.Path == key || strings.HasPrefix(p.Path, key+".") || strings.HasPrefix(p.Path, key+"[")
-		}) {
+	for _, k := range kind.All() {
+		v := cfg.Provider(k.Key)
+		if v == nil || k.Late {
 			continue
 		}
-		pc := pluginConfig(pl, key)
-		env, problems := expandEnv(pc.Sandbox.Env, vars)
-		if len(problems) > 0 {
-			continue // reported by the env check
+		jobs, _ := k.Jobs(ctx, v, h)
+		for _, j := range jobs {
+			if !j.CheckOptions || slices.ContainsFunc(have, func(p sdk.Problem) bool {
+				return p.Path == j.Path || strings.HasPrefix(p.Path, j.Path+".") || strings.HasPrefix(p.Path, j.Path+"[")
+			}) {
+				continue
+			}
+			pc := j.Config
+			env, problems := expandEnv(pc.Sandbox.Env, h.Vars)
+			if len(problems) > 0 {
+				continue // reported by the env check
+			}
+			pc.Sandbox.Env, pc.Lazy, pc.Logger, pc.Deny, pc.Trampoline = env, true, log, cfg.Secrets(), h.Self
+			pcs = append(pcs, pc)
 		}
-		pc.Sandbox.Env, pc.Lazy, pc.Logger, pc.Deny, pc.Trampoline = env, true, log, cfg.Secrets(), self
-		pcs = append(pcs, pc)
 	}
 	errs := make([]error, len(pcs))
 	var wg sync.WaitGroup
@@ -215,127 +212,6 @@ func optionProblems(ctx context.Context, cfg *config.Config, opts Options, have 
 		}
 	}
 	return ps
-}
-
-// startMCP starts the MCP bridge for the enabled mcp_servers: one process
-// per node that has any (nearly always just "tools"), so that each bridge
-// is a plain provider of one node, naming its tools uniquely on that node,
-// which is where tool names must be unique. It starts after the other
-// providers: it is told their tools' names on its node, and the configured
-// remote tools', so that a server tool with a taken name is offered under
-// its server's prefix instead of colliding.
-func (s *Service) startMCP(ctx context.Context, self string, log hclog.Logger, env *agent.Env) error {
-	cfg := s.Config
-	var nodes []string
-	byNode := map[string][]mcp.Server{}
-	wait := map[string]time.Duration{}
-	bound := map[string]pluginhost.Limits{}
-	for _, name := range cfg.MCPServerOrder {
-		sc := cfg.MCPServers[name]
-		if sc.Disabled {
-			continue
-		}
-		if _, ok := byNode[sc.Node]; !ok {
-			nodes = append(nodes, sc.Node)
-		}
-		byNode[sc.Node] = append(byNode[sc.Node], mcpServer(sc))
-		wait[sc.Node] = max(wait[sc.Node], sc.Timeout, mcp.DefaultTimeout)
-		l, b := sc.ProviderSettings.Limits("mcp_servers"), bound[sc.Node]
-		for _, d := range sc.ToolTimeouts {
-			l.Timeout = max(l.Timeout, d)
-		}
-		bound[sc.Node] = pluginhost.Limits{Timeout: max(b.Timeout, l.Timeout+mcpTimeoutMargin), Key: l.Key,
-			MaxArgumentBytes: max(b.MaxArgumentBytes, l.MaxArgumentBytes), MaxResultBytes: max(b.MaxResultBytes, l.MaxResultBytes)}
-	}
-	if len(nodes) == 0 {
-		return nil
-	}
-	started := make([]*pluginhost.Plugin, len(nodes))
-	errs := make([]error, len(nodes))
-	var wg sync.WaitGroup
-	for i, node := range nodes {
-		opts := mcp.Options{Servers: byNode[node], Taken: takenNames(ctx, env.Providers[node], cfg.RemoteTools, node),
-			Vars: mcpVars(byNode[node], hostVars(cfg)), WireLog: os.Getenv(mcp.EnvWireLog)}
-		raw, err := opts.Encode()
-		if err != nil {
-			return err
-		}
-		name := mcpName
-		if len(nodes) > 1 {
-			name = mcpName + ":" + node
-		}
-		// The bridge itself gets only the base environment and the host's
-		// network: each server's own profile is applied when the bridge
-		// starts it, and the values it may see travel with Configure.
-		pc := pluginhost.Config{Name: name, Command: []string{self, "plugin", "mcp"}, Options: raw,
-			Key: "mcp_servers", Deny: cfg.Secrets(), Trampoline: self,
-			// It stops its servers (stdin closed, SIGTERM, SIGKILL, a second
-			// each) before it exits; each server is the target of an init of
-			// its own, which takes the server's processes along however it
-			// ends.
-			StopTimeout: 2*mcp.StopGrace + time.Second,
-			Logger:      log, StartTimeout: wait[node] + 30*time.Second, Limits: bound[node]}
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			started[i], errs[i] = pluginhost.Start(ctx, pc)
-		}()
-	}
-	wg.Wait()
-	var ps toolspec.Problems
-	for i, node := range nodes {
-		if errs[i] != nil {
-			ps.Add("mcp_servers", "%v", errs[i])
-			continue
-		}
-		s.providers = append(s.providers, started[i])
-		s.process(started[i].Name(), started[i])
-		env.Providers[node] = append(env.Providers[node], started[i])
-	}
-	if len(ps) > 0 {
-		return ps
-	}
-	return nil
-}
-
-// mcpServer is a config entry as the bridge takes it. Its env is the
-// profile's (provider_defaults' under the entry's), and each pass_env name
-// becomes an env entry whose value travels in Options.Vars. Its limits are
-// included: the bridge knows which server a tool belongs to, so it
-// enforces them.
-func mcpServer(sc config.MCPServer) mcp.Server {
-	l := sc.ProviderSettings.Limits("")
-	env := maps.Clone(sc.Sandbox.Env)
-	for _, k := range sc.Sandbox.PassEnv {
-		if _, ok := os.LookupEnv(k); ok {
-			if env == nil {
-				env = map[string]string{}
-			}
-			env[k] = "${" + k + "}"
-		}
-	}
-	profile := sc.Sandbox
-	profile.Env, profile.PassEnv = nil, nil
-	return mcp.Server{Name: sc.Name, Type: sc.Type, Command: sc.Command, Args: sc.Args, Env: env, Cwd: sc.Cwd,
-		URL: sc.URL, Headers: sc.Headers, Timeout: sc.Timeout, AllowTools: sc.AllowTools, DenyTools: sc.DenyTools,
-		MaxOutputBytes: sc.MaxOutputBytes, Sandbox: profile, ToolTimeouts: sc.ToolTimeouts,
-		RequireApprovalAll: sc.RequireApproval.All, RequireApproval: sc.RequireApproval.Tools,
-		MaxArgumentBytes: l.MaxArgumentBytes, MaxResultBytes: l.MaxResultBytes}
-}
-
-// mcpVars are the host variables the servers' ${VAR}s name, wherever in
-// their expressions, with their values read by lookup: the values the
-// bridge expands them with, as it has no other way to see them.
-func mcpVars(servers []mcp.Server, lookup func(string) (string, bool)) map[string]string {
-	vars := map[string]string{}
-	for _, s := range servers {
-		for _, k := range s.Vars() {
-			if v, ok := lookup(k); ok {
-				vars[k] = v
-			}
-		}
-	}
-	return vars
 }
 
 // hostVars looks a variable up in the host's environment, except the
@@ -369,21 +245,6 @@ func expandEnv(env map[string]string, lookup func(string) (string, bool)) (map[s
 	}
 	return out, ps
 }
-
-// envPath is the config path of the env where a provider entry's
-// variable k is set: provider_defaults' when the entry has the default's
-// value, else the entry's own.
-func envPath(cfg *config.Config, entry string, env map[string]string, k string) string {
-	if d, ok := cfg.SandboxDefaults.Env[k]; entry == "remote_tools" || ok && env[k] == d {
-		return "provider_defaults.env"
-	}
-	return toolspec.Join(entry, "env")
-}
-
-// mcpTimeoutMargin is how much longer than its servers' timeouts the host
-// waits for an MCP bridge: the bridge enforces each server's limits itself
-// and says which one ran out; the host's bound is for a bridge that hangs.
-const mcpTimeoutMargin = 5 * time.Second
 
 // checkToolTimeouts reports each tool_timeouts entry naming a tool the
 // provider does not have: a misspelt name would leave that tool on the
@@ -451,10 +312,10 @@ func takenNames(ctx context.Context, providers []sdk.Provider, remoteTools []gra
 
 // checkEnv reports each ${VAR} of the config that cannot be expanded from
 // the host's environment (a variable not set, with no default), at its
-// config path, before anything starts: every provider's env, and each
-// enabled MCP server's settings.
+// config path, before anything starts: every provider's env, and what
+// each kind that checks its own (CheckEnv) expands.
 func checkEnv(cfg *config.Config, ps *toolspec.Problems) {
-	vars := hostVars(cfg)
+	h := kind.Host{Config: cfg, Vars: hostVars(cfg)}
 	seen := map[sdk.Problem]bool{}
 	add := func(path, msg string) {
 		if p := (sdk.Problem{Path: path, Message: msg}); !seen[p] {
@@ -463,31 +324,28 @@ func checkEnv(cfg *config.Config, ps *toolspec.Problems) {
 		}
 	}
 	profiles := map[string]map[string]string{"remote_tools": cfg.SandboxDefaults.Env}
-	if bt := cfg.BuiltinTools; bt != nil && len(bt.Enable) > 0 {
-		profiles["builtin_tools"] = bt.Sandbox.Env
-	}
-	for i, pl := range cfg.Plugins {
-		profiles[fmt.Sprintf("plugins[%d]", i)] = pl.Sandbox.Env
+	var own []toolspec.Problems
+	for _, k := range kind.All() {
+		v := cfg.Provider(k.Key)
+		switch {
+		case v == nil:
+		case k.CheckEnv != nil:
+			own = append(own, k.CheckEnv(v, h))
+		default:
+			for _, e := range k.Entries(v) {
+				profiles[e.Path] = e.Profile.Env
+			}
+		}
 	}
 	for _, entry := range slices.Sorted(maps.Keys(profiles)) {
-		_, problems := expandEnv(profiles[entry], vars)
+		_, problems := expandEnv(profiles[entry], h.Vars)
 		for _, p := range problems {
-			add(toolspec.Join(envPath(cfg, entry, profiles[entry], p.Path), p.Path), p.Message)
+			add(toolspec.Join(h.EnvPath(entry, profiles[entry], p.Path), p.Path), p.Message)
 		}
 	}
-	for _, name := range cfg.MCPServerOrder {
-		sc := cfg.MCPServers[name]
-		if sc.Disabled {
-			continue
-		}
-		entry := toolspec.Join("mcp_servers", name)
-		_, problems := mcpServer(sc).Expanded(vars)
+	for _, problems := range own {
 		for _, p := range problems {
-			path := toolspec.Join(entry, p.Path)
-			if k, ok := strings.CutPrefix(p.Path, "env."); ok {
-				path = toolspec.Join(envPath(cfg, entry, sc.Sandbox.Env, k), k)
-			}
-			add(path, p.Message)
+			add(p.Path, p.Message)
 		}
 	}
 }
@@ -569,8 +427,23 @@ func (s *Service) process(name string, p *pluginhost.Plugin) {
 	s.processes[name] = p
 }
 
+// sectionProcesses are the started processes of a kind that stand for its
+// whole section rather than one entry (an MCP bridge), by name.
+func (s *Service) sectionProcesses(k kind.Kind, entries []kind.Entry) []string {
+	var out []string
+	for name, path := range s.paths {
+		if path == k.Key && !slices.ContainsFunc(entries, func(e kind.Entry) bool { return e.Label == name }) {
+			out = append(out, name)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
 // Profiles lists the sandbox profile of every process the config starts,
-// with provider_defaults applied, and the isolation each got.
+// with provider_defaults applied, and the isolation each got: the remote
+// bridge's, then each kind's (the late ones last), its processes that are
+// not entries of the file (an MCP bridge) before its entries.
 func (s *Service) Profiles() []Profile {
 	cfg := s.Config
 	var out []Profile
@@ -584,30 +457,23 @@ func (s *Service) Profiles() []Profile {
 		out = append(out, Profile{Provider: name, Profile: p.Describe(), Isolation: iso.String(), Warnings: iso.Warnings})
 	}
 	add(bridgeName, cfg.SandboxDefaults)
-	if bt := cfg.BuiltinTools; bt != nil && len(bt.Enable) > 0 {
-		add(builtinName, bt.Sandbox)
-	}
-	for i, p := range cfg.Plugins {
-		add(fmt.Sprintf("plugins[%d] %s", i, p.Name), p.Sandbox)
-	}
-	var bridges []string
-	for name := range s.processes {
-		if name == mcpName || strings.HasPrefix(name, mcpName+":") {
-			bridges = append(bridges, name)
-		}
-	}
-	slices.Sort(bridges)
-	for _, name := range bridges {
-		add(name, sandbox.Profile{})
-	}
-	for _, name := range cfg.MCPServerOrder {
-		sc := cfg.MCPServers[name]
-		switch {
-		case sc.Disabled:
-		case sc.Type == "stdio":
-			add("mcp_servers."+name, sc.Sandbox)
-		default:
-			out = append(out, Profile{Provider: "mcp_servers." + name, Profile: "reached at its url; no process of its own (its bridge: " + (sandbox.Profile{}).Describe() + ")"})
+	for _, late := range []bool{false, true} {
+		for _, k := range kind.All() {
+			v := cfg.Provider(k.Key)
+			if v == nil || k.Late != late {
+				continue
+			}
+			entries := k.Entries(v)
+			for _, name := range s.sectionProcesses(k, entries) {
+				add(name, sandbox.Profile{})
+			}
+			for _, e := range entries {
+				if e.Remote != "" {
+					out = append(out, Profile{Provider: e.Label, Profile: e.Remote})
+				} else {
+					add(e.Label, e.Profile)
+				}
+			}
 		}
 	}
 	return out
@@ -635,16 +501,12 @@ func IsolationWarnings(ps []Profile) []string {
 
 // providerNodes lists each provider entry's node with its config path.
 func providerNodes(cfg *config.Config) (paths, nodes []string) {
-	if bt := cfg.BuiltinTools; bt != nil && len(bt.Enable) > 0 {
-		paths, nodes = append(paths, "builtin_tools.node"), append(nodes, bt.Node)
-	}
-	for _, name := range cfg.MCPServerOrder {
-		if sc := cfg.MCPServers[name]; !sc.Disabled {
-			paths, nodes = append(paths, toolspec.Join(toolspec.Join("mcp_servers", name), "node")), append(nodes, sc.Node)
+	for _, k := range kind.All() {
+		if v := cfg.Provider(k.Key); v != nil {
+			for _, e := range k.Entries(v) {
+				paths, nodes = append(paths, toolspec.Join(e.Path, "node")), append(nodes, e.Node)
+			}
 		}
-	}
-	for i, pl := range cfg.Plugins {
-		paths, nodes = append(paths, fmt.Sprintf("plugins[%d].node", i)), append(nodes, pl.Node)
 	}
 	return paths, nodes
 }

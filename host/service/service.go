@@ -47,6 +47,8 @@ type Service struct {
 	// processes are the provider processes by the name Profiles gives
 	// them, for what their sandbox actually got.
 	processes map[string]*pluginhost.Plugin
+	// paths are the config paths of the processes' jobs, by name.
+	paths     map[string]string
 	ownsStore bool
 	// startedProviders: New went as far as starting the providers (and
 	// so checked the plugins' options).

@@ -15,6 +15,7 @@ import (
 	"github.com/tenxgraph/tenxgraph/host/checkpoint"
 	"github.com/tenxgraph/tenxgraph/host/config"
 	"github.com/tenxgraph/tenxgraph/host/graph"
+	"github.com/tenxgraph/tenxgraph/host/kind/plugins"
 	"github.com/tenxgraph/tenxgraph/host/message"
 	"github.com/tenxgraph/tenxgraph/host/remotetool"
 	"github.com/tenxgraph/tenxgraph/host/service"
@@ -176,7 +177,7 @@ func TestPluginProblemsHaveConfigPaths(t *testing.T) {
 	if !strings.Contains(err.Error(), "plugins[2].name") {
 		t.Fatalf("reserved name not reported: %v", err)
 	}
-	cfg.Plugins = cfg.Plugins[:2]
+	cfg.SetProvider(plugins.Key, plugins.Of(cfg)[:2])
 	_, err = service.New(context.Background(), cfg, service.Options{Store: checkpoint.NewMemory()})
 	for _, want := range []string{`plugins[0]: plugin "ghost"`, `plugins[1]: plugin "pinned": refusing to run`, "sha256"} {
 		if err == nil || !strings.Contains(err.Error(), want) {
