@@ -13,7 +13,6 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
-	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -31,8 +30,7 @@ func (m *Model) Generate(ctx context.Context, req model.Request) (model.Response
 	if err != nil {
 		return model.Response{}, err
 	}
-	attempts := new(atomic.Int32)
-	ctx = context.WithValue(ctx, attemptsKey{}, attempts)
+	ctx, attempts := model.CountAttempts(ctx)
 	resp, err := m.call(ctx, body, streams(req, m.maxTokens), req.OnDelta)
 	if err != nil {
 		return model.Response{}, m.explain(ctx, err, int(attempts.Load()))
@@ -40,52 +38,22 @@ func (m *Model) Generate(ctx context.Context, req model.Request) (model.Response
 	return resp, nil
 }
 
-type attemptsKey struct{}
-
-// attempt is the SDK middleware around every HTTP attempt: it counts
-// attempts for error messages, sends the body in one write, gives error
-// answers the shape the SDK reads, ends the retries when the server asks
-// for too long a wait, and applies Timeout to the attempt alone (the
-// SDK's own per-attempt timeout also covers the wait before the next
-// retry). The timeout lasts until the body is closed, so it bounds a
-// whole stream.
+// attempt is the SDK middleware around every HTTP attempt (model.Attempt):
+// a streamed answer is peeked at for an error sent as its first event,
+// error answers get the shape the SDK reads, and the retries end when the
+// server asks for too long a wait.
 func (m *Model) attempt(req *http.Request, next option.MiddlewareNext) (*http.Response, error) {
-	if n, ok := req.Context().Value(attemptsKey{}).(*atomic.Int32); ok {
-		n.Add(1)
-	}
-	// The SDK wraps each attempt's body in a reader net/http cannot tell is
-	// in memory, and net/http then writes the headers and the body apart;
-	// the body GetBody gives (the same bytes) is one it knows.
-	if req.GetBody != nil && req.Body != nil && req.Body != http.NoBody {
-		if body, err := req.GetBody(); err == nil {
-			_ = req.Body.Close()
-			req.Body = body
+	return model.Attempt(req, next, m.timeout, func(res *http.Response) {
+		if res.StatusCode < 300 {
+			peekStream(res)
 		}
-	}
-	cancel := context.CancelFunc(func() {})
-	if m.timeout > 0 {
-		var ctx context.Context
-		ctx, cancel = context.WithTimeout(req.Context(), m.timeout)
-		req = req.WithContext(ctx)
-	}
-	res, err := next(req)
-	if err != nil || res == nil || res.Body == nil {
-		cancel()
-		return res, err
-	}
-	if res.StatusCode < 300 {
-		peekStream(res)
-	}
-	if res.StatusCode >= 400 {
-		normaliseError(res)
-		if wait, ok := retryAfter(res.Header); ok && wait > maxRetryAfter {
-			res.Header.Set("x-should-retry", "false")
+		if res.StatusCode >= 400 {
+			normaliseError(res)
+			if wait, ok := retryAfter(res.Header); ok && wait > maxRetryAfter {
+				res.Header.Set("x-should-retry", "false")
+			}
 		}
-		cancel()
-		return res, nil
-	}
-	res.Body = &cancelOnClose{ReadCloser: res.Body, cancel: cancel}
-	return res, nil
+	})
 }
 
 // peekMax bounds what peekStream reads ahead.
@@ -233,17 +201,6 @@ func errorType(status int) string {
 // statusOverloaded is the status Anthropic answers with when its servers
 // are overloaded (retried, like a 5xx).
 const statusOverloaded = 529
-
-type cancelOnClose struct {
-	io.ReadCloser
-	cancel context.CancelFunc
-}
-
-func (b *cancelOnClose) Close() error {
-	err := b.ReadCloser.Close()
-	b.cancel()
-	return err
-}
 
 // explain turns a failed call into an error that says what happened and,
 // where it helps, what to change.

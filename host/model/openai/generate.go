@@ -10,7 +10,6 @@ import (
 	"net"
 	"net/http"
 	"strings"
-	"sync/atomic"
 	"syscall"
 
 	oai "github.com/openai/openai-go/v3"
@@ -26,8 +25,7 @@ func (m *Model) Generate(ctx context.Context, req model.Request) (model.Response
 	if err != nil {
 		return model.Response{}, err
 	}
-	attempts := new(atomic.Int32)
-	ctx = context.WithValue(ctx, attemptsKey{}, attempts)
+	ctx, attempts := model.CountAttempts(ctx)
 	var resp model.Response
 	if req.OnDelta != nil {
 		resp, err = m.stream(ctx, params, req.OnDelta)
@@ -40,48 +38,14 @@ func (m *Model) Generate(ctx context.Context, req model.Request) (model.Response
 	return resp, nil
 }
 
-type attemptsKey struct{}
-
-// attempt is the SDK middleware around every HTTP attempt: it counts
-// attempts for error messages, gives error answers the shape the SDK reads,
-// and applies Timeout to the attempt alone. (The SDK's own per-attempt
-// timeout, option.WithRequestTimeout, also covers the wait before the next
-// retry, so a slow failure followed by a Retry-After wait ended in a bare
-// "context deadline exceeded"; and it never retries an attempt that timed
-// out.) The timeout lasts until the body is closed, so it bounds a whole
-// stream.
+// attempt is the SDK middleware around every HTTP attempt (model.Attempt):
+// error answers get the shape the SDK reads.
 func (m *Model) attempt(req *http.Request, next option.MiddlewareNext) (*http.Response, error) {
-	if n, ok := req.Context().Value(attemptsKey{}).(*atomic.Int32); ok {
-		n.Add(1)
-	}
-	// The SDK wraps each attempt's body in a reader net/http cannot tell is
-	// in memory, and net/http then writes the headers and the body apart:
-	// two writes, two packets, and a second read for the server. The body
-	// GetBody gives (the same bytes) is one it knows.
-	if req.GetBody != nil && req.Body != nil && req.Body != http.NoBody {
-		if body, err := req.GetBody(); err == nil {
-			_ = req.Body.Close()
-			req.Body = body
+	return model.Attempt(req, next, m.timeout, func(res *http.Response) {
+		if res.StatusCode >= 400 {
+			normaliseError(res)
 		}
-	}
-	cancel := context.CancelFunc(func() {})
-	if m.timeout > 0 {
-		var ctx context.Context
-		ctx, cancel = context.WithTimeout(req.Context(), m.timeout)
-		req = req.WithContext(ctx)
-	}
-	res, err := next(req)
-	if err != nil || res == nil || res.Body == nil {
-		cancel()
-		return res, err
-	}
-	if res.StatusCode >= 400 {
-		normaliseError(res)
-		cancel()
-		return res, nil
-	}
-	res.Body = &cancelOnClose{ReadCloser: res.Body, cancel: cancel}
-	return res, nil
+	})
 }
 
 // normaliseError rewrites an error answer into OpenAI's shape,
@@ -101,17 +65,6 @@ func normaliseError(res *http.Response) {
 	}
 	res.Body = io.NopCloser(bytes.NewReader(data))
 	res.ContentLength = int64(len(data))
-}
-
-type cancelOnClose struct {
-	io.ReadCloser
-	cancel context.CancelFunc
-}
-
-func (b *cancelOnClose) Close() error {
-	err := b.ReadCloser.Close()
-	b.cancel()
-	return err
 }
 
 // explain turns a failed call into an error that says what happened and,
