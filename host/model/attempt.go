@@ -2,9 +2,13 @@ package model
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"sync/atomic"
+	"syscall"
 	"time"
 )
 
@@ -74,4 +78,31 @@ func (b *cancelOnClose) Close() error {
 	err := b.ReadCloser.Close()
 	b.cancel()
 	return err
+}
+
+// Tries is " (after N attempts)" for a call tried more than once, "" for
+// one tried once: the words both providers' errors put after the endpoint.
+func Tries(attempts int) string {
+	if attempts > 1 {
+		return fmt.Sprintf(" (after %d attempts)", attempts)
+	}
+	return ""
+}
+
+// ExplainTransport words a call that failed without an answer from the
+// server, for provider (its errors' prefix) at baseURL: a timeout names
+// model.timeout, a refused connection and an unknown host say what to
+// check. tries is Tries' words.
+func ExplainTransport(provider, baseURL string, timeout time.Duration, tries string, err error) error {
+	if errors.Is(err, context.DeadlineExceeded) {
+		return fmt.Errorf("%s: %s did not finish answering within %s (model.timeout)%s: %w", provider, baseURL, timeout, tries, context.DeadlineExceeded)
+	}
+	if errors.Is(err, syscall.ECONNREFUSED) {
+		return fmt.Errorf("%s: cannot reach %s%s: connection refused; is the server running and is model.base_url right? (%w)", provider, baseURL, tries, err)
+	}
+	var dnsErr *net.DNSError
+	if errors.As(err, &dnsErr) {
+		return fmt.Errorf("%s: cannot resolve the host of %s%s: %w", provider, baseURL, tries, err)
+	}
+	return fmt.Errorf("%s: %s%s: %w", provider, baseURL, tries, err)
 }

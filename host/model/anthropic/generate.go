@@ -9,11 +9,9 @@ import (
 	"fmt"
 	"io"
 	"mime"
-	"net"
 	"net/http"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
 
 	anth "github.com/anthropics/anthropic-sdk-go/v2"
@@ -208,10 +206,7 @@ func (m *Model) explain(ctx context.Context, err error, attempts int) error {
 	if ctx.Err() != nil {
 		return fmt.Errorf("anthropic: %w", context.Cause(ctx))
 	}
-	tries := ""
-	if attempts > 1 {
-		tries = fmt.Sprintf(" (after %d attempts)", attempts)
-	}
+	tries := model.Tries(attempts)
 	var apiErr *anth.Error
 	if errors.As(err, &apiErr) {
 		msg := apiMessage(apiErr)
@@ -232,17 +227,7 @@ func (m *Model) explain(ctx context.Context, err error, attempts int) error {
 	if errors.As(err, &pe) {
 		return fmt.Errorf("anthropic: %s: %w", m.baseURL, err)
 	}
-	if errors.Is(err, context.DeadlineExceeded) {
-		return fmt.Errorf("anthropic: %s did not finish answering within %s (model.timeout)%s: %w", m.baseURL, m.timeout, tries, context.DeadlineExceeded)
-	}
-	if errors.Is(err, syscall.ECONNREFUSED) {
-		return fmt.Errorf("anthropic: cannot reach %s%s: connection refused; is the server running and is model.base_url right? (%w)", m.baseURL, tries, err)
-	}
-	var dnsErr *net.DNSError
-	if errors.As(err, &dnsErr) {
-		return fmt.Errorf("anthropic: cannot resolve the host of %s%s: %w", m.baseURL, tries, err)
-	}
-	return fmt.Errorf("anthropic: %s%s: %w", m.baseURL, tries, err)
+	return model.ExplainTransport("anthropic", m.baseURL, m.timeout, tries, err)
 }
 
 // apiMessage is the server's own words for an error status.

@@ -7,10 +7,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"strings"
-	"syscall"
 
 	oai "github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/option"
@@ -73,10 +71,7 @@ func (m *Model) explain(ctx context.Context, err error, attempts int) error {
 	if ctx.Err() != nil {
 		return fmt.Errorf("openai: %w", context.Cause(ctx))
 	}
-	tries := ""
-	if attempts > 1 {
-		tries = fmt.Sprintf(" (after %d attempts)", attempts)
-	}
+	tries := model.Tries(attempts)
 	var apiErr *oai.Error
 	if errors.As(err, &apiErr) {
 		msg := apiMessage(apiErr)
@@ -89,17 +84,7 @@ func (m *Model) explain(ctx context.Context, err error, attempts int) error {
 	if errors.As(err, &pe) {
 		return fmt.Errorf("openai: %s: %w", m.baseURL, err)
 	}
-	if errors.Is(err, context.DeadlineExceeded) {
-		return fmt.Errorf("openai: %s did not finish answering within %s (model.timeout)%s: %w", m.baseURL, m.timeout, tries, context.DeadlineExceeded)
-	}
-	if errors.Is(err, syscall.ECONNREFUSED) {
-		return fmt.Errorf("openai: cannot reach %s%s: connection refused; is the server running and is model.base_url right? (%w)", m.baseURL, tries, err)
-	}
-	var dnsErr *net.DNSError
-	if errors.As(err, &dnsErr) {
-		return fmt.Errorf("openai: cannot resolve the host of %s%s: %w", m.baseURL, tries, err)
-	}
-	return fmt.Errorf("openai: %s%s: %w", m.baseURL, tries, err)
+	return model.ExplainTransport("openai", m.baseURL, m.timeout, tries, err)
 }
 
 // apiMessage is the server's own words for an error status.
