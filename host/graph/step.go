@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"go.opentelemetry.io/otel/attribute"
-	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/propagation"
 	"go.opentelemetry.io/otel/trace"
 
@@ -90,11 +89,11 @@ func (c *Compiled) Run(ctx context.Context, st *Start) (Result, error) {
 		sctx, sspan := traceStep(ctx, r, w.pause.Step, true)
 		ran, updates, err := c.resumeStep(sctx, r, st.Saver, state, w.pause)
 		if err != nil {
-			endSpan(sspan, err)
+			telemetry.EndSpan(sspan, err)
 			return Result{}, w.fail(ctx, state, next, err)
 		}
 		done, res, err := c.finishStep(sctx, r, &w, state, ran, updates, w.pause.Step)
-		endSpan(sspan, err)
+		telemetry.EndSpan(sspan, err)
 		if done || err != nil {
 			return res.Result, err
 		}
@@ -112,11 +111,11 @@ func (c *Compiled) Run(ctx context.Context, st *Start) (Result, error) {
 		sctx, sspan := traceStep(ctx, r, next, false)
 		updates, err := c.step(sctx, r, &w, state, next)
 		if err != nil {
-			endSpan(sspan, err)
+			telemetry.EndSpan(sspan, err)
 			return Result{}, w.fail(ctx, state, next, err)
 		}
 		done, res, err := c.finishStep(sctx, r, &w, state, next, updates, next)
-		endSpan(sspan, err)
+		telemetry.EndSpan(sspan, err)
 		if done || err != nil {
 			return res.Result, err
 		}
@@ -222,7 +221,7 @@ func (c *Compiled) runNode(ctx context.Context, r *Run, sv Saver, in *Input) (Up
 	r.Emit(Event{Type: EventNodeStarted, Data: NodeEvent{Node: in.Node, Step: r.Step}})
 	nctx, span := traceNode(ctx, r, in.Node)
 	u, err := c.g.nodes[in.Node].Run(nctx, in)
-	endSpan(span, err)
+	telemetry.EndSpan(span, err)
 	if err == nil {
 		u, err = sv.Admit(ctx, in.Node, u)
 	}
@@ -536,15 +535,4 @@ func traceNode(ctx context.Context, r *Run, node string) (context.Context, trace
 		attribute.String("tenxgraph.node", node),
 		attribute.Int("tenxgraph.step", r.Step),
 	))
-}
-
-// endSpan ends a span that may be nil, recording err.
-func endSpan(span trace.Span, err error) {
-	if span == nil {
-		return
-	}
-	if err != nil {
-		span.SetStatus(codes.Error, err.Error())
-	}
-	span.End()
 }

@@ -18,6 +18,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/exporters/otlp/otlptrace"
 	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracegrpc"
 	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp"
@@ -33,6 +34,18 @@ const Name = "tenxgraph"
 
 // Tracer is the host's tracer: a no-op until Setup turns tracing on.
 func Tracer() trace.Tracer { return otel.Tracer("github.com/tenxgraph/tenxgraph") }
+
+// EndSpan ends a span that may be nil (a step or a write that was not
+// traced), recording err as its status.
+func EndSpan(span trace.Span, err error) {
+	if span == nil {
+		return
+	}
+	if err != nil {
+		span.SetStatus(codes.Error, err.Error())
+	}
+	span.End()
+}
 
 // current is the running Traces, nil while tracing is off.
 var current atomic.Pointer[Traces]

@@ -239,7 +239,7 @@ func (a *App) run(ctx context.Context, input []message.Message, cfg RunConfig, e
 	// be a retry of that run's answers (see claims.take).
 	claim := traceClaim(ctx)
 	ctx, h, err := a.claims.take(ctx, key, graph.AnswersOnly(input, cfg.Resume))
-	endSpan(claim, err)
+	telemetry.EndSpan(claim, err)
 	if err != nil {
 		return graph.Result{}, err
 	}

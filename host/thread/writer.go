@@ -7,7 +7,6 @@ import (
 	"strconv"
 
 	"go.opentelemetry.io/otel/attribute"
-	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/tenxgraph/tenxgraph/host/checkpoint"
@@ -120,13 +119,13 @@ func (w *saver) Save(ctx context.Context, s graph.Saved) error {
 		done := make(chan error, 1)
 		go func(cp checkpoint.Checkpoint, e cached) {
 			err := w.write(wctx, cp, e, size)
-			endSpan(span, err)
+			telemetry.EndSpan(span, err)
 			done <- err
 		}(cp, e)
 		w.pending = done
 	} else {
 		err := w.write(wctx, cp, e, size)
-		endSpan(span, err)
+		telemetry.EndSpan(span, err)
 		if err != nil {
 			return err
 		}
@@ -182,15 +181,4 @@ func traceWrite(ctx context.Context, seq int64, status string, async bool) (cont
 		attribute.String("tenxgraph.checkpoint.status", status),
 		attribute.Bool("tenxgraph.checkpoint.async", async),
 	))
-}
-
-// endSpan ends a span that may be nil, recording err.
-func endSpan(span trace.Span, err error) {
-	if span == nil {
-		return
-	}
-	if err != nil {
-		span.SetStatus(codes.Error, err.Error())
-	}
-	span.End()
 }
