@@ -3,14 +3,15 @@ package config
 import (
 	"bytes"
 	"cmp"
-	"encoding/json"
 	"fmt"
 	"path/filepath"
-	"reflect"
 	"slices"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/go-json-experiment/json"
+	"github.com/go-json-experiment/json/jsontext"
 
 	"github.com/tenxgraph/tenxgraph/internal/sandbox"
 	"github.com/tenxgraph/tenxgraph/sdk/strictjson"
@@ -113,122 +114,85 @@ func (v *value) walk(path string, f func(string)) {
 	}
 }
 
-var (
-	durationType = reflect.TypeFor[time.Duration]()
-	rawType      = reflect.TypeFor[json.RawMessage]()
-)
-
-// decode sets *dst from v, the value at path, by dst's json tags: a field
-// tagged "a.b" reads key b of object a, an embedded struct or one tagged
-// ",inline" reads the same object. Durations are strings such as "30s";
-// json.RawMessage keeps a value as written. What the schema refused is
-// left as it was (the schema said why), so defaults set before decode
-// stay where a value is wrong.
+// decode sets *dst from v, the value at path, with json v2 by dst's json
+// tags (",embed" reads the same object). Durations are strings such as
+// "30s"; json.RawMessage keeps a value as written. What the schema refused
+// is left out of what is decoded, so defaults set before decode stay where
+// a value is wrong (the schema said why); a duration or a whole number the
+// schema let through but the field cannot hold is reported at its path,
+// and decoding goes on.
 func (c *checker) decode(path string, v *value, dst any) {
-	c.decodeValue(path, v, reflect.ValueOf(dst).Elem())
-}
-
-func (c *checker) decodeValue(path string, v *value, dst reflect.Value) {
 	if v == nil || c.refused(path) {
 		return
 	}
-	switch dst.Type() {
-	case durationType:
-		if v.kind == kindString {
-			if d, msg := parseDuration(v.text); msg != "" {
-				c.add(path, "%s", msg)
-			} else {
-				dst.SetInt(int64(d))
-			}
-		}
-		return
-	case rawType:
-		var buf bytes.Buffer
-		v.encode(&buf)
-		dst.SetBytes(buf.Bytes())
-		return
-	}
-	switch dst.Kind() {
-	case reflect.Pointer:
-		if dst.IsNil() {
-			dst.Set(reflect.New(dst.Type().Elem()))
-		}
-		c.decodeValue(path, v, dst.Elem())
-	case reflect.String:
-		if v.kind == kindString {
-			dst.SetString(v.text)
-		}
-	case reflect.Bool:
-		if v.kind == kindBool {
-			dst.SetBool(v.b)
-		}
-	case reflect.Int, reflect.Int64, reflect.Int32:
-		if v.kind != kindNumber {
-			return
-		}
-		n, err := strconv.ParseInt(v.text, 10, 64)
-		switch {
-		case err != nil && strings.ContainsAny(v.text, ".eE"):
-			c.add(path, "must be a whole number, got %s", v.text)
-		case err != nil || dst.OverflowInt(n):
-			c.add(path, "%s is out of range", v.text)
-		default:
-			dst.SetInt(n)
-		}
-	case reflect.Slice:
-		if v.kind != kindArray {
-			return
-		}
-		s := reflect.MakeSlice(dst.Type(), 0, len(v.items))
-		for i, it := range v.items {
-			p := toolspec.Join(path, toolspec.Index(i))
-			if c.refused(p) {
-				continue
-			}
-			e := reflect.New(dst.Type().Elem()).Elem()
-			c.decodeValue(p, it, e)
-			s = reflect.Append(s, e)
-		}
-		dst.Set(s)
-	case reflect.Map:
-		if v.kind != kindObject {
-			return
-		}
-		m := reflect.MakeMapWithSize(dst.Type(), len(v.keys))
-		for i, k := range v.keys {
-			p := toolspec.Join(path, pathKey(k))
-			if c.refused(p) {
-				continue
-			}
-			e := reflect.New(dst.Type().Elem()).Elem()
-			c.decodeValue(p, v.vals[i], e)
-			m.SetMapIndex(reflect.ValueOf(k).Convert(dst.Type().Key()), e)
-		}
-		dst.Set(m)
-	case reflect.Struct:
-		if v.kind != kindObject {
-			return
-		}
-		t := dst.Type()
-		for i := range t.NumField() {
-			f := t.Field(i)
-			name, opt, _ := strings.Cut(f.Tag.Get("json"), ",")
-			switch {
-			case !f.IsExported() || name == "-":
-			case name == "" && (f.Anonymous || opt == "inline"):
-				c.decodeValue(path, v, dst.Field(i))
-			case name != "":
-				fv, fp := v, path
-				for k := range strings.SplitSeq(name, ".") {
-					fv, fp = fv.field(k), toolspec.Join(fp, pathKey(k))
-					if fv == nil {
+	var buf bytes.Buffer
+	v.encodeKept(path, &buf, c.refused)
+	// at is the config path of the value dec is about to read.
+	at := func(dec *jsontext.Decoder) string {
+		p, cur := path, v
+		for tok := range dec.StackPointer().Tokens() {
+			if cur != nil && cur.kind == kindArray {
+				// The tok-th element decoded, counting only those kept.
+				n, _ := strconv.Atoi(tok)
+				for i, it := range cur.items {
+					ip := toolspec.Join(p, toolspec.Index(i))
+					if c.refused(ip) {
+						continue
+					}
+					if n--; n < 0 {
+						p, cur = ip, it
 						break
 					}
 				}
-				c.decodeValue(fp, fv, dst.Field(i))
+			} else {
+				p, cur = toolspec.Join(p, pathKey(tok)), cur.field(tok)
 			}
 		}
+		return p
 	}
+	duration := func(dec *jsontext.Decoder, d *time.Duration) error {
+		p := at(dec)
+		tok, err := dec.ReadToken()
+		if err != nil || tok.Kind() != '"' {
+			return err // the schema refused any other kind, so it was left out
+		}
+		got, msg := parseDuration(tok.String())
+		if msg != "" {
+			c.add(p, "%s", msg)
+			return nil
+		}
+		*d = got
+		return nil
+	}
+	err := json.Unmarshal(buf.Bytes(), dst, json.WithUnmarshalers(json.JoinUnmarshalers(
+		json.UnmarshalFromFunc(duration),
+		json.UnmarshalFromFunc(func(dec *jsontext.Decoder, n *int) error { return whole(c, at(dec), dec, n) }),
+		json.UnmarshalFromFunc(func(dec *jsontext.Decoder, n *int32) error { return whole(c, at(dec), dec, n) }),
+		json.UnmarshalFromFunc(func(dec *jsontext.Decoder, n *int64) error { return whole(c, at(dec), dec, n) }),
+	)))
+	if err != nil {
+		c.add(path, "%v", err) // the schema and the functions above leave nothing that fails here
+	}
+}
+
+// whole reads a whole number into *n, reporting one that is not whole or
+// does not fit at path and leaving *n as it was.
+func whole[N int | int32 | int64](c *checker, path string, dec *jsontext.Decoder, n *N) error {
+	tok, err := dec.ReadToken()
+	if err != nil || tok.Kind() != '0' {
+		return err
+	}
+	text := tok.String()
+	i, err := strconv.ParseInt(text, 10, 64)
+	switch {
+	case err != nil && strings.ContainsAny(text, ".eE"):
+		c.add(path, "must be a whole number, got %s", text)
+	case err != nil || int64(N(i)) != i:
+		c.add(path, "%s is out of range", text)
+	default:
+		*n = N(i)
+	}
+	return nil
 }
 
 // parseDuration reads a positive Go duration; msg says what is wrong with

@@ -73,26 +73,40 @@ func (v *value) field(key string) *value {
 
 // encode writes v back as compact JSON, for parameters schemas that are
 // kept raw.
-func (v *value) encode(buf *bytes.Buffer) {
+func (v *value) encode(buf *bytes.Buffer) { v.encodeKept("", buf, nil) }
+
+// encodeKept writes v, the value at path, as compact JSON without the
+// members and elements whose paths skip reports (nil: none).
+func (v *value) encodeKept(path string, buf *bytes.Buffer, skip func(string) bool) {
 	switch v.kind {
 	case kindObject:
 		buf.WriteByte('{')
+		n := 0
 		for i, k := range v.keys {
-			if i > 0 {
+			p := toolspec.Join(path, pathKey(k))
+			if skip != nil && skip(p) {
+				continue
+			}
+			if n++; n > 1 {
 				buf.WriteByte(',')
 			}
 			encodeString(buf, k)
 			buf.WriteByte(':')
-			v.vals[i].encode(buf)
+			v.vals[i].encodeKept(p, buf, skip)
 		}
 		buf.WriteByte('}')
 	case kindArray:
 		buf.WriteByte('[')
+		n := 0
 		for i, it := range v.items {
-			if i > 0 {
+			p := toolspec.Join(path, toolspec.Index(i))
+			if skip != nil && skip(p) {
+				continue
+			}
+			if n++; n > 1 {
 				buf.WriteByte(',')
 			}
-			it.encode(buf)
+			it.encodeKept(p, buf, skip)
 		}
 		buf.WriteByte(']')
 	case kindString:

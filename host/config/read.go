@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/tenxgraph/tenxgraph/host/decl"
 	"github.com/tenxgraph/tenxgraph/host/media"
@@ -165,7 +166,7 @@ func (c *checker) providerDefaults(path string, v *value) sandbox.Profile {
 	}
 	var d struct {
 		ProviderSettings
-		Sandbox sandbox.Profile `json:",inline"`
+		Sandbox sandbox.Profile `json:",embed"`
 	}
 	c.decode(path, v, &d)
 	c.defaults.Settings = d.Settings
@@ -273,6 +274,12 @@ func checkOrigin(o string) (string, error) {
 func (c *checker) media(path string, v *value) Media {
 	var m Media
 	c.decode(path, v, &m)
+	var fetch struct {
+		AllowHosts []string      `json:"allow_hosts"`
+		Timeout    time.Duration `json:"timeout"`
+	}
+	c.decode(toolspec.Join(path, "fetch"), v.field("fetch"), &fetch)
+	m.FetchAllowHosts, m.FetchTimeout = fetch.AllowHosts, fetch.Timeout
 	if m.AllowedTypes != nil && v != nil {
 		types, at := v.field("allowed_types"), toolspec.Join(path, "allowed_types")
 		m.AllowedTypes = []string{}

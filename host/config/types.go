@@ -123,9 +123,9 @@ type Media struct {
 	// in http_fetch's allow_hosts grammar (a CIDR entry also opens its
 	// non-public range); nil (fetch.allow_hosts left out) fetches from any
 	// public host, an empty list from none. Only https is fetched.
-	FetchAllowHosts []string `json:"fetch.allow_hosts"`
+	FetchAllowHosts []string `json:"-"`
 	// FetchTimeout bounds one fetch (0: media.DefaultFetchTimeout, 10s).
-	FetchTimeout time.Duration `json:"fetch.timeout"`
+	FetchTimeout time.Duration `json:"-"`
 }
 
 // ProviderSettings are the keys every provider entry (builtin_tools,

@@ -43,7 +43,7 @@ type Config struct {
 	// Workspace confines the file tools.
 	Workspace Workspace `json:"workspace"`
 	// Sandbox is what the builtin provider's process may have.
-	Sandbox sandbox.Profile `json:",inline"`
+	Sandbox sandbox.Profile `json:",embed"`
 }
 
 // HTTPFetch limits the http_fetch tool, which a model drives with

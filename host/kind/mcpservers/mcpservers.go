@@ -87,7 +87,7 @@ type Server struct {
 	Disabled bool `json:"disabled"`
 	// Sandbox is what a stdio server's process may have; its Env is Env
 	// on top of provider_defaults', ${VAR}s unexpanded.
-	Sandbox sandbox.Profile `json:",inline"`
+	Sandbox sandbox.Profile `json:",embed"`
 }
 
 // Of is cfg's mcp_servers, nil when the file has none.

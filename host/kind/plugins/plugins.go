@@ -57,7 +57,7 @@ type Plugin struct {
 	// Cwd is the plugin's working directory (absolute; "" for the host's).
 	Cwd string `json:"cwd"`
 	// Sandbox is what the plugin's process may have; its Env includes Env.
-	Sandbox sandbox.Profile `json:",inline"`
+	Sandbox sandbox.Profile `json:",embed"`
 	// Options are sent to the plugin with Configure (a JSON object, as
 	// written; nil when absent). A plugin that declares an options schema
 	// has them checked against it when it starts, `validate` included.
