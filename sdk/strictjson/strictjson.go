@@ -26,6 +26,7 @@ package strictjson
 
 import (
 	"bytes"
+	"encoding"
 	"errors"
 	"fmt"
 	"io"
@@ -144,9 +145,11 @@ func semanticError(data []byte, me *json.SemanticError) *Error {
 }
 
 // isTypeMismatch reports whether the error is about the JSON kind not
-// fitting the Go type, rather than a method's own complaint.
+// fitting the Go type, rather than a method's own complaint. A type read
+// from text complains only about strings: any other kind is refused by the
+// json package for it.
 func isTypeMismatch(me *json.SemanticError) bool {
-	if me.Err == nil {
+	if me.Err == nil || me.JSONKind != '"' && decodesText(me.GoType) {
 		return true
 	}
 	// A number that does not fit (1.5 for an int, 300 for a uint8) is a
@@ -193,13 +196,25 @@ func fieldFolding(t reflect.Type, name string) string {
 	return ""
 }
 
+// decodesText reports whether t reads itself from a JSON string only,
+// with an UnmarshalText method (sdk.Duration, netip.Addr): whatever its Go
+// kind, a number or an object is the wrong kind of JSON for it.
+func decodesText(t reflect.Type) bool {
+	p := reflect.PointerTo(t)
+	return p.Implements(reflect.TypeFor[encoding.TextUnmarshaler]()) &&
+		!p.Implements(reflect.TypeFor[json.Unmarshaler]()) && !p.Implements(reflect.TypeFor[json.UnmarshalerFrom]())
+}
+
 // want names what JSON a Go type decodes from.
 func want(t reflect.Type) string {
 	for t.Kind() == reflect.Pointer {
 		t = t.Elem()
 	}
-	if t == reflect.TypeFor[jsontext.Value]() {
+	switch {
+	case t == reflect.TypeFor[jsontext.Value]():
 		return "a JSON value"
+	case decodesText(t):
+		return "a string"
 	}
 	switch t.Kind() {
 	case reflect.String:

@@ -3,6 +3,7 @@ package strictjson_test
 import (
 	"encoding/json"
 	"errors"
+	"net/netip"
 	"testing"
 
 	"github.com/tenxgraph/tenxgraph/sdk/strictjson"
@@ -39,6 +40,7 @@ type req struct {
 	List   []inner                    `json:"list"`
 	M      map[string]inner           `json:"m"`
 	Blocks []block                    `json:"blocks"`
+	Addr   netip.Addr                 `json:"addr"`
 }
 
 // Every rule gives an *Error whose text names the path and the problem.
@@ -72,6 +74,9 @@ func TestUnmarshalErrors(t *testing.T) {
 		`{"blocks": [{"text": "a"}, {"text": ""}]}`:                "blocks[1]: text: missing",
 		`{"blocks": [{"text": "a"}, {"text": "b", "bold": true}]}`: "blocks[1].bold: unknown key",
 		`{"blocks": [{"text": "a"}, {"Text": "b"}]}`:               `blocks[1].Text: unknown key (keys are case-sensitive: did you mean "text"?)`,
+		`{"addr": 1}`:     "addr: must be a string, got number",
+		`{"addr": [1]}`:   "addr: must be a string, got array",
+		`{"addr": "::x"}`: `addr: ParseAddr("::x"): each colon-separated field must have at least one digit (at "x")`,
 	} {
 		var v req
 		err := strictjson.Unmarshal([]byte(in), &v)
