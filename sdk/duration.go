@@ -12,6 +12,12 @@ import (
 // tools in the wild read 30 as seconds, milliseconds or nanoseconds.
 type Duration time.Duration
 
+// DurationPattern is the JSON Schema pattern of a Duration's text: what
+// time.ParseDuration takes, without a sign. A schema derived from a
+// struct (typed tool arguments and options) gives a Duration field a
+// string of this pattern, not the integer its Go kind would make it.
+const DurationPattern = `^(([0-9]+(\.[0-9]*)?|\.[0-9]+)(ns|us|µs|μs|ms|s|m|h))+$`
+
 // String is the duration as time.Duration writes it ("1m30s").
 func (d Duration) String() string { return time.Duration(d).String() }
 

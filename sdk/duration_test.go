@@ -1,12 +1,14 @@
 package sdk_test
 
 import (
+	"context"
 	"encoding/json"
 	"math"
 	"testing"
 	"time"
 
 	"github.com/tenxgraph/tenxgraph/sdk"
+	"github.com/tenxgraph/tenxgraph/sdk/toolspec"
 )
 
 type timeouts struct {
@@ -68,5 +70,40 @@ func TestDurationRefusals(t *testing.T) {
 	}
 	if err := json.Unmarshal([]byte(`30`), &d); err == nil || d != 0 {
 		t.Errorf("encoding/json took 30 as %v", d)
+	}
+}
+
+// A Duration in typed arguments (or options: the same derivation) is a
+// string of DurationPattern in the schema the host validates against, so a
+// number is refused there, before the tool runs, and a duration reaches
+// the tool whole.
+func TestDurationSchema(t *testing.T) {
+	type waitArgs struct {
+		For sdk.Duration `json:"for" jsonschema:"how long to wait"`
+	}
+	tool := sdk.MustTool("wait", "Wait.", func(_ context.Context, in waitArgs) (string, error) { return in.For.String(), nil })
+	var s struct {
+		Properties map[string]map[string]any
+	}
+	if err := json.Unmarshal(tool.Spec.Parameters, &s); err != nil {
+		t.Fatal(err)
+	}
+	if got := s.Properties["for"]; got["type"] != "string" || got["pattern"] != sdk.DurationPattern || got["description"] != "how long to wait" {
+		t.Errorf("for: %v", got)
+	}
+	schema, err := toolspec.Compile(tool.Spec.Parameters)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for args, ok := range map[string]bool{`{"for": "1m30s"}`: true, `{"for": "0s"}`: true, `{"for": ".5h"}`: true,
+		`{"for": 90}`: false, `{"for": "-1s"}`: false, `{"for": "90"}`: false, `{"for": "soon"}`: false} {
+		if err := schema.Validate(json.RawMessage(args)); (err == nil) != ok {
+			t.Errorf("%s: valid %v, want %v (%v)", args, err == nil, ok, err)
+		}
+	}
+	p := sdk.MustTools("t", "1", tool)
+	resp, err := p.CallTool(context.Background(), sdk.CallToolRequest{Name: "wait", Arguments: json.RawMessage(`{"for": "1m30s"}`)})
+	if err != nil || string(resp.Content) != `"1m30s"` {
+		t.Errorf("call: %s, %v", resp.Content, err)
 	}
 }

@@ -213,7 +213,9 @@ func typedSchema[In any](b *toolBuild, opts []ToolOption) (json.RawMessage, erro
 	if st.Kind() != reflect.Struct {
 		return nil, fmt.Errorf("arguments type %v must be a struct or a pointer to a struct: tool arguments are a JSON object", rt)
 	}
-	s, err := jsonschema.ForType(st, nil)
+	s, err := jsonschema.ForType(st, &jsonschema.ForOptions{TypeSchemas: map[reflect.Type]*jsonschema.Schema{
+		reflect.TypeFor[Duration](): {Type: "string", Pattern: DurationPattern},
+	}})
 	if err != nil {
 		return nil, fmt.Errorf("schema of %v: %w", rt, err)
 	}

@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 
 	"github.com/google/jsonschema-go/jsonschema"
+
+	"github.com/tenxgraph/tenxgraph/sdk"
 )
 
 // The builders below keep the section schemas short. Every object is
@@ -66,8 +68,9 @@ func Integer(desc string, lo, hi int64) *jsonschema.Schema {
 }
 
 // durationPattern is what time.ParseDuration takes, without a sign: the
-// reader also refuses zero.
-const durationPattern = `^(([0-9]+(\.[0-9]*)?|\.[0-9]+)(ns|us|µs|μs|ms|s|m|h))+$`
+// SDK's, so the file and the options sent to plugins (sdk.Duration) agree
+// on what a duration is. The reader also refuses zero.
+const durationPattern = sdk.DurationPattern
 
 // Duration is a Go duration string such as "30s" (the reader refuses
 // zero and negative ones).
