@@ -233,7 +233,7 @@ func direct(srv mcp.Server) (*mcpsdk.ClientSession, error) {
 
 // hostBridge starts the bridge as the host does.
 func hostBridge(self string, srv mcp.Server) (*pluginhost.Plugin, error) {
-	raw, err := mcp.Options{Servers: []mcp.Server{srv}, Vars: map[string]string{}}.Encode()
+	raw, err := json.Marshal(mcp.Options{Servers: []mcp.Server{srv}, Vars: map[string]string{}})
 	if err != nil {
 		return nil, err
 	}

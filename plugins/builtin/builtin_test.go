@@ -83,7 +83,7 @@ func TestNewErrors(t *testing.T) {
 		{
 			Options{
 				Enable:        []string{"http_fetch", "write_file", "list_files", "bogus"},
-				HTTPFetch:     HTTPFetchOptions{AllowedHosts: []string{"https://example.com/", "*", "*.com", "ok.example.com:99999"}, MaxBytes: -1, Timeout: -time.Second},
+				HTTPFetch:     HTTPFetchOptions{AllowedHosts: []string{"https://example.com/", "*", "*.com", "ok.example.com:99999"}, MaxBytes: -1, Timeout: sdk.Duration(-time.Second)},
 				WorkspaceRoot: filepath.Join(t.TempDir(), "missing"),
 			},
 			[]string{
@@ -93,7 +93,7 @@ func TestNewErrors(t *testing.T) {
 				`http_fetch.allow_hosts[2]: "*.com" is too broad`,
 				`http_fetch.allow_hosts[3]: "ok.example.com:99999": port "99999"`,
 				"http_fetch.max_bytes is -1",
-				"http_fetch.timeout_ms is -1000",
+				"http_fetch.timeout is -1s: it must be positive, or 0 for the default of 10s",
 				"does not exist",
 			},
 		},

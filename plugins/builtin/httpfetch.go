@@ -87,7 +87,7 @@ type fetcher struct {
 
 // newFetcher checks o and builds the fetcher, reporting every problem.
 func newFetcher(o HTTPFetchOptions) (*fetcher, []string) {
-	f := &fetcher{maxBytes: o.MaxBytes, timeout: o.Timeout}
+	f := &fetcher{maxBytes: o.MaxBytes, timeout: time.Duration(o.Timeout)}
 	var problems []string
 	if len(o.AllowedHosts) == 0 {
 		problems = append(problems, `http_fetch.allow_hosts is empty: http_fetch is enabled, and a model may only fetch from the hosts listed there, such as ["api.example.com"]`)
@@ -105,7 +105,7 @@ func newFetcher(o HTTPFetchOptions) (*fetcher, []string) {
 	}
 	switch {
 	case o.Timeout < 0:
-		problems = append(problems, fmt.Sprintf("http_fetch.timeout_ms is %d: it must be positive, or 0 for the default of %d", o.Timeout.Milliseconds(), defaultFetchTimeout.Milliseconds()))
+		problems = append(problems, fmt.Sprintf("http_fetch.timeout is %s: it must be positive, or 0 for the default of %s", o.Timeout, defaultFetchTimeout))
 	case o.Timeout == 0:
 		f.timeout = defaultFetchTimeout
 	}

@@ -370,7 +370,7 @@ func slowServer(t *testing.T) (*httptest.Server, chan struct{}) {
 
 func TestFetchTimeout(t *testing.T) {
 	srv, _ := slowServer(t)
-	f := newTestFetcher(t, HTTPFetchOptions{AllowedHosts: []string{allowOf(t, srv)}, Timeout: 150 * time.Millisecond})
+	f := newTestFetcher(t, HTTPFetchOptions{AllowedHosts: []string{allowOf(t, srv)}, Timeout: sdk.Duration(150 * time.Millisecond)})
 	start := time.Now()
 	mustFail(t, context.Background(), f, fetchArgsT{URL: srv.URL}, "timed out after 150ms", "try again later")
 	if d := time.Since(start); d > 3*time.Second {
@@ -388,7 +388,7 @@ func TestFetchTimeoutWhileReadingBody(t *testing.T) {
 		}
 	}))
 	defer srv.Close()
-	f := newTestFetcher(t, HTTPFetchOptions{AllowedHosts: []string{allowOf(t, srv)}, Timeout: 200 * time.Millisecond})
+	f := newTestFetcher(t, HTTPFetchOptions{AllowedHosts: []string{allowOf(t, srv)}, Timeout: sdk.Duration(200 * time.Millisecond)})
 	mustFail(t, context.Background(), f, fetchArgsT{URL: srv.URL}, "timed out after 200ms")
 }
 

@@ -1,14 +1,6 @@
 package builtin
 
-import (
-	"encoding/json"
-	"fmt"
-	"math"
-	"time"
-
-	"github.com/tenxgraph/tenxgraph/sdk"
-	"github.com/tenxgraph/tenxgraph/sdk/strictjson"
-)
+import "github.com/tenxgraph/tenxgraph/sdk"
 
 // Options chooses the builtin tools a graph gets and configures the ones that
 // reach outside the process. It is a plain struct so the config file maps
@@ -17,7 +9,7 @@ import (
 //	{
 //	  "enable": ["http_fetch", "read_file"],
 //	  "http_fetch": {"allow_hosts": ["api.example.com", "*.example.org", "127.0.0.1/32:8080"],
-//	                 "max_bytes": 1048576, "timeout_ms": 10000},
+//	                 "max_bytes": 1048576, "timeout": "10s"},
 //	  "workspace_root": "/srv/agent/workspace"
 //	}
 type Options struct {
@@ -38,8 +30,6 @@ type Options struct {
 // HTTPFetchOptions bounds what http_fetch may reach and how much it may read,
 // because a model choosing URLs is untrusted input aimed at the network the
 // host sits in.
-//
-// In JSON, Timeout is "timeout_ms", a whole number of milliseconds.
 type HTTPFetchOptions struct {
 	// AllowedHosts lists the hosts the tool may fetch from, and the address
 	// ranges beyond the public Internet it may connect to; it must not be
@@ -75,46 +65,8 @@ type HTTPFetchOptions struct {
 	// and the most allowed is 64 MiB.
 	MaxBytes int64 `json:"max_bytes,omitempty"`
 	// Timeout caps one fetch, redirects and reading the body included; zero
-	// means a default of 10 seconds. JSON spells it "timeout_ms", a whole
-	// number of milliseconds (see MarshalJSON).
-	Timeout time.Duration `json:"-"`
-}
-
-// httpFetchFields is HTTPFetchOptions without its methods, so the JSON
-// methods below can embed it without recursing.
-type httpFetchFields HTTPFetchOptions
-
-// httpFetchJSON is HTTPFetchOptions as it is spelled in JSON.
-type httpFetchJSON struct {
-	httpFetchFields
-	TimeoutMS int64 `json:"timeout_ms,omitempty"`
-}
-
-// MarshalJSON encodes the options with Timeout as "timeout_ms". A positive
-// timeout below one millisecond is rounded up, so it never turns into the
-// default.
-func (o HTTPFetchOptions) MarshalJSON() ([]byte, error) {
-	ms := o.Timeout.Milliseconds()
-	if o.Timeout > 0 && o.Timeout%time.Millisecond != 0 {
-		ms++
-	}
-	return json.Marshal(httpFetchJSON{httpFetchFields: httpFetchFields(o), TimeoutMS: ms})
-}
-
-// UnmarshalJSON decodes the options strictly (package strictjson): an
-// unknown, repeated or wrong-case key is an error,
-// because a misspelt limit silently falling back to its default is worse.
-func (o *HTTPFetchOptions) UnmarshalJSON(raw []byte) error {
-	var j httpFetchJSON
-	if err := strictjson.Unmarshal(raw, &j); err != nil {
-		return err
-	}
-	if j.TimeoutMS > math.MaxInt64/int64(time.Millisecond) || j.TimeoutMS < math.MinInt64/int64(time.Millisecond) {
-		return fmt.Errorf("http_fetch: timeout_ms %d is out of range", j.TimeoutMS)
-	}
-	*o = HTTPFetchOptions(j.httpFetchFields)
-	o.Timeout = time.Duration(j.TimeoutMS) * time.Millisecond
-	return nil
+	// means a default of 10 seconds.
+	Timeout sdk.Duration `json:"timeout,omitzero"`
 }
 
 // ParseOptions decodes Options from JSON, strictly: unknown keys and

@@ -6,19 +6,21 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/tenxgraph/tenxgraph/sdk"
 )
 
 func TestOptionsJSON(t *testing.T) {
 	o := Options{
 		Enable:        []string{"http_fetch", "read_file"},
-		HTTPFetch:     HTTPFetchOptions{AllowedHosts: []string{"api.example.com", "*.example.org"}, MaxBytes: 2048, Timeout: 1500 * time.Millisecond},
+		HTTPFetch:     HTTPFetchOptions{AllowedHosts: []string{"api.example.com", "*.example.org"}, MaxBytes: 2048, Timeout: sdk.Duration(1500 * time.Millisecond)},
 		WorkspaceRoot: "/srv/ws",
 	}
 	raw, err := json.Marshal(o)
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := `{"enable":["http_fetch","read_file"],"http_fetch":{"allow_hosts":["api.example.com","*.example.org"],"max_bytes":2048,"timeout_ms":1500},"workspace_root":"/srv/ws"}`
+	want := `{"enable":["http_fetch","read_file"],"http_fetch":{"allow_hosts":["api.example.com","*.example.org"],"max_bytes":2048,"timeout":"1.5s"},"workspace_root":"/srv/ws"}`
 	if string(raw) != want {
 		t.Errorf("JSON\n got %s\nwant %s", raw, want)
 	}
@@ -34,22 +36,25 @@ func TestOptionsJSON(t *testing.T) {
 		t.Errorf("zero options encode as %s, want {}", raw)
 	}
 	// A positive timeout never rounds down to "the default".
-	raw, _ = json.Marshal(HTTPFetchOptions{Timeout: time.Microsecond})
-	if string(raw) != `{"timeout_ms":1}` {
+	raw, _ = json.Marshal(HTTPFetchOptions{Timeout: sdk.Duration(time.Microsecond)})
+	if string(raw) != `{"timeout":"1µs"}` {
 		t.Errorf("1µs timeout encodes as %s", raw)
 	}
 }
 
 func TestParseOptionsErrors(t *testing.T) {
 	cases := map[string]string{
-		`{"enable": "calculator"}`:                      "enable: must be an array, got string",
-		`{"http_fetch": {"allowed_hosts": ["a.com"]}}`:  "http_fetch.allowed_hosts: unknown key",
-		`{"workspace": "/x"}`:                           "workspace: unknown key",
-		`{"http_fetch": {"timeout_ms": "10s"}}`:         "http_fetch.timeout_ms: must be an integer, got string",
-		`{"enable": [], "enable": ["http_fetch"]}`:      "enable: duplicate key",
-		`{"Enable": ["calculator"]}`:                    `Enable: unknown key (keys are case-sensitive: did you mean "enable"?)`,
-		`{"http_fetch": {"Max_Bytes": 1}}`:              `http_fetch.Max_Bytes: unknown key (keys are case-sensitive: did you mean "max_bytes"?)`,
-		`{"http_fetch": {"timeout_ms": 9223372036855}}`: "timeout_ms 9223372036855 is out of range",
+		`{"enable": "calculator"}`:                     "enable: must be an array, got string",
+		`{"http_fetch": {"allowed_hosts": ["a.com"]}}`: "http_fetch.allowed_hosts: unknown key",
+		`{"workspace": "/x"}`:                          "workspace: unknown key",
+		`{"http_fetch": {"timeout": 10000}}`:           "http_fetch.timeout: must be a string, got number",
+		`{"http_fetch": {"timeout": "10"}}`:            `http_fetch.timeout: "10" is not a duration: use a number with a unit, such as "30s"`,
+		`{"http_fetch": {"timeout": "-10s"}}`:          `http_fetch.timeout: must not be negative, got "-10s"`,
+		`{"http_fetch": {"timeout_ms": 10000}}`:        "http_fetch.timeout_ms: unknown key",
+		`{"enable": [], "enable": ["http_fetch"]}`:     "enable: duplicate key",
+		`{"Enable": ["calculator"]}`:                   `Enable: unknown key (keys are case-sensitive: did you mean "enable"?)`,
+		`{"http_fetch": {"Max_Bytes": 1}}`:             `http_fetch.Max_Bytes: unknown key (keys are case-sensitive: did you mean "max_bytes"?)`,
+		`{"http_fetch": {"timeout": "2562048h"}}`:      `http_fetch.timeout: "2562048h" is not a duration`,
 		`{} {}`:     "unexpected data after the JSON value",
 		`{"enable"`: "the text ends before the JSON value does",
 	}
@@ -64,11 +69,11 @@ func TestParseOptionsErrors(t *testing.T) {
 // What a host sends with Configure (Options as JSON) is what the provider
 // reads back.
 func TestOptionsConfigureRoundTrip(t *testing.T) {
-	o, err := ParseOptions([]byte(`{"enable":["http_fetch"],"http_fetch":{"allow_hosts":["a.example"],"timeout_ms":250}}`))
+	o, err := ParseOptions([]byte(`{"enable":["http_fetch"],"http_fetch":{"allow_hosts":["a.example"],"timeout":"250ms"}}`))
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := Options{Enable: []string{"http_fetch"}, HTTPFetch: HTTPFetchOptions{AllowedHosts: []string{"a.example"}, Timeout: 250 * time.Millisecond}}
+	want := Options{Enable: []string{"http_fetch"}, HTTPFetch: HTTPFetchOptions{AllowedHosts: []string{"a.example"}, Timeout: sdk.Duration(250 * time.Millisecond)}}
 	if !reflect.DeepEqual(o, want) {
 		t.Errorf("got %+v, want %+v", o, want)
 	}

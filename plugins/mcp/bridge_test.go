@@ -151,7 +151,7 @@ func tinyImage(t *testing.T) []byte {
 // Streamable HTTP and legacy SSE, both served by server-everything.
 func TestHTTPAndSSE(t *testing.T) {
 	base := everythingHTTP(t, "streamableHttp")
-	b, _ := start(t, Options{Servers: []Server{{Name: "remote", Type: "http", URL: base + "/mcp", Timeout: 20 * time.Second}}})
+	b, _ := start(t, Options{Servers: []Server{{Name: "remote", Type: "http", URL: base + "/mcp", Timeout: sdk.Duration(20 * time.Second)}}})
 	if !slices.Contains(names(t, b), "get-sum") {
 		t.Fatalf("tools %v", names(t, b))
 	}
@@ -187,7 +187,7 @@ func TestHTTPServerRestarted(t *testing.T) {
 // the server's timeout is reset by each of them.
 func TestProgress(t *testing.T) {
 	srv := everything(t, "everything")
-	srv.Timeout = 1200 * time.Millisecond // less than the call, more than a step
+	srv.Timeout = sdk.Duration(1200 * time.Millisecond) // less than the call, more than a step
 	b, _ := start(t, Options{Servers: []Server{srv}})
 	p := sdktest.Serve(t, b)
 	var mu sync.Mutex
@@ -220,7 +220,7 @@ func TestCancelAndTimeout(t *testing.T) {
 	wire := filepath.Join(t.TempDir(), "wire.log")
 	t.Setenv(EnvWireLog, wire)
 	srv := everything(t, "everything")
-	srv.Timeout = 1500 * time.Millisecond
+	srv.Timeout = sdk.Duration(1500 * time.Millisecond)
 	b, _ := start(t, Options{Servers: []Server{srv}})
 
 	ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
@@ -459,8 +459,8 @@ func TestStartErrorsHoldNoValues(t *testing.T) {
 	logs := &logBuffer{}
 	log := hclog.New(&hclog.LoggerOptions{Output: logs, Level: hclog.Trace})
 	b, err := New(Options{Vars: vars, Servers: []Server{
-		{Name: "web", Type: "http", URL: "http://127.0.0.1:1/mcp?key=${KEY}", Timeout: 2 * time.Second},
-		{Name: "cli", Type: "stdio", Command: "sh", Args: []string{"-c", "exit 3", "sh", "--level=${LEVEL}"}, Timeout: 2 * time.Second},
+		{Name: "web", Type: "http", URL: "http://127.0.0.1:1/mcp?key=${KEY}", Timeout: sdk.Duration(2 * time.Second)},
+		{Name: "cli", Type: "stdio", Command: "sh", Args: []string{"-c", "exit 3", "sh", "--level=${LEVEL}"}, Timeout: sdk.Duration(2 * time.Second)},
 	}}, log)
 	if err != nil {
 		t.Fatal(err)

@@ -10,6 +10,8 @@ import (
 	"testing"
 	"testing/iotest"
 	"time"
+
+	"github.com/tenxgraph/tenxgraph/sdk"
 )
 
 // The limiter counts each message on its own, wherever the reads cut it:
@@ -93,7 +95,7 @@ func TestOversizeMessageRefused(t *testing.T) {
 	servers["sse"] = Server{Type: "sse", URL: goServerHTTP(t, "-sse")}
 	for name, srv := range servers {
 		t.Run(name, func(t *testing.T) {
-			srv.Name, srv.Timeout, srv.MaxResultBytes, srv.MaxOutputBytes = "s", 30*time.Second, limit, limit
+			srv.Name, srv.Timeout, srv.MaxResultBytes, srv.MaxOutputBytes = "s", sdk.Duration(30*time.Second), limit, limit
 			b, _ := start(t, Options{Servers: []Server{srv}})
 			resp := callT(t, b, "big", map[string]any{"bytes": 150 << 10})
 			if resp.IsError || len(resp.Content) > limit+1024 || !strings.Contains(string(resp.Content), "[truncated by tenxgraph: ") {

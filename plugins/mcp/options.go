@@ -1,8 +1,6 @@
 package mcp
 
 import (
-	"encoding/json"
-	"fmt"
 	"slices"
 	"time"
 
@@ -63,18 +61,14 @@ type Server struct {
 	// Timeout bounds a call for as long as the server neither answers nor
 	// reports progress (0: DefaultTimeout), and the connection's start and
 	// handshake (at least MinConnectTimeout).
-	Timeout time.Duration `json:"-"`
-	// TimeoutMS is Timeout in JSON.
-	TimeoutMS int64 `json:"timeout_ms,omitempty"`
+	Timeout sdk.Duration `json:"timeout,omitzero"`
 	// AllowTools, when set, are the only tools offered; DenyTools are
 	// hidden. Both name the server's own tool names.
 	AllowTools []string `json:"allow_tools,omitempty"`
 	DenyTools  []string `json:"deny_tools,omitempty"`
 	// ToolTimeouts override Timeout for the tools they name (their names
 	// on the server, as AllowTools).
-	ToolTimeouts map[string]time.Duration `json:"-"`
-	// ToolTimeoutsMS is ToolTimeouts in JSON.
-	ToolTimeoutsMS map[string]int64 `json:"tool_timeouts_ms,omitempty"`
+	ToolTimeouts map[string]sdk.Duration `json:"tool_timeouts,omitempty"`
 	// MaxOutputBytes caps a result (0: DefaultMaxOutputBytes).
 	MaxOutputBytes int64 `json:"max_output_bytes,omitempty"`
 	// MaxArgumentBytes bounds a call's arguments: a larger call is not
@@ -102,11 +96,8 @@ func (s Server) approves(tool string) bool {
 }
 
 func (s Server) timeout() time.Duration {
-	switch {
-	case s.Timeout > 0:
-		return s.Timeout
-	case s.TimeoutMS > 0:
-		return time.Duration(s.TimeoutMS) * time.Millisecond
+	if s.Timeout > 0 {
+		return time.Duration(s.Timeout)
 	}
 	return DefaultTimeout
 }
@@ -114,11 +105,8 @@ func (s Server) timeout() time.Duration {
 // toolTimeout is the timeout of one tool's calls and the config key that
 // sets it, which the error of a call cut off by it names.
 func (s Server) toolTimeout(tool string) (time.Duration, string) {
-	if d, ok := s.ToolTimeouts[tool]; ok && d > 0 {
-		return d, s.key("tool_timeouts." + tool)
-	}
-	if ms, ok := s.ToolTimeoutsMS[tool]; ok && ms > 0 {
-		return time.Duration(ms) * time.Millisecond, s.key("tool_timeouts." + tool)
+	if d := s.ToolTimeouts[tool]; d > 0 {
+		return time.Duration(d), s.key("tool_timeouts." + tool)
 	}
 	return s.timeout(), s.key("timeout")
 }
@@ -148,27 +136,4 @@ func ParseOptions(raw []byte) (Options, error) {
 		return Options{}, err
 	}
 	return o, nil
-}
-
-// Encode is o as the host sends it with Configure; timeouts travel as
-// timeout_ms.
-func (o Options) Encode() ([]byte, error) {
-	o.Servers = append([]Server(nil), o.Servers...)
-	for i := range o.Servers {
-		s := &o.Servers[i]
-		if s.Timeout > 0 {
-			s.TimeoutMS = max(1, s.Timeout.Milliseconds())
-		}
-		if len(s.ToolTimeouts) > 0 {
-			s.ToolTimeoutsMS = make(map[string]int64, len(s.ToolTimeouts))
-			for name, d := range s.ToolTimeouts {
-				s.ToolTimeoutsMS[name] = max(1, d.Milliseconds())
-			}
-		}
-	}
-	raw, err := json.Marshal(o)
-	if err != nil {
-		return nil, fmt.Errorf("encode MCP bridge options: %w", err)
-	}
-	return raw, nil
 }

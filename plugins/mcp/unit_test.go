@@ -236,14 +236,21 @@ func TestMediaWithinTheResultLimit(t *testing.T) {
 }
 
 func TestOptionsRoundTrip(t *testing.T) {
-	o := Options{Servers: []Server{{Name: "a", Type: "stdio", Command: "x", Timeout: 1500 * time.Millisecond, MaxOutputBytes: 42}}, Taken: []string{"t"}}
-	raw, err := o.Encode()
+	o := Options{Servers: []Server{{Name: "a", Type: "stdio", Command: "x", Timeout: sdk.Duration(1500 * time.Millisecond),
+		ToolTimeouts: map[string]sdk.Duration{"slow": sdk.Duration(time.Hour)}, MaxOutputBytes: 42}}, Taken: []string{"t"}}
+	raw, err := json.Marshal(o)
 	if err != nil {
 		t.Fatal(err)
+	}
+	if !bytes.Contains(raw, []byte(`"timeout":"1.5s","tool_timeouts":{"slow":"1h0m0s"}`)) {
+		t.Errorf("the timeouts are not spelt as in the config: %s", raw)
 	}
 	back, err := ParseOptions(raw)
 	if err != nil || back.Servers[0].timeout() != 1500*time.Millisecond || back.Servers[0].maxOutput() != 42 || back.Taken[0] != "t" {
 		t.Fatalf("%+v, %v", back, err)
+	}
+	if d, key := back.Servers[0].toolTimeout("slow"); d != time.Hour || key != "mcp_servers.a.tool_timeouts.slow" {
+		t.Fatalf("tool timeout %v from %s", d, key)
 	}
 	if _, err := ParseOptions([]byte(`{"servers": [], "bogus": 1}`)); err == nil {
 		t.Fatal("an unknown key was accepted")

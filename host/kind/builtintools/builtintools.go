@@ -18,6 +18,7 @@ import (
 	"github.com/tenxgraph/tenxgraph/host/pluginhost"
 	"github.com/tenxgraph/tenxgraph/internal/sandbox"
 	"github.com/tenxgraph/tenxgraph/plugins/builtin"
+	"github.com/tenxgraph/tenxgraph/sdk"
 	"github.com/tenxgraph/tenxgraph/sdk/toolspec"
 )
 
@@ -147,7 +148,7 @@ func jobs(_ context.Context, v any, h kind.Host) ([]kind.Job, toolspec.Problems)
 		return nil, nil
 	}
 	raw, err := json.Marshal(builtin.Options{Enable: b.Enable, WorkspaceRoot: b.Workspace.Root,
-		HTTPFetch: builtin.HTTPFetchOptions{AllowedHosts: b.HTTPFetch.AllowHosts, MaxBytes: b.HTTPFetch.MaxBytes, Timeout: b.HTTPFetch.Timeout}})
+		HTTPFetch: builtin.HTTPFetchOptions{AllowedHosts: b.HTTPFetch.AllowHosts, MaxBytes: b.HTTPFetch.MaxBytes, Timeout: sdk.Duration(b.HTTPFetch.Timeout)}})
 	if err != nil {
 		return nil, toolspec.Problems{{Path: Key, Message: fmt.Sprintf("encode the builtin tools' options: %v", err)}}
 	}

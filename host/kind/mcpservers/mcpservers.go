@@ -6,6 +6,7 @@ package mcpservers
 import (
 	"cmp"
 	"context"
+	"encoding/json"
 	"fmt"
 	"maps"
 	"os"
@@ -22,6 +23,7 @@ import (
 	"github.com/tenxgraph/tenxgraph/internal/expand"
 	"github.com/tenxgraph/tenxgraph/internal/sandbox"
 	"github.com/tenxgraph/tenxgraph/plugins/mcp"
+	"github.com/tenxgraph/tenxgraph/sdk"
 	"github.com/tenxgraph/tenxgraph/sdk/toolspec"
 )
 
@@ -339,9 +341,9 @@ func jobs(_ context.Context, v any, h kind.Host) ([]kind.Job, toolspec.Problems)
 	for _, node := range nodes {
 		opts := mcp.Options{Servers: byNode[node], Taken: h.Taken(node),
 			Vars: vars(byNode[node], h.Vars), WireLog: os.Getenv(mcp.EnvWireLog)}
-		raw, err := opts.Encode()
+		raw, err := json.Marshal(opts)
 		if err != nil {
-			return nil, toolspec.Problems{{Path: Key, Message: err.Error()}}
+			return nil, toolspec.Problems{{Path: Key, Message: fmt.Sprintf("encode the MCP bridge's options: %v", err)}}
 		}
 		name := mcp.Name
 		if len(nodes) > 1 {
@@ -380,9 +382,13 @@ func bridged(sc Server) mcp.Server {
 	}
 	profile := sc.Sandbox
 	profile.Env, profile.PassEnv = nil, nil
+	tools := make(map[string]sdk.Duration, len(sc.ToolTimeouts))
+	for name, d := range sc.ToolTimeouts {
+		tools[name] = sdk.Duration(d)
+	}
 	return mcp.Server{Name: sc.Name, Type: sc.Type, Command: sc.Command, Args: sc.Args, Env: env, Cwd: sc.Cwd,
-		URL: sc.URL, Headers: sc.Headers, Timeout: sc.Timeout, AllowTools: sc.AllowTools, DenyTools: sc.DenyTools,
-		MaxOutputBytes: sc.MaxOutputBytes, Sandbox: profile, ToolTimeouts: sc.ToolTimeouts,
+		URL: sc.URL, Headers: sc.Headers, Timeout: sdk.Duration(sc.Timeout), AllowTools: sc.AllowTools, DenyTools: sc.DenyTools,
+		MaxOutputBytes: sc.MaxOutputBytes, Sandbox: profile, ToolTimeouts: tools,
 		RequireApprovalAll: sc.RequireApproval.All, RequireApproval: sc.RequireApproval.Tools,
 		MaxArgumentBytes: l.MaxArgumentBytes, MaxResultBytes: l.MaxResultBytes}
 }
