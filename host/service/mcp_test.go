@@ -244,6 +244,42 @@ func TestMCPListChangedAndCollisions(t *testing.T) {
 	}
 }
 
+// A server's timeout and its tool_timeouts travel from the file to the
+// bridge, which cuts a call off by them and names the key that did: the
+// test server reports progress every 100ms, later than either timeout, so
+// each call would otherwise run its full 5s.
+func TestMCPTimeoutsReachTheBridge(t *testing.T) {
+	bin := filepath.Join(t.TempDir(), "testserver")
+	if out, err := exec.Command("go", "build", "-o", bin, "../../plugins/mcp/internal/testserver").CombinedOutput(); err != nil {
+		t.Fatalf("build the Go test server: %v\n%s", err, out)
+	}
+	script := `{"rules": [{"match": "sleep", "tool_calls": [
+	  {"name": "short__sleep", "arguments": {"ms": 5000}}, {"name": "tool__sleep", "arguments": {"ms": 5000}}]}]}`
+	s := startConfig(t, `{"agent": "tenxgraph:react", "model": {"provider": "scripted", "script": "script.json"},
+	  "checkpointer": {"type": "memory"},
+	  "mcp_servers": {
+	    "short": {"command": `+js(bin)+`, "allow_tools": ["sleep"], "timeout": "50ms"},
+	    "tool": {"command": `+js(bin)+`, "allow_tools": ["sleep"], "timeout": "30s", "tool_timeouts": {"sleep": "60ms"}}
+	  }}`, script)
+	started := time.Now()
+	res, err := s.App.Invoke(context.Background(), []message.Message{message.Text(message.RoleUser, "sleep")}, thread.RunConfig{ThreadID: "t"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := time.Since(started); d > 4*time.Second {
+		t.Errorf("the calls were cut off after %s", d)
+	}
+	rs := res.Messages[len(res.Messages)-2].ToolResults()
+	if len(rs) != 2 {
+		t.Fatalf("results %+v", rs)
+	}
+	for i, want := range []string{"within 50ms (mcp_servers.short.timeout)", "within 60ms (mcp_servers.tool.tool_timeouts.sleep)"} {
+		if !rs[i].IsError || !strings.Contains(string(rs[i].Content), want) {
+			t.Errorf("result %d: %s, want an error saying %q", i, rs[i].Content, want)
+		}
+	}
+}
+
 // An unset ${VAR} is reported at its config path before anything starts.
 func TestMCPUnsetVariable(t *testing.T) {
 	os.Unsetenv("TENXGRAPH_TEST_NO_SUCH_VAR")
