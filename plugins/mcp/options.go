@@ -25,7 +25,9 @@ const (
 	DefaultMaxOutputBytes = 1 << 20
 )
 
-// Options configure one bridge: the MCP servers of one ToolNode.
+// Options configure one bridge: the MCP servers of one ToolNode. The host
+// sends them with Configure as their JSON (encoding/json), which
+// ParseOptions reads; keys and durations are spelt as in the config.
 type Options struct {
 	// Servers in config order; their tools are listed in this order.
 	Servers []Server `json:"servers"`
