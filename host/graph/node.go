@@ -110,7 +110,15 @@ type Interrupt struct {
 	// woken (Expire), answers the interrupt with an Answer whose Expired is
 	// set. An answer that comes later is refused with ErrExpired.
 	Deadline time.Time `json:"deadline,omitzero"`
+
+	memo *blockMemo // Value read as a block; nil reads it afresh
 }
+
+// Block reads the interrupt's Value as a message block
+// (message.UnmarshalBlock). The engine reads an interrupt it saves or
+// loads once, however many times the run's result and the node judging
+// and resuming its answers ask.
+func (it Interrupt) Block() (message.Block, error) { return it.memo.block(it.Value) }
 
 // Answer is the reply to one interrupt.
 type Answer struct {
@@ -125,6 +133,35 @@ type Answer struct {
 	// empty; the node decides what the expiry means (a ToolNode gives the
 	// model an error result).
 	Expired bool `json:"expired,omitempty"`
+
+	memo *blockMemo // Value read as a block; nil reads it afresh
+}
+
+// Block reads the answer's Value as a message block
+// (message.UnmarshalBlock), once for an answer the engine took from the
+// run's input, however many times the node checks and applies it.
+func (a Answer) Block() (message.Block, error) { return a.memo.block(a.Value) }
+
+// blockMemo is an interrupt's or answer's Value read as a block, shared by
+// the copies of it: what the first reader decoded, the others take.
+type blockMemo struct {
+	once sync.Once
+	raw  json.RawMessage // the Value read
+	b    message.Block
+	err  error
+}
+
+// block returns v as a block, decoded once per memo. A copy whose Value
+// was replaced since (it is not the one read) is decoded afresh.
+func (m *blockMemo) block(v json.RawMessage) (message.Block, error) {
+	if m == nil {
+		return message.UnmarshalBlock(v)
+	}
+	m.once.Do(func() { m.raw = v; m.b, m.err = message.UnmarshalBlock(v) })
+	if len(m.raw) != len(v) || len(v) > 0 && &m.raw[0] != &v[0] {
+		return message.UnmarshalBlock(v)
+	}
+	return m.b, m.err
 }
 
 // Run is one execution of the graph on a thread, as nodes see it.

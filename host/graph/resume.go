@@ -288,7 +288,7 @@ func answersIn(input []message.Message, resume map[string]json.RawMessage) ([]gi
 			if err != nil {
 				return nil, invalid("messages: answer for %q: %v", id, err)
 			}
-			g := given{id: id, Answer: Answer{Value: raw}}
+			g := given{id: id, Answer: Answer{Value: raw, memo: new(blockMemo)}}
 			if len(m.Content) == 1 {
 				g.MessageID = m.ID
 			}
@@ -303,7 +303,7 @@ func answersIn(input []message.Message, resume map[string]json.RawMessage) ([]gi
 			return nil, invalid("config.resume: %q is also answered in the messages", id)
 		}
 		seen[id] = true
-		out = append(out, given{id: id, Answer: Answer{Value: resume[id]}})
+		out = append(out, given{id: id, Answer: Answer{Value: resume[id], memo: new(blockMemo)}})
 	}
 	return out, nil
 }

@@ -249,6 +249,9 @@ func (c *Compiled) finishStep(ctx context.Context, r *Run, w *writer, state Stat
 			}
 			seen[it.ID] = true
 			it.Node = ran[i]
+			if it.memo == nil {
+				it.memo = new(blockMemo) // read by the result, then by the answers' checks
+			}
 			its = append(its, it)
 		}
 	}
