@@ -193,9 +193,16 @@ type Run struct {
 	// traceparent is the run's span's W3C trace context while it is
 	// traced: a pause keeps it, so that the run resuming it links to it.
 	traceparent string
-	locals      sync.Map // *RunLocal[T] -> *runLocal[T]
-	blobs       BlobReader
+	// locals are the run's RunLocal values: a few, so a list searched
+	// under a lock costs less than a sync.Map's nodes, made for every run.
+	localsMu sync.Mutex
+	locals   []runLocalEntry
+	blobs    BlobReader
 }
+
+// runLocalEntry is a RunLocal's value in a run: key is the *RunLocal[T],
+// value its *runLocal[T].
+type runLocalEntry struct{ key, value any }
 
 // BlobReader reads the bytes of a thread's blobs: the runtime's (package
 // thread), which keeps them with the thread's checkpoints.
@@ -280,11 +287,19 @@ type runLocal[T any] struct {
 // Get returns r's value, made by make on the run's first Get (once, when
 // several nodes ask at the same time: the others wait for it).
 func (l *RunLocal[T]) Get(r *Run, make func() (T, error)) (T, error) {
-	e, ok := r.locals.Load(l)
-	if !ok { // a new entry only for the first Get, not one thrown away by every later one
-		e, _ = r.locals.LoadOrStore(l, &runLocal[T]{})
+	var v *runLocal[T]
+	r.localsMu.Lock()
+	for _, e := range r.locals {
+		if e.key == any(l) {
+			v = e.value.(*runLocal[T])
+			break
+		}
 	}
-	v := e.(*runLocal[T])
+	if v == nil {
+		v = &runLocal[T]{}
+		r.locals = append(r.locals, runLocalEntry{l, v})
+	}
+	r.localsMu.Unlock()
 	v.once.Do(func() { v.v, v.err = make() })
 	return v.v, v.err
 }
