@@ -252,6 +252,12 @@ func (r *Run) Emit(e Event) {
 	}
 }
 
+// Emitting reports whether Emit delivers events anywhere (a Stream
+// consumer or the app's observer). An event's Data is boxed where the
+// event is made, before Emit can drop it: a hot path asks first, so that a
+// run nobody watches allocates no events.
+func (r *Run) Emitting() bool { return r.emit != nil }
+
 // Listening says whether a Stream consumer receives the run's events (as
 // opposed to Invoke, where only the app's observer may), so that work done
 // only to report, such as asking a tool for its progress, can be skipped.

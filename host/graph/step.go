@@ -49,7 +49,9 @@ func (c *Compiled) Run(ctx context.Context, st *Start) (Result, error) {
 		}
 	}
 	w := writer{saver: st.Saver, run: r, configurable: s.configurable, pause: s.pause}
-	r.Emit(Event{Type: EventRunStarted, Data: RunStarted{ThreadID: r.ThreadID, RunID: r.RunID, Resumed: s.resumed}})
+	if r.Emitting() {
+		r.Emit(Event{Type: EventRunStarted, Data: RunStarted{ThreadID: r.ThreadID, RunID: r.RunID, Resumed: s.resumed}})
+	}
 	if s.replay {
 		// The run that recorded the outcome answers.
 		return resultOf(r.ThreadID, st.Latest.RunID, r.prior, s.state, StatusCompleted, &st.Latest.pause), nil
@@ -218,7 +220,9 @@ func runAll(nodes []string, f func(i int) error) []error {
 
 // runNode runs one node and has sv admit its update.
 func (c *Compiled) runNode(ctx context.Context, r *Run, sv Saver, in *Input) (Update, error) {
-	r.Emit(Event{Type: EventNodeStarted, Data: NodeEvent{Node: in.Node, Step: r.Step}})
+	if r.Emitting() {
+		r.Emit(Event{Type: EventNodeStarted, Data: NodeEvent{Node: in.Node, Step: r.Step}})
+	}
 	nctx, span := traceNode(ctx, r, in.Node)
 	u, err := c.g.nodes[in.Node].Run(nctx, in)
 	telemetry.EndSpan(span, err)
@@ -228,7 +232,9 @@ func (c *Compiled) runNode(ctx context.Context, r *Run, sv Saver, in *Input) (Up
 	if err != nil {
 		return Update{}, fmt.Errorf("node %q: %w", in.Node, err)
 	}
-	r.Emit(Event{Type: EventNodeFinished, Data: NodeEvent{Node: in.Node, Step: r.Step}})
+	if r.Emitting() {
+		r.Emit(Event{Type: EventNodeFinished, Data: NodeEvent{Node: in.Node, Step: r.Step}})
+	}
 	return u, nil
 }
 
@@ -332,7 +338,9 @@ func (c *Compiled) appendMessages(r *Run, msgs, add []message.Message) []message
 		}
 		m, named = r.nameCalls(m, len(out), named)
 		out = append(out, m)
-		r.Emit(Event{Type: EventMessage, Data: m})
+		if r.Emitting() {
+			r.Emit(Event{Type: EventMessage, Data: m})
+		}
 	}
 	r.tail = out
 	return out[:len(out):len(out)]

@@ -286,7 +286,9 @@ func (n *Node) call(ctx context.Context, r *graph.Run, t *Tool, c message.ToolCa
 	}
 	ev := ToolEvent{Node: n.name, ID: c.ID, Name: c.Name, Provider: t.Provider}
 	if t.Kind == KindServer {
-		r.Emit(graph.Event{Type: EventToolStarted, Data: ev})
+		if r.Emitting() {
+			r.Emit(graph.Event{Type: EventToolStarted, Data: ev})
+		}
 		if r.Listening() {
 			ctx = sdk.WithProgress(ctx, func(p sdk.Progress) {
 				r.Emit(graph.Event{Type: EventToolProgress, Data: ToolProgress{Node: n.name, ID: c.ID, Name: c.Name,
@@ -318,7 +320,7 @@ func (n *Node) call(ctx context.Context, r *graph.Run, t *Tool, c message.ToolCa
 	default:
 		b = message.ToolResultBlock{ToolCallID: c.ID, Content: content, IsError: resp.IsError, Attachments: media(resp.Attachments)}
 	}
-	if t.Kind == KindServer {
+	if t.Kind == KindServer && r.Emitting() {
 		ev.IsError, ev.Duration = b.(message.ToolResultBlock).IsError, time.Since(start)
 		r.Emit(graph.Event{Type: EventToolFinished, Data: ev})
 	}
