@@ -209,14 +209,16 @@ func (c *Compiled) begin(st *Start) (start, error) {
 }
 
 // record adds fresh answers to those prev's pause already had, and notes
-// whether the pause is still waiting for others.
+// whether the pause is still waiting for others. fresh is the caller's to
+// give: it may become the pause's.
 func (s *start) record(prev Saved, fresh map[string]Answer) {
 	s.answered = true
-	s.pause.Answers = maps.Clone(prev.pause.Answers)
-	if s.pause.Answers == nil {
-		s.pause.Answers = map[string]Answer{}
+	if len(prev.pause.Answers) == 0 {
+		s.pause.Answers = fresh // the caller's, made for this run: no copy
+	} else {
+		s.pause.Answers = maps.Clone(prev.pause.Answers)
+		maps.Copy(s.pause.Answers, fresh)
 	}
-	maps.Copy(s.pause.Answers, fresh)
 	s.stillPaused = len(s.pause.unanswered()) > 0
 }
 

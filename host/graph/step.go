@@ -325,10 +325,15 @@ func (c *Compiled) apply(r *Run, s State, u Update) State {
 // ever changes. A run's appends thus cost what they add, not the thread's
 // length, and a thread's messages stay in one array from run to run, which
 // the memos over them recognise at once (message.SamePrefix).
+//
+// The room is a few messages (growRoom), enough for a turn's: the array
+// outlives the run in the runtime's thread cache, room and all, for every
+// thread it keeps, and appending past it grows the array as append does,
+// in proportion to the thread.
 func (c *Compiled) appendMessages(r *Run, msgs, add []message.Message) []message.Message {
 	out := r.tail
 	if !SameArray(out, msgs) {
-		out = make([]message.Message, len(msgs), len(msgs)+len(add)+16)
+		out = make([]message.Message, len(msgs), len(msgs)+len(add)+growRoom)
 		copy(out, msgs)
 	}
 	var named map[string]string // the calls of add by the ids they came with
@@ -345,6 +350,10 @@ func (c *Compiled) appendMessages(r *Run, msgs, add []message.Message) []message
 	r.tail = out
 	return out[:len(out):len(out)]
 }
+
+// growRoom is the room for messages appendMessages leaves past those it
+// copies.
+const growRoom = 4
 
 // SameArray reports whether a and b are the same messages, in one place of
 // one array: what a run's tail is checked against (Start.Tail).
