@@ -116,7 +116,9 @@ func (m *ModelNode) Run(ctx context.Context, in *graph.Input) (graph.Update, err
 	if err != nil {
 		return graph.Update{}, fmt.Errorf("model: %w", err)
 	}
-	in.Run.Emit(graph.Event{Type: graph.EventUsage, Data: graph.Usage{Node: in.Node, InputTokens: resp.Usage.InputTokens, OutputTokens: resp.Usage.OutputTokens}})
+	if in.Run.Emitting() {
+		in.Run.Emit(graph.Event{Type: graph.EventUsage, Data: graph.Usage{Node: in.Node, InputTokens: resp.Usage.InputTokens, OutputTokens: resp.Usage.OutputTokens}})
+	}
 	msg := resp.Message
 	// The engine names the calls (ids unique to the thread's life, see
 	// graph.Update), whatever ids the model gave them.

@@ -110,7 +110,15 @@ type Interrupt struct {
 	// woken (Expire), answers the interrupt with an Answer whose Expired is
 	// set. An answer that comes later is refused with ErrExpired.
 	Deadline time.Time `json:"deadline,omitzero"`
+
+	memo *blockMemo // Value read as a block; nil reads it afresh
 }
+
+// Block reads the interrupt's Value as a message block
+// (message.UnmarshalBlock). The engine reads an interrupt it saves or
+// loads once, however many times the run's result and the node judging
+// and resuming its answers ask.
+func (it Interrupt) Block() (message.Block, error) { return it.memo.block(it.Value) }
 
 // Answer is the reply to one interrupt.
 type Answer struct {
@@ -125,6 +133,35 @@ type Answer struct {
 	// empty; the node decides what the expiry means (a ToolNode gives the
 	// model an error result).
 	Expired bool `json:"expired,omitempty"`
+
+	memo *blockMemo // Value read as a block; nil reads it afresh
+}
+
+// Block reads the answer's Value as a message block
+// (message.UnmarshalBlock), once for an answer the engine took from the
+// run's input, however many times the node checks and applies it.
+func (a Answer) Block() (message.Block, error) { return a.memo.block(a.Value) }
+
+// blockMemo is an interrupt's or answer's Value read as a block, shared by
+// the copies of it: what the first reader decoded, the others take.
+type blockMemo struct {
+	once sync.Once
+	raw  json.RawMessage // the Value read
+	b    message.Block
+	err  error
+}
+
+// block returns v as a block, decoded once per memo. A copy whose Value
+// was replaced since (it is not the one read) is decoded afresh.
+func (m *blockMemo) block(v json.RawMessage) (message.Block, error) {
+	if m == nil {
+		return message.UnmarshalBlock(v)
+	}
+	m.once.Do(func() { m.raw = v; m.b, m.err = message.UnmarshalBlock(v) })
+	if len(m.raw) != len(v) || len(v) > 0 && &m.raw[0] != &v[0] {
+		return message.UnmarshalBlock(v)
+	}
+	return m.b, m.err
 }
 
 // Run is one execution of the graph on a thread, as nodes see it.
@@ -156,9 +193,16 @@ type Run struct {
 	// traceparent is the run's span's W3C trace context while it is
 	// traced: a pause keeps it, so that the run resuming it links to it.
 	traceparent string
-	locals      sync.Map // *RunLocal[T] -> *runLocal[T]
-	blobs       BlobReader
+	// locals are the run's RunLocal values: a few, so a list searched
+	// under a lock costs less than a sync.Map's nodes, made for every run.
+	localsMu sync.Mutex
+	locals   []runLocalEntry
+	blobs    BlobReader
 }
+
+// runLocalEntry is a RunLocal's value in a run: key is the *RunLocal[T],
+// value its *runLocal[T].
+type runLocalEntry struct{ key, value any }
 
 // BlobReader reads the bytes of a thread's blobs: the runtime's (package
 // thread), which keeps them with the thread's checkpoints.
@@ -208,6 +252,12 @@ func (r *Run) Emit(e Event) {
 	}
 }
 
+// Emitting reports whether Emit delivers events anywhere (a Stream
+// consumer or the app's observer). An event's Data is boxed where the
+// event is made, before Emit can drop it: a hot path asks first, so that a
+// run nobody watches allocates no events.
+func (r *Run) Emitting() bool { return r.emit != nil }
+
 // Listening says whether a Stream consumer receives the run's events (as
 // opposed to Invoke, where only the app's observer may), so that work done
 // only to report, such as asking a tool for its progress, can be skipped.
@@ -243,11 +293,19 @@ type runLocal[T any] struct {
 // Get returns r's value, made by make on the run's first Get (once, when
 // several nodes ask at the same time: the others wait for it).
 func (l *RunLocal[T]) Get(r *Run, make func() (T, error)) (T, error) {
-	e, ok := r.locals.Load(l)
-	if !ok { // a new entry only for the first Get, not one thrown away by every later one
-		e, _ = r.locals.LoadOrStore(l, &runLocal[T]{})
+	var v *runLocal[T]
+	r.localsMu.Lock()
+	for _, e := range r.locals {
+		if e.key == any(l) {
+			v = e.value.(*runLocal[T])
+			break
+		}
 	}
-	v := e.(*runLocal[T])
+	if v == nil {
+		v = &runLocal[T]{}
+		r.locals = append(r.locals, runLocalEntry{l, v})
+	}
+	r.localsMu.Unlock()
 	v.once.Do(func() { v.v, v.err = make() })
 	return v.v, v.err
 }

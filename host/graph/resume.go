@@ -209,14 +209,16 @@ func (c *Compiled) begin(st *Start) (start, error) {
 }
 
 // record adds fresh answers to those prev's pause already had, and notes
-// whether the pause is still waiting for others.
+// whether the pause is still waiting for others. fresh is the caller's to
+// give: it may become the pause's.
 func (s *start) record(prev Saved, fresh map[string]Answer) {
 	s.answered = true
-	s.pause.Answers = maps.Clone(prev.pause.Answers)
-	if s.pause.Answers == nil {
-		s.pause.Answers = map[string]Answer{}
+	if len(prev.pause.Answers) == 0 {
+		s.pause.Answers = fresh // the caller's, made for this run: no copy
+	} else {
+		s.pause.Answers = maps.Clone(prev.pause.Answers)
+		maps.Copy(s.pause.Answers, fresh)
 	}
-	maps.Copy(s.pause.Answers, fresh)
 	s.stillPaused = len(s.pause.unanswered()) > 0
 }
 
@@ -288,7 +290,7 @@ func answersIn(input []message.Message, resume map[string]json.RawMessage) ([]gi
 			if err != nil {
 				return nil, invalid("messages: answer for %q: %v", id, err)
 			}
-			g := given{id: id, Answer: Answer{Value: raw}}
+			g := given{id: id, Answer: Answer{Value: raw, memo: new(blockMemo)}}
 			if len(m.Content) == 1 {
 				g.MessageID = m.ID
 			}
@@ -303,7 +305,7 @@ func answersIn(input []message.Message, resume map[string]json.RawMessage) ([]gi
 			return nil, invalid("config.resume: %q is also answered in the messages", id)
 		}
 		seen[id] = true
-		out = append(out, given{id: id, Answer: Answer{Value: resume[id]}})
+		out = append(out, given{id: id, Answer: Answer{Value: resume[id], memo: new(blockMemo)}})
 	}
 	return out, nil
 }

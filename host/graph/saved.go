@@ -292,6 +292,9 @@ func (s *Saved) Decode(rest []byte, msgs []message.Message) error {
 	if s.Status == StatusInterrupted && len(s.pause.Interrupts) == 0 && len(s.pause.Step) == 0 {
 		s.pause = legacyPause(s.Messages, s.pause)
 	}
+	for i := range s.pause.Interrupts {
+		s.pause.Interrupts[i].memo = new(blockMemo)
+	}
 	return nil
 }
 
@@ -318,7 +321,7 @@ func legacyPause(msgs []message.Message, p pause) pause {
 func blocksOf(pending []Interrupt) (remote []message.RemoteToolCallBlock, approvals []message.ApprovalRequestBlock) {
 	remote, approvals = []message.RemoteToolCallBlock{}, []message.ApprovalRequestBlock{}
 	for _, it := range pending {
-		b, err := message.UnmarshalBlock(it.Value)
+		b, err := it.Block()
 		if err != nil {
 			continue
 		}

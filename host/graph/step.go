@@ -49,7 +49,9 @@ func (c *Compiled) Run(ctx context.Context, st *Start) (Result, error) {
 		}
 	}
 	w := writer{saver: st.Saver, run: r, configurable: s.configurable, pause: s.pause}
-	r.Emit(Event{Type: EventRunStarted, Data: RunStarted{ThreadID: r.ThreadID, RunID: r.RunID, Resumed: s.resumed}})
+	if r.Emitting() {
+		r.Emit(Event{Type: EventRunStarted, Data: RunStarted{ThreadID: r.ThreadID, RunID: r.RunID, Resumed: s.resumed}})
+	}
 	if s.replay {
 		// The run that recorded the outcome answers.
 		return resultOf(r.ThreadID, st.Latest.RunID, r.prior, s.state, StatusCompleted, &st.Latest.pause), nil
@@ -218,7 +220,9 @@ func runAll(nodes []string, f func(i int) error) []error {
 
 // runNode runs one node and has sv admit its update.
 func (c *Compiled) runNode(ctx context.Context, r *Run, sv Saver, in *Input) (Update, error) {
-	r.Emit(Event{Type: EventNodeStarted, Data: NodeEvent{Node: in.Node, Step: r.Step}})
+	if r.Emitting() {
+		r.Emit(Event{Type: EventNodeStarted, Data: NodeEvent{Node: in.Node, Step: r.Step}})
+	}
 	nctx, span := traceNode(ctx, r, in.Node)
 	u, err := c.g.nodes[in.Node].Run(nctx, in)
 	telemetry.EndSpan(span, err)
@@ -228,7 +232,9 @@ func (c *Compiled) runNode(ctx context.Context, r *Run, sv Saver, in *Input) (Up
 	if err != nil {
 		return Update{}, fmt.Errorf("node %q: %w", in.Node, err)
 	}
-	r.Emit(Event{Type: EventNodeFinished, Data: NodeEvent{Node: in.Node, Step: r.Step}})
+	if r.Emitting() {
+		r.Emit(Event{Type: EventNodeFinished, Data: NodeEvent{Node: in.Node, Step: r.Step}})
+	}
 	return u, nil
 }
 
@@ -249,6 +255,9 @@ func (c *Compiled) finishStep(ctx context.Context, r *Run, w *writer, state Stat
 			}
 			seen[it.ID] = true
 			it.Node = ran[i]
+			if it.memo == nil {
+				it.memo = new(blockMemo) // read by the result, then by the answers' checks
+			}
 			its = append(its, it)
 		}
 	}
@@ -316,10 +325,15 @@ func (c *Compiled) apply(r *Run, s State, u Update) State {
 // ever changes. A run's appends thus cost what they add, not the thread's
 // length, and a thread's messages stay in one array from run to run, which
 // the memos over them recognise at once (message.SamePrefix).
+//
+// The room is a few messages (growRoom), enough for a turn's: the array
+// outlives the run in the runtime's thread cache, room and all, for every
+// thread it keeps, and appending past it grows the array as append does,
+// in proportion to the thread.
 func (c *Compiled) appendMessages(r *Run, msgs, add []message.Message) []message.Message {
 	out := r.tail
 	if !SameArray(out, msgs) {
-		out = make([]message.Message, len(msgs), len(msgs)+len(add)+16)
+		out = make([]message.Message, len(msgs), len(msgs)+len(add)+growRoom)
 		copy(out, msgs)
 	}
 	var named map[string]string // the calls of add by the ids they came with
@@ -329,11 +343,17 @@ func (c *Compiled) appendMessages(r *Run, msgs, add []message.Message) []message
 		}
 		m, named = r.nameCalls(m, len(out), named)
 		out = append(out, m)
-		r.Emit(Event{Type: EventMessage, Data: m})
+		if r.Emitting() {
+			r.Emit(Event{Type: EventMessage, Data: m})
+		}
 	}
 	r.tail = out
 	return out[:len(out):len(out)]
 }
+
+// growRoom is the room for messages appendMessages leaves past those it
+// copies.
+const growRoom = 4
 
 // SameArray reports whether a and b are the same messages, in one place of
 // one array: what a run's tail is checked against (Start.Tail).

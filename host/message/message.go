@@ -336,7 +336,36 @@ func blocksOf[T Block](m Message) []T {
 // messages are encoded for every checkpoint and every response, and the
 // reflective encoder cost several times as much.
 func (m Message) MarshalJSON() ([]byte, error) {
-	return m.appendJSON(make([]byte, 0, 128))
+	// SizeOf counts a message's values and some of its keys; a block's
+	// other keys take up to about 48 bytes more. Sized so, the buffer
+	// is not grown (and copied) as the message is written.
+	return m.appendJSON(make([]byte, 0, SizeOf(m)+48*len(m.Content)))
+}
+
+// SizeOf estimates the bytes a message holds (about the length of its
+// JSON), for caches that bound what they keep.
+func SizeOf(m Message) int {
+	n := len(m.ID) + 64
+	for _, b := range m.Content {
+		switch b := b.(type) {
+		case TextBlock:
+			n += len(b.Text)
+		case ToolCallBlock:
+			n += len(b.ID) + len(b.Name) + len(b.Arguments)
+		case ToolResultBlock:
+			n += len(b.ToolCallID) + len(b.Content) + 128*len(b.Attachments) // references
+		case MediaBlock:
+			n += len(b.Data) + len(b.URL) + len(b.Blob) + len(b.Filename)
+		case RemoteToolCallBlock:
+			n += len(b.ID) + len(b.Name) + len(b.Arguments) + len(b.Node)
+		case ApprovalRequestBlock:
+			n += len(b.ID) + len(b.Name) + len(b.Arguments) + len(b.Node)
+		case ApprovalBlock:
+			n += len(b.ToolCallID) + len(b.Reason)
+		}
+		n += 32
+	}
+	return n
 }
 
 // AppendJSON appends MarshalJSON's bytes to b, for an encoder of many

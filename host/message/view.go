@@ -23,10 +23,12 @@ type ModelView struct {
 	mu  sync.Mutex
 	src []Message // the messages out rewrites
 	out []Message // ForModel(src); callers get out[:len:len]
-	// answered is the first result of each call in src; open is where
-	// each unanswered call's filler is in out, to put the result there
-	// if it comes.
-	answered map[string]ToolResultBlock
+	// answered is the first result of each call in src (a
+	// ToolResultBlock, in the Block it came in: kept and handed on as is,
+	// it is neither copied nor boxed again); open is where each
+	// unanswered call's filler is in out, to put the result there if it
+	// comes.
+	answered map[string]Block
 	open     map[string][]slot
 	size     int // estimated bytes of src (see Size)
 }
@@ -54,7 +56,7 @@ func (v *ModelView) Size() int {
 func (v *ModelView) sync(msgs []Message) {
 	if v.answered == nil || !SamePrefix(v.src, msgs) {
 		v.src, v.out, v.size = nil, nil, 0
-		v.answered = map[string]ToolResultBlock{}
+		v.answered = map[string]Block{}
 		v.open = map[string][]slot{}
 	}
 	added := msgs[len(v.src):]
@@ -75,7 +77,7 @@ func (v *ModelView) sync(msgs []Message) {
 			if _, dup := v.answered[r.ToolCallID]; dup {
 				continue
 			}
-			v.answered[r.ToolCallID] = r
+			v.answered[r.ToolCallID] = b
 			slots := v.open[r.ToolCallID]
 			if len(slots) == 0 {
 				continue
@@ -89,7 +91,7 @@ func (v *ModelView) sync(msgs []Message) {
 			for _, s := range slots {
 				m := &v.out[s.msg]
 				m.Content = append([]Block(nil), m.Content...)
-				m.Content[s.block] = r
+				m.Content[s.block] = b
 			}
 		}
 	}
@@ -160,30 +162,4 @@ func Same(a, b *Message) bool {
 // string (as a thread's messages are from one call to the next).
 func sameString(a, b string) bool {
 	return len(a) == len(b) && (unsafe.StringData(a) == unsafe.StringData(b) || a == b)
-}
-
-// SizeOf estimates the bytes a message holds (about the length of its
-// JSON), for caches that bound what they keep.
-func SizeOf(m Message) int {
-	n := len(m.ID) + 64
-	for _, b := range m.Content {
-		switch b := b.(type) {
-		case TextBlock:
-			n += len(b.Text)
-		case ToolCallBlock:
-			n += len(b.ID) + len(b.Name) + len(b.Arguments)
-		case ToolResultBlock:
-			n += len(b.ToolCallID) + len(b.Content) + 128*len(b.Attachments) // references
-		case MediaBlock:
-			n += len(b.Data) + len(b.URL) + len(b.Blob) + len(b.Filename)
-		case RemoteToolCallBlock:
-			n += len(b.ID) + len(b.Name) + len(b.Arguments) + len(b.Node)
-		case ApprovalRequestBlock:
-			n += len(b.ID) + len(b.Name) + len(b.Arguments) + len(b.Node)
-		case ApprovalBlock:
-			n += len(b.ToolCallID) + len(b.Reason)
-		}
-		n += 32
-	}
-	return n
 }

@@ -201,7 +201,10 @@ func (c *threadCache) current(ctx context.Context, hit cached, h *hold) bool {
 }
 
 // keep keeps e as its thread's latest; encoded is the size of its
-// encoding.
+// encoding. A thread already kept has its entry overwritten in place, as
+// every checkpoint of a run after its first does: the entry is a large
+// struct, and a run's steps would otherwise each allocate one, with its
+// list element and map entry.
 func (c *threadCache) keep(e cached, encoded int64) {
 	if c.max <= 0 {
 		return
@@ -210,15 +213,30 @@ func (c *threadCache) keep(e cached, encoded int64) {
 	e.size = encoded + entryOverhead + messageOverhead*int64(len(e.saved.Messages))
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.remove(e.thread)
+	el, ok := c.m[e.thread]
 	if e.size > c.max {
+		if ok {
+			c.remove(e.thread)
+		}
 		return
+	}
+	if ok {
+		// Not counted while the others make room; the loop below then
+		// never reaches it, since it alone fits.
+		c.used -= el.Value.(*cached).size
+		c.lru.MoveToFront(el)
 	}
 	for c.used+e.size > c.max {
 		c.remove(c.lru.Back().Value.(*cached).thread)
 		c.evictions++
 	}
-	c.m[e.thread] = c.lru.PushFront(&e)
+	if ok {
+		*el.Value.(*cached) = e
+	} else {
+		p := new(cached)
+		*p = e
+		c.m[e.thread] = c.lru.PushFront(p)
+	}
 	c.used += e.size
 }
 

@@ -168,7 +168,7 @@ func (n *Node) resume(ctx context.Context, in *graph.Input) (graph.Update, error
 			}
 			continue
 		}
-		b, err := message.UnmarshalBlock(a.Value)
+		b, err := a.Block()
 		if err != nil {
 			return graph.Update{}, fmt.Errorf("tool node %q: answer to %q: %w", n.name, it.ID, err)
 		}
@@ -252,11 +252,11 @@ func (n *Node) expiredResult(ctx context.Context, in *graph.Input, it graph.Inte
 // CheckAnswer implements graph.AnswerChecker: a remote call is answered by
 // a tool_result, an approval request by an approval.
 func (n *Node) CheckAnswer(threadID string, it graph.Interrupt, a graph.Answer) error {
-	asked, err := message.UnmarshalBlock(it.Value)
+	asked, err := it.Block()
 	if err != nil {
 		return nil // not the node's kind of interrupt: nothing to judge
 	}
-	got, err := message.UnmarshalBlock(a.Value)
+	got, err := a.Block()
 	if err != nil {
 		return fmt.Errorf("%w: answer to %q: %v", graph.ErrInvalidInput, it.ID, err)
 	}
@@ -286,7 +286,9 @@ func (n *Node) call(ctx context.Context, r *graph.Run, t *Tool, c message.ToolCa
 	}
 	ev := ToolEvent{Node: n.name, ID: c.ID, Name: c.Name, Provider: t.Provider}
 	if t.Kind == KindServer {
-		r.Emit(graph.Event{Type: EventToolStarted, Data: ev})
+		if r.Emitting() {
+			r.Emit(graph.Event{Type: EventToolStarted, Data: ev})
+		}
 		if r.Listening() {
 			ctx = sdk.WithProgress(ctx, func(p sdk.Progress) {
 				r.Emit(graph.Event{Type: EventToolProgress, Data: ToolProgress{Node: n.name, ID: c.ID, Name: c.Name,
@@ -318,7 +320,7 @@ func (n *Node) call(ctx context.Context, r *graph.Run, t *Tool, c message.ToolCa
 	default:
 		b = message.ToolResultBlock{ToolCallID: c.ID, Content: content, IsError: resp.IsError, Attachments: media(resp.Attachments)}
 	}
-	if t.Kind == KindServer {
+	if t.Kind == KindServer && r.Emitting() {
 		ev.IsError, ev.Duration = b.(message.ToolResultBlock).IsError, time.Since(start)
 		r.Emit(graph.Event{Type: EventToolFinished, Data: ev})
 	}
