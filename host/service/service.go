@@ -24,9 +24,6 @@ import (
 	"github.com/tenxgraph/tenxgraph/host/graph"
 	"github.com/tenxgraph/tenxgraph/host/media"
 	"github.com/tenxgraph/tenxgraph/host/model"
-	"github.com/tenxgraph/tenxgraph/host/model/anthropic"
-	"github.com/tenxgraph/tenxgraph/host/model/openai"
-	"github.com/tenxgraph/tenxgraph/host/model/scripted"
 	"github.com/tenxgraph/tenxgraph/host/pluginhost"
 	"github.com/tenxgraph/tenxgraph/host/remotetool"
 	"github.com/tenxgraph/tenxgraph/host/telemetry"
@@ -242,17 +239,18 @@ func dedupe(ps toolspec.Problems) toolspec.Problems {
 	return out
 }
 
+// newModel makes the model of m by its provider (package model's
+// registry).
 func newModel(m *config.Model) (model.ChatModel, error) {
-	switch m.Provider {
-	case "scripted":
-		return scripted.Load(m.Script)
-	case "openai":
-		return openai.FromConfig(m)
-	case "anthropic":
-		return anthropic.FromConfig(m)
-	default:
-		return nil, fmt.Errorf("provider %q is not available in this build (use \"openai\", \"anthropic\" or \"scripted\")", m.Provider)
+	p, ok := model.Lookup(m.Provider)
+	if !ok {
+		var names []string
+		for _, p := range model.Providers() {
+			names = append(names, `"`+p.Name+`"`)
+		}
+		return nil, fmt.Errorf("provider %q is not available in this build (use %s)", m.Provider, config.OrList(names))
 	}
+	return p.New(m)
 }
 
 // warnNewStore says loudly when the SQLite store the config names is not

@@ -1,0 +1,26 @@
+package scripted
+
+import "github.com/tenxgraph/tenxgraph/host/model"
+
+// The scripted provider of model.provider: rules from a script file, for
+// demos and tests that must run offline.
+func init() {
+	model.Register(model.Provider{
+		Name:    "scripted",
+		Rank:    30,
+		Summary: "rules from a script file, for demos and tests",
+		Needs:   []string{"script"},
+		Settle: func(c *model.Config, b model.Block) {
+			if c.Script != "" {
+				c.Script = b.Resolve(c.Script)
+			}
+		},
+		New: func(c *model.Config) (model.ChatModel, error) {
+			m, err := Load(c.Script)
+			if err != nil {
+				return nil, err
+			}
+			return m, nil
+		},
+	})
+}
