@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/tenxgraph/tenxgraph/host/checkpoint"
 	"github.com/tenxgraph/tenxgraph/host/decl"
 	"github.com/tenxgraph/tenxgraph/host/media"
 	"github.com/tenxgraph/tenxgraph/host/model"
@@ -203,25 +204,33 @@ func (c *checker) providerDefaults(path string, v *value) sandbox.Profile {
 	return c.sandboxDefaults
 }
 
+// checkpointer reads the "checkpointer" block by its kind (package
+// checkpoint's registry): another kind's own keys are refused and read as
+// left out, and the kind settles the rest.
 func (c *checker) checkpointer(path string, v *value) Checkpointer {
-	cp := Checkpointer{Type: "sqlite"}
-	c.decode(path, v, &cp)
-	if v != nil && !c.refused(path) && !c.refused(toolspec.Join(path, "type")) {
-		if cp.Type != "sqlite" && v.field("path") != nil {
-			c.add(toolspec.Join(path, "path"), "only used when type is \"sqlite\" (the %s checkpointer has no file)", cp.Type)
-		}
-		if cp.Type != "postgres" && v.field("dsn_env") != nil {
-			c.add(toolspec.Join(path, "dsn_env"), "only used when type is \"postgres\"")
+	k, _ := checkpoint.LookupKind("")
+	typePath := toolspec.Join(path, "type")
+	if t := v.field("type"); t != nil && t.kind == kindString && !c.refused(typePath) {
+		if named, ok := checkpoint.LookupKind(t.text); ok {
+			k = named
 		}
 	}
-	switch cp.Type {
-	case "sqlite":
-		cp.Path = c.resolve(cmp.Or(cp.Path, DefaultSQLitePath))
-	default:
-		cp.Path = ""
+	report := v != nil && !c.refused(path) && !c.refused(typePath)
+	var others []string
+	for _, o := range checkpoint.Kinds() {
+		for _, key := range o.Own {
+			if o.Name != k.Name && v.field(key) != nil {
+				if report {
+					c.add(toolspec.Join(path, key), "%s", o.Refusal(key, k.Name))
+				}
+				others = append(others, key)
+			}
+		}
 	}
-	if cp.Type != "postgres" {
-		cp.DSNEnv = ""
+	cp := Checkpointer{Type: k.Name}
+	c.decode(path, v.without(others...), &cp)
+	if k.Settle != nil {
+		k.Settle(&cp, c.resolve)
 	}
 	return cp
 }

@@ -198,34 +198,27 @@ func ProfileProps(withEnv bool) []Prop {
 	)
 }
 
-// A CheckpointerKind is a value of checkpointer.type and the keys that
-// belong to it alone.
-type CheckpointerKind struct {
-	// Name is the value of checkpointer.type.
-	Name string
-	// Own are the keys only it takes; Needs, those it cannot run without.
-	Own, Needs []string
-}
-
-// checkpointerKinds are the stores, in the order messages list them; the
-// first is the default.
-var checkpointerKinds = []CheckpointerKind{
-	{Name: "sqlite", Own: []string{"path"}},
-	{Name: "memory"},
-	{Name: "postgres", Own: []string{"dsn_env"}, Needs: []string{"dsn_env"}},
-}
-
-func checkpointerNames() []string {
-	names := make([]string, len(checkpointerKinds))
-	for i, k := range checkpointerKinds {
-		names[i] = k.Name
+// checkpointerTypes describes the registered store kinds (package
+// checkpoint), `"sqlite" (…), "memory" (…) or "postgres".`, and names
+// them in order.
+func checkpointerTypes() (desc string, names []string) {
+	var parts []string
+	for _, k := range checkpoint.Kinds() {
+		names = append(names, k.Name)
+		part := `"` + k.Name + `"`
+		if k.Summary != "" {
+			part += " (" + k.Summary + ")"
+		}
+		parts = append(parts, part)
 	}
-	return names
+	return OrList(parts) + ".", names
 }
 
 func checkpointerSchema() *jsonschema.Schema {
+	desc, names := checkpointerTypes()
+	def, _ := checkpoint.LookupKind("")
 	s := Object("Where thread state is kept. Pausing for remote tools needs somewhere to pause, so there is always one.",
-		Prop{"type", WithDefault(Enum(`"sqlite" (embedded, survives restarts), "memory" (lost on exit) or "postgres".`, checkpointerNames()...), checkpointerKinds[0].Name)},
+		Prop{"type", WithDefault(Enum(desc, names...), def.Name)},
 		Prop{"path", WithDefault(Text("The sqlite file, relative to this file's folder."), DefaultSQLitePath)},
 		Prop{"dsn_env", envNameSchema(`The environment variable holding the postgres DSN, such as "DATABASE_URL".`)},
 		Prop{"lease", WithDefault(Duration("How long a run's claim on its thread lasts unless renewed: how long a thread stays busy after the replica running it dies."), checkpoint.DefaultLease.String())},
@@ -233,9 +226,11 @@ func checkpointerSchema() *jsonschema.Schema {
 		Prop{"idle_ttl", Duration("Deletes the threads nobody has written for that long.")},
 		Prop{"durability", WithDefault(Enum(`When runs write their checkpoints: "sync" (before the next step), "async" (beside it) or "exit" (when the run ends).`, string(checkpoint.DurabilitySync), string(checkpoint.DurabilityAsync), string(checkpoint.DurabilityExit)), string(checkpoint.DurabilitySync))},
 	)
-	for _, k := range checkpointerKinds {
+	kinds := checkpoint.Kinds()
+	var notDefault []string
+	for _, k := range kinds {
 		var others []string
-		for _, o := range checkpointerKinds {
+		for _, o := range kinds {
 			if o.Name != k.Name {
 				others = append(others, o.Own...)
 			}
@@ -243,9 +238,12 @@ func checkpointerSchema() *jsonschema.Schema {
 		then := Forbids(others...)
 		then.Required = k.Needs
 		s.AllOf = append(s.AllOf, When("type", []string{k.Name}, then))
+		if !k.Default {
+			notDefault = append(notDefault, k.Own...)
+		}
 	}
-	// Without a type the store is the first kind's.
-	s.AllOf = append(s.AllOf, &jsonschema.Schema{If: &jsonschema.Schema{Not: Requires("type")}, Then: Forbids(checkpointerKinds[2].Own...)})
+	// Without a type the store is the default kind's.
+	s.AllOf = append(s.AllOf, &jsonschema.Schema{If: &jsonschema.Schema{Not: Requires("type")}, Then: Forbids(notDefault...)})
 	return s
 }
 
