@@ -1,11 +1,11 @@
 package checkpoint
 
 import (
-	"cmp"
 	"context"
 	"fmt"
-	"slices"
 	"time"
+
+	"github.com/tenxgraph/tenxgraph/internal/registry"
 )
 
 // A store kind (a value of checkpointer.type: sqlite, memory, postgres,
@@ -87,39 +87,40 @@ func (k Kind) Refusal(key, other string) string {
 }
 
 // kinds are the registered store kinds.
-var kinds []Kind
+var kinds = registry.List[Kind]{What: "store kind",
+	Name: func(k Kind) string { return k.Name }, Rank: func(k Kind) int { return k.Rank }}
+
+// isDefault reports whether k is the store of a block without a type.
+func isDefault(k Kind) bool { return k.Default }
 
 // RegisterKind adds a store kind. Call it from an init. A name registered
 // twice, or a second default, panics: one kind would silently win.
 func RegisterKind(k Kind) {
-	if k.Name == "" || k.Open == nil {
-		panic("checkpoint.RegisterKind: a kind needs a Name and Open")
+	if k.Open == nil {
+		panic(fmt.Sprintf("checkpoint.RegisterKind: kind %q has no Open", k.Name))
 	}
-	for _, o := range kinds {
-		switch {
-		case o.Name == k.Name:
-			panic(fmt.Sprintf("checkpoint.RegisterKind: kind %q registered twice", k.Name))
-		case o.Default && k.Default:
-			panic(fmt.Sprintf("checkpoint.RegisterKind: %q and %q both claim to be the default", o.Name, k.Name))
-		}
+	if d, ok := kinds.First(isDefault); ok && k.Default {
+		panic(fmt.Sprintf("checkpoint.RegisterKind: %q and %q both claim to be the default", d.Name, k.Name))
 	}
-	kinds = append(kinds, k)
+	kinds.Add(k)
 }
 
 // Kinds are the registered store kinds, by Rank, then name.
-func Kinds() []Kind {
-	out := slices.Clone(kinds)
-	slices.SortFunc(out, func(a, b Kind) int {
-		return cmp.Or(cmp.Compare(a.Rank, b.Rank), cmp.Compare(a.Name, b.Name))
-	})
-	return out
-}
+func Kinds() []Kind { return kinds.All() }
 
 // LookupKind is the kind registered under name; "" is the default kind.
 func LookupKind(name string) (Kind, bool) {
-	i := slices.IndexFunc(kinds, func(k Kind) bool { return k.Name == name || name == "" && k.Default })
-	if i < 0 {
-		return Kind{}, false
+	if name == "" {
+		return kinds.First(isDefault)
 	}
-	return kinds[i], true
+	return kinds.Find(name)
+}
+
+// opened is what a kind's Open returns from its store's own opener, s,
+// err: a failed one gives a nil Checkpointer, never a typed nil.
+func opened[S Checkpointer](s S, err error) (Checkpointer, error) {
+	if err != nil {
+		return nil, err
+	}
+	return s, nil
 }

@@ -33,11 +33,7 @@ func init() {
 			if err := os.MkdirAll(filepath.Dir(c.Path), 0o700); err != nil {
 				return nil, fmt.Errorf("checkpointer.path: %w", err)
 			}
-			s, err := OpenSQLite(ctx, c.Path, opts...)
-			if err != nil {
-				return nil, err
-			}
-			return s, nil
+			return opened(OpenSQLite(ctx, c.Path, opts...))
 		},
 	})
 	RegisterKind(Kind{
@@ -70,9 +66,5 @@ func openPostgresDSNEnv(ctx context.Context, c Config, opts ...Option) (Checkpoi
 	if dsn == "" {
 		return nil, fmt.Errorf("checkpointer.dsn_env: environment variable %s is empty or unset; set it to the postgres DSN (such as postgres://user:password@host:5432/db)", c.DSNEnv)
 	}
-	p, err := OpenPostgres(ctx, dsn, opts...)
-	if err != nil {
-		return nil, err
-	}
-	return p, nil
+	return opened(OpenPostgres(ctx, dsn, opts...))
 }

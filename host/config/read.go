@@ -70,7 +70,7 @@ func (c *checker) model(path string, v *value) *Model {
 	if v == nil || c.refused(path) {
 		return nil
 	}
-	var p model.Provider
+	var p model.ProviderInfo
 	known := false
 	if pv := v.field("provider"); pv != nil && pv.kind == kindString && !c.refused(toolspec.Join(path, "provider")) {
 		p, known = model.Lookup(pv.text)

@@ -1,9 +1,9 @@
 package model
 
 import (
-	"cmp"
 	"fmt"
-	"slices"
+
+	"github.com/tenxgraph/tenxgraph/internal/registry"
 )
 
 // A model provider (a value of model.provider: openai, anthropic,
@@ -12,15 +12,15 @@ import (
 // block it needs and those only it takes, its defaults and checks, and how
 // its ChatModel is made. It registers once, from its package's init:
 //
-//	func init() { model.Register(model.Provider{Name: "mine", ...}) }
+//	func init() { model.Register(model.ProviderInfo{Name: "mine", ...}) }
 //
 // and a program links it with one import line (host/service imports the
 // providers it serves). Package config reads the model block by the
 // registered providers and package service makes the model by them;
 // neither names one.
 
-// Provider is one model provider.
-type Provider struct {
+// ProviderInfo is one model provider: what it registers.
+type ProviderInfo struct {
 	// Name is the value of model.provider.
 	Name string
 	// Rank orders the providers where messages and the schema list them
@@ -51,7 +51,7 @@ type Provider struct {
 
 // Refusal is the problem of a block of provider other holding key, one of
 // p's Own.
-func (p Provider) Refusal(key, other string) string {
+func (p ProviderInfo) Refusal(key, other string) string {
 	if p.Refuse != nil {
 		return p.Refuse(key, other)
 	}
@@ -74,35 +74,31 @@ type Block interface {
 }
 
 // providers are the registered providers.
-var providers []Provider
+var providers = registry.List[ProviderInfo]{What: "model provider",
+	Name: func(p ProviderInfo) string { return p.Name }, Rank: func(p ProviderInfo) int { return p.Rank }}
 
 // Register adds a model provider. Call it from the provider package's
-// init. A name registered twice panics, as Caddy's registry refuses a
-// module ID twice: one provider's checks would silently win.
-func Register(p Provider) {
-	if p.Name == "" || p.New == nil {
-		panic("model.Register: a provider needs a Name and New")
+// init. A name registered twice panics: one provider's checks would
+// silently win.
+func Register(p ProviderInfo) {
+	if p.New == nil {
+		panic(fmt.Sprintf("model.Register: provider %q has no New", p.Name))
 	}
-	if _, ok := Lookup(p.Name); ok {
-		panic(fmt.Sprintf("model.Register: provider %q registered twice", p.Name))
-	}
-	providers = append(providers, p)
+	providers.Add(p)
 }
 
 // Providers are the registered providers, by Rank, then name.
-func Providers() []Provider {
-	out := slices.Clone(providers)
-	slices.SortFunc(out, func(a, b Provider) int {
-		return cmp.Or(cmp.Compare(a.Rank, b.Rank), cmp.Compare(a.Name, b.Name))
-	})
-	return out
-}
+func Providers() []ProviderInfo { return providers.All() }
 
 // Lookup is the provider registered under name.
-func Lookup(name string) (Provider, bool) {
-	i := slices.IndexFunc(providers, func(p Provider) bool { return p.Name == name })
-	if i < 0 {
-		return Provider{}, false
+func Lookup(name string) (ProviderInfo, bool) { return providers.Find(name) }
+
+// Built is what a provider's New returns from its package's own
+// constructor, m, err: a failed one gives a nil ChatModel, never a typed
+// nil.
+func Built[M ChatModel](m M, err error) (ChatModel, error) {
+	if err != nil {
+		return nil, err
 	}
-	return providers[i], true
+	return m, nil
 }

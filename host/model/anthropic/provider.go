@@ -11,7 +11,7 @@ import (
 // The anthropic provider of model.provider: Anthropic's Messages API,
 // which alone takes max_tokens (it requires one).
 func init() {
-	model.Register(model.Provider{
+	model.Register(model.ProviderInfo{
 		Name:    "anthropic",
 		Rank:    20,
 		Summary: "Anthropic's Messages API",
@@ -22,13 +22,7 @@ func init() {
 		},
 		KeyEnv: model.DefaultAnthropicAPIKeyEnv,
 		Settle: settle,
-		New: func(c *model.Config) (model.ChatModel, error) {
-			m, err := FromConfig(c)
-			if err != nil {
-				return nil, err
-			}
-			return m, nil
-		},
+		New:    func(c *model.Config) (model.ChatModel, error) { return model.Built(FromConfig(c)) },
 	})
 }
 

@@ -5,7 +5,7 @@ import "github.com/tenxgraph/tenxgraph/host/model"
 // The scripted provider of model.provider: rules from a script file, for
 // demos and tests that must run offline.
 func init() {
-	model.Register(model.Provider{
+	model.Register(model.ProviderInfo{
 		Name:    "scripted",
 		Rank:    30,
 		Summary: "rules from a script file, for demos and tests",
@@ -15,12 +15,6 @@ func init() {
 				c.Script = b.Resolve(c.Script)
 			}
 		},
-		New: func(c *model.Config) (model.ChatModel, error) {
-			m, err := Load(c.Script)
-			if err != nil {
-				return nil, err
-			}
-			return m, nil
-		},
+		New: func(c *model.Config) (model.ChatModel, error) { return model.Built(Load(c.Script)) },
 	})
 }

@@ -18,7 +18,7 @@ import (
 const Name = "echo"
 
 func init() {
-	model.Register(model.Provider{
+	model.Register(model.ProviderInfo{
 		Name:    Name,
 		Rank:    100,
 		Summary: "the last user message back, for tests",
