@@ -232,6 +232,21 @@ func quoteList(list []string) string {
 	return strings.Join(q, ", ")
 }
 
+// joinLast joins parts with ", ", and last before the last part.
+func joinLast(parts []string, last string) string {
+	if len(parts) < 2 {
+		return strings.Join(parts, "")
+	}
+	return strings.Join(parts[:len(parts)-1], ", ") + last + parts[len(parts)-1]
+}
+
+// OrList is "a", "a or b", "a, b or c": how a message or a description
+// offers a choice.
+func OrList(parts []string) string { return joinLast(parts, " or ") }
+
+// andList is "a", "a and b", "a, b and c".
+func andList(parts []string) string { return joinLast(parts, " and ") }
+
 // suggest names the allowed key an unknown key most likely meant
 // (strictjson.Closest, the rule plugins' options follow too).
 func suggest(key string, allowed []string) string {

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"unicode/utf8"
@@ -69,6 +70,21 @@ func (v *value) field(key string) *value {
 		}
 	}
 	return nil
+}
+
+// without is v without the given keys of an object: what a section reads
+// when keys it refused must read as left out.
+func (v *value) without(keys ...string) *value {
+	if len(keys) == 0 || v == nil || v.kind != kindObject {
+		return v
+	}
+	out := &value{kind: kindObject}
+	for i, k := range v.keys {
+		if !slices.Contains(keys, k) {
+			out.keys, out.vals = append(out.keys, k), append(out.vals, v.vals[i])
+		}
+	}
+	return out
 }
 
 // encode writes v back as compact JSON, for parameters schemas that are

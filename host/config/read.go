@@ -12,8 +12,10 @@ import (
 	"strings"
 	"time"
 
+	"github.com/tenxgraph/tenxgraph/host/checkpoint"
 	"github.com/tenxgraph/tenxgraph/host/decl"
 	"github.com/tenxgraph/tenxgraph/host/media"
+	"github.com/tenxgraph/tenxgraph/host/model"
 	"github.com/tenxgraph/tenxgraph/host/remotetool/declared"
 	"github.com/tenxgraph/tenxgraph/internal/hostallow"
 	"github.com/tenxgraph/tenxgraph/internal/sandbox"
@@ -69,38 +71,66 @@ func (c *checker) model(path string, v *value) *Model {
 	if v == nil || c.refused(path) {
 		return nil
 	}
-	m := &Model{MaxSteps: DefaultMaxSteps, MaxRetries: DefaultMaxRetries}
-	c.decode(path, v, m)
-	if v.field("api_key_env") == nil {
-		switch m.Provider {
-		case "openai":
-			m.APIKeyEnv = DefaultAPIKeyEnv
-		case "anthropic":
-			m.APIKeyEnv = DefaultAnthropicAPIKeyEnv
-		}
+	var p model.ProviderInfo
+	known := false
+	if pv := v.field("provider"); pv != nil && pv.kind == kindString && !c.refused(toolspec.Join(path, "provider")) {
+		p, known = model.Lookup(pv.text)
 	}
-	if v.field("max_tokens") != nil {
-		if m.Provider != "" && m.Provider != "anthropic" {
-			c.add(toolspec.Join(path, "max_tokens"), "only the anthropic provider takes max_tokens (the Messages API requires one); the %s provider leaves the output limit to the model", m.Provider)
-		}
-	} else if m.Provider == "anthropic" {
-		m.MaxTokens = DefaultMaxTokens
-	}
-	if u := m.BaseURL; u != "" {
-		at := toolspec.Join(path, "base_url")
-		if err := CheckURL(u); err != nil {
-			c.add(at, "%v", err)
-		} else if m.Provider == "anthropic" {
-			if p := strings.TrimRight(urlPath(u), "/"); p == "/v1" || strings.HasSuffix(p, "/v1") {
-				c.add(at, "the anthropic provider's base_url is the API root, without /v1 (it appends /v1/messages): use %q", strings.TrimSuffix(strings.TrimRight(u, "/"), "/v1"))
+	// Another provider's own keys are refused, and read as left out.
+	var others []string
+	for _, o := range model.Providers() {
+		for _, k := range o.Own {
+			if known && o.Name != p.Name && v.field(k) != nil {
+				c.add(toolspec.Join(path, k), "%s", o.Refusal(k, p.Name))
+				others = append(others, k)
 			}
 		}
 	}
-	if m.Script != "" {
-		m.Script = c.resolve(m.Script)
+	m := &Model{MaxSteps: DefaultMaxSteps, MaxRetries: DefaultMaxRetries}
+	c.decode(path, v.without(others...), m)
+	c.checkURL(path, m.BaseURL)
+	if !known {
+		return m // the schema said the provider is missing or unknown
+	}
+	if v.field("api_key_env") == nil {
+		m.APIKeyEnv = p.KeyEnv
+	}
+	if p.Settle != nil {
+		p.Settle(m, block{c: c, path: path, v: v})
 	}
 	return m
 }
+
+// checkURL checks the model block's base_url, which every provider takes.
+func (c *checker) checkURL(path, u string) {
+	if u == "" {
+		return
+	}
+	if err := CheckURL(u); err != nil {
+		c.add(toolspec.Join(path, "base_url"), "%v", err)
+	}
+}
+
+// block is the model block as its provider's Settle reads it.
+type block struct {
+	c    *checker
+	path string
+	v    *value
+}
+
+func (b block) Has(key string) bool { return b.v.field(key) != nil }
+
+func (b block) Checked(key string) bool {
+	at := toolspec.Join(b.path, key)
+	return b.Has(key) && !b.c.refused(at) &&
+		!slices.ContainsFunc(b.c.ps, func(p toolspec.Problem) bool { return p.Path == at })
+}
+
+func (b block) Problem(key, format string, args ...any) {
+	b.c.add(toolspec.Join(b.path, key), format, args...)
+}
+
+func (b block) Resolve(p string) string { return b.c.resolve(p) }
 
 // settings puts provider_defaults under an entry's decoded shared keys and
 // reads its require_approval.
@@ -175,25 +205,33 @@ func (c *checker) providerDefaults(path string, v *value) sandbox.Profile {
 	return c.sandboxDefaults
 }
 
+// checkpointer reads the "checkpointer" block by its kind (package
+// checkpoint's registry): another kind's own keys are refused and read as
+// left out, and the kind settles the rest.
 func (c *checker) checkpointer(path string, v *value) Checkpointer {
-	cp := Checkpointer{Type: "sqlite"}
-	c.decode(path, v, &cp)
-	if v != nil && !c.refused(path) && !c.refused(toolspec.Join(path, "type")) {
-		if cp.Type != "sqlite" && v.field("path") != nil {
-			c.add(toolspec.Join(path, "path"), "only used when type is \"sqlite\" (the %s checkpointer has no file)", cp.Type)
-		}
-		if cp.Type != "postgres" && v.field("dsn_env") != nil {
-			c.add(toolspec.Join(path, "dsn_env"), "only used when type is \"postgres\"")
+	k, _ := checkpoint.LookupKind("")
+	typePath := toolspec.Join(path, "type")
+	if t := v.field("type"); t != nil && t.kind == kindString && !c.refused(typePath) {
+		if named, ok := checkpoint.LookupKind(t.text); ok {
+			k = named
 		}
 	}
-	switch cp.Type {
-	case "sqlite":
-		cp.Path = c.resolve(cmp.Or(cp.Path, DefaultSQLitePath))
-	default:
-		cp.Path = ""
+	report := v != nil && !c.refused(path) && !c.refused(typePath)
+	var others []string
+	for _, o := range checkpoint.Kinds() {
+		for _, key := range o.Own {
+			if o.Name != k.Name && v.field(key) != nil {
+				if report {
+					c.add(toolspec.Join(path, key), "%s", o.Refusal(key, k.Name))
+				}
+				others = append(others, key)
+			}
+		}
 	}
-	if cp.Type != "postgres" {
-		cp.DSNEnv = ""
+	cp := Checkpointer{Type: k.Name}
+	c.decode(path, v.without(others...), &cp)
+	if k.Settle != nil {
+		k.Settle(&cp, c.resolve)
 	}
 	return cp
 }
@@ -324,12 +362,6 @@ func CheckURL(s string) error {
 		return fmt.Errorf("%q is not an http or https URL", s)
 	}
 	return nil
-}
-
-// urlPath is the path of s, a URL checkURL accepted.
-func urlPath(s string) string {
-	u, _ := url.Parse(s)
-	return u.Path
 }
 
 func checkAddr(s string) error {

@@ -4,6 +4,7 @@ import (
 	"maps"
 	"slices"
 
+	"github.com/tenxgraph/tenxgraph/host/checkpoint"
 	"github.com/tenxgraph/tenxgraph/internal/expand"
 	"github.com/tenxgraph/tenxgraph/internal/sandbox"
 	"github.com/tenxgraph/tenxgraph/sdk/toolspec"
@@ -91,18 +92,11 @@ func (cfg *Config) Secrets() []string {
 	if cfg.Model != nil && cfg.Model.APIKeyEnv != "" {
 		out = append(out, cfg.Model.APIKeyEnv)
 	}
-	if cfg.Checkpointer.DSNEnv != "" {
-		out = append(out, cfg.Checkpointer.DSNEnv)
-	}
-	if cfg.Checkpointer.Type == "postgres" {
-		out = append(out, postgresSecrets...)
+	if k, ok := checkpoint.LookupKind(cfg.Checkpointer.Type); ok && k.Secrets != nil {
+		out = append(out, k.Secrets(cfg.Checkpointer)...)
 	}
 	return out
 }
-
-// postgresSecrets are the libpq variables holding a password, which the
-// postgres store's driver (pgx) reads as libpq does.
-var postgresSecrets = []string{"PGPASSWORD", "PGSSLPASSWORD"}
 
 // checkSecrets refuses every profile that passes one of the host's
 // secrets to a provider by pass_env, and checks every expression (every

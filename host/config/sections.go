@@ -2,12 +2,14 @@ package config
 
 import (
 	"math"
+	"slices"
 	"strings"
 
 	"github.com/google/jsonschema-go/jsonschema"
 
 	"github.com/tenxgraph/tenxgraph/host/checkpoint"
 	"github.com/tenxgraph/tenxgraph/host/media"
+	"github.com/tenxgraph/tenxgraph/host/model"
 	"github.com/tenxgraph/tenxgraph/internal/sandbox"
 	"github.com/tenxgraph/tenxgraph/sdk/toolspec"
 )
@@ -76,49 +78,55 @@ func remoteToolsSchema() *jsonschema.Schema {
 	return Array("Tools declared on the server, executed by the client. Their schemas are checked when the host starts.", tool)
 }
 
-// A ModelProvider is a value of model.provider: its name, what it is, and
-// the keys of the model block that belong to it alone or that it needs.
-type ModelProvider struct {
-	// Name is the value of model.provider.
-	Name string
-	// Summary says what it is, in missing-provider messages and the schema.
-	Summary string
-	// Needs are the keys it cannot run without.
-	Needs []string
-	// Own are the keys only it takes.
-	Own []string
+// modelProviderList is `"openai" (…), "anthropic" (…) or "scripted" (…)`:
+// the registered providers (package model) with their summaries.
+func modelProviderList() string {
+	var parts []string
+	for _, p := range model.Providers() {
+		parts = append(parts, `"`+p.Name+`" (`+p.Summary+`)`)
+	}
+	return OrList(parts)
 }
 
-// modelProviders are the model providers, in the order messages list them.
-var modelProviders = []ModelProvider{
-	{Name: "openai", Summary: "any OpenAI-compatible endpoint", Needs: []string{"model"}},
-	{Name: "anthropic", Summary: "Anthropic's Messages API", Needs: []string{"model"}, Own: []string{"max_tokens"}},
-	{Name: "scripted", Summary: "rules from a script file, for demos and tests", Needs: []string{"script"}},
-}
-
+// modelProviderNames are the registered providers' names, in order.
 func modelProviderNames() []string {
-	names := make([]string, len(modelProviders))
-	for i, p := range modelProviders {
-		names[i] = p.Name
+	var names []string
+	for _, p := range model.Providers() {
+		names = append(names, p.Name)
 	}
 	return names
 }
 
-// modelProviderList is `"openai" (…), "anthropic" (…) or "scripted" (…)`.
-func modelProviderList() string {
-	parts := make([]string, len(modelProviders))
-	for i, p := range modelProviders {
-		parts[i] = `"` + p.Name + `" (` + p.Summary + `)`
+// needing are the names of the providers that need key, "openai and
+// anthropic".
+func needing(key string) string {
+	var names []string
+	for _, p := range model.Providers() {
+		if slices.Contains(p.Needs, key) {
+			names = append(names, p.Name)
+		}
 	}
-	return strings.Join(parts[:len(parts)-1], ", ") + " or " + parts[len(parts)-1]
+	return andList(names)
+}
+
+// keyEnvDefaults are the providers' api_key_env defaults, "OPENAI_API_KEY
+// for openai, ANTHROPIC_API_KEY for anthropic".
+func keyEnvDefaults() string {
+	var parts []string
+	for _, p := range model.Providers() {
+		if p.KeyEnv != "" {
+			parts = append(parts, p.KeyEnv+" for "+p.Name)
+		}
+	}
+	return strings.Join(parts, ", ")
 }
 
 func modelSchema() *jsonschema.Schema {
 	s := Object("The chat model. Left out, a code-first graph brings its own.",
 		Prop{"provider", Enum("Which API the model is reached by: "+modelProviderList()+".", modelProviderNames()...)},
-		Prop{"model", Text(`The model name sent to the endpoint, such as "gpt-4o-mini" or "claude-sonnet-4-5"; required by openai and anthropic.`)},
+		Prop{"model", Text(`The model name sent to the endpoint, such as "gpt-4o-mini" or "claude-sonnet-4-5"; required by ` + needing("model") + `.`)},
 		Prop{"base_url", Str("The endpoint, when not the provider's own (OPENAI_BASE_URL or ANTHROPIC_BASE_URL override it at run time). Anthropic's is the API root, without /v1.")},
-		Prop{"api_key_env", envNameSchema("The environment variable holding the API key (default OPENAI_API_KEY for openai, ANTHROPIC_API_KEY for anthropic): the key never sits in the file.")},
+		Prop{"api_key_env", envNameSchema("The environment variable holding the API key (default " + keyEnvDefaults() + "): the key never sits in the file.")},
 		Prop{"script", Text("The scripted provider's rule file, relative to this file's folder.")},
 		Prop{"system_prompt", Str("Prepended to every conversation.")},
 		Prop{"max_steps", WithDefault(Integer("Model calls per run, so a model that loops on tools ends with an error instead of a bill.", 1, math.MaxInt32), DefaultMaxSteps)},
@@ -127,10 +135,11 @@ func modelSchema() *jsonschema.Schema {
 		Prop{"max_tokens", WithDefault(Integer("Bounds one answer's output tokens (anthropic only: the Messages API requires one).", 1, math.MaxInt32), DefaultMaxTokens)},
 	)
 	s.Required = []string{"provider"}
-	for _, p := range modelProviders {
+	providers := model.Providers()
+	for _, p := range providers {
 		then := &jsonschema.Schema{Required: p.Needs}
 		var others []string
-		for _, o := range modelProviders {
+		for _, o := range providers {
 			if o.Name != p.Name {
 				others = append(others, o.Own...)
 			}
@@ -189,34 +198,27 @@ func ProfileProps(withEnv bool) []Prop {
 	)
 }
 
-// A CheckpointerKind is a value of checkpointer.type and the keys that
-// belong to it alone.
-type CheckpointerKind struct {
-	// Name is the value of checkpointer.type.
-	Name string
-	// Own are the keys only it takes; Needs, those it cannot run without.
-	Own, Needs []string
-}
-
-// checkpointerKinds are the stores, in the order messages list them; the
-// first is the default.
-var checkpointerKinds = []CheckpointerKind{
-	{Name: "sqlite", Own: []string{"path"}},
-	{Name: "memory"},
-	{Name: "postgres", Own: []string{"dsn_env"}, Needs: []string{"dsn_env"}},
-}
-
-func checkpointerNames() []string {
-	names := make([]string, len(checkpointerKinds))
-	for i, k := range checkpointerKinds {
-		names[i] = k.Name
+// checkpointerTypes describes the registered store kinds (package
+// checkpoint), `"sqlite" (…), "memory" (…) or "postgres".`, and names
+// them in order.
+func checkpointerTypes() (desc string, names []string) {
+	var parts []string
+	for _, k := range checkpoint.Kinds() {
+		names = append(names, k.Name)
+		part := `"` + k.Name + `"`
+		if k.Summary != "" {
+			part += " (" + k.Summary + ")"
+		}
+		parts = append(parts, part)
 	}
-	return names
+	return OrList(parts) + ".", names
 }
 
 func checkpointerSchema() *jsonschema.Schema {
+	desc, names := checkpointerTypes()
+	def, _ := checkpoint.LookupKind("")
 	s := Object("Where thread state is kept. Pausing for remote tools needs somewhere to pause, so there is always one.",
-		Prop{"type", WithDefault(Enum(`"sqlite" (embedded, survives restarts), "memory" (lost on exit) or "postgres".`, checkpointerNames()...), checkpointerKinds[0].Name)},
+		Prop{"type", WithDefault(Enum(desc, names...), def.Name)},
 		Prop{"path", WithDefault(Text("The sqlite file, relative to this file's folder."), DefaultSQLitePath)},
 		Prop{"dsn_env", envNameSchema(`The environment variable holding the postgres DSN, such as "DATABASE_URL".`)},
 		Prop{"lease", WithDefault(Duration("How long a run's claim on its thread lasts unless renewed: how long a thread stays busy after the replica running it dies."), checkpoint.DefaultLease.String())},
@@ -224,9 +226,11 @@ func checkpointerSchema() *jsonschema.Schema {
 		Prop{"idle_ttl", Duration("Deletes the threads nobody has written for that long.")},
 		Prop{"durability", WithDefault(Enum(`When runs write their checkpoints: "sync" (before the next step), "async" (beside it) or "exit" (when the run ends).`, string(checkpoint.DurabilitySync), string(checkpoint.DurabilityAsync), string(checkpoint.DurabilityExit)), string(checkpoint.DurabilitySync))},
 	)
-	for _, k := range checkpointerKinds {
+	kinds := checkpoint.Kinds()
+	var notDefault []string
+	for _, k := range kinds {
 		var others []string
-		for _, o := range checkpointerKinds {
+		for _, o := range kinds {
 			if o.Name != k.Name {
 				others = append(others, o.Own...)
 			}
@@ -234,9 +238,12 @@ func checkpointerSchema() *jsonschema.Schema {
 		then := Forbids(others...)
 		then.Required = k.Needs
 		s.AllOf = append(s.AllOf, When("type", []string{k.Name}, then))
+		if !k.Default {
+			notDefault = append(notDefault, k.Own...)
+		}
 	}
-	// Without a type the store is the first kind's.
-	s.AllOf = append(s.AllOf, &jsonschema.Schema{If: &jsonschema.Schema{Not: Requires("type")}, Then: Forbids(checkpointerKinds[2].Own...)})
+	// Without a type the store is the default kind's.
+	s.AllOf = append(s.AllOf, &jsonschema.Schema{If: &jsonschema.Schema{Not: Requires("type")}, Then: Forbids(notDefault...)})
 	return s
 }
 

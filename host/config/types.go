@@ -42,8 +42,9 @@ const (
 	// config sets none (model.DefaultMaxTokens).
 	DefaultMaxTokens = model.DefaultMaxTokens
 	// DefaultSQLitePath is relative to the config's folder, so state stays
-	// with the project rather than with the shell's current directory.
-	DefaultSQLitePath = ".tenxgraph/state.db"
+	// with the project rather than with the shell's current directory
+	// (checkpoint.DefaultSQLitePath).
+	DefaultSQLitePath = checkpoint.DefaultSQLitePath
 	// DefaultTimeout, DefaultMaxArgumentBytes and DefaultMaxResultBytes
 	// are the call limits of a provider entry that sets none: the plugin
 	// host's, which enforces them.
@@ -163,34 +164,9 @@ type Model = model.Config
 // rather than growing with every step.
 const DefaultKeepHistory = 100
 
-// Checkpointer selects where thread state is stored.
-type Checkpointer struct {
-	// Type is "sqlite" (default: embedded, survives restarts), "memory"
-	// (lost on exit) or "postgres".
-	Type string `json:"type"`
-	// Path is the sqlite file (absolute).
-	Path string `json:"path"`
-	// DSNEnv names the environment variable holding the postgres DSN, which
-	// carries a password and so never sits in the file.
-	DSNEnv string `json:"dsn_env"`
-	// Lease is how long a run's claim on its thread lasts unless its
-	// heartbeat renews it (0: checkpoint.DefaultLease, 30s): how long a thread
-	// stays busy after the replica running it dies.
-	Lease time.Duration `json:"lease"`
-	// KeepHistory is how many checkpoints each thread keeps beyond its
-	// latest (what a resume needs): older ones are deleted as new ones are
-	// written, and History lists fewer snapshots. nil means
-	// DefaultKeepHistory, -1 keeps them all. The messages are kept whole
-	// either way.
-	KeepHistory *int `json:"keep_history"`
-	// IdleTTL, when set, deletes the threads nobody has written for that
-	// long (and that no run holds), and gives their space back.
-	IdleTTL time.Duration `json:"idle_ttl"`
-	// Durability is when runs write their checkpoints, unless a request
-	// says otherwise: one of graph's durability modes, "" for the default
-	// (checkpoint.DurabilitySync).
-	Durability checkpoint.Durability `json:"durability"`
-}
+// Checkpointer selects where thread state is stored: checkpoint.Config,
+// which the store kinds read, so that they need nothing of this package.
+type Checkpointer = checkpoint.Config
 
 // Cache bounds the cache of decoded threads, which saves a run on a thread
 // the host just wrote (a resume, the next turn) from reading and decoding it

@@ -20,11 +20,11 @@ const (
 // the interface the providers implement, so that a provider depends on
 // nothing above it.
 type Config struct {
-	// Provider is "openai" (any OpenAI-compatible endpoint: OpenAI,
-	// Ollama, vLLM, llama.cpp, LM Studio), "anthropic" (Anthropic's
-	// Messages API, or a server that speaks it) or "scripted"
-	// (deterministic rules from Script, for demos and tests that must run
-	// offline).
+	// Provider is a registered provider's name (Register): "openai" (any
+	// OpenAI-compatible endpoint: OpenAI, Ollama, vLLM, llama.cpp, LM
+	// Studio), "anthropic" (Anthropic's Messages API, or a server that
+	// speaks it) or "scripted" (deterministic rules from Script, for
+	// demos and tests that must run offline).
 	Provider string `json:"provider"`
 	// Model is the model name sent to the endpoint; required for openai
 	// and anthropic, where there is no sensible guess.

@@ -7,3 +7,11 @@ import (
 	_ "github.com/tenxgraph/tenxgraph/host/kind/mcpservers"
 	_ "github.com/tenxgraph/tenxgraph/host/kind/plugins"
 )
+
+// The model providers this host serves: each registers itself (package
+// host/model), and a new provider is one more line here.
+import (
+	_ "github.com/tenxgraph/tenxgraph/host/model/anthropic"
+	_ "github.com/tenxgraph/tenxgraph/host/model/openai"
+	_ "github.com/tenxgraph/tenxgraph/host/model/scripted"
+)

@@ -11,7 +11,6 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
-	"path/filepath"
 	"slices"
 	"sort"
 	"sync"
@@ -24,9 +23,6 @@ import (
 	"github.com/tenxgraph/tenxgraph/host/graph"
 	"github.com/tenxgraph/tenxgraph/host/media"
 	"github.com/tenxgraph/tenxgraph/host/model"
-	"github.com/tenxgraph/tenxgraph/host/model/anthropic"
-	"github.com/tenxgraph/tenxgraph/host/model/openai"
-	"github.com/tenxgraph/tenxgraph/host/model/scripted"
 	"github.com/tenxgraph/tenxgraph/host/pluginhost"
 	"github.com/tenxgraph/tenxgraph/host/remotetool"
 	"github.com/tenxgraph/tenxgraph/host/telemetry"
@@ -242,17 +238,18 @@ func dedupe(ps toolspec.Problems) toolspec.Problems {
 	return out
 }
 
+// newModel makes the model of m by its provider (package model's
+// registry).
 func newModel(m *config.Model) (model.ChatModel, error) {
-	switch m.Provider {
-	case "scripted":
-		return scripted.Load(m.Script)
-	case "openai":
-		return openai.FromConfig(m)
-	case "anthropic":
-		return anthropic.FromConfig(m)
-	default:
-		return nil, fmt.Errorf("provider %q is not available in this build (use \"openai\", \"anthropic\" or \"scripted\")", m.Provider)
+	p, ok := model.Lookup(m.Provider)
+	if !ok {
+		var names []string
+		for _, p := range model.Providers() {
+			names = append(names, `"`+p.Name+`"`)
+		}
+		return nil, fmt.Errorf("provider %q is not available in this build (use %s)", m.Provider, config.OrList(names))
 	}
+	return p.New(m)
 }
 
 // warnNewStore says loudly when the SQLite store the config names is not
@@ -260,8 +257,8 @@ func newModel(m *config.Model) (model.ChatModel, error) {
 // in its place: after a wrong path or a lost file, threads would otherwise
 // vanish without a word.
 func warnNewStore(log hclog.Logger, c config.Checkpointer) {
-	if c.Type != "sqlite" && c.Type != "" {
-		return
+	if c.Path == "" {
+		return // a store without a file
 	}
 	if log == nil {
 		log = DefaultLogger()
@@ -290,29 +287,18 @@ func OpenStore(ctx context.Context, c config.Checkpointer) (checkpoint.Checkpoin
 	return openStore(ctx, c)
 }
 
+// openStore opens the store c describes by its kind (package
+// checkpoint's registry).
 func openStore(ctx context.Context, c config.Checkpointer) (checkpoint.Checkpointer, error) {
-	switch c.Type {
-	case "memory":
-		return checkpoint.NewMemory(storeOptions(c)...), nil
-	case "sqlite", "":
-		if err := os.MkdirAll(filepath.Dir(c.Path), 0o700); err != nil {
-			return nil, fmt.Errorf("checkpointer.path: %w", err)
+	k, ok := checkpoint.LookupKind(c.Type)
+	if !ok {
+		var names []string
+		for _, k := range checkpoint.Kinds() {
+			names = append(names, k.Name)
 		}
-		return checkpoint.OpenSQLite(ctx, c.Path, storeOptions(c)...)
-	case "postgres":
-		// The DSN carries a password, so the config names an environment
-		// variable rather than holding it.
-		if c.DSNEnv == "" {
-			return nil, errors.New("checkpointer.dsn_env: missing: name the environment variable that holds the postgres DSN")
-		}
-		dsn := os.Getenv(c.DSNEnv)
-		if dsn == "" {
-			return nil, fmt.Errorf("checkpointer.dsn_env: environment variable %s is empty or unset; set it to the postgres DSN (such as postgres://user:password@host:5432/db)", c.DSNEnv)
-		}
-		return checkpoint.OpenPostgres(ctx, dsn, storeOptions(c)...)
-	default:
-		return nil, fmt.Errorf("checkpointer.type: %q is not supported (use sqlite, memory or postgres)", c.Type)
+		return nil, fmt.Errorf("checkpointer.type: %q is not supported (use %s)", c.Type, config.OrList(names))
 	}
+	return k.Open(ctx, c, storeOptions(c)...)
 }
 
 // ToolInfo is one tool of one node, as `tenxgraph tools` lists it.
