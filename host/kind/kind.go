@@ -13,14 +13,13 @@
 package kind
 
 import (
-	"cmp"
 	"context"
-	"slices"
 
 	"github.com/google/jsonschema-go/jsonschema"
 
 	"github.com/tenxgraph/tenxgraph/host/config"
 	"github.com/tenxgraph/tenxgraph/host/pluginhost"
+	"github.com/tenxgraph/tenxgraph/internal/registry"
 	"github.com/tenxgraph/tenxgraph/internal/sandbox"
 	"github.com/tenxgraph/tenxgraph/sdk/toolspec"
 )
@@ -113,24 +112,21 @@ func (h Host) EnvPath(entry string, env map[string]string, k string) string {
 	return toolspec.Join(entry, "env")
 }
 
-// kinds are the registered kinds.
-var kinds []Kind
+// kinds are the registered kinds, listed by key.
+var kinds = registry.List[Kind]{What: "provider kind",
+	Name: func(k Kind) string { return k.Key }, Rank: func(Kind) int { return 0 }}
 
 // Register adds a provider kind: its section to the config loader
 // (config.RegisterProvider) and its start to the service. Call it from
 // the kind package's init. A key registered twice panics, as Caddy's
 // registry refuses a module ID twice: one kind's checks would silently win.
 func Register(k Kind) {
+	kinds.Add(k)
 	config.RegisterProvider(k.Key, k.Schema, k.Read)
-	kinds = append(kinds, k)
 }
 
 // All are the registered kinds, by key.
-func All() []Kind {
-	out := slices.Clone(kinds)
-	slices.SortFunc(out, func(a, b Kind) int { return cmp.Compare(a.Key, b.Key) })
-	return out
-}
+func All() []Kind { return kinds.All() }
 
 // Value is what kind key read from cfg, as its type T (the zero T when the
 // file has none): what a kind's typed accessor returns.

@@ -1,6 +1,7 @@
 // Package registry keeps the modules of one kind that the host's packages
-// register from their inits (model providers, store kinds): each once, by
-// name, listed in a stable order whatever order the inits run in.
+// register from their inits (provider kinds, model providers, store
+// kinds): each once, by name, listed in a stable order whatever order the
+// inits run in.
 package registry
 
 import (
