@@ -94,6 +94,7 @@ var strictNumbers = json.JoinOptions(strict, json.WithUnmarshalers(json.Unmarsha
 // json.Number, string, bool, nil): for code that walks a value whose keys
 // no Go type knows and must keep its numbers exact, such as a JSON Schema
 // validator.
+//
 // A text Decode refuses gets Check's error, which the numbers' decoding can
 // place less well.
 func Decode(data []byte) (any, error) {
