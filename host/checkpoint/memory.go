@@ -23,10 +23,9 @@ var errMemoryClosed = errors.New("checkpoint: memory store is closed")
 type Memory struct {
 	opts    options
 	mu      sync.RWMutex
-	threads map[string]*memThread
-	leases  map[string]*memLease // threads ever claimed
-	blobs   map[string]*memBlob  // by ref
-	links   map[string][]string  // thread -> the refs it holds
+	threads map[string]*memThread // written or claimed
+	blobs   map[string]*memBlob   // by ref
+	links   map[string][]string   // thread -> the refs it holds
 	closed  bool
 }
 
@@ -37,24 +36,56 @@ type memBlob struct {
 }
 
 // memThread is one thread's kept checkpoints (consecutive seqs, the latest
-// last; KeepHistory drops the oldest) and its log. Each checkpoint's Log
-// holds the log's length at it, as logLen.
+// last; KeepHistory drops the oldest), its log and its lease. A thread
+// claimed before its first write has no checkpoints yet.
 type memThread struct {
 	cps    []memCheckpoint
 	log    [][]byte
-	latest int64 // the latest seq
+	latest int64 // the latest seq, 0 for none
+	memLease
 }
 
-type memCheckpoint struct {
-	Checkpoint     // Append and Log nil
-	logLen     int // len(log) as of this checkpoint
-}
-
-// memLease is a claimed thread's incarnation and lease.
+// memLease is a thread's incarnation and lease once it has been claimed
+// (token > 0); until then, token is 0 and inc unset.
 type memLease struct {
 	inc   string
 	token int64
 	until int64 // unix ms; 0: released
+}
+
+// claimed reports whether the thread has ever been claimed.
+func (l *memLease) claimed() bool { return l.token > 0 }
+
+// memCheckpoint is what a Memory keeps of a checkpoint: the fields a read
+// returns, without those it never stores (ThreadID is the thread's key;
+// Token, Release, Blobs and Append are the write's), so the per-thread
+// slice it grows in is smaller.
+type memCheckpoint struct {
+	seq         int64
+	runID       string
+	step        int
+	status      Status
+	next        []string
+	state       []byte
+	metadata    map[string]string
+	createdAt   time.Time
+	incarnation string
+	wakeAt      time.Time
+	logLen      int // len(log) as of this checkpoint
+}
+
+// newMemCheckpoint keeps cp's stored fields, as they are; cp is the
+// store's own copy.
+func newMemCheckpoint(cp Checkpoint, logLen int) memCheckpoint {
+	return memCheckpoint{seq: cp.Seq, runID: cp.RunID, step: cp.Step, status: cp.Status, next: cp.Next, state: cp.State,
+		metadata: cp.Metadata, createdAt: cp.CreatedAt, incarnation: cp.Incarnation, wakeAt: cp.WakeAt, logLen: logLen}
+}
+
+// checkpoint returns c as a Checkpoint of thread, sharing c's memory (no
+// Log).
+func (c *memCheckpoint) checkpoint(thread string) Checkpoint {
+	return Checkpoint{ThreadID: thread, Seq: c.seq, RunID: c.runID, Step: c.step, Status: c.status, Next: c.next,
+		State: c.state, Metadata: c.metadata, CreatedAt: c.createdAt, Incarnation: c.incarnation, WakeAt: c.wakeAt}
 }
 
 var _ Checkpointer = (*Memory)(nil)
@@ -62,8 +93,8 @@ var _ Checkpointer = (*Memory)(nil)
 // NewMemory returns an empty in-memory store, ready to use; there is nothing
 // to open or configure.
 func NewMemory(opts ...Option) *Memory {
-	return &Memory{opts: newOptions(opts), threads: make(map[string]*memThread), leases: make(map[string]*memLease),
-		blobs: make(map[string]*memBlob), links: make(map[string][]string)}
+	return &Memory{opts: newOptions(opts), threads: make(map[string]*memThread), blobs: make(map[string]*memBlob),
+		links: make(map[string][]string)}
 }
 
 // Put appends cp to its thread. It stores a deep copy, so the caller may reuse
@@ -82,18 +113,23 @@ func (m *Memory) Put(ctx context.Context, cp Checkpoint) error {
 	if m.closed {
 		return fmt.Errorf("checkpoint: put thread %q seq %d: %w", cp.ThreadID, cp.Seq, errMemoryClosed)
 	}
-	if latest := m.latestSeq(cp.ThreadID); cp.Seq != latest+1 {
+	th := m.threads[cp.ThreadID]
+	var l memLease
+	if th != nil {
+		l = th.memLease
+	}
+	if latest := th.latestSeq(); cp.Seq != latest+1 {
 		return fmt.Errorf("checkpoint: put thread %q seq %d: latest is %d: %w", cp.ThreadID, cp.Seq, latest, ErrConflict)
 	}
-	if l := m.leases[cp.ThreadID]; l != nil && (l.token != cp.Token || l.inc != cp.Incarnation) || l == nil && cp.Token != 0 {
+	if l.token != cp.Token || l.claimed() && l.inc != cp.Incarnation {
 		// A claimed thread takes only writes under its current lease; an
-		// unclaimed one only unleased writes.
+		// unclaimed one (token 0) only unleased writes.
 		return fmt.Errorf("checkpoint: put thread %q seq %d: %w: %w", cp.ThreadID, cp.Seq, ErrLeaseLost, ErrConflict)
 	}
+	th = m.put(th, w)
 	if cp.Release && cp.Token != 0 {
-		m.leases[cp.ThreadID].until = 0
+		th.until = 0
 	}
-	m.put(w)
 	return nil
 }
 
@@ -114,44 +150,46 @@ func (m *Memory) ClaimPut(ctx context.Context, cp Checkpoint, ttl time.Duration)
 	if m.closed {
 		return Lease{}, fmt.Errorf("checkpoint: claim thread %q with seq %d: %w", cp.ThreadID, cp.Seq, errMemoryClosed)
 	}
-	l := m.leases[cp.ThreadID]
-	if l != nil && l.until > leaseMillis(now) {
+	th := m.threads[cp.ThreadID]
+	var l memLease
+	if th != nil {
+		l = th.memLease
+	}
+	if l.until > leaseMillis(now) {
 		return Lease{}, fmt.Errorf("checkpoint: claim thread %q with seq %d: %w", cp.ThreadID, cp.Seq, ErrLeased)
 	}
-	latest := m.latestSeq(cp.ThreadID)
+	latest := th.latestSeq()
 	if cp.Seq != latest+1 {
 		return Lease{}, fmt.Errorf("checkpoint: claim thread %q with seq %d: latest is %d: %w", cp.ThreadID, cp.Seq, latest, ErrConflict)
 	}
-	inc := newIncarnation()
-	switch th := m.threads[cp.ThreadID]; {
-	case l != nil:
-		inc = l.inc
-	case th != nil: // written, never claimed: its checkpoints' incarnation
-		inc = th.cps[len(th.cps)-1].Incarnation
+	switch {
+	case l.claimed():
+	case latest > 0: // written, never claimed: its checkpoints' incarnation
+		l.inc = th.cps[len(th.cps)-1].incarnation
+	default:
+		l.inc = newIncarnation()
 	}
-	if latest > 0 && inc != w.cp.Incarnation {
+	if latest > 0 && l.inc != w.cp.Incarnation {
 		return Lease{}, fmt.Errorf("checkpoint: claim thread %q with seq %d: %w", cp.ThreadID, cp.Seq, errIncarnation(w.cp.Incarnation))
-	}
-	if l == nil {
-		l = &memLease{inc: inc}
-		m.leases[cp.ThreadID] = l
 	}
 	l.token++
 	l.until = leaseMillis(exp)
 	if cp.Release {
 		l.until = 0
 	}
-	w.cp.Incarnation, w.cp.Token = l.inc, l.token
-	m.put(w)
+	w.cp.Incarnation = l.inc
+	th = m.put(th, w)
+	th.memLease = l
 	return Lease{ThreadID: cp.ThreadID, Incarnation: l.inc, Token: l.token, Seq: cp.Seq, Expires: exp}, nil
 }
 
 // memWrite is a checkpoint copied for a Memory to store, its log entries
 // and blobs beside it.
 type memWrite struct {
-	cp       Checkpoint
-	appended [][]byte
-	blobs    []Blob
+	cp    Checkpoint
+	entry [][]byte // the caller's Append, read only for its entries' lengths
+	bytes []byte   // a copy of every entry of Append, end to end
+	blobs []Blob
 }
 
 // newMemWrite copies cp, so the caller may reuse its slices and map, and
@@ -161,54 +199,71 @@ func newMemWrite(cp Checkpoint) (memWrite, error) {
 	if err != nil {
 		return memWrite{}, err
 	}
-	var appended [][]byte
+	w := memWrite{entry: cp.Append, blobs: blobs}
 	if len(cp.Append) > 0 {
-		appended = make([][]byte, len(cp.Append))
-		for i, e := range cp.Append {
-			appended[i] = slices.Clone(e)
-		}
+		w.bytes = slices.Concat(cp.Append...)
 	}
-	cp = cloneCheckpoint(cp)
-	if cp.CreatedAt.IsZero() {
-		cp.CreatedAt = time.Now().UTC()
+	w.cp = cloneCheckpoint(cp)
+	if w.cp.CreatedAt.IsZero() {
+		w.cp.CreatedAt = time.Now().UTC()
 	}
-	return memWrite{cp: cp, appended: appended, blobs: blobs}, nil
+	return w, nil
 }
 
-// latestSeq is the thread's latest seq, 0 for none; m.mu is held.
-func (m *Memory) latestSeq(thread string) int64 {
-	if th := m.threads[thread]; th != nil {
-		return th.latest
+// latestSeq is the thread's latest seq, 0 for none (th nil included).
+func (th *memThread) latestSeq() int64 {
+	if th == nil {
+		return 0
 	}
-	return 0
+	return th.latest
 }
 
-// put appends a checked write to its thread; m.mu is held.
-func (m *Memory) put(w memWrite) {
+// memTurn is how many checkpoints, and log entries, a thread's first write
+// makes room for: a turn's.
+const memTurn = 4
+
+// put appends a checked write to th, its thread, made when nil, and
+// returns th; m.mu is held.
+func (m *Memory) put(th *memThread, w memWrite) *memThread {
 	cp := w.cp
-	th := m.threads[cp.ThreadID]
 	if th == nil {
 		th = &memThread{}
 		m.threads[cp.ThreadID] = th
 	}
-	th.log = append(th.log, w.appended...)
+	if th.cps == nil {
+		// Room for a turn's writes (a run's input and its steps, a pause
+		// and its resume) in one allocation instead of three.
+		th.cps = make([]memCheckpoint, 0, memTurn)
+		th.log = make([][]byte, 0, max(memTurn, len(w.entry)))
+	}
+	th.log = appendEntries(th.log, w.bytes, w.entry)
 	m.link(cp.ThreadID, w.blobs)
-	cp.Token, cp.Release = 0, false
-	th.cps = append(th.cps, memCheckpoint{Checkpoint: cp, logLen: len(th.log)})
+	th.cps = append(th.cps, newMemCheckpoint(cp, len(th.log)))
 	th.latest = cp.Seq
 	if k := m.opts.keep; k >= 0 && len(th.cps) > k+1 {
 		th.cps = slices.Delete(th.cps, 0, len(th.cps)-k-1)
 	}
+	return th
 }
 
-// read returns a copy of c with its Log; m.mu is held.
-func (th *memThread) read(c memCheckpoint) Checkpoint {
-	cp := cloneCheckpoint(c.Checkpoint)
-	if c.logLen > 0 {
-		cp.Log = make([][]byte, c.logLen)
-		for i, e := range th.log[:c.logLen] {
-			cp.Log[i] = slices.Clone(e)
-		}
+// appendEntries appends to log the entries laid end to end in b, one as
+// long as each of lengths', each capped at its end so that appending to
+// one cannot write over the next.
+func appendEntries(log [][]byte, b []byte, lengths [][]byte) [][]byte {
+	log = slices.Grow(log, len(lengths))
+	for _, e := range lengths {
+		log = append(log, b[:len(e):len(e)])
+		b = b[len(e):]
+	}
+	return log
+}
+
+// read returns a copy of c, of thread, with its Log from entry from on;
+// m.mu is held.
+func (th *memThread) read(thread string, c *memCheckpoint, from int) Checkpoint {
+	cp := cloneCheckpoint(c.checkpoint(thread))
+	if entries := th.log[min(max(from, 0), c.logLen):c.logLen]; len(entries) > 0 {
+		cp.Log = appendEntries(nil, slices.Concat(entries...), entries)
 	}
 	return cp
 }
@@ -225,10 +280,10 @@ func (m *Memory) Latest(ctx context.Context, threadID string) (Checkpoint, error
 		return Checkpoint{}, fmt.Errorf("checkpoint: latest of thread %q: %w", threadID, errMemoryClosed)
 	}
 	th := m.threads[threadID]
-	if th == nil {
+	if th.latestSeq() == 0 {
 		return Checkpoint{}, fmt.Errorf("checkpoint: latest of thread %q: %w", threadID, ErrNotFound)
 	}
-	return th.read(th.cps[len(th.cps)-1]), nil
+	return th.read(threadID, &th.cps[len(th.cps)-1], 0), nil
 }
 
 // History returns deep copies of up to limit checkpoints, newest first
@@ -243,7 +298,7 @@ func (m *Memory) History(ctx context.Context, threadID string, limit int) ([]Che
 		return nil, fmt.Errorf("checkpoint: history of thread %q: %w", threadID, errMemoryClosed)
 	}
 	th := m.threads[threadID]
-	if th == nil {
+	if th.latestSeq() == 0 {
 		return []Checkpoint{}, nil
 	}
 	n := len(th.cps)
@@ -252,7 +307,7 @@ func (m *Memory) History(ctx context.Context, threadID string, limit int) ([]Che
 	}
 	out := make([]Checkpoint, 0, n)
 	for i := len(th.cps) - 1; i >= len(th.cps)-n; i-- {
-		out = append(out, th.read(th.cps[i]))
+		out = append(out, th.read(threadID, &th.cps[i], 0))
 	}
 	return out, nil
 }
@@ -268,7 +323,6 @@ func (m *Memory) DeleteThread(ctx context.Context, threadID string) error {
 		return fmt.Errorf("checkpoint: delete thread %q: %w", threadID, errMemoryClosed)
 	}
 	delete(m.threads, threadID)
-	delete(m.leases, threadID)
 	m.unlink(threadID)
 	return nil
 }
@@ -366,22 +420,21 @@ func (m *Memory) Claim(ctx context.Context, threadID string, ttl time.Duration) 
 	if m.closed {
 		return Lease{}, fmt.Errorf("checkpoint: claim thread %q: %w", threadID, errMemoryClosed)
 	}
-	var seq int64
-	if th := m.threads[threadID]; th != nil {
-		seq = th.latest
-	}
-	l := m.leases[threadID]
+	th := m.threads[threadID]
 	switch {
-	case l == nil:
-		l = &memLease{inc: newIncarnation()}
-		m.leases[threadID] = l
-	case l.until > leaseMillis(now):
+	case th == nil:
+		th = &memThread{}
+		m.threads[threadID] = th
+		fallthrough
+	case !th.claimed():
+		th.inc = newIncarnation()
+	case th.until > leaseMillis(now):
 		return Lease{}, fmt.Errorf("checkpoint: claim thread %q: %w", threadID, ErrLeased)
 	}
-	l.token++
+	th.token++
 	exp := now.Add(ttl)
-	l.until = leaseMillis(exp)
-	return Lease{ThreadID: threadID, Incarnation: l.inc, Token: l.token, Seq: seq, Expires: exp}, nil
+	th.until = leaseMillis(exp)
+	return Lease{ThreadID: threadID, Incarnation: th.inc, Token: th.token, Seq: th.latest, Expires: exp}, nil
 }
 
 // Extend implements Leaser.
@@ -395,11 +448,11 @@ func (m *Memory) Extend(ctx context.Context, le Lease, ttl time.Duration) (Lease
 	if m.closed {
 		return le, fmt.Errorf("checkpoint: extend lease of thread %q: %w", le.ThreadID, errMemoryClosed)
 	}
-	l := m.leases[le.ThreadID]
-	if l == nil || l.token != le.Token || l.until == 0 {
+	th := m.threads[le.ThreadID]
+	if th == nil || !th.claimed() || th.token != le.Token || th.until == 0 {
 		return le, fmt.Errorf("checkpoint: extend lease of thread %q: %w", le.ThreadID, ErrLeaseLost)
 	}
-	l.until = leaseMillis(exp)
+	th.until = leaseMillis(exp)
 	le.Expires = exp
 	return le, nil
 }
@@ -411,8 +464,8 @@ func (m *Memory) Release(ctx context.Context, le Lease) error {
 	if m.closed {
 		return fmt.Errorf("checkpoint: release lease of thread %q: %w", le.ThreadID, errMemoryClosed)
 	}
-	if l := m.leases[le.ThreadID]; l != nil && l.token == le.Token {
-		l.until = 0
+	if th := m.threads[le.ThreadID]; th != nil && th.claimed() && th.token == le.Token {
+		th.until = 0
 	}
 	return nil
 }
@@ -428,12 +481,12 @@ func (m *Memory) Head(ctx context.Context, threadID string) (Head, error) {
 		return Head{}, fmt.Errorf("checkpoint: head of thread %q: %w", threadID, errMemoryClosed)
 	}
 	th := m.threads[threadID]
-	if th == nil {
+	if th.latestSeq() == 0 {
 		return Head{}, nil
 	}
-	h := Head{Incarnation: th.cps[len(th.cps)-1].Incarnation, Seq: th.latest}
-	if l := m.leases[threadID]; l != nil {
-		h.Incarnation = l.inc
+	h := Head{Incarnation: th.cps[len(th.cps)-1].incarnation, Seq: th.latest}
+	if th.claimed() {
+		h.Incarnation = th.inc
 	}
 	return h, nil
 }
@@ -449,15 +502,11 @@ func (m *Memory) LatestTail(ctx context.Context, threadID string, from int) (Che
 		return Checkpoint{}, 0, fmt.Errorf("checkpoint: latest of thread %q: %w", threadID, errMemoryClosed)
 	}
 	th := m.threads[threadID]
-	if th == nil {
+	if th.latestSeq() == 0 {
 		return Checkpoint{}, 0, fmt.Errorf("checkpoint: latest of thread %q: %w", threadID, ErrNotFound)
 	}
-	c := th.cps[len(th.cps)-1]
-	cp := cloneCheckpoint(c.Checkpoint)
-	for _, e := range th.log[min(max(from, 0), c.logLen):c.logLen] {
-		cp.Log = append(cp.Log, slices.Clone(e))
-	}
-	return cp, c.logLen, nil
+	c := &th.cps[len(th.cps)-1]
+	return th.read(threadID, c, from), c.logLen, nil
 }
 
 // Due implements Scheduler by looking at every thread's latest checkpoint.
@@ -476,7 +525,10 @@ func (m *Memory) Due(ctx context.Context, now time.Time, limit int) ([]string, e
 	}
 	var ds []due
 	for id, th := range m.threads {
-		if at := th.cps[len(th.cps)-1].WakeAt; !at.IsZero() && !at.After(now) {
+		if th.latest == 0 {
+			continue
+		}
+		if at := th.cps[len(th.cps)-1].wakeAt; !at.IsZero() && !at.After(now) {
 			ds = append(ds, due{id, at})
 		}
 	}
@@ -504,11 +556,10 @@ func (m *Memory) DeleteIdle(ctx context.Context, cutoff time.Time, limit int) (i
 		if n >= limit {
 			break
 		}
-		if l := m.leases[id]; l != nil && l.until > now || !th.cps[len(th.cps)-1].CreatedAt.Before(cutoff) {
+		if th.latest == 0 || th.until > now || !th.cps[len(th.cps)-1].createdAt.Before(cutoff) {
 			continue
 		}
 		delete(m.threads, id)
-		delete(m.leases, id)
 		m.unlink(id)
 		n++
 	}
@@ -521,7 +572,7 @@ func (m *Memory) Close() error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.closed = true
-	m.threads, m.leases, m.blobs, m.links = nil, nil, nil, nil
+	m.threads, m.blobs, m.links = nil, nil, nil
 	return nil
 }
 

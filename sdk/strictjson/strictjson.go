@@ -27,6 +27,7 @@ package strictjson
 import (
 	"bytes"
 	"encoding"
+	stdjson "encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -51,10 +52,15 @@ var strict = json.JoinOptions(
 // themselves (after the whole value has been checked for syntax, duplicate
 // keys and UTF-8); an error they return is placed at their path.
 func Unmarshal(data []byte, v any) error {
+	return unmarshal(data, v, strict)
+}
+
+// unmarshal is Unmarshal under opts, which hold strict.
+func unmarshal(data []byte, v any, opts json.Options) error {
 	if err := checkDepth(data); err != nil {
 		return err
 	}
-	if err := json.Unmarshal(data, v, strict); err != nil {
+	if err := json.Unmarshal(data, v, opts); err != nil {
 		return describe(data, err)
 	}
 	return nil
@@ -66,6 +72,40 @@ func Unmarshal(data []byte, v any) error {
 func Check(data []byte) error {
 	var v jsontext.Value
 	return Unmarshal(data, &v)
+}
+
+// strictNumbers is strict, with a JSON number held by an interface decoded
+// as a json.Number, its text, and every other value left to the default.
+var strictNumbers = json.JoinOptions(strict, json.WithUnmarshalers(json.UnmarshalFromFunc(
+	func(dec *jsontext.Decoder, v *any) error {
+		if dec.PeekKind() != '0' {
+			return errors.ErrUnsupported
+		}
+		tok, err := dec.ReadToken()
+		if err != nil {
+			return err
+		}
+		*v = stdjson.Number(tok.String())
+		return nil
+	})))
+
+// Decode decodes data as Check checks it, in the same pass, into the values
+// encoding/json's Decoder gives with UseNumber (map[string]any, []any,
+// json.Number, string, bool, nil): for code that walks a value whose keys
+// no Go type knows and must keep its numbers exact, such as a JSON Schema
+// validator.
+//
+// A text Decode refuses gets Check's error, which the numbers' decoding can
+// place less well.
+func Decode(data []byte) (any, error) {
+	var v any
+	if err := unmarshal(data, &v, strictNumbers); err != nil {
+		if cerr := Check(data); cerr != nil {
+			return nil, cerr
+		}
+		return nil, err
+	}
+	return v, nil
 }
 
 // describe turns an error of the json package into an *Error with a path.

@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"errors"
 	"net/netip"
+	"reflect"
+	"strings"
 	"testing"
 
 	"github.com/tenxgraph/tenxgraph/sdk/strictjson"
@@ -132,5 +134,41 @@ func TestAt(t *testing.T) {
 	}
 	if err := strictjson.At("x", errors.New("role: missing")); err.Error() != "x: role: missing" {
 		t.Fatal(err)
+	}
+}
+
+// Decode gives what encoding/json's Decoder gives with UseNumber, numbers
+// kept as their text, for every kind of value and at every depth.
+func TestDecodeAsUseNumber(t *testing.T) {
+	for _, in := range []string{
+		`{}`, `[]`, `null`, `true`, `"s"`, `0`, `-1.50e+10`,
+		`{"a":1,"b":[1,2.5,{"c":null}],"d":"\u00e9\ud83d\ude00","e":{"f":true,"g":false}}`,
+		`{"big":123456789012345678901234567890,"tiny":1e-400,"neg":-0,"int":9007199254740993}`,
+		` [ [ [ 1 ] , { "x" : [ ] } ] ] `,
+	} {
+		got, err := strictjson.Decode([]byte(in))
+		if err != nil {
+			t.Fatalf("Decode(%s): %v", in, err)
+		}
+		dec := json.NewDecoder(strings.NewReader(in))
+		dec.UseNumber()
+		var want any
+		if err := dec.Decode(&want); err != nil {
+			t.Fatal(err)
+		}
+		if !reflect.DeepEqual(got, want) {
+			t.Errorf("Decode(%s) = %#v, want %#v", in, got, want)
+		}
+	}
+}
+
+// Decode refuses what Check refuses, with the same error.
+func TestDecodeRefusesAsCheck(t *testing.T) {
+	for _, in := range []string{`{"a":1,"a":2}`, "{\"a\":\"\xff\"}", `{"a":1} x`, `[1,]`, ``, strings.Repeat("[", strictjson.MaxDepth+1)} {
+		_, err := strictjson.Decode([]byte(in))
+		want := strictjson.Check([]byte(in))
+		if err == nil || want == nil || err.Error() != want.Error() {
+			t.Errorf("Decode(%q): %v, want Check's %v", in, err, want)
+		}
 	}
 }

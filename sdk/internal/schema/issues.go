@@ -29,7 +29,7 @@ func (s *Schema) Issues(raw json.RawMessage) []Issue {
 	if len(raw) == 0 {
 		raw = []byte(`{}`)
 	}
-	v, err := decodeJSON(raw)
+	v, err := strictjson.Decode(raw)
 	if err != nil {
 		return []Issue{{Message: fmt.Sprintf("not valid JSON: %v", err)}}
 	}

@@ -67,7 +67,7 @@ func Compile(params json.RawMessage) (*Schema, error) {
 }
 
 func compile(params json.RawMessage) (*Schema, error) {
-	doc, err := decodeJSON(params)
+	doc, err := strictjson.Decode(params)
 	if err != nil {
 		return nil, fmt.Errorf("not valid JSON: %w", err)
 	}
@@ -119,7 +119,10 @@ func (s *Schema) Validate(args json.RawMessage) error {
 	if len(args) == 0 {
 		args = []byte(`{}`)
 	}
-	v, err := decodeJSON(args)
+	// Decoded strictly (duplicate keys, invalid UTF-8): a validator that
+	// sees only the last of two "path" keys would pass what a tool then
+	// reads differently.
+	v, err := strictjson.Decode(args)
 	if err != nil {
 		return fmt.Errorf("arguments are not valid JSON: %w", err)
 	}
@@ -152,26 +155,4 @@ func leaves(ve *jsonschema.ValidationError) string {
 	}
 	walk(ve)
 	return strings.Join(out, "; ")
-}
-
-// decodeJSON decodes with json.Number, as the schema library requires, and
-// refuses what package strictjson refuses (duplicate keys, invalid UTF-8,
-// trailing data).
-func decodeJSON(raw []byte) (any, error) {
-	// Duplicate keys and invalid UTF-8 first: a schema validator that sees
-	// only the last of two "path" keys would pass what a tool then reads
-	// differently.
-	if err := strictjson.Check(raw); err != nil {
-		return nil, err
-	}
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	dec.UseNumber()
-	var v any
-	if err := dec.Decode(&v); err != nil {
-		return nil, err
-	}
-	if _, err := dec.Token(); err != io.EOF {
-		return nil, fmt.Errorf("unexpected data after the JSON value")
-	}
-	return v, nil
 }
