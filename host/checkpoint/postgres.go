@@ -340,10 +340,21 @@ const (
 	VALUES ($1::text, $2::text, 1, $4::bigint)
 	ON CONFLICT (thread_id) DO UPDATE SET token = t.token + 1, lease_until = $4::bigint
 	WHERE t.lease_until <= $3::bigint
-	RETURNING incarnation, token,
-		(SELECT COALESCE(MAX(seq), 0) FROM tenxgraph_checkpoints WHERE thread_id = $1::text)`
-	pgExtend  = `UPDATE tenxgraph_threads SET lease_until = $3::bigint WHERE thread_id = $1::text AND token = $2::bigint AND lease_until <> 0`
-	pgRelease = `UPDATE tenxgraph_threads SET lease_until = 0 WHERE thread_id = $1::text AND token = $2::bigint`
+	RETURNING incarnation, token`
+	// pgClaimSeq reads the seq a claim reports (Lease.Seq). It is a
+	// statement of its own, after pgClaim in the same transaction, because
+	// it must see what pgClaim waited for: the claim waits for the row
+	// lock of the lease holder's last write (a Put that releases the lease
+	// commits its checkpoint with the release), then takes the lease from
+	// the row as that write left it, but a subquery of pgClaim reads with
+	// the snapshot taken when pgClaim began, which lacks that checkpoint.
+	// The claim's run would then take the thread for one it is not (new,
+	// or as an older copy it caches), and run it again. A later statement
+	// (READ COMMITTED) sees every write that committed before the lease
+	// was free, and, the lease being held until it commits, none after.
+	pgClaimSeq = `SELECT COALESCE(MAX(seq), 0) FROM tenxgraph_checkpoints WHERE thread_id = $1::text`
+	pgExtend   = `UPDATE tenxgraph_threads SET lease_until = $3::bigint WHERE thread_id = $1::text AND token = $2::bigint AND lease_until <> 0`
+	pgRelease  = `UPDATE tenxgraph_threads SET lease_until = 0 WHERE thread_id = $1::text AND token = $2::bigint`
 	// pgHead: the incarnation is the thread's (its row), else that of its
 	// latest checkpoint.
 	pgHead = `SELECT COALESCE((SELECT incarnation FROM tenxgraph_threads WHERE thread_id = $1::text),
@@ -914,14 +925,19 @@ func (p *Postgres) Claim(ctx context.Context, threadID string, ttl time.Duration
 	leased := false
 	err := p.writer.write(ctx, pgWrite{
 		thread: threadID,
-		queue:  func(b *pgx.Batch) { b.Queue(pgClaim, args...) },
+		queue: func(b *pgx.Batch) {
+			b.Queue(pgClaim, args...)
+			b.Queue(pgClaimSeq, threadID)
+		},
 		read: func(br pgx.BatchResults) error {
-			err := br.QueryRow().Scan(&l.Incarnation, &l.Token, &l.Seq)
+			err := br.QueryRow().Scan(&l.Incarnation, &l.Token)
 			leased = errors.Is(err, pgx.ErrNoRows) // an outcome, not a failure
 			if leased {
-				return nil
+				err = nil
 			}
-			return err
+			// Both results are read whatever the first was, so that the
+			// next write in the batch reads its own.
+			return firstErr(err, br.QueryRow().Scan(&l.Seq))
 		},
 	})
 	if err == nil && leased {

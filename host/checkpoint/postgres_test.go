@@ -435,40 +435,15 @@ func TestPostgresStuckBatchHoldsUpNoOther(t *testing.T) {
 	if _, err := p.Claim(ctx, "stuck", time.Minute); err != nil {
 		t.Fatal(err)
 	}
-	locker, err := pgx.Connect(ctx, dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer locker.Close(ctx)
-	tx, err := locker.Begin(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer tx.Rollback(ctx)
-	if _, err := tx.Exec(ctx, "SELECT 1 FROM tenxgraph_threads WHERE thread_id = 'stuck' FOR UPDATE"); err != nil {
-		t.Fatal(err)
-	}
+	tx := lockLease(t, dsn, "stuck")
+	defer tx.Conn().Close(ctx) // and so the transaction, if still open
 	stuck := make(chan error, 1)
 	go func() {
 		_, err := p.Claim(ctx, "stuck", time.Minute) // waits for the row lock
 		stuck <- err
 	}()
-	// Wait until the stuck claim is in the server, waiting for the lock
-	// (a backend the locker blocks).
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		var waiting int
-		if err := tx.QueryRow(ctx, "SELECT count(*) FROM pg_stat_activity WHERE pg_backend_pid() = ANY(pg_blocking_pids(pid))").Scan(&waiting); err != nil {
-			t.Fatal(err)
-		}
-		if waiting > 0 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("the claim never reached the server")
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	// Wait until the stuck claim is in the server, waiting for the lock.
+	untilWaiting(t, tx, blockedByMe, "the claim")
 	// Other threads' writes go through while the lock is held.
 	var wg sync.WaitGroup
 	errs := make(chan error, 20)
@@ -510,4 +485,117 @@ func TestPostgresStuckBatchHoldsUpNoOther(t *testing.T) {
 	if err := <-stuck; !errors.Is(err, checkpoint.ErrLeased) {
 		t.Fatalf("the stuck claim = %v, want ErrLeased", err)
 	}
+}
+
+// TestPostgresClaimSeesTheReleasingPut checks that a claim that waited for
+// the lease holder's last write, a Put that released the lease in a batch
+// still in flight when the claim began, reports that Put's seq: a run
+// trusting the claim's seq would otherwise take the thread for a new one
+// (or its cached copy for current) and run its first message again.
+func TestPostgresClaimSeesTheReleasingPut(t *testing.T) {
+	ctx := context.Background()
+	dsn := postgresDSN(t)
+	a, b := openPostgres(t, dsn), openPostgres(t, dsn)
+	defer a.Close()
+	defer b.Close()
+	held, err := a.Claim(ctx, "a-released", time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	slow, err := a.Claim(ctx, "b-slow", time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tx := lockLease(t, dsn, "b-slow")
+	defer tx.Conn().Close(ctx) // and so the transaction, if still open
+	// One batch of a's: the run on "a-released" ends (its last checkpoint
+	// releases the lease), then a write on "b-slow" waits for the locker,
+	// so the batch's transaction holds "a-released" uncommitted meanwhile
+	// (a batch takes its writes in thread order).
+	batch := make(chan []error, 1)
+	go func() {
+		batch <- checkpoint.CommitPostgresBatch(a, []checkpoint.Checkpoint{
+			{ThreadID: "a-released", Seq: 1, Status: checkpoint.StatusInterrupted, Incarnation: held.Incarnation, Token: held.Token, Release: true},
+			{ThreadID: "b-slow", Seq: 1, Incarnation: slow.Incarnation, Token: slow.Token},
+		}, false)
+	}()
+	untilWaiting(t, tx, blockedByMe, "the batch")
+	type claim struct {
+		l   checkpoint.Lease
+		err error
+	}
+	claimed := make(chan claim, 1)
+	go func() {
+		l, err := b.Claim(ctx, "a-released", time.Minute)
+		claimed <- claim{l, err}
+	}()
+	// The claim waits for the batch, which holds the lease's row.
+	untilWaiting(t, tx, blockedBehindMe, "the other replica's claim")
+	if err := tx.Rollback(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for i, err := range <-batch {
+		if err != nil {
+			t.Fatalf("the batch's write %d: %v", i, err)
+		}
+	}
+	got := <-claimed
+	if got.err != nil {
+		t.Fatalf("the claim once the lease was released: %v", got.err)
+	}
+	if got.l.Seq != 1 || got.l.Incarnation != held.Incarnation || got.l.Token != held.Token+1 {
+		t.Fatalf("the claim = seq %d incarnation %s token %d; want seq 1 (the releasing Put's), incarnation %s, token %d",
+			got.l.Seq, got.l.Incarnation, got.l.Token, held.Incarnation, held.Token+1)
+	}
+}
+
+// Queries for untilWaiting, run in the locking transaction: how many
+// backends wait for its locks (blockedByMe), or wait for one that does
+// (blockedBehindMe).
+const (
+	blockedByMe     = "SELECT count(*) FROM pg_stat_activity WHERE pg_backend_pid() = ANY(pg_blocking_pids(pid))"
+	blockedBehindMe = `SELECT count(*) FROM pg_stat_activity w, pg_stat_activity b
+	WHERE b.pid = ANY(pg_blocking_pids(w.pid)) AND pg_backend_pid() = ANY(pg_blocking_pids(b.pid))`
+)
+
+// untilWaiting polls count, a query run in tx, until it counts a backend:
+// until what (a write the test started) is in the server, waiting for a
+// lock.
+func untilWaiting(t *testing.T, tx pgx.Tx, count, what string) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		var waiting int
+		if err := tx.QueryRow(context.Background(), count).Scan(&waiting); err != nil {
+			t.Fatal(err)
+		}
+		if waiting > 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s never reached the server", what)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// lockLease begins a transaction on a connection of its own and locks
+// thread's lease row in it (FOR UPDATE), so that a write of the thread
+// waits until the transaction ends. The caller closes its connection.
+func lockLease(t *testing.T, dsn, thread string) pgx.Tx {
+	t.Helper()
+	ctx := context.Background()
+	conn, err := pgx.Connect(ctx, dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tx, err := conn.Begin(ctx)
+	if err == nil {
+		_, err = tx.Exec(ctx, "SELECT 1 FROM tenxgraph_threads WHERE thread_id = $1 FOR UPDATE", thread)
+	}
+	if err != nil {
+		conn.Close(ctx)
+		t.Fatal(err)
+	}
+	return tx
 }
