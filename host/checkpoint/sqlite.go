@@ -252,10 +252,12 @@ type SQLite struct {
 	statBlob  *sql.Stmt // on r
 	readBlob  *sql.Stmt // on r
 
-	// Puts go through one writer goroutine that commits whatever has queued
-	// up as one transaction (group commit): under load, many runs' steps
-	// share one commit, which is most of a write's cost.
+	// Writes queue up, and whichever caller holds the write connection's
+	// turn commits what has queued as one transaction (group commit):
+	// under load, many runs' steps share one commit, which is most of a
+	// write's cost.
 	puts    chan writeReq
+	turn    chan *wtx // the write connection, while no write holds it (see send)
 	stop    chan struct{}
 	stopped chan struct{}
 

@@ -33,6 +33,69 @@ func TestSQLite(t *testing.T) {
 	})
 }
 
+// Writes racing Close: each Put either succeeds, and its checkpoint is in
+// the file when it is opened again, or fails, and is not; none hangs.
+// Writes are made by whichever caller holds the writer's turn, so Close
+// must take the turn back from a caller in the middle of a batch and fail
+// only what was never written.
+func TestSQLiteWritesRacingClose(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "close.db")
+	s := openSQLite(t, path)
+	const writers, each = 16, 200
+	var wg sync.WaitGroup
+	wrote := make([]int64, writers) // the last seq each writer's thread got
+	started := make(chan struct{}, writers)
+	for w := range writers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			id := fmt.Sprintf("t%d", w)
+			for seq := int64(1); seq <= each; seq++ {
+				err := s.Put(ctx, checkpoint.Checkpoint{ThreadID: id, Seq: seq, RunID: "r", Status: checkpoint.StatusRunning, State: []byte(`{}`)})
+				if seq == 1 {
+					started <- struct{}{}
+				}
+				if err != nil {
+					return
+				}
+				wrote[w] = seq
+			}
+		}()
+	}
+	for range writers {
+		<-started
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	finished := make(chan struct{})
+	go func() { wg.Wait(); close(finished) }()
+	select {
+	case <-finished:
+	case <-time.After(30 * time.Second):
+		t.Fatal("writes still waiting 30s after Close returned")
+	}
+	s = openSQLite(t, path)
+	defer s.Close()
+	cut := 0
+	for w := range writers {
+		latest, err := s.Latest(ctx, fmt.Sprintf("t%d", w))
+		switch {
+		case wrote[w] == 0:
+			if !errors.Is(err, checkpoint.ErrNotFound) {
+				t.Errorf("thread t%d: no Put succeeded, yet Latest gives seq %d, %v", w, latest.Seq, err)
+			}
+		case err != nil || latest.Seq != wrote[w]:
+			t.Errorf("thread t%d: its last successful Put was seq %d; the file has %d (%v)", w, wrote[w], latest.Seq, err)
+		}
+		if wrote[w] < each {
+			cut++
+		}
+	}
+	t.Logf("%d of %d writers were cut off by Close", cut, writers)
+}
+
 func TestSQLiteRetention(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "retention.db")
 	checkpointtest.RunRetention(t, func(t *testing.T, opts ...checkpoint.Option) checkpoint.Checkpointer {

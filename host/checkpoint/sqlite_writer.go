@@ -10,12 +10,12 @@ import (
 	"sync"
 )
 
-// The SQLite store's writes go through one goroutine, the writer, which
-// owns the store's write connection for the store's life and commits
-// whatever writes have queued up as one transaction (group commit).
+// The SQLite store's writes are made by one writer at a time, the holder
+// of the write connection's turn (see send), which commits whatever writes
+// have queued up as one transaction (group commit).
 //
-// It holds the connection as the driver has it (sql.Conn.Raw) and runs its
-// statements, prepared once, through the driver's interfaces: a busy
+// The connection is held as the driver has it (sql.Conn.Raw), and its
+// statements, prepared once, run through the driver's interfaces: a busy
 // server's writer runs about 15 statements per round trip, and database/sql
 // added its bookkeeping to each, and to each transaction a goroutine to
 // roll it back on cancellation (plus the driver's, to interrupt it) that a
@@ -34,7 +34,7 @@ type writeReq struct {
 	// fn makes the write inside the batch's transaction; if it fails, what
 	// it wrote is rolled back and the rest of the batch commits.
 	fn func(ctx context.Context, tx *wtx) error
-	// alone, instead of fn, runs on the writer's connection outside any
+	// alone, instead of fn, runs on the write connection outside any
 	// transaction, in a batch of its own (VACUUM).
 	alone func(ctx context.Context, c *wtx) error
 	done  chan error
@@ -85,8 +85,8 @@ var wstmtSQL = [nWstmt]string{
 }
 
 // wtx is the writer's connection, with its statements prepared; a write's
-// fn uses it inside the batch's transaction. Only the writer goroutine
-// touches it.
+// fn uses it inside the batch's transaction. Only the holder of the turn
+// (see send) touches it.
 type wtx struct {
 	conn  driver.Conn
 	stmts [nWstmt]driver.Stmt
@@ -94,6 +94,7 @@ type wtx struct {
 	// results are commitTx's, reused between commits: its caller reads
 	// them before the next.
 	results []error
+	batch   []writeReq // writeBatch's, reused between batches
 }
 
 // The driver interfaces the writer needs of a connection and its statements
@@ -294,20 +295,22 @@ var errNoRow = errors.New("no row written")
 
 var errSQLiteClosed = errors.New("the store is closed")
 
-// startWriter starts the writer on the write connection and returns once
-// its statements are prepared.
+// startWriter opens the writer's connection, hands out its turn and
+// returns once its statements are prepared.
 func (s *SQLite) startWriter() error {
-	s.puts, s.stop, s.stopped = make(chan writeReq, maxBatch), make(chan struct{}), make(chan struct{})
+	s.puts, s.turn = make(chan writeReq, maxBatch), make(chan *wtx, 1)
+	s.stop, s.stopped = make(chan struct{}), make(chan struct{})
 	ready := make(chan error, 1)
-	go s.writer(ready)
+	go s.holdConn(ready)
 	return <-ready
 }
 
-// writer owns the write connection until the store closes. It commits
-// queued writes: each batch is whatever queued while the previous one was
-// being written and while gather yielded, so an idle store commits each
-// write at once and a busy one commits many per transaction.
-func (s *SQLite) writer(ready chan<- error) {
+// holdConn holds the write connection as the driver has it (sql.Conn.Raw)
+// for the store's life: it prepares the writer's statements and hands out
+// the turn (see write); at Close it takes the turn back, once the write in
+// progress has passed it on, fails what is still queued and closes the
+// connection.
+func (s *SQLite) holdConn(ready chan<- error) {
 	defer close(s.stopped)
 	ctx := context.Background()
 	conn, err := s.w.Conn(ctx)
@@ -324,56 +327,52 @@ func (s *SQLite) writer(ready chan<- error) {
 		}
 		defer w.close()
 		started = true
+		s.turn <- w
 		ready <- nil
-		s.serve(w)
-		return nil
+		<-s.stop
+		<-s.turn
+		for {
+			select {
+			case r := <-s.puts:
+				r.done <- errSQLiteClosed
+			default:
+				return nil
+			}
+		}
 	})
 	if !started {
 		ready <- err
 	}
 }
 
-// serve runs the writer's loop until the store closes, failing what is
-// still queued then.
-func (s *SQLite) serve(w *wtx) {
-	batch := make([]writeReq, 0, maxBatch)
-	for {
+// writeBatch commits first and whatever queued behind it, up to maxBatch,
+// as one transaction; a write to run alone runs on its own after it.
+func (s *SQLite) writeBatch(w *wtx, first writeReq) {
+	if first.alone != nil {
+		s.runAlone(w, first)
+		return
+	}
+	s.gather()
+	batch := append(w.batch[:0], first)
+	var alone *writeReq
+fill:
+	for len(batch) < maxBatch {
 		select {
-		case <-s.stop:
-			for {
-				select {
-				case r := <-s.puts:
-					r.done <- errSQLiteClosed
-				default:
-					return
-				}
-			}
 		case r := <-s.puts:
 			if r.alone != nil {
-				s.runAlone(w, r)
-				continue
+				alone = &r
+				break fill
 			}
-			s.gather()
-			batch = append(batch[:0], r)
-			var alone *writeReq
-		fill:
-			for len(batch) < maxBatch {
-				select {
-				case r := <-s.puts:
-					if r.alone != nil {
-						alone = &r
-						break fill
-					}
-					batch = append(batch, r)
-				default:
-					break fill
-				}
-			}
-			s.commit(w, batch)
-			if alone != nil {
-				s.runAlone(w, *alone)
-			}
+			batch = append(batch, r)
+		default:
+			break fill
 		}
+	}
+	s.commit(w, batch)
+	clear(batch) // keeps no write's closure alive
+	w.batch = batch[:0]
+	if alone != nil {
+		s.runAlone(w, *alone)
 	}
 }
 
@@ -407,7 +406,7 @@ func (s *SQLite) runAlone(w *wtx, r writeReq) {
 func (s *SQLite) write(ctx context.Context, fn func(context.Context, *wtx) error) error {
 	done := doneChans.Get().(chan error)
 	err := s.send(ctx, writeReq{ctx: ctx, fn: fn, done: done})
-	doneChans.Put(done) // empty: send received its answer, or it was never sent
+	doneChans.Put(done) // empty: send received its answer, or it was never answered and never will be
 	return err
 }
 
@@ -415,14 +414,62 @@ func (s *SQLite) write(ctx context.Context, fn func(context.Context, *wtx) error
 // writes.
 var doneChans = sync.Pool{New: func() any { return make(chan error, 1) }}
 
+// send queues req, then waits for its answer or for the writer's turn,
+// whichever comes first. The turn is the write connection, passed from
+// write to write through s.turn: with it, send commits what has queued, a
+// batch at a time, until its own write is answered, and passes the turn
+// on. An idle store's write is so made on its caller's goroutine, with no
+// hand-off to another and back, and a busy store's writes still share
+// their commits, made by whichever caller holds the turn. Every queued
+// write's caller waits for the turn, so a write queued just as the holder
+// passed it on is not left behind. The turn is held across the commit's
+// I/O: SQLite has one writer, and the turn is that writer.
 func (s *SQLite) send(ctx context.Context, req writeReq) error {
 	select {
 	case s.puts <- req:
-		return <-req.done
 	case <-ctx.Done():
 		return ctx.Err()
 	case <-s.stop:
 		return errSQLiteClosed
+	}
+	for {
+		select {
+		case err := <-req.done:
+			return err
+		case w := <-s.turn:
+			answered, err := s.writeUntil(w, req.done)
+			s.turn <- w
+			if answered {
+				return err
+			}
+		case <-s.stopped:
+			select {
+			case err := <-req.done:
+				return err
+			default:
+				return errSQLiteClosed
+			}
+		}
+	}
+}
+
+// writeUntil commits queued writes, a batch at a time, until the one
+// answered on done is, and returns its answer. Holding the turn, that
+// write is either answered or still queued: whoever took it into a batch
+// answered it before passing the turn on.
+func (s *SQLite) writeUntil(w *wtx, done chan error) (bool, error) {
+	for {
+		select {
+		case err := <-done:
+			return true, err
+		default:
+		}
+		select {
+		case r := <-s.puts:
+			s.writeBatch(w, r)
+		default:
+			return false, nil
+		}
 	}
 }
 
