@@ -57,6 +57,10 @@ type Page struct {
 // is shared: below it, encoding again costs less than sharing.
 const shareAbove = 32 << 10
 
+// writeAbove is how many bytes of small messages and the JSON around them
+// a response gathers before it writes them.
+const writeAbove = 16 << 10
+
 // encodings are the encodings of large messages being written, each kept
 // while a response writes it and dropped when the last one is done, so
 // it holds no more than the responses would hold without it. A message is
@@ -84,13 +88,10 @@ type encoding struct {
 // shared are the server's shared message encodings.
 var shared = &encodings{m: map[encodingKey]*encoding{}}
 
-// get returns m's JSON, and done, to call when the response has written
-// it. The bytes must not be changed.
+// get returns the JSON of m, a message the encodings share (shares), and
+// done, to call when the response has written it. The bytes must not be
+// changed.
 func (e *encodings) get(m message.Message) (raw []byte, done func(), err error) {
-	if len(m.Content) == 0 || message.SizeOf(m) < shareAbove {
-		raw, err := m.MarshalJSON()
-		return raw, func() {}, err
-	}
 	k := encodingKey{&m.Content[0], len(m.Content), m.ID}
 	e.mu.Lock()
 	en := e.m[k]
@@ -108,6 +109,11 @@ func (e *encodings) get(m message.Message) (raw []byte, done func(), err error) 
 		}
 		e.mu.Unlock()
 	}, en.err
+}
+
+// shares reports whether m's encoding is one the encodings share.
+func shares(m message.Message) bool {
+	return len(m.Content) > 0 && message.SizeOf(m) >= shareAbove
 }
 
 // held is how many encodings are kept and their bytes, for tests.
@@ -151,12 +157,16 @@ func (p withMessages) appendTo(b []byte) ([]byte, error) {
 	return append(b, p.tail...), nil
 }
 
-// writeTo writes prefix, the JSON and suffix to w, each message from the
-// shared encodings. A write that fails (a client gone or too slow) ends
-// it with that error; an encoding that fails is errEncoding, after the
-// status went out.
+// writeTo writes prefix, the JSON and suffix to w, large messages from
+// the shared encodings. Small messages are encoded into the bytes around
+// them, which are written when they reach writeAbove and before each
+// shared encoding: a write each would cost a write deadline each
+// (statusWriter) for no memory saved. A write that fails (a client gone
+// or too slow) ends it with that error; an encoding that fails is
+// errEncoding, after the status went out.
 func (p withMessages) writeTo(w io.Writer, prefix, suffix string) error {
-	b := append([]byte(prefix), p.head...)
+	b := append(make([]byte, 0, min(len(prefix)+len(p.head)+len(p.tail)+len(suffix)+256*len(p.msgs)+32, writeAbove)), prefix...)
+	b = append(b, p.head...)
 	if p.msgs == nil {
 		b = append(b, "null"...)
 	}
@@ -166,6 +176,19 @@ func (p withMessages) writeTo(w io.Writer, prefix, suffix string) error {
 			sep = '['
 		}
 		b = append(b, sep)
+		if !shares(m) {
+			var err error
+			if b, err = m.AppendJSON(b); err != nil {
+				return fmt.Errorf("%w: messages[%d]: %w", errEncoding, i, err)
+			}
+			if len(b) >= writeAbove {
+				if err := write(w, b); err != nil {
+					return err
+				}
+				b = b[:0]
+			}
+			continue
+		}
 		if err := write(w, b); err != nil {
 			return err
 		}

@@ -34,8 +34,13 @@ func TestMarshalRunIsJSONMarshal(t *testing.T) {
 			call,
 		}},
 	}
-	// A message large enough that responses share its encoding.
-	msgs = append(msgs, message.Message{ID: "m3", Role: message.RoleUser, Content: []message.Block{message.TextBlock{Text: strings.Repeat(tricky, 4096)}}})
+	// A message small enough to be written with the bytes around it, but
+	// that fills the bytes gathered for one write; a message large enough
+	// that responses share its encoding; a small one after it.
+	msgs = append(msgs,
+		message.Message{ID: "m3", Role: message.RoleAssistant, Content: []message.Block{message.TextBlock{Text: strings.Repeat(tricky, 500)}}},
+		message.Message{ID: "m4", Role: message.RoleUser, Content: []message.Block{message.TextBlock{Text: strings.Repeat(tricky, 4096)}}},
+		message.Message{ID: "m5", Role: message.RoleAssistant, Content: []message.Block{message.TextBlock{Text: tricky}}})
 	results := map[string]graph.Result{
 		"paused":    {ThreadID: "t<1>", RunID: "r1", Status: graph.StatusInterrupted, Messages: msgs, RemoteToolCalls: []message.RemoteToolCallBlock{call}, ApprovalRequests: []message.ApprovalRequestBlock{approval}},
 		"completed": {ThreadID: "t1", RunID: "r2", Status: graph.StatusCompleted, Messages: msgs[:1], RemoteToolCalls: []message.RemoteToolCallBlock{}},

@@ -121,7 +121,7 @@ type Model struct {
 	hasKey     bool
 	timeout    time.Duration
 	maxRetries int
-	chat       oai.ChatCompletionService
+	client     oai.Client
 	schemas    schemaCache
 	histories  histories
 }
@@ -178,10 +178,11 @@ func New(cfg Config) (*Model, error) {
 	if cfg.APIKey != "" {
 		opts = append(opts, option.WithAPIKey(cfg.APIKey))
 	}
-	// The service, unlike oai.NewClient, reads nothing from the
-	// environment: no stray OPENAI_API_KEY, OPENAI_ADMIN_KEY or
-	// OPENAI_ORG_ID reaches a server the config did not mean it for.
-	m.chat = oai.NewChatCompletionService(opts...)
+	// The client is made from these options alone: unlike oai.NewClient it
+	// reads nothing from the environment, so no stray OPENAI_API_KEY,
+	// OPENAI_ADMIN_KEY or OPENAI_ORG_ID reaches a server the config did not
+	// mean it for.
+	m.client = oai.Client{Options: opts}
 	return m, nil
 }
 

@@ -11,7 +11,6 @@ import (
 	"sort"
 	"strings"
 
-	oai "github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/option"
 	"github.com/openai/openai-go/v3/packages/ssestream"
 
@@ -27,12 +26,16 @@ func (m *Model) post(ctx context.Context, p chatRequest, stream bool) (*http.Res
 	if err != nil {
 		return nil, fmt.Errorf("encoding the request: %w", err)
 	}
+	// The body goes to the SDK as bytes (sent as application/json) and the
+	// answer comes back unread: ChatCompletionService.New would encode an
+	// empty ChatCompletionNewParams first only for this body to replace it,
+	// and apply two more options, on every call.
 	var res *http.Response
-	opts := []option.RequestOption{option.WithRequestBody("application/json", body), option.WithResponseBodyInto(&res)}
+	var opts []option.RequestOption
 	if stream {
-		opts = append(opts, option.WithHeader("Accept", "text/event-stream"))
+		opts = []option.RequestOption{option.WithHeader("Accept", "text/event-stream")}
 	}
-	if _, err := m.chat.New(ctx, oai.ChatCompletionNewParams{}, opts...); err != nil {
+	if err := m.client.Post(ctx, "chat/completions", body, &res, opts...); err != nil {
 		return nil, err
 	}
 	if res == nil || res.Body == nil {
