@@ -10,6 +10,7 @@ import (
 
 	"github.com/tenxgraph/tenxgraph/host/agent"
 	"github.com/tenxgraph/tenxgraph/host/checkpoint"
+	"github.com/tenxgraph/tenxgraph/host/graph"
 	"github.com/tenxgraph/tenxgraph/host/message"
 	"github.com/tenxgraph/tenxgraph/host/model"
 	"github.com/tenxgraph/tenxgraph/host/thread"
@@ -69,6 +70,67 @@ func TestStepCallsRunConcurrently(t *testing.T) {
 	for i, r := range results {
 		if r.IsError || string(r.Content) != `"together"` || r.ToolCallID != asked[i].ID {
 			t.Errorf("result %d: %+v, want call %d (%s) answered \"together\"", i, r, i, asked[i].ID)
+		}
+	}
+}
+
+// TestRemoteCallsBesideConcurrentCalls: remote calls in a step do not take
+// the server calls' concurrency from them. Two server tools wait until
+// both have started, between two remote calls; the step pauses for the
+// remote calls with both server results in the thread.
+func TestRemoteCallsBesideConcurrentCalls(t *testing.T) {
+	var started sync.WaitGroup
+	started.Add(2)
+	all := make(chan struct{})
+	go func() { started.Wait(); close(all) }()
+	wait := func(context.Context, json.RawMessage) (any, error) {
+		started.Done()
+		select {
+		case <-all:
+			return "together", nil
+		case <-time.After(10 * time.Second):
+			return nil, fmt.Errorf("the other call of the step never started")
+		}
+	}
+	tools := []sdk.Tool{sdk.Func("wait0", "Wait for the other.", nil, wait), sdk.Func("wait1", "Wait for the other.", nil, wait)}
+	m := model.Func(func(ctx context.Context, req model.Request) (model.Response, error) {
+		return model.Response{Message: message.Message{Role: message.RoleAssistant, Content: []message.Block{
+			message.ToolCallBlock{ID: "r0", Name: "read_clipboard", Arguments: json.RawMessage(`{}`)},
+			message.ToolCallBlock{ID: "c0", Name: "wait0", Arguments: json.RawMessage(`{}`)},
+			message.ToolCallBlock{ID: "r1", Name: "read_clipboard", Arguments: json.RawMessage(`{}`)},
+			message.ToolCallBlock{ID: "c1", Name: "wait1", Arguments: json.RawMessage(`{}`)},
+		}}}, nil
+	})
+	sg, err := agent.React(context.Background(), agent.Env{Model: m, Providers: map[string][]sdk.Provider{"tools": {sdk.MustTools("waiters", "1", tools...)}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := sg.AttachRemoteTools([]graph.RemoteToolConfig{{Node: "tools", Name: "read_clipboard", Description: "Read the clipboard.",
+		Parameters: json.RawMessage(`{"type":"object","properties":{}}`)}}); err != nil {
+		t.Fatal(err)
+	}
+	app, err := thread.Compile(sg, checkpoint.NewMemory())
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := app.Invoke(context.Background(), []message.Message{message.Text(message.RoleUser, "go")}, thread.RunConfig{ThreadID: "t"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	asked := res.Messages[1].ToolCalls() // as the host named them
+	if len(asked) != 4 {
+		t.Fatalf("%d calls, want 4: %+v", len(asked), res.Messages[1])
+	}
+	if res.Status != graph.StatusInterrupted || len(res.RemoteToolCalls) != 2 || res.RemoteToolCalls[0].ID != asked[0].ID || res.RemoteToolCalls[1].ID != asked[2].ID {
+		t.Fatalf("status %s, remote calls %+v; want interrupted for calls 0 and 2 of %+v", res.Status, res.RemoteToolCalls, asked)
+	}
+	results := res.Messages[2].ToolResults()
+	if len(results) != 2 {
+		t.Fatalf("%d results, want 2: %+v", len(results), res.Messages[2])
+	}
+	for i, r := range results {
+		if want := asked[2*i+1].ID; r.IsError || string(r.Content) != `"together"` || r.ToolCallID != want {
+			t.Errorf("result %d: %+v, want %s answered \"together\"", i, r, want)
 		}
 	}
 }
