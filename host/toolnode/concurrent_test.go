@@ -22,19 +22,7 @@ import (
 // after the other would never finish (the wait is bounded, and then fails).
 func TestStepCallsRunConcurrently(t *testing.T) {
 	const calls = 3
-	var started sync.WaitGroup
-	started.Add(calls)
-	all := make(chan struct{})
-	go func() { started.Wait(); close(all) }()
-	wait := func(context.Context, json.RawMessage) (any, error) {
-		started.Done()
-		select {
-		case <-all:
-			return "together", nil
-		case <-time.After(10 * time.Second):
-			return nil, fmt.Errorf("the other calls of the step never started")
-		}
-	}
+	wait := meet(calls)
 	var tools []sdk.Tool
 	for i := range calls {
 		tools = append(tools, sdk.Func(fmt.Sprint("wait", i), "Wait for the others.", nil, wait))
@@ -51,18 +39,7 @@ func TestStepCallsRunConcurrently(t *testing.T) {
 		}
 		return model.Response{Message: msg}, nil
 	})
-	sg, err := agent.React(context.Background(), agent.Env{Model: m, Providers: map[string][]sdk.Provider{"tools": {sdk.MustTools("waiters", "1", tools...)}}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	app, err := thread.Compile(sg, checkpoint.NewMemory())
-	if err != nil {
-		t.Fatal(err)
-	}
-	res, err := app.Invoke(context.Background(), []message.Message{message.Text(message.RoleUser, "go")}, thread.RunConfig{ThreadID: "t"})
-	if err != nil {
-		t.Fatal(err)
-	}
+	res := invokeWaiters(t, m, tools, nil)
 	results, asked := res.Messages[2].ToolResults(), res.Messages[1].ToolCalls()
 	if len(results) != calls || len(asked) != calls {
 		t.Fatalf("%d results of %d calls, want %d: %+v", len(results), len(asked), calls, res.Messages[2])
@@ -79,19 +56,7 @@ func TestStepCallsRunConcurrently(t *testing.T) {
 // both have started, between two remote calls; the step pauses for the
 // remote calls with both server results in the thread.
 func TestRemoteCallsBesideConcurrentCalls(t *testing.T) {
-	var started sync.WaitGroup
-	started.Add(2)
-	all := make(chan struct{})
-	go func() { started.Wait(); close(all) }()
-	wait := func(context.Context, json.RawMessage) (any, error) {
-		started.Done()
-		select {
-		case <-all:
-			return "together", nil
-		case <-time.After(10 * time.Second):
-			return nil, fmt.Errorf("the other call of the step never started")
-		}
-	}
+	wait := meet(2)
 	tools := []sdk.Tool{sdk.Func("wait0", "Wait for the other.", nil, wait), sdk.Func("wait1", "Wait for the other.", nil, wait)}
 	m := model.Func(func(ctx context.Context, req model.Request) (model.Response, error) {
 		return model.Response{Message: message.Message{Role: message.RoleAssistant, Content: []message.Block{
@@ -101,22 +66,8 @@ func TestRemoteCallsBesideConcurrentCalls(t *testing.T) {
 			message.ToolCallBlock{ID: "c1", Name: "wait1", Arguments: json.RawMessage(`{}`)},
 		}}}, nil
 	})
-	sg, err := agent.React(context.Background(), agent.Env{Model: m, Providers: map[string][]sdk.Provider{"tools": {sdk.MustTools("waiters", "1", tools...)}}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := sg.AttachRemoteTools([]graph.RemoteToolConfig{{Node: "tools", Name: "read_clipboard", Description: "Read the clipboard.",
-		Parameters: json.RawMessage(`{"type":"object","properties":{}}`)}}); err != nil {
-		t.Fatal(err)
-	}
-	app, err := thread.Compile(sg, checkpoint.NewMemory())
-	if err != nil {
-		t.Fatal(err)
-	}
-	res, err := app.Invoke(context.Background(), []message.Message{message.Text(message.RoleUser, "go")}, thread.RunConfig{ThreadID: "t"})
-	if err != nil {
-		t.Fatal(err)
-	}
+	res := invokeWaiters(t, m, tools, []graph.RemoteToolConfig{{Node: "tools", Name: "read_clipboard", Description: "Read the clipboard.",
+		Parameters: json.RawMessage(`{"type":"object","properties":{}}`)}})
 	asked := res.Messages[1].ToolCalls() // as the host named them
 	if len(asked) != 4 {
 		t.Fatalf("%d calls, want 4: %+v", len(asked), res.Messages[1])
@@ -133,4 +84,45 @@ func TestRemoteCallsBesideConcurrentCalls(t *testing.T) {
 			t.Errorf("result %d: %+v, want %s answered \"together\"", i, r, want)
 		}
 	}
+}
+
+// meet returns a tool function that n calls share: each waits until all n
+// have started and then answers "together". The wait is bounded, and then
+// fails, so calls made one after the other never answer "together".
+func meet(n int) func(context.Context, json.RawMessage) (any, error) {
+	var started sync.WaitGroup
+	started.Add(n)
+	all := make(chan struct{})
+	go func() { started.Wait(); close(all) }()
+	return func(context.Context, json.RawMessage) (any, error) {
+		started.Done()
+		select {
+		case <-all:
+			return "together", nil
+		case <-time.After(10 * time.Second):
+			return nil, fmt.Errorf("the other calls of the step never started")
+		}
+	}
+}
+
+// invokeWaiters runs a ReAct graph whose node "tools" serves tools and the
+// remote tools, on a memory store, once, and returns its result.
+func invokeWaiters(t *testing.T, m model.ChatModel, tools []sdk.Tool, remote []graph.RemoteToolConfig) graph.Result {
+	t.Helper()
+	sg, err := agent.React(context.Background(), agent.Env{Model: m, Providers: map[string][]sdk.Provider{"tools": {sdk.MustTools("waiters", "1", tools...)}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := sg.AttachRemoteTools(remote); err != nil {
+		t.Fatal(err)
+	}
+	app, err := thread.Compile(sg, checkpoint.NewMemory())
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := app.Invoke(context.Background(), []message.Message{message.Text(message.RoleUser, "go")}, thread.RunConfig{ThreadID: "t"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return res
 }
