@@ -13,6 +13,7 @@ import (
 	"github.com/tenxgraph/tenxgraph/host/graph"
 	"github.com/tenxgraph/tenxgraph/host/memo"
 	"github.com/tenxgraph/tenxgraph/host/message"
+	"github.com/tenxgraph/tenxgraph/plugins/remote"
 	"github.com/tenxgraph/tenxgraph/sdk"
 	"github.com/tenxgraph/tenxgraph/sdk/strictjson"
 	"go.opentelemetry.io/otel/attribute"
@@ -25,7 +26,8 @@ const EventApprovalRequested = "approval_requested"
 
 // Run implements graph.Node. It answers every unanswered call of the last
 // assistant message, in call order: server tools run and remote calls go to
-// the bridge, all concurrently; a deferred call becomes a
+// the bridge, all concurrently (the in-process bridge's calls, which never
+// block, one after the other); a deferred call becomes a
 // RemoteToolCallBlock and an interrupt, and a call to a tool that needs
 // approval becomes an approval request (an interrupt) without running. A
 // call that cannot be made (unknown tool, arguments that fail the schema)
@@ -109,30 +111,53 @@ type job struct {
 
 // runJobs makes the calls of jobs, concurrently when there are several,
 // and puts each result at its index in blocks.
+//
+// A call to the in-process bridge only judges the arguments and answers at
+// once, so it runs on this goroutine before the others: a goroutine of its
+// own would cost more than the call (starting one wakes another thread,
+// which was about a fifth of an embedded pause's CPU), and a step with one
+// server call and remote calls then starts none.
 func (n *Node) runJobs(ctx context.Context, r *graph.Run, calls []message.ToolCallBlock, jobs []job, blocks []message.Block) error {
-	call := func(j job) error {
-		b, err := n.call(ctx, r, j.tool, calls[j.i])
-		blocks[j.i] = b
-		return err
-	}
 	switch len(jobs) {
 	case 0:
 		return nil
 	case 1:
-		return call(jobs[0])
+		b, err := n.call(ctx, r, jobs[0].tool, calls[jobs[0].i])
+		blocks[jobs[0].i] = b
+		return err
 	}
-	// The first call runs on this goroutine, whose stack has grown already:
-	// a new goroutine's grows (is copied) on the way down to the plugin.
 	errs := make([]error, len(jobs))
+	call := func(k int) {
+		j := jobs[k]
+		blocks[j.i], errs[k] = n.call(ctx, r, j.tool, calls[j.i])
+	}
 	var wg sync.WaitGroup
-	for k, j := range jobs[1:] {
+	here := -1 // the one call that blocks and runs on this goroutine
+	for k, j := range jobs {
+		if _, inline := j.tool.provider.(*remote.Bridge); inline {
+			continue
+		}
+		// The first such call runs on this goroutine, whose stack has
+		// grown already: a new goroutine's grows (is copied) on the way
+		// down to the plugin.
+		if here < 0 {
+			here = k
+			continue
+		}
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			errs[k+1] = call(j)
+			call(k)
 		}()
 	}
-	errs[0] = call(jobs[0])
+	for k, j := range jobs {
+		if _, inline := j.tool.provider.(*remote.Bridge); inline {
+			call(k)
+		}
+	}
+	if here >= 0 {
+		call(here)
+	}
 	wg.Wait()
 	for _, err := range errs {
 		if err != nil {

@@ -46,9 +46,8 @@ func Compile(params json.RawMessage) (*Schema, error) {
 	if len(params) == 0 {
 		params = EmptyObject
 	}
-	key := string(params)
 	cacheMu.Lock()
-	s, ok := cache[key]
+	s, ok := cache[string(params)] // a lookup the compiler makes without copying params
 	cacheMu.Unlock()
 	if ok {
 		return s, nil
@@ -61,7 +60,7 @@ func Compile(params json.RawMessage) (*Schema, error) {
 	if len(cache) >= cacheMax {
 		cache = map[string]*Schema{}
 	}
-	cache[key] = s
+	cache[string(params)] = s
 	cacheMu.Unlock()
 	return s, nil
 }
