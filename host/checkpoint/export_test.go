@@ -112,3 +112,12 @@ func PostgresDropBlobs(ctx context.Context, tx pgx.Tx, threadID string) error {
 
 // EncodeNext is how the SQLite store encodes a checkpoint's Next.
 func EncodeNext(next []string) (string, error) { return encodeNext(next) }
+
+// WriteSQLite makes a write on s that calls fn inside its batch's
+// transaction and writes nothing.
+func WriteSQLite(ctx context.Context, s *SQLite, fn func()) error {
+	return s.write(ctx, func(context.Context, *wtx) error { fn(); return nil })
+}
+
+// SQLiteQueued is how many writes wait in s's queue.
+func SQLiteQueued(s *SQLite) int { return len(s.puts) }

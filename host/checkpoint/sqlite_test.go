@@ -96,6 +96,82 @@ func TestSQLiteWritesRacingClose(t *testing.T) {
 	t.Logf("%d of %d writers were cut off by Close", cut, writers)
 }
 
+// A write that panics (a bug) in a batch with others: whichever caller was
+// making the batch panics, as the writer did before writes were made by
+// their callers, but every write of the batch gets an answer (an error,
+// having written nothing, or its outcome) and the store goes on writing:
+// with the panic recovered, as net/http recovers a handler's, no caller
+// waits for ever.
+func TestSQLiteWritePanicLeavesNoneWaiting(t *testing.T) {
+	ctx := context.Background()
+	s := openSQLite(t, filepath.Join(t.TempDir(), "panic.db"))
+	defer s.Close()
+	// A write holds the turn while the others queue up behind it, so that
+	// they go in one batch.
+	hold, held := make(chan struct{}), make(chan struct{})
+	first := make(chan error, 1)
+	go func() {
+		first <- checkpoint.WriteSQLite(ctx, s, func() { close(held); <-hold })
+	}()
+	<-held
+	type outcome struct {
+		id       string
+		err      error
+		panicked any
+	}
+	out := make(chan outcome, 3)
+	do := func(id string, f func() error) {
+		go func() {
+			var o outcome
+			o.id = id
+			defer func() { o.panicked = recover(); out <- o }()
+			o.err = f()
+		}()
+	}
+	for _, id := range []string{"a", "b"} {
+		do(id, func() error {
+			return s.Put(ctx, checkpoint.Checkpoint{ThreadID: id, Seq: 1, RunID: "r", Status: checkpoint.StatusRunning, State: []byte(`{}`)})
+		})
+	}
+	do("boom", func() error { return checkpoint.WriteSQLite(ctx, s, func() { panic("boom") }) })
+	// The three are queued once the queue holds them; the holder is
+	// blocked, so nothing takes them meanwhile.
+	for deadline := time.Now().Add(10 * time.Second); checkpoint.SQLiteQueued(s) < 3; {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d writes queued, want 3", checkpoint.SQLiteQueued(s))
+		}
+		runtime.Gosched()
+	}
+	close(hold)
+	if err := <-first; err != nil {
+		t.Fatalf("the first write: %v", err)
+	}
+	panics := 0
+	for range 3 {
+		select {
+		case o := <-out:
+			if o.panicked != nil {
+				panics++
+			}
+			if o.id == "boom" || o.panicked != nil {
+				continue
+			}
+			latest, lerr := s.Latest(ctx, o.id)
+			if (o.err == nil) != (lerr == nil && latest.Seq == 1) {
+				t.Errorf("put %s answered %v, yet the store has seq %d (%v)", o.id, o.err, latest.Seq, lerr)
+			}
+		case <-time.After(30 * time.Second):
+			t.Fatal("a write of the panicking batch is still waiting for its answer")
+		}
+	}
+	if panics != 1 {
+		t.Errorf("%d callers panicked, want the one making the batch", panics)
+	}
+	if err := s.Put(ctx, checkpoint.Checkpoint{ThreadID: "after", Seq: 1, RunID: "r", Status: checkpoint.StatusRunning, State: []byte(`{}`)}); err != nil {
+		t.Fatalf("a write after the panic: %v", err)
+	}
+}
+
 func TestSQLiteRetention(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "retention.db")
 	checkpointtest.RunRetention(t, func(t *testing.T, opts ...checkpoint.Option) checkpoint.Checkpointer {

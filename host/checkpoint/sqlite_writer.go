@@ -437,9 +437,7 @@ func (s *SQLite) send(ctx context.Context, req writeReq) error {
 		case err := <-req.done:
 			return err
 		case w := <-s.turn:
-			answered, err := s.writeUntil(w, req.done)
-			s.turn <- w
-			if answered {
+			if answered, err := s.writeUntil(w, req.done); answered {
 				return err
 			}
 		case <-s.stopped:
@@ -454,10 +452,11 @@ func (s *SQLite) send(ctx context.Context, req writeReq) error {
 }
 
 // writeUntil commits queued writes, a batch at a time, until the one
-// answered on done is, and returns its answer. Holding the turn, that
-// write is either answered or still queued: whoever took it into a batch
-// answered it before passing the turn on.
+// answered on done is, and returns its answer; then it passes the turn
+// on. Holding the turn, that write is either answered or still queued:
+// whoever took it into a batch answered it before passing the turn on.
 func (s *SQLite) writeUntil(w *wtx, done chan error) (bool, error) {
+	defer func() { s.turn <- w }() // passed on even when a write panics: see commit
 	for {
 		select {
 		case err := <-done:
@@ -489,6 +488,19 @@ func (s *SQLite) commit(w *wtx, batch []writeReq) {
 		}
 		live = append(live, r)
 	}
+	// live[:answered] have their answers. A write that panics (a bug) is
+	// still a panic, but the batch's other writes are answered first, so
+	// that, if the panic is recovered (net/http recovers a handler's), no
+	// caller waits for an answer that will never come.
+	answered := 0
+	defer func() {
+		if p := recover(); p != nil {
+			for _, r := range live[answered:] {
+				r.done <- fmt.Errorf("checkpoint: a write of the batch panicked: %v", p)
+			}
+			panic(p)
+		}
+	}()
 	if len(live) == 0 {
 		return
 	}
@@ -500,15 +512,17 @@ func (s *SQLite) commit(w *wtx, batch []writeReq) {
 				err = res[0]
 			}
 			r.done <- err
+			answered++
 		}
 		return
 	}
 	for i, r := range live {
 		if err != nil {
 			r.done <- err
-			continue
+		} else {
+			r.done <- results[i]
 		}
-		r.done <- results[i]
+		answered++
 	}
 }
 
