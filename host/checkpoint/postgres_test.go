@@ -549,6 +549,71 @@ func TestPostgresClaimSeesTheReleasingPut(t *testing.T) {
 	}
 }
 
+// TestPostgresClaimSeesTheDelete checks that a claim that waited for a
+// DeleteThread, one still deleting the thread's checkpoints when the claim
+// began, reports no checkpoint: the thread is new again, and a run trusting
+// an older seq would take a copy it caches for current.
+func TestPostgresClaimSeesTheDelete(t *testing.T) {
+	ctx := context.Background()
+	dsn := postgresDSN(t)
+	a, b := openPostgres(t, dsn), openPostgres(t, dsn)
+	defer a.Close()
+	defer b.Close()
+	held, err := a.Claim(ctx, "gone", time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for seq := int64(1); seq <= 2; seq++ {
+		cp := checkpoint.Checkpoint{ThreadID: "gone", Seq: seq, Status: checkpoint.StatusCompleted,
+			Incarnation: held.Incarnation, Token: held.Token, Release: seq == 2}
+		if err := a.Put(ctx, cp); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// The delete takes the thread's row first, then waits to delete the
+	// checkpoint this transaction holds a lock on.
+	conn, err := pgx.Connect(ctx, dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	tx, err := conn.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tx.Exec(ctx, "SELECT 1 FROM tenxgraph_checkpoints WHERE thread_id = 'gone' AND seq = 2 FOR KEY SHARE"); err != nil {
+		t.Fatal(err)
+	}
+	deleted := make(chan error, 1)
+	go func() { deleted <- a.DeleteThread(ctx, "gone") }()
+	untilWaiting(t, tx, blockedByMe, "the delete")
+	type claim struct {
+		l   checkpoint.Lease
+		err error
+	}
+	claimed := make(chan claim, 1)
+	go func() {
+		l, err := b.Claim(ctx, "gone", time.Minute)
+		claimed <- claim{l, err}
+	}()
+	// The claim waits for the delete, which holds the thread's row.
+	untilWaiting(t, tx, blockedBehindMe, "the other replica's claim")
+	if err := tx.Rollback(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-deleted; err != nil {
+		t.Fatal(err)
+	}
+	got := <-claimed
+	if got.err != nil {
+		t.Fatalf("the claim once the thread was deleted: %v", got.err)
+	}
+	if got.l.Seq != 0 || got.l.Incarnation == held.Incarnation || got.l.Token != 1 {
+		t.Fatalf("the claim = seq %d incarnation %s token %d; want seq 0 in a new incarnation, token 1",
+			got.l.Seq, got.l.Incarnation, got.l.Token)
+	}
+}
+
 // Queries for untilWaiting, run in the locking transaction: how many
 // backends wait for its locks (blockedByMe), or wait for one that does
 // (blockedBehindMe).
