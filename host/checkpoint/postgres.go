@@ -173,9 +173,9 @@ const (
 	// Only once the checkpoint went in, the same statement appends its log
 	// entries ($12, numbered after the previous checkpoint's log_len),
 	// records it in the thread's activity row, deletes the checkpoints
-	// KeepHistory drops (seq <= $15) and records the new seq in the
+	// KeepHistory drops (seq <= $16) and records the new seq in the
 	// thread's row (the recorded CTE, for pgClaim), releasing its lease for
-	// a run's last write ($16). It also stores the checkpoint's blobs ($17
+	// a run's last write ($15). It also stores the checkpoint's blobs ($17
 	// to $22, one array per column, sorted by ref) the store does not keep
 	// yet, and links the thread to each. A blob the store keeps already is
 	// locked, not written (DO UPDATE ... WHERE false locks the row and
@@ -195,27 +195,46 @@ const (
 		WHERE thread_id = $1::text
 		ORDER BY seq DESC LIMIT 1
 		FOR KEY SHARE
-	)` + pgPutIns + pgAfterPut + pgBlobs + pgPutResult
-	// pgPutLeased is pgPut for a write under a lease (Token > 0), which
-	// needs no lock on the latest checkpoint: the lease row's lock orders
-	// it against a DeleteThread (which deletes that row first) and
-	// a claim, and a second writer of the same token and seq, were there
-	// one, would still insert nothing (ON CONFLICT DO NOTHING). A lock on
-	// a row is a write to its page and a WAL record, so this is a write
-	// fewer per checkpoint.
-	pgPutLeased = pgPutLease + `, latest AS (
-		SELECT seq, log_len FROM tenxgraph_checkpoints
-		WHERE thread_id = $1::text
-		ORDER BY seq DESC LIMIT 1
-	)` + pgPutIns + pgAfterPut + pgBlobs + pgPutResult
+	)` + pgPutIns + `, recorded AS (
+		UPDATE tenxgraph_threads SET seq = $2::bigint, lease_until = CASE WHEN $15::boolean THEN 0 ELSE lease_until END
+		WHERE thread_id = $1::text AND EXISTS (SELECT 1 FROM ins)
+	)` + pgAfterPut + pgBlobs + pgPutResult
+	// pgPutLeased is pgPut for a write under a lease (Token > 0). Its
+	// lease CTE takes the lease row by updating it (recording the new seq,
+	// and releasing the lease for a run's last write) rather than by
+	// locking it and updating it after the insert: one write of the row,
+	// not two (a lock is a write to the row's page and a WAL record). So
+	// the update happens only when the checkpoint goes in, it checks the
+	// new seq against the row's (the latest checkpoint's when the row has
+	// none yet), as the insert checks it against the latest checkpoint.
+	// The row's lock orders the write against a DeleteThread (which
+	// deletes that row first) and a claim. It needs no lock on the latest
+	// checkpoint, and a second writer of the same token and seq, were
+	// there one, would wait for the first at the row and then insert
+	// nothing.
+	pgPutLeased = pgLeasedLatest + pgLeasedLease + pgPutIns + pgAfterPut + pgBlobs + pgPutResult
 	// pgPutLeasedNoBlobs is pgPutLeased for a checkpoint without blobs,
 	// the most common write: it leaves out the two inserts that would
 	// store none, and their arguments ($17 to $22).
-	pgPutLeasedNoBlobs = pgPutLease + `, latest AS (
+	pgPutLeasedNoBlobs = pgLeasedLatest + pgLeasedLease + pgPutIns + pgLogTouch + pgPrune + pgPutResult
+	// pgPutLeasedKeepAll is pgPutLeasedNoBlobs for a write that drops no
+	// checkpoint (no KeepHistory, or fewer checkpoints than it keeps): it
+	// leaves out the delete, and its argument ($16). Each data-modifying
+	// CTE is a ModifyTable node that PostgreSQL sets up (opening the table
+	// and its indexes) and runs on every execution, even when it has
+	// nothing to do.
+	pgPutLeasedKeepAll = pgLeasedLatest + pgLeasedLease + pgPutIns + pgLogTouch + pgPutResult
+	pgLeasedLatest     = `WITH latest AS (
 		SELECT seq, log_len FROM tenxgraph_checkpoints
 		WHERE thread_id = $1::text
 		ORDER BY seq DESC LIMIT 1
-	)` + pgPutIns + pgAfterPut + pgPutResult
+	)`
+	pgLeasedLease = `, lease AS (
+		UPDATE tenxgraph_threads SET seq = $2::bigint, lease_until = CASE WHEN $15::boolean THEN 0 ELSE lease_until END
+		WHERE thread_id = $1::text AND token = $11::bigint AND incarnation = $10::text
+		AND COALESCE(seq, (SELECT seq FROM latest), 0) = $2::bigint - 1
+		RETURNING token, incarnation
+	)`
 	pgPutLease = `WITH lease AS (
 		SELECT token, incarnation FROM tenxgraph_threads
 		WHERE thread_id = $1::text
@@ -232,9 +251,6 @@ const (
 			ELSE EXISTS (SELECT 1 FROM lease WHERE token = $11::bigint AND incarnation = $10::text) END
 		ON CONFLICT (thread_id, seq) DO NOTHING
 		RETURNING seq, log_len
-	), recorded AS (
-		UPDATE tenxgraph_threads SET seq = $2::bigint, lease_until = CASE WHEN $16::boolean THEN 0 ELSE lease_until END
-		WHERE thread_id = $1::text AND EXISTS (SELECT 1 FROM ins)
 	)`
 	pgPutResult = `
 	SELECT EXISTS (SELECT 1 FROM ins), COALESCE((SELECT seq FROM latest), 0)`
@@ -244,7 +260,8 @@ const (
 	// links (see pgPut). The activity row is upserted: an UPDATE, then an
 	// INSERT when it found no row, saves the WAL record of the upsert's
 	// row lock but cost PostgreSQL more CPU per write (docs/benchmarks.md).
-	pgAfterPut = `, logged AS (
+	pgAfterPut = pgLogTouch + pgPrune
+	pgLogTouch = `, logged AS (
 		INSERT INTO tenxgraph_log (thread_id, idx, entry)
 		SELECT $1::text, ins.log_len - cardinality($12::bytea[]) + u.o - 1, u.e
 		FROM ins, unnest($12::bytea[]) WITH ORDINALITY AS u(e, o)
@@ -252,9 +269,10 @@ const (
 		INSERT INTO tenxgraph_activity (thread_id, wake_at, touched_at)
 		SELECT $1::text, $13::bigint, $14::bigint FROM ins
 		ON CONFLICT (thread_id) DO UPDATE SET wake_at = $13::bigint, touched_at = $14::bigint
-	), pruned AS (
+	)`
+	pgPrune = `, pruned AS (
 		DELETE FROM tenxgraph_checkpoints
-		WHERE thread_id = $1::text AND seq <= $15::bigint AND EXISTS (SELECT 1 FROM ins)
+		WHERE thread_id = $1::text AND seq <= $16::bigint AND EXISTS (SELECT 1 FROM ins)
 	)`
 	pgBlobs = `, blobbed AS (
 		INSERT INTO tenxgraph_blobs AS b (ref, mime_type, size, width, height, data)
@@ -272,7 +290,7 @@ const (
 	// locks the thread's row (FOR UPDATE, so racing claims take turns and
 	// each sees the one before it), and the claimed CTE takes the lease,
 	// on the same conditions as pgClaim ($24: now; $11: the new expiry, 0
-	// when the write releases it too, $16; $23: a new thread's
+	// when the write releases it too, $15; $23: a new thread's
 	// incarnation), only when the seq and the incarnation ($10, for a
 	// thread with checkpoints: its row's, else its latest checkpoint's)
 	// are right, recording the new seq in the row (see pgPut). The
@@ -294,7 +312,7 @@ const (
 		FOR KEY SHARE
 	), claimed AS (
 		INSERT INTO tenxgraph_threads AS t (thread_id, incarnation, token, lease_until, seq)
-		SELECT $1::text, COALESCE((SELECT incarnation FROM latest), $23::text), 1, CASE WHEN $16::boolean THEN 0 ELSE $11::bigint END, $2::bigint
+		SELECT $1::text, COALESCE((SELECT incarnation FROM latest), $23::text), 1, CASE WHEN $15::boolean THEN 0 ELSE $11::bigint END, $2::bigint
 		WHERE COALESCE((SELECT seq FROM latest), 0) = $2::bigint - 1
 		AND NOT EXISTS (SELECT 1 FROM lease WHERE lease_until > $24::bigint)
 		AND ($2::bigint = 1 OR COALESCE((SELECT incarnation FROM lease), (SELECT incarnation FROM latest)) = $10::text)
@@ -582,13 +600,7 @@ func (p *Postgres) put(ctx context.Context, cp Checkpoint) error {
 	if err != nil {
 		return err
 	}
-	q := pgPut
-	switch {
-	case cp.Token != 0 && len(cp.Blobs) == 0:
-		q, args = pgPutLeasedNoBlobs, args[:16]
-	case cp.Token != 0:
-		q = pgPutLeased
-	}
+	q, args := p.putStatement(cp, args)
 	var (
 		inserted bool
 		latest   int64
@@ -614,6 +626,20 @@ func (p *Postgres) put(ctx context.Context, cp Checkpoint) error {
 		return fmt.Errorf("latest is %d: %w", latest, ErrConflict)
 	}
 	return nil
+}
+
+// putStatement picks the statement that writes cp, given its arguments
+// (pgPutArgs), and the arguments it takes.
+func (p *Postgres) putStatement(cp Checkpoint, args []any) (string, []any) {
+	switch {
+	case cp.Token == 0:
+		return pgPut, args
+	case len(cp.Blobs) > 0:
+		return pgPutLeased, args
+	case p.opts.keep < 0 || cp.Seq <= int64(p.opts.keep)+1:
+		return pgPutLeasedKeepAll, args[:15]
+	}
+	return pgPutLeasedNoBlobs, args[:16]
 }
 
 // pgMinTime and pgMaxTime bound CreatedAt to the years 0001 to 9999, well
@@ -701,7 +727,7 @@ func pgPutArgs(cp Checkpoint, keep int) ([]any, error) {
 		widths[i], heights[i], data[i] = int32(b.Width), int32(b.Height), b.Data
 	}
 	return []any{cp.ThreadID, cp.Seq, cp.RunID, int64(cp.Step), string(cp.Status), next, state, json.RawMessage(meta), created,
-		cp.Incarnation, cp.Token, entries, wake, created.UnixMilli(), prune, cp.Release && cp.Token != 0,
+		cp.Incarnation, cp.Token, entries, wake, created.UnixMilli(), cp.Release && cp.Token != 0, prune,
 		refs, types, sizes, widths, heights, data}, nil
 }
 
@@ -982,7 +1008,7 @@ func (p *Postgres) claimPut(ctx context.Context, cp Checkpoint, ttl time.Duratio
 	}
 	now := time.Now()
 	l := Lease{ThreadID: cp.ThreadID, Seq: cp.Seq, Expires: now.Add(ttl)}
-	args[10], args[15] = leaseMillis(l.Expires), cp.Release
+	args[10], args[14] = leaseMillis(l.Expires), cp.Release
 	args = append(args, newIncarnation(), leaseMillis(now))
 	var (
 		latest, until int64
