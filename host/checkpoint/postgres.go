@@ -295,12 +295,11 @@ const (
 	// thread with checkpoints: its row's, else its latest checkpoint's)
 	// are right, recording the new seq in the row (see pgPut). The
 	// checkpoint goes in only with the claim, and takes its incarnation. A
-	// checkpoint another writer
-	// committed since the statement began (the old lease holder's, whose
-	// lease expired) makes the insert fail with a unique violation: the
-	// batch is rolled back, the claim with it, and ClaimPut reports
-	// ErrConflict. The outer SELECT returns the token claimed (0: none)
-	// and what the caller needs to say why not.
+	// checkpoint another writer committed since the statement began (the
+	// old lease holder's, whose lease expired) makes the insert fail with
+	// a unique violation: the batch is rolled back, the claim with it, and
+	// ClaimPut reports ErrConflict. The outer SELECT returns the token
+	// claimed (0: none) and what the caller needs to say why not.
 	pgClaimPut = `WITH lease AS (
 		SELECT incarnation, lease_until FROM tenxgraph_threads
 		WHERE thread_id = $1::text
