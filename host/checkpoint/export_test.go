@@ -20,9 +20,10 @@ func CommitPostgresBatch(p *Postgres, cps []Checkpoint, failing bool) []error {
 		if err != nil {
 			panic(err)
 		}
+		q, args := p.putStatement(cp, args)
 		reqs = append(reqs, &pgReq{ctx: context.Background(), done: make(chan error, 1), w: pgWrite{
 			thread: cp.ThreadID,
-			queue:  func(b *pgx.Batch) { b.Queue(pgPut, args...) },
+			queue:  func(b *pgx.Batch) { b.Queue(q, args...) },
 			read: func(br pgx.BatchResults) error {
 				var latest int64
 				return br.QueryRow().Scan(&inserted[i], &latest)

@@ -365,3 +365,56 @@ func testMigratedBlobs(t *testing.T, s interface {
 		t.Fatalf("usage after deleting the thread = %+v, %v; want none", u, err)
 	}
 }
+
+// A Postgres store from the release before thread rows kept their latest
+// seq (schema 6): "t1", claimed and written under leases (two
+// checkpoints), and "free", written without a token, so without a row.
+const postgresV6 = `
+	CREATE TABLE tenxgraph_checkpoint_schema (singleton boolean PRIMARY KEY DEFAULT true CHECK (singleton), version integer NOT NULL);
+	INSERT INTO tenxgraph_checkpoint_schema VALUES (true, 6);
+	INSERT INTO tenxgraph_checkpoints (thread_id, seq, run_id, step, status, next, state, metadata, created_at, incarnation, log_len, wake_at) VALUES
+		('t1', 1, 'r1', 0, 'running', '{a}', '\x7b7d', '{}', 'epoch', 'inc-a', 1, 0),
+		('t1', 2, 'r1', 1, 'completed', '{}', '\x7b7d', '{}', 'epoch', 'inc-a', 2, 0),
+		('free', 1, 'r2', 1, 'completed', '{}', '\x7b7d', '{}', 'epoch', 'inc-f', 0, 0);
+	INSERT INTO tenxgraph_log (thread_id, idx, entry) VALUES ('t1', 0, '\x61'), ('t1', 1, '\x62');
+	INSERT INTO tenxgraph_threads (thread_id, incarnation, token, lease_until) VALUES ('t1', 'inc-a', 1, 0);
+	INSERT INTO tenxgraph_activity (thread_id, wake_at, touched_at) VALUES ('t1', 0, 1), ('free', 0, 2);`
+
+// After the migration a claim of each thread reports its latest seq, read
+// from its checkpoints until a write records it in the row, and from the
+// row after; the threads read back as they were.
+func TestPostgresMigratesToThreadSeq(t *testing.T) {
+	ctx := context.Background()
+	p := oldPostgres(t, strings.Join(checkpoint.PostgresSchema(6), ";\n")+";\n"+postgresV6)
+	defer p.Close()
+	cp, err := p.Latest(ctx, "t1")
+	if err != nil || cp.Seq != 2 || cp.Incarnation != "inc-a" || len(cp.Log) != 2 || string(cp.Log[1]) != "b" {
+		t.Fatalf("t1 after the migration: %+v, %v", cp, err)
+	}
+	le, err := p.Claim(ctx, "t1", time.Minute)
+	if err != nil || le.Incarnation != "inc-a" || le.Token != 2 || le.Seq != 2 {
+		t.Fatalf("Claim of t1 = %+v, %v; want incarnation inc-a, token 2, seq 2", le, err)
+	}
+	next := checkpoint.Checkpoint{ThreadID: "t1", Seq: 3, RunID: "r3", Status: checkpoint.StatusCompleted,
+		Incarnation: le.Incarnation, Token: le.Token, Append: [][]byte{[]byte("c")}, Release: true}
+	if err := p.Put(ctx, next); err != nil {
+		t.Fatal(err)
+	}
+	if le, err = p.Claim(ctx, "t1", time.Minute); err != nil || le.Token != 3 || le.Seq != 3 {
+		t.Fatalf("Claim of t1 after a write = %+v, %v; want token 3, seq 3", le, err)
+	}
+	// The thread written without a token has no row: its first claim
+	// makes one, in a new incarnation, at its latest seq.
+	free, err := p.Claim(ctx, "free", time.Minute)
+	if err != nil || free.Token != 1 || free.Seq != 1 || free.Incarnation == "inc-f" {
+		t.Fatalf("Claim of free = %+v, %v; want token 1, seq 1, a new incarnation", free, err)
+	}
+	next = checkpoint.Checkpoint{ThreadID: "free", Seq: 2, RunID: "r4", Status: checkpoint.StatusCompleted,
+		Incarnation: free.Incarnation, Token: free.Token, Release: true}
+	if err := p.Put(ctx, next); err != nil {
+		t.Fatal(err)
+	}
+	if free, err = p.Claim(ctx, "free", time.Minute); err != nil || free.Token != 2 || free.Seq != 2 {
+		t.Fatalf("Claim of free after a write = %+v, %v; want token 2, seq 2", free, err)
+	}
+}

@@ -20,7 +20,7 @@ import (
 
 // postgresSchemaVersion is the schema this build writes, kept in the one row
 // of tenxgraph_checkpoint_schema. It is len(postgresMigrations).
-const postgresSchemaVersion = 6
+const postgresSchemaVersion = 7
 
 // postgresMigrations[i] moves a database from schema version i to i+1.
 // Append to it (never edit an entry that has shipped) and the version
@@ -115,6 +115,15 @@ var postgresMigrations = [...]string{
 		PRIMARY KEY (thread_id, ref)
 	);
 	CREATE INDEX tenxgraph_blob_links_ref ON tenxgraph_blob_links (ref)`,
+	// 6 -> 7: a thread's row records its latest seq, set by every
+	// checkpoint write in the statement that writes the checkpoint, so a
+	// claim returns it from the row version it locked (see pgClaim). NULL:
+	// not recorded since the row was made (by a claim, or before this
+	// version), when a claim reads the checkpoints instead; so the
+	// migration rewrites no row. The row is now written by every
+	// checkpoint write as well as by claims and releases: seq has no index,
+	// and the free half of each new page keeps those updates HOT.
+	`ALTER TABLE tenxgraph_threads ADD COLUMN seq bigint, SET (fillfactor = 50)`,
 }
 
 // postgresTenancy is the migration that moves each thread whose latest
@@ -155,55 +164,81 @@ const (
 	// seq it was checked against, so a conflict's message needs no second
 	// query.
 	//
-	// The lease CTE checks the lease (see Leaser) and takes FOR SHARE on
-	// the thread's row, so a claim (which updates the row) waits for a Put
-	// in flight, and a Put after a claim sees the new token and is refused.
-	// An unleased write (token 0) is accepted only on a thread never
-	// claimed; the incarnation must be the thread's.
+	// The lease CTE checks the lease (see Leaser) and locks the thread's
+	// row (FOR NO KEY UPDATE), so a claim (which updates the row) waits for
+	// a Put in flight, and a Put after a claim sees the new token and is
+	// refused. An unleased write (token 0) is accepted only on a thread
+	// never claimed; the incarnation must be the thread's.
 	//
 	// Only once the checkpoint went in, the same statement appends its log
 	// entries ($12, numbered after the previous checkpoint's log_len),
 	// records it in the thread's activity row, deletes the checkpoints
-	// KeepHistory drops (seq <= $15) and, for a run's last write ($16),
-	// releases its lease. It also stores the checkpoint's blobs ($17 to
-	// $22, one array per column, sorted by ref) the store does not keep
+	// KeepHistory drops (seq <= $16) and records the new seq in the
+	// thread's row (the recorded CTE, for pgClaim), releasing its lease for
+	// a run's last write ($15). It also stores the checkpoint's blobs ($17
+	// to $22, one array per column, sorted by ref) the store does not keep
 	// yet, and links the thread to each. A blob the store keeps already is
 	// locked, not written (DO UPDATE ... WHERE false locks the row and
 	// changes nothing): a delete of its last other holder, which locks it
 	// too before it looks for holders, then either sees this link or is
-	// seen by this insert, which inserts the row again. Only a write holding the lease's token gets that
-	// far, so no racing writer holds the lease row's share lock waiting
-	// for this one.
+	// seen by this insert, which inserts the row again.
+	//
+	// The row is locked for the update from the start, not share-locked:
+	// two writers of one seq holding share locks would each wait for the
+	// other, the second for the first's checkpoint at the primary key and
+	// the first for the second's lock at the update. Writers of one thread
+	// take turns at the row instead; a thread has one writer under its
+	// lease, so only unleased writers (the threads written before leases)
+	// ever wait there.
 	pgPut = pgPutLease + `, latest AS (
 		SELECT seq, log_len FROM tenxgraph_checkpoints
 		WHERE thread_id = $1::text
 		ORDER BY seq DESC LIMIT 1
 		FOR KEY SHARE
-	)` + pgPutIns + pgAfterPut + pgBlobs + pgPutResult
-	// pgPutLeased is pgPut for a write under a lease (Token > 0), which
-	// needs no lock on the latest checkpoint: the lease row's share lock
-	// orders it against a DeleteThread (which deletes that row first) and
-	// a claim, and a second writer of the same token and seq, were there
-	// one, would still insert nothing (ON CONFLICT DO NOTHING). A lock on
-	// a row is a write to its page and a WAL record, so this is a write
-	// fewer per checkpoint.
-	pgPutLeased = pgPutLease + `, latest AS (
-		SELECT seq, log_len FROM tenxgraph_checkpoints
-		WHERE thread_id = $1::text
-		ORDER BY seq DESC LIMIT 1
-	)` + pgPutIns + pgAfterPut + pgBlobs + pgPutResult
+	)` + pgPutIns + `, recorded AS (
+		UPDATE tenxgraph_threads SET seq = $2::bigint, lease_until = CASE WHEN $15::boolean THEN 0 ELSE lease_until END
+		WHERE thread_id = $1::text AND EXISTS (SELECT 1 FROM ins)
+	)` + pgAfterPut + pgBlobs + pgPutResult
+	// pgPutLeased is pgPut for a write under a lease (Token > 0). Its
+	// lease CTE takes the lease row by updating it (recording the new seq,
+	// and releasing the lease for a run's last write) rather than by
+	// locking it and updating it after the insert: one write of the row,
+	// not two (a lock is a write to the row's page and a WAL record). So
+	// the update happens only when the checkpoint goes in, it checks the
+	// new seq against the row's (the latest checkpoint's when the row has
+	// none yet), as the insert checks it against the latest checkpoint.
+	// The row's lock orders the write against a DeleteThread (which
+	// deletes that row first) and a claim. It needs no lock on the latest
+	// checkpoint, and a second writer of the same token and seq, were
+	// there one, would wait for the first at the row and then insert
+	// nothing.
+	pgPutLeased = pgLeasedLatest + pgLeasedLease + pgPutIns + pgAfterPut + pgBlobs + pgPutResult
 	// pgPutLeasedNoBlobs is pgPutLeased for a checkpoint without blobs,
 	// the most common write: it leaves out the two inserts that would
 	// store none, and their arguments ($17 to $22).
-	pgPutLeasedNoBlobs = pgPutLease + `, latest AS (
+	pgPutLeasedNoBlobs = pgLeasedLatest + pgLeasedLease + pgPutIns + pgLogTouch + pgPrune + pgPutResult
+	// pgPutLeasedKeepAll is pgPutLeasedNoBlobs for a write that drops no
+	// checkpoint (no KeepHistory, or fewer checkpoints than it keeps): it
+	// leaves out the delete, and its argument ($16). Each data-modifying
+	// CTE is a ModifyTable node that PostgreSQL sets up (opening the table
+	// and its indexes) and runs on every execution, even when it has
+	// nothing to do.
+	pgPutLeasedKeepAll = pgLeasedLatest + pgLeasedLease + pgPutIns + pgLogTouch + pgPutResult
+	pgLeasedLatest     = `WITH latest AS (
 		SELECT seq, log_len FROM tenxgraph_checkpoints
 		WHERE thread_id = $1::text
 		ORDER BY seq DESC LIMIT 1
-	)` + pgPutIns + pgAfterPut + pgPutResult
+	)`
+	pgLeasedLease = `, lease AS (
+		UPDATE tenxgraph_threads SET seq = $2::bigint, lease_until = CASE WHEN $15::boolean THEN 0 ELSE lease_until END
+		WHERE thread_id = $1::text AND token = $11::bigint AND incarnation = $10::text
+		AND COALESCE(seq, (SELECT seq FROM latest), 0) = $2::bigint - 1
+		RETURNING token, incarnation
+	)`
 	pgPutLease = `WITH lease AS (
 		SELECT token, incarnation FROM tenxgraph_threads
 		WHERE thread_id = $1::text
-		FOR SHARE
+		FOR NO KEY UPDATE
 	)`
 	pgPutIns = `, ins AS (
 		INSERT INTO tenxgraph_checkpoints
@@ -216,9 +251,6 @@ const (
 			ELSE EXISTS (SELECT 1 FROM lease WHERE token = $11::bigint AND incarnation = $10::text) END
 		ON CONFLICT (thread_id, seq) DO NOTHING
 		RETURNING seq, log_len
-	), released AS (
-		UPDATE tenxgraph_threads SET lease_until = 0
-		WHERE thread_id = $1::text AND token = $11::bigint AND $16::boolean AND EXISTS (SELECT 1 FROM ins)
 	)`
 	pgPutResult = `
 	SELECT EXISTS (SELECT 1 FROM ins), COALESCE((SELECT seq FROM latest), 0)`
@@ -228,7 +260,8 @@ const (
 	// links (see pgPut). The activity row is upserted: an UPDATE, then an
 	// INSERT when it found no row, saves the WAL record of the upsert's
 	// row lock but cost PostgreSQL more CPU per write (docs/benchmarks.md).
-	pgAfterPut = `, logged AS (
+	pgAfterPut = pgLogTouch + pgPrune
+	pgLogTouch = `, logged AS (
 		INSERT INTO tenxgraph_log (thread_id, idx, entry)
 		SELECT $1::text, ins.log_len - cardinality($12::bytea[]) + u.o - 1, u.e
 		FROM ins, unnest($12::bytea[]) WITH ORDINALITY AS u(e, o)
@@ -236,9 +269,10 @@ const (
 		INSERT INTO tenxgraph_activity (thread_id, wake_at, touched_at)
 		SELECT $1::text, $13::bigint, $14::bigint FROM ins
 		ON CONFLICT (thread_id) DO UPDATE SET wake_at = $13::bigint, touched_at = $14::bigint
-	), pruned AS (
+	)`
+	pgPrune = `, pruned AS (
 		DELETE FROM tenxgraph_checkpoints
-		WHERE thread_id = $1::text AND seq <= $15::bigint AND EXISTS (SELECT 1 FROM ins)
+		WHERE thread_id = $1::text AND seq <= $16::bigint AND EXISTS (SELECT 1 FROM ins)
 	)`
 	pgBlobs = `, blobbed AS (
 		INSERT INTO tenxgraph_blobs AS b (ref, mime_type, size, width, height, data)
@@ -256,16 +290,16 @@ const (
 	// locks the thread's row (FOR UPDATE, so racing claims take turns and
 	// each sees the one before it), and the claimed CTE takes the lease,
 	// on the same conditions as pgClaim ($24: now; $11: the new expiry, 0
-	// when the write releases it too, $16; $23: a new thread's
+	// when the write releases it too, $15; $23: a new thread's
 	// incarnation), only when the seq and the incarnation ($10, for a
 	// thread with checkpoints: its row's, else its latest checkpoint's)
-	// are right. The checkpoint goes in only with
-	// the claim, and takes its incarnation. A checkpoint another writer
-	// committed since the statement began (the old lease holder's, whose
-	// lease expired) makes the insert fail with a unique violation: the
-	// batch is rolled back, the claim with it, and ClaimPut reports
-	// ErrConflict. The outer SELECT returns the token claimed (0: none)
-	// and what the caller needs to say why not.
+	// are right, recording the new seq in the row (see pgPut). The
+	// checkpoint goes in only with the claim, and takes its incarnation. A
+	// checkpoint another writer committed since the statement began (the
+	// old lease holder's, whose lease expired) makes the insert fail with
+	// a unique violation: the batch is rolled back, the claim with it, and
+	// ClaimPut reports ErrConflict. The outer SELECT returns the token
+	// claimed (0: none) and what the caller needs to say why not.
 	pgClaimPut = `WITH lease AS (
 		SELECT incarnation, lease_until FROM tenxgraph_threads
 		WHERE thread_id = $1::text
@@ -276,12 +310,12 @@ const (
 		ORDER BY seq DESC LIMIT 1
 		FOR KEY SHARE
 	), claimed AS (
-		INSERT INTO tenxgraph_threads AS t (thread_id, incarnation, token, lease_until)
-		SELECT $1::text, COALESCE((SELECT incarnation FROM latest), $23::text), 1, CASE WHEN $16::boolean THEN 0 ELSE $11::bigint END
+		INSERT INTO tenxgraph_threads AS t (thread_id, incarnation, token, lease_until, seq)
+		SELECT $1::text, COALESCE((SELECT incarnation FROM latest), $23::text), 1, CASE WHEN $15::boolean THEN 0 ELSE $11::bigint END, $2::bigint
 		WHERE COALESCE((SELECT seq FROM latest), 0) = $2::bigint - 1
 		AND NOT EXISTS (SELECT 1 FROM lease WHERE lease_until > $24::bigint)
 		AND ($2::bigint = 1 OR COALESCE((SELECT incarnation FROM lease), (SELECT incarnation FROM latest)) = $10::text)
-		ON CONFLICT (thread_id) DO UPDATE SET token = t.token + 1, lease_until = EXCLUDED.lease_until
+		ON CONFLICT (thread_id) DO UPDATE SET token = t.token + 1, lease_until = EXCLUDED.lease_until, seq = $2::bigint
 		WHERE t.lease_until <= $24::bigint AND ($2::bigint = 1 OR t.incarnation = $10::text)
 		RETURNING incarnation, token
 	), ins AS (
@@ -336,25 +370,29 @@ const (
 	// pgClaim takes a free or expired lease ($3: now, $4: expiry), or
 	// returns no row. A thread without a row is new (or deleted): its
 	// first claim starts a new incarnation ($2).
+	//
+	// It also returns the thread's latest seq (Lease.Seq) from the row it
+	// updated, where every checkpoint write records it (see pgPut). That
+	// is the row as the last write before the claim left it, even one that
+	// committed while the claim waited for its lock (the lease holder's
+	// last write, which releases the lease): under READ COMMITTED the
+	// update applies to the newest version of the row, found after the
+	// wait, whereas a subquery reads with the snapshot taken when the
+	// statement began, which lacks that write's checkpoint. A row without
+	// a seq (one this statement inserted, a claimed thread not written
+	// since, a row from before seq was kept) takes it from the thread's
+	// latest checkpoint, locked (FOR KEY SHARE), so that checkpoints a
+	// DeleteThread removed while the claim waited for the row it deleted
+	// are skipped rather than read. That read is a subquery, run only
+	// when the row has no seq.
 	pgClaim = `INSERT INTO tenxgraph_threads AS t (thread_id, incarnation, token, lease_until)
 	VALUES ($1::text, $2::text, 1, $4::bigint)
 	ON CONFLICT (thread_id) DO UPDATE SET token = t.token + 1, lease_until = $4::bigint
 	WHERE t.lease_until <= $3::bigint
-	RETURNING incarnation, token`
-	// pgClaimSeq reads the seq a claim reports (Lease.Seq). It is a
-	// statement of its own, after pgClaim in the same transaction, because
-	// it must see what pgClaim waited for: the claim waits for the row
-	// lock of the lease holder's last write (a Put that releases the lease
-	// commits its checkpoint with the release), then takes the lease from
-	// the row as that write left it, but a subquery of pgClaim reads with
-	// the snapshot taken when pgClaim began, which lacks that checkpoint.
-	// The claim's run would then take the thread for one it is not (new,
-	// or as an older copy it caches), and run it again. A later statement
-	// (READ COMMITTED) sees every write that committed before the lease
-	// was free, and, the lease being held until it commits, none after.
-	pgClaimSeq = `SELECT COALESCE(MAX(seq), 0) FROM tenxgraph_checkpoints WHERE thread_id = $1::text`
-	pgExtend   = `UPDATE tenxgraph_threads SET lease_until = $3::bigint WHERE thread_id = $1::text AND token = $2::bigint AND lease_until <> 0`
-	pgRelease  = `UPDATE tenxgraph_threads SET lease_until = 0 WHERE thread_id = $1::text AND token = $2::bigint`
+	RETURNING incarnation, token, COALESCE(seq, (SELECT seq FROM tenxgraph_checkpoints
+		WHERE thread_id = $1::text ORDER BY seq DESC LIMIT 1 FOR KEY SHARE), 0)`
+	pgExtend  = `UPDATE tenxgraph_threads SET lease_until = $3::bigint WHERE thread_id = $1::text AND token = $2::bigint AND lease_until <> 0`
+	pgRelease = `UPDATE tenxgraph_threads SET lease_until = 0 WHERE thread_id = $1::text AND token = $2::bigint`
 	// pgHead: the incarnation is the thread's (its row), else that of its
 	// latest checkpoint.
 	pgHead = `SELECT COALESCE((SELECT incarnation FROM tenxgraph_threads WHERE thread_id = $1::text),
@@ -561,13 +599,7 @@ func (p *Postgres) put(ctx context.Context, cp Checkpoint) error {
 	if err != nil {
 		return err
 	}
-	q := pgPut
-	switch {
-	case cp.Token != 0 && len(cp.Blobs) == 0:
-		q, args = pgPutLeasedNoBlobs, args[:16]
-	case cp.Token != 0:
-		q = pgPutLeased
-	}
+	q, args := p.putStatement(cp, args)
 	var (
 		inserted bool
 		latest   int64
@@ -593,6 +625,20 @@ func (p *Postgres) put(ctx context.Context, cp Checkpoint) error {
 		return fmt.Errorf("latest is %d: %w", latest, ErrConflict)
 	}
 	return nil
+}
+
+// putStatement picks the statement that writes cp, given its arguments
+// (pgPutArgs), and the arguments it takes.
+func (p *Postgres) putStatement(cp Checkpoint, args []any) (string, []any) {
+	switch {
+	case cp.Token == 0:
+		return pgPut, args
+	case len(cp.Blobs) > 0:
+		return pgPutLeased, args
+	case p.opts.keep < 0 || cp.Seq <= int64(p.opts.keep)+1:
+		return pgPutLeasedKeepAll, args[:15]
+	}
+	return pgPutLeasedNoBlobs, args[:16]
 }
 
 // pgMinTime and pgMaxTime bound CreatedAt to the years 0001 to 9999, well
@@ -680,7 +726,7 @@ func pgPutArgs(cp Checkpoint, keep int) ([]any, error) {
 		widths[i], heights[i], data[i] = int32(b.Width), int32(b.Height), b.Data
 	}
 	return []any{cp.ThreadID, cp.Seq, cp.RunID, int64(cp.Step), string(cp.Status), next, state, json.RawMessage(meta), created,
-		cp.Incarnation, cp.Token, entries, wake, created.UnixMilli(), prune, cp.Release && cp.Token != 0,
+		cp.Incarnation, cp.Token, entries, wake, created.UnixMilli(), cp.Release && cp.Token != 0, prune,
 		refs, types, sizes, widths, heights, data}, nil
 }
 
@@ -925,19 +971,14 @@ func (p *Postgres) Claim(ctx context.Context, threadID string, ttl time.Duration
 	leased := false
 	err := p.writer.write(ctx, pgWrite{
 		thread: threadID,
-		queue: func(b *pgx.Batch) {
-			b.Queue(pgClaim, args...)
-			b.Queue(pgClaimSeq, threadID)
-		},
+		queue:  func(b *pgx.Batch) { b.Queue(pgClaim, args...) },
 		read: func(br pgx.BatchResults) error {
-			err := br.QueryRow().Scan(&l.Incarnation, &l.Token)
+			err := br.QueryRow().Scan(&l.Incarnation, &l.Token, &l.Seq)
 			leased = errors.Is(err, pgx.ErrNoRows) // an outcome, not a failure
 			if leased {
 				err = nil
 			}
-			// Both results are read whatever the first was, so that the
-			// next write in the batch reads its own.
-			return firstErr(err, br.QueryRow().Scan(&l.Seq))
+			return err
 		},
 	})
 	if err == nil && leased {
@@ -966,7 +1007,7 @@ func (p *Postgres) claimPut(ctx context.Context, cp Checkpoint, ttl time.Duratio
 	}
 	now := time.Now()
 	l := Lease{ThreadID: cp.ThreadID, Seq: cp.Seq, Expires: now.Add(ttl)}
-	args[10], args[15] = leaseMillis(l.Expires), cp.Release
+	args[10], args[14] = leaseMillis(l.Expires), cp.Release
 	args = append(args, newIncarnation(), leaseMillis(now))
 	var (
 		latest, until int64

@@ -520,20 +520,8 @@ func TestPostgresClaimSeesTheReleasingPut(t *testing.T) {
 		}, false)
 	}()
 	untilWaiting(t, tx, blockedByMe, "the batch")
-	type claim struct {
-		l   checkpoint.Lease
-		err error
-	}
-	claimed := make(chan claim, 1)
-	go func() {
-		l, err := b.Claim(ctx, "a-released", time.Minute)
-		claimed <- claim{l, err}
-	}()
 	// The claim waits for the batch, which holds the lease's row.
-	untilWaiting(t, tx, blockedBehindMe, "the other replica's claim")
-	if err := tx.Rollback(ctx); err != nil {
-		t.Fatal(err)
-	}
+	claimed := claimBehind(t, tx, b, "a-released")
 	for i, err := range <-batch {
 		if err != nil {
 			t.Fatalf("the batch's write %d: %v", i, err)
@@ -546,6 +534,49 @@ func TestPostgresClaimSeesTheReleasingPut(t *testing.T) {
 	if got.l.Seq != 1 || got.l.Incarnation != held.Incarnation || got.l.Token != held.Token+1 {
 		t.Fatalf("the claim = seq %d incarnation %s token %d; want seq 1 (the releasing Put's), incarnation %s, token %d",
 			got.l.Seq, got.l.Incarnation, got.l.Token, held.Incarnation, held.Token+1)
+	}
+}
+
+// TestPostgresClaimSeesTheDelete checks that a claim that waited for a
+// DeleteThread, one still deleting the thread's checkpoints when the claim
+// began, reports no checkpoint: the thread is new again, and a run trusting
+// an older seq would take a copy it caches for current.
+func TestPostgresClaimSeesTheDelete(t *testing.T) {
+	ctx := context.Background()
+	dsn := postgresDSN(t)
+	a, b := openPostgres(t, dsn), openPostgres(t, dsn)
+	defer a.Close()
+	defer b.Close()
+	held, err := a.Claim(ctx, "gone", time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for seq := int64(1); seq <= 2; seq++ {
+		cp := checkpoint.Checkpoint{ThreadID: "gone", Seq: seq, Status: checkpoint.StatusCompleted,
+			Incarnation: held.Incarnation, Token: held.Token, Release: seq == 2}
+		if err := a.Put(ctx, cp); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// The delete takes the thread's row first, then waits to delete the
+	// checkpoint this transaction holds a lock on.
+	tx := lockRows(t, dsn, "SELECT 1 FROM tenxgraph_checkpoints WHERE thread_id = $1 AND seq = 2 FOR KEY SHARE", "gone")
+	defer tx.Conn().Close(ctx) // and so the transaction, if still open
+	deleted := make(chan error, 1)
+	go func() { deleted <- a.DeleteThread(ctx, "gone") }()
+	untilWaiting(t, tx, blockedByMe, "the delete")
+	// The claim waits for the delete, which holds the thread's row.
+	claimed := claimBehind(t, tx, b, "gone")
+	if err := <-deleted; err != nil {
+		t.Fatal(err)
+	}
+	got := <-claimed
+	if got.err != nil {
+		t.Fatalf("the claim once the thread was deleted: %v", got.err)
+	}
+	if got.l.Seq != 0 || got.l.Incarnation == held.Incarnation || got.l.Token != 1 {
+		t.Fatalf("the claim = seq %d incarnation %s token %d; want seq 0 in a new incarnation, token 1",
+			got.l.Seq, got.l.Incarnation, got.l.Token)
 	}
 }
 
@@ -579,10 +610,42 @@ func untilWaiting(t *testing.T, tx pgx.Tx, count, what string) {
 	}
 }
 
+// claimResult is a claim's outcome, for a test that claims in the
+// background.
+type claimResult struct {
+	l   checkpoint.Lease
+	err error
+}
+
+// claimBehind claims thread on s in the background, waits until the claim
+// is in the server, waiting behind a backend tx holds up, then rolls tx
+// back; the claim's outcome comes on the channel it returns.
+func claimBehind(t *testing.T, tx pgx.Tx, s *checkpoint.Postgres, thread string) <-chan claimResult {
+	t.Helper()
+	claimed := make(chan claimResult, 1)
+	go func() {
+		l, err := s.Claim(context.Background(), thread, time.Minute)
+		claimed <- claimResult{l, err}
+	}()
+	untilWaiting(t, tx, blockedBehindMe, "the other replica's claim")
+	if err := tx.Rollback(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	return claimed
+}
+
 // lockLease begins a transaction on a connection of its own and locks
 // thread's lease row in it (FOR UPDATE), so that a write of the thread
 // waits until the transaction ends. The caller closes its connection.
 func lockLease(t *testing.T, dsn, thread string) pgx.Tx {
+	t.Helper()
+	return lockRows(t, dsn, "SELECT 1 FROM tenxgraph_threads WHERE thread_id = $1 FOR UPDATE", thread)
+}
+
+// lockRows begins a transaction on a connection of its own and runs query
+// (a SELECT ... FOR ..., of thread's rows) in it. The caller closes its
+// connection.
+func lockRows(t *testing.T, dsn, query, thread string) pgx.Tx {
 	t.Helper()
 	ctx := context.Background()
 	conn, err := pgx.Connect(ctx, dsn)
@@ -591,7 +654,7 @@ func lockLease(t *testing.T, dsn, thread string) pgx.Tx {
 	}
 	tx, err := conn.Begin(ctx)
 	if err == nil {
-		_, err = tx.Exec(ctx, "SELECT 1 FROM tenxgraph_threads WHERE thread_id = $1 FOR UPDATE", thread)
+		_, err = tx.Exec(ctx, query, thread)
 	}
 	if err != nil {
 		conn.Close(ctx)
