@@ -307,7 +307,7 @@ func (s *SQLite) startWriter() error {
 
 // holdConn holds the write connection as the driver has it (sql.Conn.Raw)
 // for the store's life: it prepares the writer's statements and hands out
-// the turn (see write); at Close it takes the turn back, once the write in
+// the turn (see send); at Close it takes the turn back, once the write in
 // progress has passed it on, fails what is still queued and closes the
 // connection.
 func (s *SQLite) holdConn(ready chan<- error) {
@@ -395,11 +395,32 @@ func (s *SQLite) gather() {
 }
 
 func (s *SQLite) runAlone(w *wtx, r writeReq) {
-	if err := r.ctx.Err(); err != nil {
-		r.done <- err
-		return
+	answered := false
+	defer failOnPanic(func() []writeReq {
+		if answered {
+			return nil
+		}
+		return []writeReq{r}
+	})
+	err := r.ctx.Err()
+	if err == nil {
+		err = r.alone(r.ctx, w)
 	}
-	r.done <- r.alone(r.ctx, w)
+	r.done <- err
+	answered = true
+}
+
+// failOnPanic, deferred where writes are made, lets a write that panics (a
+// bug) still panic, but first answers the writes unanswered returns with
+// an error, so that, if the panic is recovered (net/http recovers a
+// handler's), no caller waits for an answer that will never come.
+func failOnPanic(unanswered func() []writeReq) {
+	if p := recover(); p != nil {
+		for _, r := range unanswered() {
+			r.done <- fmt.Errorf("checkpoint: a write panicked: %v", p)
+		}
+		panic(p)
+	}
 }
 
 // write hands one write to the writer and waits for it.
@@ -488,19 +509,8 @@ func (s *SQLite) commit(w *wtx, batch []writeReq) {
 		}
 		live = append(live, r)
 	}
-	// live[:answered] have their answers. A write that panics (a bug) is
-	// still a panic, but the batch's other writes are answered first, so
-	// that, if the panic is recovered (net/http recovers a handler's), no
-	// caller waits for an answer that will never come.
-	answered := 0
-	defer func() {
-		if p := recover(); p != nil {
-			for _, r := range live[answered:] {
-				r.done <- fmt.Errorf("checkpoint: a write of the batch panicked: %v", p)
-			}
-			panic(p)
-		}
-	}()
+	answered := 0 // live[:answered] have their answers
+	defer failOnPanic(func() []writeReq { return live[answered:] })
 	if len(live) == 0 {
 		return
 	}
