@@ -113,10 +113,11 @@ type job struct {
 // and puts each result at its index in blocks.
 //
 // A call to the in-process bridge only judges the arguments and answers at
-// once, so it runs on this goroutine before the others: a goroutine of its
-// own would cost more than the call (starting one wakes another thread,
-// which was about a fifth of an embedded pause's CPU), and a step with one
-// server call and remote calls then starts none.
+// once, so it runs on this goroutine, ahead of the one other call made
+// here (the rest get goroutines of their own, started first): a goroutine
+// of its own would cost more than the call (starting one wakes another
+// thread, which was about a fifth of an embedded pause's CPU), and a step
+// with one server call and remote calls then starts none.
 func (n *Node) runJobs(ctx context.Context, r *graph.Run, calls []message.ToolCallBlock, jobs []job, blocks []message.Block) error {
 	switch len(jobs) {
 	case 0:
