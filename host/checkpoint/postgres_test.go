@@ -82,6 +82,17 @@ func openPostgres(t testing.TB, dsn string) *checkpoint.Postgres {
 	return p
 }
 
+// twoReplicas opens two stores on one database, as two replicas would,
+// closed when the test ends; dsn is the database's, for a test's own
+// connections.
+func twoReplicas(t *testing.T) (dsn string, a, b *checkpoint.Postgres) {
+	t.Helper()
+	dsn = postgresDSN(t)
+	a, b = openPostgres(t, dsn), openPostgres(t, dsn)
+	t.Cleanup(func() { a.Close(); b.Close() })
+	return dsn, a, b
+}
+
 func TestPostgres(t *testing.T) {
 	dsn := postgresDSN(t)
 	checkpointtest.Run(t, func(t *testing.T) checkpoint.Checkpointer {
@@ -104,10 +115,7 @@ func TestPostgresRetention(t *testing.T) {
 // one thread: exactly one writer of each seq wins, the rest get ErrConflict.
 func TestPostgresTwoHandles(t *testing.T) {
 	ctx := context.Background()
-	dsn := postgresDSN(t)
-	a, b := openPostgres(t, dsn), openPostgres(t, dsn)
-	defer a.Close()
-	defer b.Close()
+	_, a, b := twoReplicas(t)
 	handles := []*checkpoint.Postgres{a, b}
 
 	var wg sync.WaitGroup
@@ -159,10 +167,7 @@ func TestPostgresTwoHandles(t *testing.T) {
 // second and conflicted (its seq continued the deleted history).
 func TestPostgresDeleteRacesPut(t *testing.T) {
 	ctx := context.Background()
-	dsn := postgresDSN(t)
-	a, b := openPostgres(t, dsn), openPostgres(t, dsn)
-	defer a.Close()
-	defer b.Close()
+	_, a, b := twoReplicas(t)
 	for round := range 50 {
 		th := fmt.Sprintf("delete-race-%d", round)
 		for seq := int64(1); seq <= 3; seq++ {
@@ -352,10 +357,7 @@ func TestPostgresBatchConflictCommitsOthers(t *testing.T) {
 // rows concurrently. Every write must land, in order, with nothing lost.
 func TestPostgresConcurrentLeasedRuns(t *testing.T) {
 	ctx := context.Background()
-	dsn := postgresDSN(t)
-	a, b := openPostgres(t, dsn), openPostgres(t, dsn)
-	defer a.Close()
-	defer b.Close()
+	_, a, b := twoReplicas(t)
 	const (
 		threads = 200
 		steps   = 5
@@ -494,10 +496,7 @@ func TestPostgresStuckBatchHoldsUpNoOther(t *testing.T) {
 // (or its cached copy for current) and run its first message again.
 func TestPostgresClaimSeesTheReleasingPut(t *testing.T) {
 	ctx := context.Background()
-	dsn := postgresDSN(t)
-	a, b := openPostgres(t, dsn), openPostgres(t, dsn)
-	defer a.Close()
-	defer b.Close()
+	dsn, a, b := twoReplicas(t)
 	held, err := a.Claim(ctx, "a-released", time.Minute)
 	if err != nil {
 		t.Fatal(err)
@@ -543,10 +542,7 @@ func TestPostgresClaimSeesTheReleasingPut(t *testing.T) {
 // an older seq would take a copy it caches for current.
 func TestPostgresClaimSeesTheDelete(t *testing.T) {
 	ctx := context.Background()
-	dsn := postgresDSN(t)
-	a, b := openPostgres(t, dsn), openPostgres(t, dsn)
-	defer a.Close()
-	defer b.Close()
+	dsn, a, b := twoReplicas(t)
 	held, err := a.Claim(ctx, "gone", time.Minute)
 	if err != nil {
 		t.Fatal(err)
