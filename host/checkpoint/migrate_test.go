@@ -403,11 +403,12 @@ func TestPostgresMigratesToThreadSeq(t *testing.T) {
 	if le, err = p.Claim(ctx, "t1", time.Minute); err != nil || le.Token != 3 || le.Seq != 3 {
 		t.Fatalf("Claim of t1 after a write = %+v, %v; want token 3, seq 3", le, err)
 	}
-	// The thread written without a token has no row: its first claim
-	// makes one, in a new incarnation, at its latest seq.
+	// The thread written without a token had no row; schema 8 gives it
+	// one in its checkpoints' incarnation, which its first claim continues
+	// (as a SQLite store's does), at its latest seq.
 	free, err := p.Claim(ctx, "free", time.Minute)
-	if err != nil || free.Token != 1 || free.Seq != 1 || free.Incarnation == "inc-f" {
-		t.Fatalf("Claim of free = %+v, %v; want token 1, seq 1, a new incarnation", free, err)
+	if err != nil || free.Token != 1 || free.Seq != 1 || free.Incarnation != "inc-f" {
+		t.Fatalf("Claim of free = %+v, %v; want token 1, seq 1, incarnation inc-f", free, err)
 	}
 	next = checkpoint.Checkpoint{ThreadID: "free", Seq: 2, RunID: "r4", Status: checkpoint.StatusCompleted,
 		Incarnation: free.Incarnation, Token: free.Token, Release: true}
@@ -416,5 +417,61 @@ func TestPostgresMigratesToThreadSeq(t *testing.T) {
 	}
 	if free, err = p.Claim(ctx, "free", time.Minute); err != nil || free.Token != 2 || free.Seq != 2 {
 		t.Fatalf("Claim of free after a write = %+v, %v; want token 2, seq 2", free, err)
+	}
+}
+
+// A Postgres store from the release before a thread's wake-up and write
+// time moved into its row (schema 7): "t1", claimed, written under leases
+// and paused until wakeMillis, touched long ago; "free", written without a
+// token, so without a row; "claimed", claimed by a run that wrote nothing.
+const postgresV7 = `
+	CREATE TABLE tenxgraph_checkpoint_schema (singleton boolean PRIMARY KEY DEFAULT true CHECK (singleton), version integer NOT NULL);
+	INSERT INTO tenxgraph_checkpoint_schema VALUES (true, 7);
+	INSERT INTO tenxgraph_checkpoints (thread_id, seq, run_id, step, status, next, state, metadata, created_at, incarnation, log_len, wake_at) VALUES
+		('t1', 1, 'r1', 0, 'running', '{a}', '\x7b7d', '{}', 'epoch', 'inc-a', 1, 0),
+		('t1', 2, 'r1', 1, 'interrupted', '{a}', '\x7b7d', '{}', 'epoch', 'inc-a', 2, 978307200000),
+		('free', 1, 'r2', 1, 'completed', '{}', '\x7b7d', '{}', 'epoch', 'inc-f', 0, 0);
+	INSERT INTO tenxgraph_log (thread_id, idx, entry) VALUES ('t1', 0, '\x61'), ('t1', 1, '\x62');
+	INSERT INTO tenxgraph_threads (thread_id, incarnation, token, lease_until, seq) VALUES ('t1', 'inc-a', 1, 0, 2), ('claimed', 'inc-c', 1, 0, NULL);
+	INSERT INTO tenxgraph_activity (thread_id, wake_at, touched_at) VALUES ('t1', 978307200000, 1), ('free', 0, 2);`
+
+// After the migration each thread's wake-up and write time are its row's:
+// the paused thread is due, the thread written without a token takes
+// unleased writes in its incarnation only and keeps it when claimed, the
+// idle sweep finds the thread touched long ago and no other, and the
+// claim of a thread nothing wrote continues its tokens.
+func TestPostgresMigratesToThreadRows(t *testing.T) {
+	ctx := context.Background()
+	p := oldPostgres(t, strings.Join(checkpoint.PostgresSchema(7), ";\n")+";\n"+postgresV7)
+	defer p.Close()
+	if due, err := p.Due(ctx, time.UnixMilli(wakeMillis), 100); err != nil || !slices.Equal(due, []string{"t1"}) {
+		t.Fatalf("Due = %q, %v; want t1", due, err)
+	}
+	if cp, err := p.Latest(ctx, "t1"); err != nil || cp.Seq != 2 || !cp.WakeAt.Equal(time.UnixMilli(wakeMillis)) || len(cp.Log) != 2 {
+		t.Fatalf("t1 after the migration: %+v, %v", cp, err)
+	}
+	other := checkpoint.Checkpoint{ThreadID: "free", Seq: 2, RunID: "r3", Status: checkpoint.StatusCompleted, Incarnation: "inc-other"}
+	if err := p.Put(ctx, other); !errors.Is(err, checkpoint.ErrConflict) {
+		t.Fatalf("an unleased Put of free in another incarnation = %v, want ErrConflict", err)
+	}
+	other.Incarnation = "inc-f"
+	if err := p.Put(ctx, other); err != nil {
+		t.Fatalf("an unleased Put of free in its incarnation: %v", err)
+	}
+	if free, err := p.Claim(ctx, "free", time.Minute); err != nil || free.Incarnation != "inc-f" || free.Token != 1 || free.Seq != 2 {
+		t.Fatalf("Claim of free = %+v, %v; want incarnation inc-f, token 1, seq 2", free, err)
+	}
+	// t1 was touched at 1 ms after the epoch, free and claimed since.
+	if n, err := p.DeleteIdle(ctx, time.UnixMilli(1000), 100); err != nil || n != 1 {
+		t.Fatalf("DeleteIdle = %d, %v; want 1 (t1)", n, err)
+	}
+	if _, err := p.Latest(ctx, "t1"); !errors.Is(err, checkpoint.ErrNotFound) {
+		t.Fatalf("Latest(t1) after the sweep = %v, want ErrNotFound", err)
+	}
+	if due, err := p.Due(ctx, time.UnixMilli(wakeMillis), 100); err != nil || len(due) != 0 {
+		t.Fatalf("Due after the sweep = %q, %v; want none", due, err)
+	}
+	if le, err := p.Claim(ctx, "claimed", time.Minute); err != nil || le.Incarnation != "inc-c" || le.Token != 2 || le.Seq != 0 {
+		t.Fatalf("Claim of claimed = %+v, %v; want incarnation inc-c, token 2, seq 0", le, err)
 	}
 }

@@ -20,7 +20,7 @@ import (
 
 // postgresSchemaVersion is the schema this build writes, kept in the one row
 // of tenxgraph_checkpoint_schema. It is len(postgresMigrations).
-const postgresSchemaVersion = 7
+const postgresSchemaVersion = 8
 
 // postgresMigrations[i] moves a database from schema version i to i+1.
 // Append to it (never edit an entry that has shipped) and the version
@@ -124,6 +124,29 @@ var postgresMigrations = [...]string{
 	// checkpoint write as well as by claims and releases: seq has no index,
 	// and the free half of each new page keeps those updates HOT.
 	`ALTER TABLE tenxgraph_threads ADD COLUMN seq bigint, SET (fillfactor = 50)`,
+	// 7 -> 8: a thread's wake_at and touched_at (see 3 -> 4) move into its
+	// row, which every checkpoint write updates already, so a write updates
+	// one row rather than two. Every thread with checkpoints now has a row:
+	// those written only without a token get one here, token 0, in their
+	// latest checkpoint's incarnation (as a SQLite store's have), and an
+	// unleased write makes one for a new thread. A row no write touched (a
+	// claim's, whose run wrote nothing) counts as touched now. wake_at keeps
+	// its partial index; an update that leaves it as it was (most writes of
+	// a running thread: 0 to 0) stays HOT.
+	`ALTER TABLE tenxgraph_threads
+		ADD COLUMN wake_at bigint NOT NULL DEFAULT 0,
+		ADD COLUMN touched_at bigint NOT NULL DEFAULT 0;
+	UPDATE tenxgraph_threads t SET wake_at = a.wake_at, touched_at = a.touched_at
+	FROM tenxgraph_activity a WHERE a.thread_id = t.thread_id;
+	UPDATE tenxgraph_threads t SET touched_at = (EXTRACT(EPOCH FROM now()) * 1000)::bigint
+	WHERE NOT EXISTS (SELECT 1 FROM tenxgraph_activity a WHERE a.thread_id = t.thread_id);
+	INSERT INTO tenxgraph_threads (thread_id, incarnation, token, lease_until, wake_at, touched_at)
+	SELECT a.thread_id, COALESCE((SELECT c.incarnation FROM tenxgraph_checkpoints c
+		WHERE c.thread_id = a.thread_id ORDER BY c.seq DESC LIMIT 1), ''), 0, 0, a.wake_at, a.touched_at
+	FROM tenxgraph_activity a
+	WHERE NOT EXISTS (SELECT 1 FROM tenxgraph_threads t WHERE t.thread_id = a.thread_id);
+	DROP TABLE tenxgraph_activity;
+	CREATE INDEX tenxgraph_threads_wake ON tenxgraph_threads (wake_at) WHERE wake_at > 0`,
 }
 
 // postgresTenancy is the migration that moves each thread whose latest
@@ -152,7 +175,11 @@ const (
 	//
 	// The latest CTE reads the thread's newest row and takes FOR KEY SHARE
 	// on it, and the insert happens only when the new seq is that one plus
-	// one (1 when there is none). Two writers of the same seq both pass the
+	// one (1 when there is none). It reads only once the lease CTE has
+	// locked the thread's row (its condition on the lease CTE is always
+	// true, and is there for that order): a DeleteThread deletes that row
+	// first and then the checkpoints, so a Put that locked a checkpoint
+	// before it waited for the row would deadlock with it. Two writers of the same seq both pass the
 	// check, but the primary key makes the second wait for the first and
 	// then insert nothing (ON CONFLICT DO NOTHING, not a unique violation,
 	// which would abort the batch the write shares a transaction with);
@@ -172,10 +199,11 @@ const (
 	//
 	// Only once the checkpoint went in, the same statement appends its log
 	// entries ($12, numbered after the previous checkpoint's log_len),
-	// records it in the thread's activity row, deletes the checkpoints
-	// KeepHistory drops (seq <= $16) and records the new seq in the
-	// thread's row (the recorded CTE, for pgClaim), releasing its lease for
-	// a run's last write ($15). It also stores the checkpoint's blobs ($17
+	// deletes the checkpoints KeepHistory drops (seq <= $16) and records
+	// the new seq (for pgClaim), the wake-up ($13) and the time ($14) in
+	// the thread's row (the recorded CTE), which it makes for a new thread
+	// (token 0: never claimed), releasing its lease for a run's last write
+	// ($15). It also stores the checkpoint's blobs ($17
 	// to $22, one array per column, sorted by ref) the store does not keep
 	// yet, and links the thread to each. A blob the store keeps already is
 	// locked, not written (DO UPDATE ... WHERE false locks the row and
@@ -192,16 +220,19 @@ const (
 	// ever wait there.
 	pgPut = pgPutLease + `, latest AS (
 		SELECT seq, log_len FROM tenxgraph_checkpoints
-		WHERE thread_id = $1::text
+		WHERE thread_id = $1::text AND (SELECT count(*) FROM lease) >= 0
 		ORDER BY seq DESC LIMIT 1
 		FOR KEY SHARE
 	)` + pgPutIns + `, recorded AS (
-		UPDATE tenxgraph_threads SET seq = $2::bigint, lease_until = CASE WHEN $15::boolean THEN 0 ELSE lease_until END
-		WHERE thread_id = $1::text AND EXISTS (SELECT 1 FROM ins)
-	)` + pgAfterPut + pgBlobs + pgPutResult
+		INSERT INTO tenxgraph_threads AS t (thread_id, incarnation, token, lease_until, seq, wake_at, touched_at)
+		SELECT $1::text, $10::text, 0, 0, $2::bigint, $13::bigint, $14::bigint FROM ins
+		ON CONFLICT (thread_id) DO UPDATE SET seq = $2::bigint, wake_at = $13::bigint, touched_at = $14::bigint,
+			lease_until = CASE WHEN $15::boolean THEN 0 ELSE t.lease_until END
+	)` + pgLogged + pgPrune + pgBlobs + pgPutResult
 	// pgPutLeased is pgPut for a write under a lease (Token > 0). Its
 	// lease CTE takes the lease row by updating it (recording the new seq,
-	// and releasing the lease for a run's last write) rather than by
+	// the wake-up and the time, and releasing the lease for a run's last
+	// write) rather than by
 	// locking it and updating it after the insert: one write of the row,
 	// not two (a lock is a write to the row's page and a WAL record). So
 	// the update happens only when the checkpoint goes in, it checks the
@@ -212,25 +243,26 @@ const (
 	// checkpoint, and a second writer of the same token and seq, were
 	// there one, would wait for the first at the row and then insert
 	// nothing.
-	pgPutLeased = pgLeasedLatest + pgLeasedLease + pgPutIns + pgAfterPut + pgBlobs + pgPutResult
+	pgPutLeased = pgLeasedLatest + pgLeasedLease + pgPutIns + pgLogged + pgPrune + pgBlobs + pgPutResult
 	// pgPutLeasedNoBlobs is pgPutLeased for a checkpoint without blobs,
 	// the most common write: it leaves out the two inserts that would
 	// store none, and their arguments ($17 to $22).
-	pgPutLeasedNoBlobs = pgLeasedLatest + pgLeasedLease + pgPutIns + pgLogTouch + pgPrune + pgPutResult
+	pgPutLeasedNoBlobs = pgLeasedLatest + pgLeasedLease + pgPutIns + pgLogged + pgPrune + pgPutResult
 	// pgPutLeasedKeepAll is pgPutLeasedNoBlobs for a write that drops no
 	// checkpoint (no KeepHistory, or fewer checkpoints than it keeps): it
 	// leaves out the delete, and its argument ($16). Each data-modifying
 	// CTE is a ModifyTable node that PostgreSQL sets up (opening the table
 	// and its indexes) and runs on every execution, even when it has
 	// nothing to do.
-	pgPutLeasedKeepAll = pgLeasedLatest + pgLeasedLease + pgPutIns + pgLogTouch + pgPutResult
+	pgPutLeasedKeepAll = pgLeasedLatest + pgLeasedLease + pgPutIns + pgLogged + pgPutResult
 	pgLeasedLatest     = `WITH latest AS (
 		SELECT seq, log_len FROM tenxgraph_checkpoints
 		WHERE thread_id = $1::text
 		ORDER BY seq DESC LIMIT 1
 	)`
 	pgLeasedLease = `, lease AS (
-		UPDATE tenxgraph_threads SET seq = $2::bigint, lease_until = CASE WHEN $15::boolean THEN 0 ELSE lease_until END
+		UPDATE tenxgraph_threads SET seq = $2::bigint, wake_at = $13::bigint, touched_at = $14::bigint,
+			lease_until = CASE WHEN $15::boolean THEN 0 ELSE lease_until END
 		WHERE thread_id = $1::text AND token = $11::bigint AND incarnation = $10::text
 		AND COALESCE(seq, (SELECT seq FROM latest), 0) = $2::bigint - 1
 		RETURNING token, incarnation
@@ -254,21 +286,13 @@ const (
 	)`
 	pgPutResult = `
 	SELECT EXISTS (SELECT 1 FROM ins), COALESCE((SELECT seq FROM latest), 0)`
-	// pgAfterPut is what a checkpoint write does once its checkpoint went
-	// in (the ins CTE): its log entries, its activity row and the
-	// checkpoints KeepHistory drops; pgBlobs stores its blobs and their
-	// links (see pgPut). The activity row is upserted: an UPDATE, then an
-	// INSERT when it found no row, saves the WAL record of the upsert's
-	// row lock but cost PostgreSQL more CPU per write (docs/benchmarks.md).
-	pgAfterPut = pgLogTouch + pgPrune
-	pgLogTouch = `, logged AS (
+	// pgLogged, pgPrune and pgBlobs are what a checkpoint write does once
+	// its checkpoint went in (the ins CTE): its log entries, the
+	// checkpoints KeepHistory drops, its blobs and their links (see pgPut).
+	pgLogged = `, logged AS (
 		INSERT INTO tenxgraph_log (thread_id, idx, entry)
 		SELECT $1::text, ins.log_len - cardinality($12::bytea[]) + u.o - 1, u.e
 		FROM ins, unnest($12::bytea[]) WITH ORDINALITY AS u(e, o)
-	), touched AS (
-		INSERT INTO tenxgraph_activity (thread_id, wake_at, touched_at)
-		SELECT $1::text, $13::bigint, $14::bigint FROM ins
-		ON CONFLICT (thread_id) DO UPDATE SET wake_at = $13::bigint, touched_at = $14::bigint
 	)`
 	pgPrune = `, pruned AS (
 		DELETE FROM tenxgraph_checkpoints
@@ -310,12 +334,14 @@ const (
 		ORDER BY seq DESC LIMIT 1
 		FOR KEY SHARE
 	), claimed AS (
-		INSERT INTO tenxgraph_threads AS t (thread_id, incarnation, token, lease_until, seq)
-		SELECT $1::text, COALESCE((SELECT incarnation FROM latest), $23::text), 1, CASE WHEN $15::boolean THEN 0 ELSE $11::bigint END, $2::bigint
+		INSERT INTO tenxgraph_threads AS t (thread_id, incarnation, token, lease_until, seq, wake_at, touched_at)
+		SELECT $1::text, COALESCE((SELECT incarnation FROM latest), $23::text), 1, CASE WHEN $15::boolean THEN 0 ELSE $11::bigint END, $2::bigint,
+			$13::bigint, $14::bigint
 		WHERE COALESCE((SELECT seq FROM latest), 0) = $2::bigint - 1
 		AND NOT EXISTS (SELECT 1 FROM lease WHERE lease_until > $24::bigint)
 		AND ($2::bigint = 1 OR COALESCE((SELECT incarnation FROM lease), (SELECT incarnation FROM latest)) = $10::text)
-		ON CONFLICT (thread_id) DO UPDATE SET token = t.token + 1, lease_until = EXCLUDED.lease_until, seq = $2::bigint
+		ON CONFLICT (thread_id) DO UPDATE SET token = t.token + 1, lease_until = EXCLUDED.lease_until, seq = $2::bigint,
+			wake_at = $13::bigint, touched_at = $14::bigint
 		WHERE t.lease_until <= $24::bigint AND ($2::bigint = 1 OR t.incarnation = $10::text)
 		RETURNING incarnation, token
 	), ins AS (
@@ -325,7 +351,7 @@ const (
 			COALESCE((SELECT log_len FROM latest), 0) + cardinality($12::bytea[]), $13::bigint
 		FROM claimed
 		RETURNING seq, log_len
-	)` + pgAfterPut + pgBlobs + `
+	)` + pgLogged + pgPrune + pgBlobs + `
 	SELECT COALESCE((SELECT token FROM claimed), 0), COALESCE((SELECT incarnation FROM claimed), ''),
 		COALESCE((SELECT seq FROM latest), 0), COALESCE((SELECT lease_until FROM lease), 0),
 		COALESCE((SELECT incarnation FROM lease), (SELECT incarnation FROM latest), '')`
@@ -350,22 +376,15 @@ const (
 	WHERE l.thread_id = $1::text AND l.ref = $2::text`
 	pgBlobUsage = `SELECT (SELECT COUNT(*) FROM tenxgraph_blobs), (SELECT COALESCE(SUM(size), 0)::bigint FROM tenxgraph_blobs),
 		(SELECT COUNT(*) FROM tenxgraph_blob_links)`
-	pgDelete         = `DELETE FROM tenxgraph_checkpoints WHERE thread_id = $1::text`
-	pgDeleteLog      = `DELETE FROM tenxgraph_log WHERE thread_id = $1::text`
-	pgDeleteActivity = `DELETE FROM tenxgraph_activity WHERE thread_id = $1::text`
-	pgDue            = `SELECT thread_id FROM tenxgraph_activity WHERE wake_at > 0 AND wake_at <= $1::bigint ORDER BY wake_at LIMIT $2::bigint`
+	pgDelete    = `DELETE FROM tenxgraph_checkpoints WHERE thread_id = $1::text`
+	pgDeleteLog = `DELETE FROM tenxgraph_log WHERE thread_id = $1::text`
+	pgDue       = `SELECT thread_id FROM tenxgraph_threads WHERE wake_at > 0 AND wake_at <= $1::bigint ORDER BY wake_at LIMIT $2::bigint`
 	// pgIdle lists idle threads no unexpired lease holds ($1: cutoff, $2:
-	// now); pgLockIdle checks one again with its activity row locked, so
-	// a Put committing meanwhile (it updates that row) makes it not idle.
-	pgIdle = `SELECT a.thread_id FROM tenxgraph_activity a
-	WHERE a.touched_at < $1::bigint
-	AND NOT EXISTS (SELECT 1 FROM tenxgraph_threads t WHERE t.thread_id = a.thread_id AND t.lease_until > $2::bigint)
-	LIMIT $3::bigint`
-	pgLockLease = `SELECT 1 FROM tenxgraph_threads WHERE thread_id = $1::text FOR UPDATE`
-	pgLockIdle  = `SELECT 1 FROM tenxgraph_activity a
-	WHERE a.thread_id = $1::text AND a.touched_at < $2::bigint
-	AND NOT EXISTS (SELECT 1 FROM tenxgraph_threads t WHERE t.thread_id = a.thread_id AND t.lease_until > $3::bigint)
-	FOR UPDATE OF a`
+	// now); pgLockIdle checks one again with its row locked, so a write or
+	// a claim committing meanwhile (each updates that row) makes it not
+	// idle. touched_at has no index: the sweep scans the threads' rows.
+	pgIdle        = `SELECT thread_id FROM tenxgraph_threads WHERE touched_at < $1::bigint AND lease_until <= $2::bigint LIMIT $3::bigint`
+	pgLockIdle    = `SELECT 1 FROM tenxgraph_threads WHERE thread_id = $1::text AND touched_at < $2::bigint AND lease_until <= $3::bigint FOR UPDATE`
 	pgDeleteLease = `DELETE FROM tenxgraph_threads WHERE thread_id = $1::text`
 	// pgClaim takes a free or expired lease ($3: now, $4: expiry), or
 	// returns no row. A thread without a row is new (or deleted): its
@@ -385,8 +404,8 @@ const (
 	// DeleteThread removed while the claim waited for the row it deleted
 	// are skipped rather than read. That read is a subquery, run only
 	// when the row has no seq.
-	pgClaim = `INSERT INTO tenxgraph_threads AS t (thread_id, incarnation, token, lease_until)
-	VALUES ($1::text, $2::text, 1, $4::bigint)
+	pgClaim = `INSERT INTO tenxgraph_threads AS t (thread_id, incarnation, token, lease_until, touched_at)
+	VALUES ($1::text, $2::text, 1, $4::bigint, $3::bigint)
 	ON CONFLICT (thread_id) DO UPDATE SET token = t.token + 1, lease_until = $4::bigint
 	WHERE t.lease_until <= $3::bigint
 	RETURNING incarnation, token, COALESCE(seq, (SELECT seq FROM tenxgraph_checkpoints
@@ -890,9 +909,10 @@ func (p *Postgres) deleteIf(ctx context.Context, threadID string, check func(pgx
 			return false, err
 		}
 		if tag.RowsAffected() == 0 && logTag.RowsAffected() == 0 {
-			// Last, once no Put can land any more: a Put that landed
-			// in an earlier round wrote it.
-			if _, err := tx.Exec(ctx, pgDeleteActivity, threadID); err != nil {
+			// The thread's row again, once no Put can land any more:
+			// an unleased Put that landed in an earlier round made it
+			// anew.
+			if _, err := tx.Exec(ctx, pgDeleteLease, threadID); err != nil {
 				return false, err
 			}
 			if err := pgDropBlobs(ctx, tx, threadID); err != nil {
@@ -1115,11 +1135,8 @@ func (p *Postgres) DeleteIdle(ctx context.Context, cutoff time.Time, limit int) 
 	n := 0
 	for _, id := range ids {
 		deleted, err := p.deleteIf(ctx, id, func(tx pgx.Tx) (bool, error) {
-			// The lease row first, as a Put locks them, so the two never
-			// wait for each other in a cycle.
-			if _, err := tx.Exec(ctx, pgLockLease, id); err != nil {
-				return false, err
-			}
+			// The thread's row, locked first as a Put locks it, so the
+			// two never wait for each other in a cycle.
 			var one int
 			err := tx.QueryRow(ctx, pgLockIdle, id, cutoff.UnixMilli(), now).Scan(&one)
 			if errors.Is(err, pgx.ErrNoRows) {

@@ -576,6 +576,44 @@ func TestPostgresClaimSeesTheDelete(t *testing.T) {
 	}
 }
 
+// TestPostgresUnleasedPutWaitsForTheDelete checks that an unleased Put
+// arriving while a DeleteThread holds the thread's row waits for the
+// delete, then conflicts, and that neither fails otherwise. Were the Put to
+// lock the thread's latest checkpoint before it waits for the row, the
+// delete, which deletes that checkpoint next, would wait for the Put: a
+// deadlock, which PostgreSQL ends by failing one of them.
+func TestPostgresUnleasedPutWaitsForTheDelete(t *testing.T) {
+	ctx := context.Background()
+	dsn, a, b := twoReplicas(t)
+	for seq := int64(1); seq <= 2; seq++ {
+		if err := a.Put(ctx, checkpoint.Checkpoint{ThreadID: "racing", Seq: seq}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// The delete takes the thread's row first, then waits to delete the
+	// checkpoint this transaction holds a lock on.
+	tx := lockRows(t, dsn, "SELECT 1 FROM tenxgraph_checkpoints WHERE thread_id = $1 AND seq = 2 FOR KEY SHARE", "racing")
+	defer tx.Conn().Close(ctx) // and so the transaction, if still open
+	deleted := make(chan error, 1)
+	go func() { deleted <- a.DeleteThread(ctx, "racing") }()
+	untilWaiting(t, tx, blockedByMe, "the delete")
+	put := make(chan error, 1)
+	go func() { put <- b.Put(ctx, checkpoint.Checkpoint{ThreadID: "racing", Seq: 3}) }()
+	untilWaiting(t, tx, blockedBehindMe, "the other replica's Put")
+	if err := tx.Rollback(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-deleted; err != nil {
+		t.Fatalf("the delete: %v", err)
+	}
+	if err := <-put; !errors.Is(err, checkpoint.ErrConflict) {
+		t.Fatalf("the Put behind the delete = %v, want ErrConflict", err)
+	}
+	if hd, err := a.Head(ctx, "racing"); err != nil || hd.Seq != 0 {
+		t.Fatalf("Head after the delete = seq %d, %v; want 0", hd.Seq, err)
+	}
+}
+
 // Queries for untilWaiting, run in the locking transaction: how many
 // backends wait for its locks (blockedByMe), or wait for one that does
 // (blockedBehindMe).
