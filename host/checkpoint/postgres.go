@@ -130,7 +130,9 @@ var postgresMigrations = [...]string{
 	// those written only without a token get one here, token 0, in their
 	// latest checkpoint's incarnation (as a SQLite store's have), and an
 	// unleased write makes one for a new thread. A row no write touched (a
-	// claim's, whose run wrote nothing) counts as touched now. wake_at keeps
+	// claim's, whose run wrote nothing) counts as touched now. (3 -> 4 kept
+	// the columns apart because a Put then held a share lock on this row;
+	// since 7 it takes the row for update.) wake_at keeps
 	// its partial index; an update that leaves it as it was (most writes of
 	// a running thread: 0 to 0) stays HOT.
 	`ALTER TABLE tenxgraph_threads
