@@ -554,13 +554,7 @@ func TestPostgresClaimSeesTheDelete(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	// The delete takes the thread's row first, then waits to delete the
-	// checkpoint this transaction holds a lock on.
-	tx := lockRows(t, dsn, "SELECT 1 FROM tenxgraph_checkpoints WHERE thread_id = $1 AND seq = 2 FOR KEY SHARE", "gone")
-	defer tx.Conn().Close(ctx) // and so the transaction, if still open
-	deleted := make(chan error, 1)
-	go func() { deleted <- a.DeleteThread(ctx, "gone") }()
-	untilWaiting(t, tx, blockedByMe, "the delete")
+	tx, deleted := deleteHalfway(t, dsn, a, "gone", 2)
 	// The claim waits for the delete, which holds the thread's row.
 	claimed := claimBehind(t, tx, b, "gone")
 	if err := <-deleted; err != nil {
@@ -590,13 +584,7 @@ func TestPostgresUnleasedPutWaitsForTheDelete(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	// The delete takes the thread's row first, then waits to delete the
-	// checkpoint this transaction holds a lock on.
-	tx := lockRows(t, dsn, "SELECT 1 FROM tenxgraph_checkpoints WHERE thread_id = $1 AND seq = 2 FOR KEY SHARE", "racing")
-	defer tx.Conn().Close(ctx) // and so the transaction, if still open
-	deleted := make(chan error, 1)
-	go func() { deleted <- a.DeleteThread(ctx, "racing") }()
-	untilWaiting(t, tx, blockedByMe, "the delete")
+	tx, deleted := deleteHalfway(t, dsn, a, "racing", 2)
 	put := make(chan error, 1)
 	go func() { put <- b.Put(ctx, checkpoint.Checkpoint{ThreadID: "racing", Seq: 3}) }()
 	untilWaiting(t, tx, blockedBehindMe, "the other replica's Put")
@@ -612,6 +600,22 @@ func TestPostgresUnleasedPutWaitsForTheDelete(t *testing.T) {
 	if hd, err := a.Head(ctx, "racing"); err != nil || hd.Seq != 0 {
 		t.Fatalf("Head after the delete = seq %d, %v; want 0", hd.Seq, err)
 	}
+}
+
+// deleteHalfway starts DeleteThread(thread) on s and returns once the
+// delete holds the thread's row (it takes that first) and waits to delete
+// checkpoint seq, which the returned transaction holds a lock on; the
+// delete's outcome comes on the channel, once the transaction ends. The
+// transaction's connection is closed when the test ends (and so the
+// transaction, if still open).
+func deleteHalfway(t *testing.T, dsn string, s *checkpoint.Postgres, thread string, seq int64) (pgx.Tx, <-chan error) {
+	t.Helper()
+	tx := lockRows(t, dsn, fmt.Sprintf("SELECT 1 FROM tenxgraph_checkpoints WHERE thread_id = $1 AND seq = %d FOR KEY SHARE", seq), thread)
+	t.Cleanup(func() { tx.Conn().Close(context.Background()) })
+	deleted := make(chan error, 1)
+	go func() { deleted <- s.DeleteThread(context.Background(), thread) }()
+	untilWaiting(t, tx, blockedByMe, "the delete")
+	return tx, deleted
 }
 
 // Queries for untilWaiting, run in the locking transaction: how many
