@@ -139,10 +139,9 @@ const (
 	// must be the thread's.
 	//
 	// It records the log's length after the checkpoint: the previous
-	// checkpoint's plus ?12, the entries appended. sqlAppend numbers each
-	// entry from it (?3: how many entries from the end it is), so that
-	// neither returns a row (a row costs database/sql a watcher goroutine
-	// inside a transaction).
+	// checkpoint's plus ?12, the entries appended. sqlAppendRows numbers
+	// the entries from it, so that neither returns a row (a row costs
+	// database/sql a watcher goroutine inside a transaction).
 	sqlPut = `INSERT INTO checkpoints
 		(thread_id, seq, run_id, step, status, next, state, metadata, created_at, incarnation, log_len, wake_at)
 	SELECT ?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10,
@@ -150,7 +149,6 @@ const (
 	WHERE (SELECT COALESCE(MAX(seq), 0) FROM checkpoints WHERE thread_id = ?1) = ?2 - 1
 	AND CASE WHEN ?11 = 0 THEN NOT EXISTS (SELECT 1 FROM threads WHERE thread_id = ?1 AND (token <> 0 OR incarnation <> ?10))
 		ELSE EXISTS (SELECT 1 FROM threads WHERE thread_id = ?1 AND token = ?11 AND incarnation = ?10) END`
-	sqlAppend = `INSERT INTO log (thread_id, idx, entry) VALUES (?1, (SELECT log_len FROM checkpoints WHERE thread_id = ?1 AND seq = ?2) - ?3, ?4)`
 	// sqlTouch records the new latest checkpoint on the thread's row
 	// (creating it, never claimed, for an unleased write), and releases
 	// the lease of token ?5 when it is the thread's (a run's last write:
@@ -224,6 +222,38 @@ const (
 	AND COALESCE((SELECT created_at FROM checkpoints c WHERE c.thread_id = threads.thread_id ORDER BY seq DESC LIMIT 1), 0) < ?2
 	LIMIT ?4`
 )
+
+// maxAppendRows is how many log entries one statement appends: a
+// checkpoint's entries go in one statement, up to this many, since each
+// statement run has a cost of its own (binding, the driver's locks, the
+// VM's set-up), a third of an entry's when it appends three.
+const maxAppendRows = 8
+
+// sqlAppendRows appends n log entries, ?4 to ?(n+3), to thread ?1,
+// numbered from the log length of its checkpoint ?2 (sqlPut's), the first
+// ?3 entries from the end; were the checkpoint missing, the NULL index
+// would fail the insert. The checkpoint is looked up once for all n.
+//
+// OR FAIL spares SQLite the statement journal a statement of several rows
+// keeps to undo its own rows when one fails (a tenth of its cost): a
+// failed append fails its write, whose transaction is then rolled back
+// whole (see commit).
+func sqlAppendRows(n int) string {
+	if n == 1 {
+		return `INSERT INTO log (thread_id, idx, entry) VALUES (?1, (SELECT log_len FROM checkpoints WHERE thread_id = ?1 AND seq = ?2) - ?3, ?4)`
+	}
+	var b strings.Builder
+	b.WriteString(`INSERT OR FAIL INTO log (thread_id, idx, entry)
+	SELECT ?1, (SELECT log_len FROM checkpoints WHERE thread_id = ?1 AND seq = ?2) - ?3 + column1, column2 FROM (VALUES `)
+	for i := range n {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		fmt.Fprintf(&b, "(%d, ?%d)", i, i+4)
+	}
+	b.WriteString(")")
+	return b.String()
+}
 
 // SQLite is a durable Checkpointer in a single SQLite file, for a single
 // host: the API server and CLI keep threads in it without running a
@@ -557,11 +587,22 @@ func (s *SQLite) putTx(ctx context.Context, tx *wtx, cp Checkpoint, args []any) 
 	if err := tx.exec(ctx, wPut, args[:13]...); err != nil {
 		return err
 	}
-	for i, e := range cp.Append {
-		if e == nil {
-			e = []byte{} // NOT NULL
+	for i := 0; i < len(cp.Append); i += maxAppendRows {
+		rows := cp.Append[i:min(i+maxAppendRows, len(cp.Append))]
+		vals := append(tx.vals[:0], args[0], args[1], len(cp.Append)-i) // the thread and seq as putArgs boxed them
+		for _, e := range rows {
+			if e == nil {
+				e = []byte{} // NOT NULL
+			}
+			vals = append(vals, e)
 		}
-		if _, err := tx.run(ctx, wAppend, args[0], args[1], len(cp.Append)-i, e); err != nil { // the thread and seq as putArgs boxed them
+		tx.vals = vals
+		n, err := tx.run(ctx, wAppend+wstmt(len(rows)-1), vals...)
+		clear(vals) // keeps no entry alive
+		if err == nil && n != int64(len(rows)) {
+			err = fmt.Errorf("%d of %d entries written", n, len(rows))
+		}
+		if err != nil {
 			return fmt.Errorf("append to the log: %w", err)
 		}
 	}

@@ -45,7 +45,6 @@ type wstmt int
 
 const (
 	wPut wstmt = iota
-	wAppend
 	wTouch
 	wTouchAt
 	wPrune
@@ -61,28 +60,36 @@ const (
 	wLink
 	wDeleteBlobs
 	wDeleteLinks
-	nWstmt
+	// wAppend+k-1 appends k log entries, for k up to maxAppendRows (see
+	// sqlAppendRows).
+	wAppend
+	nWstmt = wAppend + maxAppendRows
 )
 
-var wstmtSQL = [nWstmt]string{
-	wPut:         sqlPut,
-	wAppend:      sqlAppend,
-	wTouch:       sqlTouch,
-	wTouchAt:     sqlTouchAt,
-	wPrune:       sqlPrune,
-	wDelete:      sqlDelete,
-	wDeleteLog:   sqlDeleteLog,
-	wDeleteLease: sqlDeleteLease,
-	wClaim:       sqlClaim,
-	wClaimable:   sqlClaimable,
-	wExtend:      sqlExtend,
-	wRelease:     sqlRelease,
-	wIdle:        sqlIdle,
-	wBlob:        sqlBlob,
-	wLink:        sqlLink,
-	wDeleteBlobs: sqlDeleteBlobs,
-	wDeleteLinks: sqlDeleteLinks,
-}
+var wstmtSQL = func() [nWstmt]string {
+	q := [nWstmt]string{
+		wPut:         sqlPut,
+		wTouch:       sqlTouch,
+		wTouchAt:     sqlTouchAt,
+		wPrune:       sqlPrune,
+		wDelete:      sqlDelete,
+		wDeleteLog:   sqlDeleteLog,
+		wDeleteLease: sqlDeleteLease,
+		wClaim:       sqlClaim,
+		wClaimable:   sqlClaimable,
+		wExtend:      sqlExtend,
+		wRelease:     sqlRelease,
+		wIdle:        sqlIdle,
+		wBlob:        sqlBlob,
+		wLink:        sqlLink,
+		wDeleteBlobs: sqlDeleteBlobs,
+		wDeleteLinks: sqlDeleteLinks,
+	}
+	for k := 1; k <= maxAppendRows; k++ {
+		q[wAppend+wstmt(k-1)] = sqlAppendRows(k)
+	}
+	return q
+}()
 
 // wtx is the writer's connection, with its statements prepared; a write's
 // fn uses it inside the batch's transaction. Only the holder of the turn
@@ -91,6 +98,7 @@ type wtx struct {
 	conn  driver.Conn
 	stmts [nWstmt]driver.Stmt
 	args  []driver.NamedValue // reused between statements
+	vals  []any               // a statement's arguments, built by the caller and reused
 	// results are commitTx's, reused between commits: its caller reads
 	// them before the next.
 	results []error
