@@ -127,9 +127,9 @@ const sqliteBusyTimeout = 5 * time.Second
 
 // The statements, each prepared once per store.
 const (
-	// Put is a single INSERT ... SELECT that writes only when seq is the
-	// thread's latest plus one. As one statement in autocommit mode it takes
-	// the write lock before it reads, so the check and the insert are one
+	// Put is a single INSERT that writes only when seq is the thread's
+	// latest plus one. As one statement in autocommit mode it takes the
+	// write lock before it reads, so the check and the insert are one
 	// atomic transaction with BEGIN IMMEDIATE semantics, and it waits under
 	// busy_timeout rather than failing when another connection is writing.
 	//
@@ -138,17 +138,27 @@ const (
 	// leased one only with the thread's current token; the incarnation
 	// must be the thread's.
 	//
+	// When a check fails, the row's seq is NULL, and OR IGNORE skips a row
+	// that breaks a constraint: it is the only one this row can break,
+	// since putArgs binds every other column non-NULL and a seq that is the
+	// latest plus one is at least 1 and not yet taken. (An INSERT ... SELECT
+	// ... WHERE, as it was, reads the table it inserts into, so SQLite
+	// first copied its row into a temporary table: a third of the
+	// statement's cost.)
+	//
 	// It records the log's length after the checkpoint: the previous
 	// checkpoint's plus ?12, the entries appended. sqlAppendRows numbers
 	// the entries from it, so that neither returns a row (a row costs
 	// database/sql a watcher goroutine inside a transaction).
-	sqlPut = `INSERT INTO checkpoints
+	sqlPut = `INSERT OR IGNORE INTO checkpoints
 		(thread_id, seq, run_id, step, status, next, state, metadata, created_at, incarnation, log_len, wake_at)
-	SELECT ?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10,
-		COALESCE((SELECT log_len FROM checkpoints WHERE thread_id = ?1 AND seq = ?2 - 1), 0) + ?12, ?13
-	WHERE (SELECT COALESCE(MAX(seq), 0) FROM checkpoints WHERE thread_id = ?1) = ?2 - 1
-	AND CASE WHEN ?11 = 0 THEN NOT EXISTS (SELECT 1 FROM threads WHERE thread_id = ?1 AND (token <> 0 OR incarnation <> ?10))
-		ELSE EXISTS (SELECT 1 FROM threads WHERE thread_id = ?1 AND token = ?11 AND incarnation = ?10) END`
+	VALUES (?1,
+		CASE WHEN (SELECT COALESCE(MAX(seq), 0) FROM checkpoints WHERE thread_id = ?1) = ?2 - 1
+		AND CASE WHEN ?11 = 0 THEN NOT EXISTS (SELECT 1 FROM threads WHERE thread_id = ?1 AND (token <> 0 OR incarnation <> ?10))
+			ELSE EXISTS (SELECT 1 FROM threads WHERE thread_id = ?1 AND token = ?11 AND incarnation = ?10) END
+		THEN ?2 END,
+		?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10,
+		COALESCE((SELECT log_len FROM checkpoints WHERE thread_id = ?1 AND seq = ?2 - 1), 0) + ?12, ?13)`
 	// sqlTouch records the new latest checkpoint on the thread's row
 	// (creating it, never claimed, for an unleased write), and releases
 	// the lease of token ?5 when it is the thread's (a run's last write:
