@@ -23,7 +23,7 @@ import (
 const boundsScript = `{"rules": [
   {"match": "^ok$", "tool_calls": [{"name": "ok", "arguments": {}}]},
   {"match": "^big$", "tool_calls": [{"name": "big", "arguments": {"mb": 200}}]},
-  {"match": "^mcpbig$", "tool_calls": [{"name": "mcp_big", "arguments": {"mb": 100}}]},
+  {"match": "^mcpbig$", "tool_calls": [{"name": "mcp_big", "arguments": {"mb": 100, "together": 3}}]},
   {"match": "^mcpok$", "tool_calls": [{"name": "mcp_environ", "arguments": {}}]}
 ]}`
 

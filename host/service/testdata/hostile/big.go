@@ -1,10 +1,11 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
-	"strings"
+	"io"
 	"sync"
 
 	mcpsdk "github.com/modelcontextprotocol/go-sdk/mcp"
@@ -53,11 +54,90 @@ func bigTool() sdk.Tool {
 	}
 }
 
+// mcpBigArgs: mcp_big answers mb MiB once together calls of it are in
+// flight (1 when left out), so that the calls are answered at once on one
+// connection however the host spreads them.
+type mcpBigArgs struct {
+	MB       int `json:"mb"`
+	Together int `json:"together,omitempty"`
+}
+
+// mcpBigText is what mcp_big returns to the SDK, and what bigWriter sends
+// mb MiB of text in place of.
+const mcpBigText = "mcp_big sends %d MiB in place of this text"
+
 // addMCPBig adds the MCP server's mcp_big, which returns mb MiB of text in
 // one message, whatever the client's bounds.
 func addMCPBig(s *mcpsdk.Server) {
-	mcpsdk.AddTool(s, &mcpsdk.Tool{Name: "mcp_big", Description: "Returns mb MiB of text."},
-		func(_ context.Context, _ *mcpsdk.CallToolRequest, in bigArgs) (*mcpsdk.CallToolResult, any, error) {
-			return &mcpsdk.CallToolResult{Content: []mcpsdk.Content{&mcpsdk.TextContent{Text: strings.Repeat("x", in.MB<<20)}}}, nil, nil
+	var (
+		mu      sync.Mutex
+		waiting int
+		all     = make(chan struct{})
+	)
+	mcpsdk.AddTool(s, &mcpsdk.Tool{Name: "mcp_big", Description: "Returns mb MiB of text once together calls of it are in flight."},
+		func(ctx context.Context, _ *mcpsdk.CallToolRequest, in mcpBigArgs) (*mcpsdk.CallToolResult, any, error) {
+			if in.MB < 1 {
+				return nil, nil, fmt.Errorf("want {\"mb\": N}, N >= 1")
+			}
+			mu.Lock()
+			ch := all
+			if waiting++; waiting >= in.Together {
+				close(all)
+				waiting, all = 0, make(chan struct{})
+			}
+			mu.Unlock()
+			select {
+			case <-ch:
+			case <-ctx.Done():
+				mu.Lock()
+				if all == ch { // not answered: it no longer waits
+					waiting--
+				}
+				mu.Unlock()
+				return nil, nil, ctx.Err()
+			}
+			return &mcpsdk.CallToolResult{Content: []mcpsdk.Content{&mcpsdk.TextContent{Text: fmt.Sprintf(mcpBigText, in.MB)}}}, nil, nil
 		})
 }
+
+// bigWriter is the MCP server's stdout. It passes each message the SDK
+// writes, but for mcp_big's result, in place of which it writes the
+// response with mb MiB of text, a piece at a time: the client receives
+// the same bytes as if the SDK had marshalled that much text, without the
+// server making them first. Made whole, three results of 100 MiB took the
+// server seconds of CPU and 2 GB, long enough on a loaded machine to run
+// into the call's timeout before the first byte was sent.
+type bigWriter struct{ w io.Writer }
+
+func (b bigWriter) Write(p []byte) (int, error) {
+	var msg struct {
+		ID     json.RawMessage `json:"id"`
+		Result struct {
+			Content []struct {
+				Text string `json:"text"`
+			} `json:"content"`
+		} `json:"result"`
+	}
+	var mb int
+	if json.Unmarshal(p, &msg) != nil || len(msg.ID) == 0 || len(msg.Result.Content) != 1 {
+		return b.w.Write(p)
+	}
+	if n, _ := fmt.Sscanf(msg.Result.Content[0].Text, mcpBigText, &mb); n != 1 {
+		return b.w.Write(p)
+	}
+	if _, err := fmt.Fprintf(b.w, `{"jsonrpc":"2.0","id":%s,"result":{"content":[{"type":"text","text":"`, msg.ID); err != nil {
+		return 0, err
+	}
+	piece := bytes.Repeat([]byte{'x'}, 1<<20)
+	for range mb {
+		if _, err := b.w.Write(piece); err != nil {
+			return 0, err
+		}
+	}
+	if _, err := io.WriteString(b.w, `"}]}}`+"\n"); err != nil {
+		return 0, err
+	}
+	return len(p), nil
+}
+
+func (bigWriter) Close() error { return nil }

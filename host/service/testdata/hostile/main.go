@@ -143,7 +143,7 @@ func serveMCP() {
 			return nil, nil, nil
 		})
 	addMCPBig(s)
-	_ = s.Run(context.Background(), &mcpsdk.StdioTransport{})
+	_ = s.Run(context.Background(), &mcpsdk.IOTransport{Reader: os.Stdin, Writer: bigWriter{os.Stdout}})
 }
 
 // moreTools are the attacks on the sandbox's defaults: reading every
