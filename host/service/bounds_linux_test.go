@@ -152,15 +152,7 @@ func TestHugeMCPResultsRefusedAsTheyArrive(t *testing.T) {
 	if r, err := invokeOne(s, "mcpok-before", "mcpok"); err != nil || r.IsError {
 		t.Fatalf("mcp_environ: %s %v", r.Content, err)
 	}
-	bridge := ""
-	for pid, cmd := range descendants(os.Getpid()) {
-		if strings.HasSuffix(strings.TrimSpace(cmd), "plugin mcp") {
-			bridge = strconv.Itoa(pid)
-		}
-	}
-	if bridge == "" {
-		t.Fatalf("no MCP bridge among %v", descendants(os.Getpid()))
-	}
+	bridge := strconv.Itoa(mcpBridge(t))
 	bridgeBase := resetPeak(t, bridge)
 	base := resetPeak(t, "self")
 	results := concurrently(t, s, "mcpbig")

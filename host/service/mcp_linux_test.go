@@ -45,6 +45,24 @@ func alive(pid int) bool {
 	return err == nil && !strings.Contains(string(stat[strings.LastIndexByte(string(stat), ')'):]), ") Z ")
 }
 
+// mcpBridge is the pid of the one MCP bridge below this process: the
+// process serving `plugin mcp`, not its sandbox's init, whose command line
+// ends the same.
+func mcpBridge(t *testing.T) int {
+	t.Helper()
+	var bridges []int
+	all := descendants(os.Getpid())
+	for pid, cmd := range all {
+		if strings.HasSuffix(cmd, " plugin mcp ") && !strings.Contains(cmd, sandbox.ExecArg) {
+			bridges = append(bridges, pid)
+		}
+	}
+	if len(bridges) != 1 {
+		t.Fatalf("want one MCP bridge, found %v among %v", bridges, all)
+	}
+	return bridges[0]
+}
+
 // A stdio MCP server does not outlive its bridge, even one killed with
 // SIGKILL (which runs no cleanup): the kernel's parent-death signal ends it.
 func TestMCPServerDiesWithItsBridge(t *testing.T) {
@@ -55,18 +73,13 @@ func TestMCPServerDiesWithItsBridge(t *testing.T) {
 		`{"rules": [{"match": "x", "text": "x"}]}`)
 	// The bridge runs below its sandbox's init, and the server below its
 	// own init, below the bridge.
-	bridge, server := 0, 0
-	for pid, cmd := range descendants(os.Getpid()) {
-		if strings.HasSuffix(cmd, " plugin mcp ") && !strings.Contains(cmd, sandbox.ExecArg) {
-			bridge = pid
-			for c, ccmd := range descendants(pid) {
-				if strings.Contains(ccmd, "server-everything") && !strings.Contains(ccmd, sandbox.ExecArg) {
-					server = c
-				}
-			}
+	bridge, server := mcpBridge(t), 0
+	for c, ccmd := range descendants(bridge) {
+		if strings.Contains(ccmd, "server-everything") && !strings.Contains(ccmd, sandbox.ExecArg) {
+			server = c
 		}
 	}
-	if bridge == 0 || server == 0 {
+	if server == 0 {
 		t.Fatalf("bridge %d, server %d; descendants: %v", bridge, server, descendants(os.Getpid()))
 	}
 	if err := syscall.Kill(bridge, syscall.SIGKILL); err != nil {

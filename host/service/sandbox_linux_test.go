@@ -271,15 +271,7 @@ func TestNothingSurvivesItsProvider(t *testing.T) {
 	// the server's child go with it all the same.
 	eventually(t, 10*time.Second, "the restarted MCP server and its child run", func() bool { return len(marked(mark+"-mcp")) == 2 })
 	before := marked(mark + "-mcp")
-	bridge := 0
-	for pid, cmd := range descendants(os.Getpid()) {
-		if strings.HasSuffix(cmd, " plugin mcp ") && !strings.Contains(cmd, sandbox.ExecArg) { // the bridge, not its init
-			bridge = pid
-		}
-	}
-	if bridge == 0 {
-		t.Fatal("no MCP bridge among the test's children")
-	}
+	bridge := mcpBridge(t)
 	if err := syscall.Kill(bridge, syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
