@@ -43,6 +43,7 @@ func hostile(t *testing.T) string {
 			hostileErr = err
 			return
 		}
+		tempDirs = append(tempDirs, dir)
 		hostileBin = filepath.Join(dir, "hostile")
 		if out, err := exec.Command("go", "build", "-o", hostileBin, "./testdata/hostile").CombinedOutput(); err != nil {
 			hostileErr = fmt.Errorf("build the hostile plugin: %v\n%s", err, out)

@@ -32,8 +32,16 @@ func TestMain(m *testing.M) {
 		}
 		os.Exit(0)
 	}
-	os.Exit(m.Run())
+	code := m.Run()
+	for _, dir := range tempDirs {
+		os.RemoveAll(dir)
+	}
+	os.Exit(code)
 }
+
+// tempDirs are folders the tests share (a test binary built once), which
+// TestMain removes once they have all run.
+var tempDirs []string
 
 const script = `{"rules": [
   {"match": "background", "tool_calls": [{"name": "change_background", "arguments": {"color": "blue"}}]},
