@@ -319,8 +319,13 @@ const (
 	// when the write releases it too, $15; $23: a new thread's
 	// incarnation), only when the seq and the incarnation ($10, for a
 	// thread with checkpoints: its row's, else its latest checkpoint's)
-	// are right, recording the new seq in the row (see pgPut). The
-	// checkpoint goes in only with the claim, and takes its incarnation. A
+	// are right, recording the new seq in the row (see pgPut). As in
+	// pgPut, the latest CTE reads only once the lease CTE has locked the
+	// row: a DeleteThread, or a Put that prunes the checkpoint it reads,
+	// holds the row and then deletes that checkpoint, so a ClaimPut that
+	// locked the checkpoint first and then waited for the row would
+	// deadlock with it. The checkpoint goes in only with the claim, and
+	// takes its incarnation. A
 	// checkpoint another writer committed since the statement began (the
 	// old lease holder's, whose lease expired) makes the insert fail with
 	// a unique violation: the batch is rolled back, the claim with it, and
@@ -332,7 +337,7 @@ const (
 		FOR UPDATE
 	), latest AS (
 		SELECT seq, log_len, incarnation FROM tenxgraph_checkpoints
-		WHERE thread_id = $1::text
+		WHERE thread_id = $1::text AND (SELECT count(*) FROM lease) >= 0
 		ORDER BY seq DESC LIMIT 1
 		FOR KEY SHARE
 	), claimed AS (

@@ -602,6 +602,110 @@ func TestPostgresUnleasedPutWaitsForTheDelete(t *testing.T) {
 	}
 }
 
+// TestPostgresClaimPutWaitsForTheDelete checks that a ClaimPut arriving
+// while a DeleteThread holds the thread's row waits for the delete, then
+// conflicts, and that neither fails otherwise, on a thread written without
+// a lease (which has a row since schema 8) and on one claimed before. Were
+// the ClaimPut to lock the thread's latest checkpoint before it waits for
+// the row, the delete, which deletes that checkpoint next, would wait for
+// the ClaimPut: a deadlock, which PostgreSQL ends by failing one of them.
+func TestPostgresClaimPutWaitsForTheDelete(t *testing.T) {
+	for _, leased := range []bool{false, true} {
+		t.Run(fmt.Sprintf("leased=%v", leased), func(t *testing.T) {
+			ctx := context.Background()
+			dsn, a, b := twoReplicas(t)
+			var l checkpoint.Lease
+			if leased {
+				var err error
+				if l, err = a.Claim(ctx, "racing", time.Minute); err != nil {
+					t.Fatal(err)
+				}
+			}
+			for seq := int64(1); seq <= 2; seq++ {
+				cp := checkpoint.Checkpoint{ThreadID: "racing", Seq: seq, Incarnation: l.Incarnation, Token: l.Token, Release: leased && seq == 2}
+				if err := a.Put(ctx, cp); err != nil {
+					t.Fatal(err)
+				}
+			}
+			tx, deleted := deleteHalfway(t, dsn, a, "racing", 2)
+			claimed := make(chan error, 1)
+			go func() {
+				_, err := b.ClaimPut(ctx, checkpoint.Checkpoint{ThreadID: "racing", Seq: 3, Incarnation: l.Incarnation}, time.Minute)
+				claimed <- err
+			}()
+			untilWaiting(t, tx, blockedBehindMe, "the other replica's ClaimPut")
+			if err := tx.Rollback(ctx); err != nil {
+				t.Fatal(err)
+			}
+			if err := <-deleted; err != nil {
+				t.Fatalf("the delete: %v", err)
+			}
+			if err := <-claimed; !errors.Is(err, checkpoint.ErrConflict) {
+				t.Fatalf("the ClaimPut behind the delete = %v, want ErrConflict", err)
+			}
+			if hd, err := a.Head(ctx, "racing"); err != nil || hd.Seq != 0 {
+				t.Fatalf("Head after the delete = seq %d, %v; want 0", hd.Seq, err)
+			}
+		})
+	}
+}
+
+// TestPostgresClaimPutWaitsForThePrune checks that a ClaimPut arriving
+// while the lease holder's Put holds the thread's row waits for that Put,
+// then is refused, when the Put deletes the checkpoint the ClaimPut would
+// continue (KeepHistory(0)). Were the ClaimPut to lock that checkpoint
+// before it waits for the row, the Put would wait for it at the delete: a
+// deadlock, which PostgreSQL ends by failing one of them, here the lease
+// holder's write. A transaction of the test's holds the Put up, between
+// its lock on the row and its delete, by inserting the Put's seq first,
+// and rolls it back once the ClaimPut waits behind the Put.
+func TestPostgresClaimPutWaitsForThePrune(t *testing.T) {
+	ctx := context.Background()
+	dsn := postgresDSN(t)
+	a, err := checkpoint.OpenPostgres(ctx, dsn, checkpoint.KeepHistory(0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := openPostgres(t, dsn)
+	t.Cleanup(func() { a.Close(); b.Close() })
+	l, err := a.Claim(ctx, "held", time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	leased := func(seq int64) checkpoint.Checkpoint {
+		return checkpoint.Checkpoint{ThreadID: "held", Seq: seq, RunID: "holder", Incarnation: l.Incarnation, Token: l.Token}
+	}
+	for seq := int64(1); seq <= 2; seq++ {
+		if err := a.Put(ctx, leased(seq)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	tx := lockRows(t, dsn, `INSERT INTO tenxgraph_checkpoints (thread_id, seq, run_id, step, status, next, state, metadata, created_at)
+		VALUES ($1, 3, 'blocker', 0, 'running', '{}', '', '{}', now())`, "held")
+	defer tx.Conn().Close(ctx) // and so the transaction, if still open
+	put := make(chan error, 1)
+	go func() { put <- a.Put(ctx, leased(3)) }()
+	untilWaiting(t, tx, blockedByMe, "the lease holder's Put")
+	claimed := make(chan error, 1)
+	go func() {
+		_, err := b.ClaimPut(ctx, checkpoint.Checkpoint{ThreadID: "held", Seq: 3, Incarnation: l.Incarnation}, time.Minute)
+		claimed <- err
+	}()
+	untilWaiting(t, tx, blockedBehindMe, "the other replica's ClaimPut")
+	if err := tx.Rollback(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-put; err != nil {
+		t.Fatalf("the lease holder's Put: %v", err)
+	}
+	if err := <-claimed; !errors.Is(err, checkpoint.ErrLeased) {
+		t.Fatalf("the ClaimPut behind the Put = %v, want ErrLeased", err)
+	}
+	if cp, err := b.Latest(ctx, "held"); err != nil || cp.Seq != 3 || cp.RunID != "holder" {
+		t.Fatalf("Latest = seq %d run %q, %v; want the holder's seq 3", cp.Seq, cp.RunID, err)
+	}
+}
+
 // deleteHalfway starts DeleteThread(thread) on s and returns once the
 // delete holds the thread's row (it takes that first) and waits to delete
 // checkpoint seq, which the returned transaction holds a lock on; the
