@@ -3,6 +3,8 @@ package checkpoint
 import (
 	"context"
 	"errors"
+	"slices"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 )
@@ -122,3 +124,53 @@ func WriteSQLite(ctx context.Context, s *SQLite, fn func()) error {
 
 // SQLiteQueued is how many writes wait in s's queue.
 func SQLiteQueued(s *SQLite) int { return len(s.puts) }
+
+// ClaimInPostgresBatch claims thread and then runs Puts of cps, as one
+// batch of p's writer, and returns the claim's outcome and the Puts'.
+func ClaimInPostgresBatch(p *Postgres, thread string, ttl time.Duration, cps []Checkpoint) (Lease, error, []error) {
+	now := time.Now()
+	l := Lease{ThreadID: thread, Expires: now.Add(ttl)}
+	args := []any{thread, newIncarnation(), leaseMillis(now), leaseMillis(l.Expires)}
+	var claimErr error
+	claim := &pgReq{ctx: context.Background(), done: make(chan error, 1), w: pgWrite{
+		thread: thread,
+		queue:  func(b *pgx.Batch) { b.Queue(pgClaim, args...) },
+		read: func(br pgx.BatchResults) error {
+			err := br.QueryRow().Scan(&l.Incarnation, &l.Token, &l.Seq)
+			if errors.Is(err, pgx.ErrNoRows) {
+				claimErr, err = ErrLeased, nil
+			}
+			return err
+		},
+	}}
+	reqs := []*pgReq{claim}
+	inserted := make([]bool, len(cps))
+	for i, cp := range cps {
+		args, err := pgPutArgs(cp, p.opts.keep)
+		if err != nil {
+			panic(err)
+		}
+		q, args := p.putStatement(cp, args)
+		reqs = append(reqs, &pgReq{ctx: context.Background(), done: make(chan error, 1), w: pgWrite{
+			thread: cp.ThreadID,
+			queue:  func(b *pgx.Batch) { b.Queue(q, args...) },
+			read: func(br pgx.BatchResults) error {
+				var latest int64
+				return br.QueryRow().Scan(&inserted[i], &latest)
+			},
+		}})
+	}
+	all := slices.Clone(reqs)
+	p.writer.commit(reqs)
+	if err := <-claim.done; err != nil {
+		claimErr = err
+	}
+	out := make([]error, len(cps))
+	for i, r := range all[1:] {
+		out[i] = <-r.done
+		if out[i] == nil && !inserted[i] {
+			out[i] = ErrConflict
+		}
+	}
+	return l, claimErr, out
+}

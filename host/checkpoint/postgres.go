@@ -203,9 +203,14 @@ const (
 	// entries ($12, numbered after the previous checkpoint's log_len),
 	// deletes the checkpoints KeepHistory drops (seq <= $16) and records
 	// the new seq (for pgClaim), the wake-up ($13) and the time ($14) in
-	// the thread's row (the recorded CTE), which it makes for a new thread
-	// (token 0: never claimed), releasing its lease for a run's last write
-	// ($15). It also stores the checkpoint's blobs ($17
+	// the thread's row (the recorded CTE), releasing its lease for a run's
+	// last write ($15), or makes the row for a new thread (the made CTE,
+	// token 0: never claimed). That is a plain INSERT, not an upsert: a
+	// claim that made the row while this statement ran (the lease CTE's
+	// snapshot lacks it) makes it wait for the claim, then fail with a
+	// unique violation, so the checkpoint is rolled back rather than land
+	// in the thread the claim took (Put reports ErrConflict). It also
+	// stores the checkpoint's blobs ($17
 	// to $22, one array per column, sorted by ref) the store does not keep
 	// yet, and links the thread to each. A blob the store keeps already is
 	// locked, not written (DO UPDATE ... WHERE false locks the row and
@@ -226,10 +231,13 @@ const (
 		ORDER BY seq DESC LIMIT 1
 		FOR KEY SHARE
 	)` + pgPutIns + `, recorded AS (
-		INSERT INTO tenxgraph_threads AS t (thread_id, incarnation, token, lease_until, seq, wake_at, touched_at)
+		UPDATE tenxgraph_threads SET seq = $2::bigint, wake_at = $13::bigint, touched_at = $14::bigint,
+			lease_until = CASE WHEN $15::boolean THEN 0 ELSE lease_until END
+		WHERE thread_id = $1::text AND EXISTS (SELECT 1 FROM ins)
+	), made AS (
+		INSERT INTO tenxgraph_threads (thread_id, incarnation, token, lease_until, seq, wake_at, touched_at)
 		SELECT $1::text, $10::text, 0, 0, $2::bigint, $13::bigint, $14::bigint FROM ins
-		ON CONFLICT (thread_id) DO UPDATE SET seq = $2::bigint, wake_at = $13::bigint, touched_at = $14::bigint,
-			lease_until = CASE WHEN $15::boolean THEN 0 ELSE t.lease_until END
+		WHERE NOT EXISTS (SELECT 1 FROM lease)
 	)` + pgLogged + pgPrune + pgBlobs + pgPutResult
 	// pgPutLeased is pgPut for a write under a lease (Token > 0). Its
 	// lease CTE takes the lease row by updating it (recording the new seq,
@@ -638,6 +646,10 @@ func (p *Postgres) put(ctx context.Context, cp Checkpoint) error {
 	if err != nil {
 		var pe *pgconn.PgError
 		if errors.As(err, &pe) && pe.Code == pgUniqueViolation {
+			if pe.TableName == "tenxgraph_threads" {
+				// A claim made the new thread's row (see pgPut).
+				return fmt.Errorf("the thread was claimed meanwhile: %w", ErrConflict)
+			}
 			// Another writer committed this seq between our read and our
 			// insert.
 			return fmt.Errorf("another writer wrote seq %d first: %w", cp.Seq, ErrConflict)

@@ -706,6 +706,87 @@ func TestPostgresClaimPutWaitsForThePrune(t *testing.T) {
 	}
 }
 
+// TestPostgresUnleasedPutMeetsAClaim races an unleased Put of a new thread
+// with a claim of it, each in a batch held open (by a write of another
+// thread waiting for the test's lock) while the other arrives. The claim
+// first: it started a new incarnation and reported no checkpoint, so the
+// Put must not land in the thread it took (it waits for the claim's row,
+// then conflicts). The Put first: the claim waits for it, then continues
+// its incarnation at its seq.
+func TestPostgresUnleasedPutMeetsAClaim(t *testing.T) {
+	ctx := context.Background()
+	unleased := checkpoint.Checkpoint{ThreadID: "a-new", Seq: 1, RunID: "unleased", Incarnation: "inc-unleased"}
+	t.Run("claim first", func(t *testing.T) {
+		dsn, a, b := twoReplicas(t)
+		slow, err := a.Claim(ctx, "b-slow", time.Minute)
+		if err != nil {
+			t.Fatal(err)
+		}
+		tx := lockLease(t, dsn, "b-slow")
+		defer tx.Conn().Close(ctx) // and so the transaction, if still open
+		type claimed struct {
+			l    checkpoint.Lease
+			err  error
+			puts []error
+		}
+		batch := make(chan claimed, 1)
+		go func() {
+			l, err, puts := checkpoint.ClaimInPostgresBatch(a, "a-new", time.Minute, []checkpoint.Checkpoint{
+				{ThreadID: "b-slow", Seq: 1, Incarnation: slow.Incarnation, Token: slow.Token}})
+			batch <- claimed{l, err, puts}
+		}()
+		untilWaiting(t, tx, blockedByMe, "the batch")
+		put := make(chan error, 1)
+		go func() { put <- b.Put(ctx, unleased) }()
+		untilWaiting(t, tx, blockedBehindMe, "the other replica's Put")
+		if err := tx.Rollback(ctx); err != nil {
+			t.Fatal(err)
+		}
+		got := <-batch
+		if got.err != nil || got.puts[0] != nil {
+			t.Fatalf("the batch: claim %v, write %v", got.err, got.puts[0])
+		}
+		if got.l.Seq != 0 || got.l.Token != 1 {
+			t.Fatalf("the claim = %+v; want token 1 at seq 0", got.l)
+		}
+		if err := <-put; !errors.Is(err, checkpoint.ErrConflict) {
+			t.Fatalf("the unleased Put behind the claim = %v, want ErrConflict", err)
+		}
+		if _, err := a.Latest(ctx, "a-new"); !errors.Is(err, checkpoint.ErrNotFound) {
+			t.Fatalf("Latest of the claimed thread = %v, want ErrNotFound", err)
+		}
+		first := checkpoint.Checkpoint{ThreadID: "a-new", Seq: 1, RunID: "leased", Incarnation: got.l.Incarnation, Token: got.l.Token}
+		if err := a.Put(ctx, first); err != nil {
+			t.Fatalf("the lease holder's first write: %v", err)
+		}
+	})
+	t.Run("put first", func(t *testing.T) {
+		dsn, a, b := twoReplicas(t)
+		slow, err := a.Claim(ctx, "b-slow", time.Minute)
+		if err != nil {
+			t.Fatal(err)
+		}
+		tx := lockLease(t, dsn, "b-slow")
+		defer tx.Conn().Close(ctx) // and so the transaction, if still open
+		batch := make(chan []error, 1)
+		go func() {
+			batch <- checkpoint.CommitPostgresBatch(a, []checkpoint.Checkpoint{
+				unleased, {ThreadID: "b-slow", Seq: 1, Incarnation: slow.Incarnation, Token: slow.Token}}, false)
+		}()
+		untilWaiting(t, tx, blockedByMe, "the batch")
+		claimed := claimBehind(t, tx, b, "a-new")
+		for i, err := range <-batch {
+			if err != nil {
+				t.Fatalf("the batch's write %d: %v", i, err)
+			}
+		}
+		got := <-claimed
+		if got.err != nil || got.l.Seq != 1 || got.l.Token != 1 || got.l.Incarnation != unleased.Incarnation {
+			t.Fatalf("the claim behind the Put = %+v, %v; want token 1 at seq 1 in incarnation %s", got.l, got.err, unleased.Incarnation)
+		}
+	})
+}
+
 // deleteHalfway starts DeleteThread(thread) on s and returns once the
 // delete holds the thread's row (it takes that first) and waits to delete
 // checkpoint seq, which the returned transaction holds a lock on; the
