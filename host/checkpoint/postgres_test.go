@@ -602,46 +602,62 @@ func TestPostgresUnleasedPutWaitsForTheDelete(t *testing.T) {
 	}
 }
 
-// TestPostgresClaimPutWaitsForTheDelete checks that a ClaimPut arriving
-// while a DeleteThread holds the thread's row waits for the delete, then
-// conflicts, and that neither fails otherwise, on a thread written without
-// a lease (which has a row since schema 8) and on one claimed before. Were
-// the ClaimPut to lock the thread's latest checkpoint before it waits for
-// the row, the delete, which deletes that checkpoint next, would wait for
-// the ClaimPut: a deadlock, which PostgreSQL ends by failing one of them.
-func TestPostgresClaimPutWaitsForTheDelete(t *testing.T) {
-	for _, leased := range []bool{false, true} {
-		t.Run(fmt.Sprintf("leased=%v", leased), func(t *testing.T) {
+// TestPostgresWritesWaitForTheDelete checks that a ClaimPut, or the lease
+// holder's Put, arriving while a DeleteThread holds the thread's row waits
+// for the delete, then is refused, and that neither fails otherwise; the
+// ClaimPut on a thread written without a lease (which has a row since
+// schema 8) and on one claimed before. Were the write to lock the thread's
+// latest checkpoint before it waits for the row, the delete, which deletes
+// that checkpoint next, would wait for the write: a deadlock, which
+// PostgreSQL ends by failing one of them.
+func TestPostgresWritesWaitForTheDelete(t *testing.T) {
+	for _, c := range []struct {
+		name           string
+		leased, holder bool // claimed before; the write is the holder's Put, not a ClaimPut
+		want           error
+	}{
+		{"ClaimPut of a thread written without a lease", false, false, checkpoint.ErrConflict},
+		{"ClaimPut of a released thread", true, false, checkpoint.ErrConflict},
+		{"the lease holder's Put", true, true, checkpoint.ErrLeaseLost},
+	} {
+		t.Run(c.name, func(t *testing.T) {
 			ctx := context.Background()
 			dsn, a, b := twoReplicas(t)
 			var l checkpoint.Lease
-			if leased {
+			if c.leased {
 				var err error
 				if l, err = a.Claim(ctx, "racing", time.Minute); err != nil {
 					t.Fatal(err)
 				}
 			}
 			for seq := int64(1); seq <= 2; seq++ {
-				cp := checkpoint.Checkpoint{ThreadID: "racing", Seq: seq, Incarnation: l.Incarnation, Token: l.Token, Release: leased && seq == 2}
+				cp := checkpoint.Checkpoint{ThreadID: "racing", Seq: seq, Incarnation: l.Incarnation, Token: l.Token,
+					Release: c.leased && !c.holder && seq == 2}
 				if err := a.Put(ctx, cp); err != nil {
 					t.Fatal(err)
 				}
 			}
 			tx, deleted := deleteHalfway(t, dsn, a, "racing", 2)
-			claimed := make(chan error, 1)
+			written := make(chan error, 1)
 			go func() {
-				_, err := b.ClaimPut(ctx, checkpoint.Checkpoint{ThreadID: "racing", Seq: 3, Incarnation: l.Incarnation}, time.Minute)
-				claimed <- err
+				cp := checkpoint.Checkpoint{ThreadID: "racing", Seq: 3, Incarnation: l.Incarnation}
+				if c.holder {
+					cp.Token = l.Token
+					written <- b.Put(ctx, cp)
+					return
+				}
+				_, err := b.ClaimPut(ctx, cp, time.Minute)
+				written <- err
 			}()
-			untilWaiting(t, tx, blockedBehindMe, "the other replica's ClaimPut")
+			untilWaiting(t, tx, blockedBehindMe, "the other replica's write")
 			if err := tx.Rollback(ctx); err != nil {
 				t.Fatal(err)
 			}
 			if err := <-deleted; err != nil {
 				t.Fatalf("the delete: %v", err)
 			}
-			if err := <-claimed; !errors.Is(err, checkpoint.ErrConflict) {
-				t.Fatalf("the ClaimPut behind the delete = %v, want ErrConflict", err)
+			if err := <-written; !errors.Is(err, c.want) {
+				t.Fatalf("the write behind the delete = %v, want %v", err, c.want)
 			}
 			if hd, err := a.Head(ctx, "racing"); err != nil || hd.Seq != 0 {
 				t.Fatalf("Head after the delete = seq %d, %v; want 0", hd.Seq, err)
@@ -785,6 +801,66 @@ func TestPostgresUnleasedPutMeetsAClaim(t *testing.T) {
 			t.Fatalf("the claim behind the Put = %+v, %v; want token 1 at seq 1 in incarnation %s", got.l, got.err, unleased.Incarnation)
 		}
 	})
+}
+
+// TestPostgresSweepWaitsForTheWrite checks that the idle sweep, finding a
+// thread idle while a write of it is in flight (a Put, which makes it
+// written now, or a claim, which leases it), waits for that write and
+// then leaves the thread alone: it checks again under the thread's row
+// lock, not by what it listed. The write is held in a batch kept open by
+// a write of another thread waiting for the test's lock.
+func TestPostgresSweepWaitsForTheWrite(t *testing.T) {
+	ctx := context.Background()
+	long := time.Date(2001, 1, 1, 0, 0, 0, 0, time.UTC)
+	for _, claim := range []bool{false, true} {
+		t.Run(map[bool]string{false: "put", true: "claim"}[claim], func(t *testing.T) {
+			dsn, a, b := twoReplicas(t)
+			if err := a.Put(ctx, checkpoint.Checkpoint{ThreadID: "a-idle", Seq: 1, CreatedAt: long}); err != nil {
+				t.Fatal(err)
+			}
+			slow, err := a.Claim(ctx, "b-slow", time.Minute)
+			if err != nil {
+				t.Fatal(err)
+			}
+			tx := lockLease(t, dsn, "b-slow")
+			defer tx.Conn().Close(ctx) // and so the transaction, if still open
+			other := checkpoint.Checkpoint{ThreadID: "b-slow", Seq: 1, Incarnation: slow.Incarnation, Token: slow.Token}
+			batch := make(chan []error, 1)
+			go func() {
+				if claim {
+					_, err, puts := checkpoint.ClaimInPostgresBatch(a, "a-idle", time.Minute, []checkpoint.Checkpoint{other})
+					batch <- append(puts, err)
+					return
+				}
+				batch <- checkpoint.CommitPostgresBatch(a, []checkpoint.Checkpoint{{ThreadID: "a-idle", Seq: 2}, other}, false)
+			}()
+			untilWaiting(t, tx, blockedByMe, "the batch")
+			type swept struct {
+				n   int
+				err error
+			}
+			sweep := make(chan swept, 1)
+			go func() {
+				n, err := b.DeleteIdle(ctx, long.Add(time.Hour), 100)
+				sweep <- swept{n, err}
+			}()
+			untilWaiting(t, tx, blockedBehindMe, "the other replica's sweep")
+			if err := tx.Rollback(ctx); err != nil {
+				t.Fatal(err)
+			}
+			for i, err := range <-batch {
+				if err != nil {
+					t.Fatalf("the batch's write %d: %v", i, err)
+				}
+			}
+			if got := <-sweep; got.err != nil || got.n != 0 {
+				t.Fatalf("DeleteIdle behind the write = %d, %v; want 0", got.n, got.err)
+			}
+			if _, err := a.Latest(ctx, "a-idle"); err != nil {
+				t.Fatalf("the thread after the sweep: %v", err)
+			}
+		})
+	}
 }
 
 // deleteHalfway starts DeleteThread(thread) on s and returns once the
