@@ -199,17 +199,23 @@ const (
 	// refused. An unleased write (token 0) is accepted only on a thread
 	// never claimed; the incarnation must be the thread's.
 	//
+	// A new thread (no row, no checkpoint) gets its row, token 0 (never
+	// claimed), from the made CTE, before the checkpoint goes in (the
+	// insert's condition on it is always true, and is there for that
+	// order), as a ClaimPut makes the row before its checkpoint: made
+	// after, a ClaimPut of the same new thread that made its row meanwhile
+	// would wait for this checkpoint at the primary key while this waited
+	// for its row. It is a plain INSERT, not an upsert: a claim that made
+	// the row while this statement ran (the lease CTE's snapshot lacks it)
+	// makes it wait for the claim, then fail with a unique violation, so
+	// nothing of the write lands in the thread the claim took (Put reports
+	// ErrConflict).
+	//
 	// Only once the checkpoint went in, the same statement appends its log
 	// entries ($12, numbered after the previous checkpoint's log_len),
 	// deletes the checkpoints KeepHistory drops (seq <= $16) and records
 	// the new seq (for pgClaim), the wake-up ($13) and the time ($14) in
-	// the thread's row (the recorded CTE), releasing its lease for a run's
-	// last write ($15), or makes the row for a new thread (the made CTE,
-	// token 0: never claimed). That is a plain INSERT, not an upsert: a
-	// claim that made the row while this statement ran (the lease CTE's
-	// snapshot lacks it) makes it wait for the claim, then fail with a
-	// unique violation, so the checkpoint is rolled back rather than land
-	// in the thread the claim took (Put reports ErrConflict). It also
+	// the thread's row when it had one (the recorded CTE). It also
 	// stores the checkpoint's blobs ($17
 	// to $22, one array per column, sorted by ref) the store does not keep
 	// yet, and links the thread to each. A blob the store keeps already is
@@ -230,14 +236,16 @@ const (
 		WHERE thread_id = $1::text AND (SELECT count(*) FROM lease) >= 0
 		ORDER BY seq DESC LIMIT 1
 		FOR KEY SHARE
-	)` + pgPutIns + `, recorded AS (
+	), made AS (
+		INSERT INTO tenxgraph_threads (thread_id, incarnation, token, lease_until, seq, wake_at, touched_at)
+		SELECT $1::text, $10::text, 0, 0, $2::bigint, $13::bigint, $14::bigint
+		WHERE NOT EXISTS (SELECT 1 FROM lease) AND COALESCE((SELECT seq FROM latest), 0) = $2::bigint - 1
+		RETURNING thread_id
+	)` + pgPutInsert + `
+		AND (SELECT count(*) FROM made) >= 0` + pgPutInsEnd + `, recorded AS (
 		UPDATE tenxgraph_threads SET seq = $2::bigint, wake_at = $13::bigint, touched_at = $14::bigint,
 			lease_until = CASE WHEN $15::boolean THEN 0 ELSE lease_until END
 		WHERE thread_id = $1::text AND EXISTS (SELECT 1 FROM ins)
-	), made AS (
-		INSERT INTO tenxgraph_threads (thread_id, incarnation, token, lease_until, seq, wake_at, touched_at)
-		SELECT $1::text, $10::text, 0, 0, $2::bigint, $13::bigint, $14::bigint FROM ins
-		WHERE NOT EXISTS (SELECT 1 FROM lease)
 	)` + pgLogged + pgPrune + pgBlobs + pgPutResult
 	// pgPutLeased is pgPut for a write under a lease (Token > 0). Its
 	// lease CTE takes the lease row by updating it (recording the new seq,
@@ -282,7 +290,8 @@ const (
 		WHERE thread_id = $1::text
 		FOR NO KEY UPDATE
 	)`
-	pgPutIns = `, ins AS (
+	pgPutIns    = pgPutInsert + pgPutInsEnd
+	pgPutInsert = `, ins AS (
 		INSERT INTO tenxgraph_checkpoints
 			(thread_id, seq, run_id, step, status, next, state, metadata, created_at, incarnation, log_len, wake_at)
 		SELECT $1::text, $2::bigint, $3::text, $4::bigint, $5::text, $6::text[], $7::bytea, $8::jsonb, $9::timestamptz, $10::text,
@@ -290,7 +299,8 @@ const (
 		WHERE COALESCE((SELECT seq FROM latest), 0) = $2::bigint - 1
 		AND CASE WHEN $11::bigint = 0
 			THEN NOT EXISTS (SELECT 1 FROM lease WHERE token <> 0 OR incarnation <> $10::text)
-			ELSE EXISTS (SELECT 1 FROM lease WHERE token = $11::bigint AND incarnation = $10::text) END
+			ELSE EXISTS (SELECT 1 FROM lease WHERE token = $11::bigint AND incarnation = $10::text) END`
+	pgPutInsEnd = `
 		ON CONFLICT (thread_id, seq) DO NOTHING
 		RETURNING seq, log_len
 	)`
@@ -647,7 +657,7 @@ func (p *Postgres) put(ctx context.Context, cp Checkpoint) error {
 		var pe *pgconn.PgError
 		if errors.As(err, &pe) && pe.Code == pgUniqueViolation {
 			if pe.TableName == "tenxgraph_threads" {
-				// A claim made the new thread's row (see pgPut).
+				// A claim made the new thread's row (pgPut's made CTE).
 				return fmt.Errorf("the thread was claimed meanwhile: %w", ErrConflict)
 			}
 			// Another writer committed this seq between our read and our

@@ -803,6 +803,42 @@ func TestPostgresUnleasedPutMeetsAClaim(t *testing.T) {
 	})
 }
 
+// TestPostgresUnleasedPutMeetsAClaimPut races an unleased Put of a new
+// thread with a ClaimPut of it: the Put has inserted its checkpoint and
+// waits (for the test's uncommitted log entry at its first index) when
+// the ClaimPut arrives and waits for it. Once the Put goes on, it commits
+// and the ClaimPut conflicts. Were the Put to make the thread's row after
+// its checkpoint, while the ClaimPut makes it before its own, each would
+// wait for the other: a deadlock, which PostgreSQL ends by failing one.
+func TestPostgresUnleasedPutMeetsAClaimPut(t *testing.T) {
+	ctx := context.Background()
+	dsn, a, b := twoReplicas(t)
+	tx := lockRows(t, dsn, `INSERT INTO tenxgraph_log (thread_id, idx, entry) VALUES ($1, 0, '\x00')`, "new")
+	defer tx.Conn().Close(ctx) // and so the transaction, if still open
+	unleased := checkpoint.Checkpoint{ThreadID: "new", Seq: 1, RunID: "unleased", Incarnation: "inc-unleased", Append: [][]byte{[]byte("a")}}
+	put := make(chan error, 1)
+	go func() { put <- a.Put(ctx, unleased) }()
+	untilWaiting(t, tx, blockedByMe, "the Put")
+	claimed := make(chan error, 1)
+	go func() {
+		_, err := b.ClaimPut(ctx, checkpoint.Checkpoint{ThreadID: "new", Seq: 1, RunID: "claimed"}, time.Minute)
+		claimed <- err
+	}()
+	untilWaiting(t, tx, blockedBehindMe, "the other replica's ClaimPut")
+	if err := tx.Rollback(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-put; err != nil {
+		t.Fatalf("the unleased Put: %v", err)
+	}
+	if err := <-claimed; !errors.Is(err, checkpoint.ErrConflict) {
+		t.Fatalf("the ClaimPut behind the Put = %v, want ErrConflict", err)
+	}
+	if cp, err := b.Latest(ctx, "new"); err != nil || cp.Seq != 1 || cp.RunID != "unleased" || len(cp.Log) != 1 {
+		t.Fatalf("Latest = seq %d run %q log %q, %v; want the unleased Put's", cp.Seq, cp.RunID, cp.Log, err)
+	}
+}
+
 // TestPostgresSweepWaitsForTheWrite checks that the idle sweep, finding a
 // thread idle while a write of it is in flight (a Put, which makes it
 // written now, or a claim, which leases it), waits for that write and
