@@ -15,23 +15,8 @@ import (
 // write's outcome (a Put that inserted nothing wraps ErrConflict), the
 // failing statement's last.
 func CommitPostgresBatch(p *Postgres, cps []Checkpoint, failing bool) []error {
-	reqs := make([]*pgReq, 0, len(cps)+1)
 	inserted := make([]bool, len(cps))
-	for i, cp := range cps {
-		args, err := pgPutArgs(cp, p.opts.keep)
-		if err != nil {
-			panic(err)
-		}
-		q, args := p.putStatement(cp, args)
-		reqs = append(reqs, &pgReq{ctx: context.Background(), done: make(chan error, 1), w: pgWrite{
-			thread: cp.ThreadID,
-			queue:  func(b *pgx.Batch) { b.Queue(q, args...) },
-			read: func(br pgx.BatchResults) error {
-				var latest int64
-				return br.QueryRow().Scan(&inserted[i], &latest)
-			},
-		}})
-	}
+	reqs := postgresPuts(p, cps, inserted)
 	if failing {
 		reqs = append(reqs, &pgReq{ctx: context.Background(), done: make(chan error, 1), w: pgWrite{
 			queue: func(b *pgx.Batch) { b.Queue(`SELECT 1 / 0`) },
@@ -51,6 +36,28 @@ func CommitPostgresBatch(p *Postgres, cps []Checkpoint, failing bool) []error {
 		}
 	}
 	return out
+}
+
+// postgresPuts makes the batch writer's requests for Puts of cps; each
+// sets inserted[i] to whether its checkpoint went in.
+func postgresPuts(p *Postgres, cps []Checkpoint, inserted []bool) []*pgReq {
+	reqs := make([]*pgReq, 0, len(cps)+1)
+	for i, cp := range cps {
+		args, err := pgPutArgs(cp, p.opts.keep)
+		if err != nil {
+			panic(err)
+		}
+		q, args := p.putStatement(cp, args)
+		reqs = append(reqs, &pgReq{ctx: context.Background(), done: make(chan error, 1), w: pgWrite{
+			thread: cp.ThreadID,
+			queue:  func(b *pgx.Batch) { b.Queue(q, args...) },
+			read: func(br pgx.BatchResults) error {
+				var latest int64
+				return br.QueryRow().Scan(&inserted[i], &latest)
+			},
+		}})
+	}
+	return reqs
 }
 
 // CommitSQLiteBatch runs Puts of cps, and then a write that inserts a log
@@ -143,23 +150,8 @@ func ClaimInPostgresBatch(p *Postgres, thread string, ttl time.Duration, cps []C
 			return err
 		},
 	}}
-	reqs := []*pgReq{claim}
 	inserted := make([]bool, len(cps))
-	for i, cp := range cps {
-		args, err := pgPutArgs(cp, p.opts.keep)
-		if err != nil {
-			panic(err)
-		}
-		q, args := p.putStatement(cp, args)
-		reqs = append(reqs, &pgReq{ctx: context.Background(), done: make(chan error, 1), w: pgWrite{
-			thread: cp.ThreadID,
-			queue:  func(b *pgx.Batch) { b.Queue(q, args...) },
-			read: func(br pgx.BatchResults) error {
-				var latest int64
-				return br.QueryRow().Scan(&inserted[i], &latest)
-			},
-		}})
-	}
+	reqs := append([]*pgReq{claim}, postgresPuts(p, cps, inserted)...)
 	all := slices.Clone(reqs)
 	p.writer.commit(reqs)
 	if err := <-claim.done; err != nil {

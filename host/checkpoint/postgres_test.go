@@ -702,15 +702,7 @@ func TestPostgresClaimPutWaitsForThePrune(t *testing.T) {
 	put := make(chan error, 1)
 	go func() { put <- a.Put(ctx, leased(3)) }()
 	untilWaiting(t, tx, blockedByMe, "the lease holder's Put")
-	claimed := make(chan error, 1)
-	go func() {
-		_, err := b.ClaimPut(ctx, checkpoint.Checkpoint{ThreadID: "held", Seq: 3, Incarnation: l.Incarnation}, time.Minute)
-		claimed <- err
-	}()
-	untilWaiting(t, tx, blockedBehindMe, "the other replica's ClaimPut")
-	if err := tx.Rollback(ctx); err != nil {
-		t.Fatal(err)
-	}
+	claimed := claimPutBehind(t, tx, b, checkpoint.Checkpoint{ThreadID: "held", Seq: 3, Incarnation: l.Incarnation})
 	if err := <-put; err != nil {
 		t.Fatalf("the lease holder's Put: %v", err)
 	}
@@ -734,12 +726,7 @@ func TestPostgresUnleasedPutMeetsAClaim(t *testing.T) {
 	unleased := checkpoint.Checkpoint{ThreadID: "a-new", Seq: 1, RunID: "unleased", Incarnation: "inc-unleased"}
 	t.Run("claim first", func(t *testing.T) {
 		dsn, a, b := twoReplicas(t)
-		slow, err := a.Claim(ctx, "b-slow", time.Minute)
-		if err != nil {
-			t.Fatal(err)
-		}
-		tx := lockLease(t, dsn, "b-slow")
-		defer tx.Conn().Close(ctx) // and so the transaction, if still open
+		tx, other := slowWrite(t, dsn, a)
 		type claimed struct {
 			l    checkpoint.Lease
 			err  error
@@ -747,8 +734,7 @@ func TestPostgresUnleasedPutMeetsAClaim(t *testing.T) {
 		}
 		batch := make(chan claimed, 1)
 		go func() {
-			l, err, puts := checkpoint.ClaimInPostgresBatch(a, "a-new", time.Minute, []checkpoint.Checkpoint{
-				{ThreadID: "b-slow", Seq: 1, Incarnation: slow.Incarnation, Token: slow.Token}})
+			l, err, puts := checkpoint.ClaimInPostgresBatch(a, "a-new", time.Minute, []checkpoint.Checkpoint{other})
 			batch <- claimed{l, err, puts}
 		}()
 		untilWaiting(t, tx, blockedByMe, "the batch")
@@ -778,17 +764,9 @@ func TestPostgresUnleasedPutMeetsAClaim(t *testing.T) {
 	})
 	t.Run("put first", func(t *testing.T) {
 		dsn, a, b := twoReplicas(t)
-		slow, err := a.Claim(ctx, "b-slow", time.Minute)
-		if err != nil {
-			t.Fatal(err)
-		}
-		tx := lockLease(t, dsn, "b-slow")
-		defer tx.Conn().Close(ctx) // and so the transaction, if still open
+		tx, other := slowWrite(t, dsn, a)
 		batch := make(chan []error, 1)
-		go func() {
-			batch <- checkpoint.CommitPostgresBatch(a, []checkpoint.Checkpoint{
-				unleased, {ThreadID: "b-slow", Seq: 1, Incarnation: slow.Incarnation, Token: slow.Token}}, false)
-		}()
+		go func() { batch <- checkpoint.CommitPostgresBatch(a, []checkpoint.Checkpoint{unleased, other}, false) }()
 		untilWaiting(t, tx, blockedByMe, "the batch")
 		claimed := claimBehind(t, tx, b, "a-new")
 		for i, err := range <-batch {
@@ -819,15 +797,7 @@ func TestPostgresUnleasedPutMeetsAClaimPut(t *testing.T) {
 	put := make(chan error, 1)
 	go func() { put <- a.Put(ctx, unleased) }()
 	untilWaiting(t, tx, blockedByMe, "the Put")
-	claimed := make(chan error, 1)
-	go func() {
-		_, err := b.ClaimPut(ctx, checkpoint.Checkpoint{ThreadID: "new", Seq: 1, RunID: "claimed"}, time.Minute)
-		claimed <- err
-	}()
-	untilWaiting(t, tx, blockedBehindMe, "the other replica's ClaimPut")
-	if err := tx.Rollback(ctx); err != nil {
-		t.Fatal(err)
-	}
+	claimed := claimPutBehind(t, tx, b, checkpoint.Checkpoint{ThreadID: "new", Seq: 1, RunID: "claimed"})
 	if err := <-put; err != nil {
 		t.Fatalf("the unleased Put: %v", err)
 	}
@@ -854,13 +824,7 @@ func TestPostgresSweepWaitsForTheWrite(t *testing.T) {
 			if err := a.Put(ctx, checkpoint.Checkpoint{ThreadID: "a-idle", Seq: 1, CreatedAt: long}); err != nil {
 				t.Fatal(err)
 			}
-			slow, err := a.Claim(ctx, "b-slow", time.Minute)
-			if err != nil {
-				t.Fatal(err)
-			}
-			tx := lockLease(t, dsn, "b-slow")
-			defer tx.Conn().Close(ctx) // and so the transaction, if still open
-			other := checkpoint.Checkpoint{ThreadID: "b-slow", Seq: 1, Incarnation: slow.Incarnation, Token: slow.Token}
+			tx, other := slowWrite(t, dsn, a)
 			batch := make(chan []error, 1)
 			go func() {
 				if claim {
@@ -963,6 +927,39 @@ func claimBehind(t *testing.T, tx pgx.Tx, s *checkpoint.Postgres, thread string)
 		claimed <- claimResult{l, err}
 	}()
 	untilWaiting(t, tx, blockedBehindMe, "the other replica's claim")
+	if err := tx.Rollback(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	return claimed
+}
+
+// slowWrite claims thread "b-slow" on s and locks its row in a
+// transaction of its own, and returns the transaction and a write of the
+// thread under that claim: put in a batch of s's, the write waits for the
+// transaction, and holds the batch open with the batch's writes of
+// threads before it (a batch takes its writes in thread order) done and
+// uncommitted. The transaction's connection is closed when the test ends.
+func slowWrite(t *testing.T, dsn string, s *checkpoint.Postgres) (pgx.Tx, checkpoint.Checkpoint) {
+	t.Helper()
+	l, err := s.Claim(context.Background(), "b-slow", time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tx := lockLease(t, dsn, "b-slow")
+	t.Cleanup(func() { tx.Conn().Close(context.Background()) })
+	return tx, checkpoint.Checkpoint{ThreadID: "b-slow", Seq: 1, Incarnation: l.Incarnation, Token: l.Token}
+}
+
+// claimPutBehind is claimBehind for a ClaimPut of cp: the ClaimPut's
+// outcome comes on the channel.
+func claimPutBehind(t *testing.T, tx pgx.Tx, s *checkpoint.Postgres, cp checkpoint.Checkpoint) <-chan error {
+	t.Helper()
+	claimed := make(chan error, 1)
+	go func() {
+		_, err := s.ClaimPut(context.Background(), cp, time.Minute)
+		claimed <- err
+	}()
+	untilWaiting(t, tx, blockedBehindMe, "the other replica's ClaimPut")
 	if err := tx.Rollback(context.Background()); err != nil {
 		t.Fatal(err)
 	}
