@@ -97,3 +97,11 @@ func newIncarnation() string {
 // the process that claims (replicas' clocks must agree to well within a
 // lease; see docs/operations.md).
 func leaseMillis(t time.Time) int64 { return t.UnixMilli() }
+
+// leaseExpiry is when a lease of ttl taken at now expires, as the store
+// records it: to the millisecond, rounded down, so that the holder's
+// Lease.Expires is never later than the moment another claim may take
+// the thread.
+func leaseExpiry(now time.Time, ttl time.Duration) time.Time {
+	return time.UnixMilli(leaseMillis(now.Add(ttl)))
+}

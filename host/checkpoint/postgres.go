@@ -1015,7 +1015,7 @@ func (p *Postgres) BlobUsage(ctx context.Context) (BlobUsage, error) {
 // Claim implements Leaser in one statement.
 func (p *Postgres) Claim(ctx context.Context, threadID string, ttl time.Duration) (Lease, error) {
 	now := time.Now()
-	l := Lease{ThreadID: threadID, Expires: now.Add(ttl)}
+	l := Lease{ThreadID: threadID, Expires: leaseExpiry(now, ttl)}
 	args := []any{threadID, newIncarnation(), leaseMillis(now), leaseMillis(l.Expires)}
 	leased := false
 	err := p.writer.write(ctx, pgWrite{
@@ -1055,7 +1055,7 @@ func (p *Postgres) claimPut(ctx context.Context, cp Checkpoint, ttl time.Duratio
 		return Lease{}, err
 	}
 	now := time.Now()
-	l := Lease{ThreadID: cp.ThreadID, Seq: cp.Seq, Expires: now.Add(ttl)}
+	l := Lease{ThreadID: cp.ThreadID, Seq: cp.Seq, Expires: leaseExpiry(now, ttl)}
 	args[10], args[14] = leaseMillis(l.Expires), cp.Release
 	args = append(args, newIncarnation(), leaseMillis(now))
 	var (
@@ -1092,7 +1092,7 @@ func (p *Postgres) claimPut(ctx context.Context, cp Checkpoint, ttl time.Duratio
 
 // Extend implements Leaser.
 func (p *Postgres) Extend(ctx context.Context, l Lease, ttl time.Duration) (Lease, error) {
-	exp := time.Now().Add(ttl)
+	exp := leaseExpiry(time.Now(), ttl)
 	var tag pgconn.CommandTag
 	err := p.writer.write(ctx, pgWrite{
 		thread: l.ThreadID,

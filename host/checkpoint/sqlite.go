@@ -688,7 +688,7 @@ func putArgs(cp *Checkpoint) ([]any, error) {
 // Claim implements Leaser; the claim is one statement through the writer.
 func (s *SQLite) Claim(ctx context.Context, threadID string, ttl time.Duration) (Lease, error) {
 	now := time.Now()
-	l := Lease{ThreadID: threadID, Expires: now.Add(ttl)}
+	l := Lease{ThreadID: threadID, Expires: leaseExpiry(now, ttl)}
 	args := []any{threadID, newIncarnation(), leaseMillis(now), leaseMillis(l.Expires)}
 	err := s.write(ctx, func(ctx context.Context, tx *wtx) error {
 		return tx.row(ctx, wClaim, args, &l.Incarnation, &l.Token, &l.Seq)
@@ -707,7 +707,7 @@ func (s *SQLite) Claim(ctx context.Context, threadID string, ttl time.Duration) 
 // ClaimPut has written nothing.
 func (s *SQLite) ClaimPut(ctx context.Context, cp Checkpoint, ttl time.Duration) (Lease, error) {
 	now := time.Now()
-	l := Lease{ThreadID: cp.ThreadID, Seq: cp.Seq, Expires: now.Add(ttl)}
+	l := Lease{ThreadID: cp.ThreadID, Seq: cp.Seq, Expires: leaseExpiry(now, ttl)}
 	cp.Token = 1 // a leased write's arguments; the claim's token replaces it
 	args, err := putArgs(&cp)
 	var refused error // why the write was refused, when it was
@@ -763,7 +763,7 @@ func noRowFails(err error) error {
 
 // Extend implements Leaser.
 func (s *SQLite) Extend(ctx context.Context, l Lease, ttl time.Duration) (Lease, error) {
-	exp := time.Now().Add(ttl)
+	exp := leaseExpiry(time.Now(), ttl)
 	err := s.write(ctx, func(ctx context.Context, tx *wtx) error {
 		return tx.exec(ctx, wExtend, l.ThreadID, l.Token, leaseMillis(exp))
 	})
