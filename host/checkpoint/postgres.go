@@ -132,9 +132,9 @@ var postgresMigrations = [...]string{
 	// unleased write makes one for a new thread. A row no write touched (a
 	// claim's, whose run wrote nothing) counts as touched now. (3 -> 4 kept
 	// the columns apart because a Put then held a share lock on this row;
-	// since 7 it takes the row for update.) wake_at keeps
-	// its partial index; an update that leaves it as it was (most writes of
-	// a running thread: 0 to 0) stays HOT.
+	// since 7 it takes the row for update.) wake_at keeps its partial
+	// index; an update that leaves it as it was (most writes of a running
+	// thread: 0 to 0) stays HOT.
 	`ALTER TABLE tenxgraph_threads
 		ADD COLUMN wake_at bigint NOT NULL DEFAULT 0,
 		ADD COLUMN touched_at bigint NOT NULL DEFAULT 0;
@@ -181,8 +181,9 @@ const (
 	// locked the thread's row (its condition on the lease CTE is always
 	// true, and is there for that order): a DeleteThread deletes that row
 	// first and then the checkpoints, so a Put that locked a checkpoint
-	// before it waited for the row would deadlock with it. Two writers of the same seq both pass the
-	// check, but the primary key makes the second wait for the first and
+	// before it waited for the row would deadlock with it. Two writers of
+	// the same seq both pass the check, but the primary key makes the
+	// second wait for the first and
 	// then insert nothing (ON CONFLICT DO NOTHING, not a unique violation,
 	// which would abort the batch the write shares a transaction with);
 	// Put reports it as ErrConflict.
@@ -213,16 +214,17 @@ const (
 	//
 	// Only once the checkpoint went in, the same statement appends its log
 	// entries ($12, numbered after the previous checkpoint's log_len),
-	// deletes the checkpoints KeepHistory drops (seq <= $16) and records
-	// the new seq (for pgClaim), the wake-up ($13) and the time ($14) in
-	// the thread's row when it had one (the recorded CTE). It also
-	// stores the checkpoint's blobs ($17
-	// to $22, one array per column, sorted by ref) the store does not keep
-	// yet, and links the thread to each. A blob the store keeps already is
-	// locked, not written (DO UPDATE ... WHERE false locks the row and
-	// changes nothing): a delete of its last other holder, which locks it
-	// too before it looks for holders, then either sees this link or is
-	// seen by this insert, which inserts the row again.
+	// deletes the checkpoints KeepHistory drops (seq <= $16) and, when the
+	// thread had a row, records the new seq (for pgClaim), the wake-up
+	// ($13) and the time ($14) in it (the recorded CTE), releasing its
+	// lease for a run's last write ($15). It also stores the checkpoint's
+	// blobs ($17 to $22, one array per column, sorted by ref) the store
+	// does not keep yet, and links the thread to each. A blob the store
+	// keeps already is locked, not written (DO UPDATE ... WHERE false
+	// locks the row and changes nothing): a delete of its last other
+	// holder, which locks it too before it looks for holders, then either
+	// sees this link or is seen by this insert, which inserts the row
+	// again.
 	//
 	// The row is locked for the update from the start, not share-locked:
 	// two writers of one seq holding share locks would each wait for the
@@ -250,17 +252,16 @@ const (
 	// pgPutLeased is pgPut for a write under a lease (Token > 0). Its
 	// lease CTE takes the lease row by updating it (recording the new seq,
 	// the wake-up and the time, and releasing the lease for a run's last
-	// write) rather than by
-	// locking it and updating it after the insert: one write of the row,
-	// not two (a lock is a write to the row's page and a WAL record). So
-	// the update happens only when the checkpoint goes in, it checks the
-	// new seq against the row's (the latest checkpoint's when the row has
-	// none yet), as the insert checks it against the latest checkpoint.
-	// The row's lock orders the write against a DeleteThread (which
-	// deletes that row first) and a claim. It needs no lock on the latest
-	// checkpoint, and a second writer of the same token and seq, were
-	// there one, would wait for the first at the row and then insert
-	// nothing.
+	// write) rather than by locking it and updating it after the insert:
+	// one write of the row, not two (a lock is a write to the row's page
+	// and a WAL record). So the update happens only when the checkpoint
+	// goes in, it checks the new seq against the row's (the latest
+	// checkpoint's when the row has none yet), as the insert checks it
+	// against the latest checkpoint. The row's lock orders the write
+	// against a DeleteThread (which deletes that row first) and a claim.
+	// It needs no lock on the latest checkpoint, and a second writer of
+	// the same token and seq, were there one, would wait for the first at
+	// the row and then insert nothing.
 	pgPutLeased = pgLeasedLatest + pgLeasedLease + pgPutIns + pgLogged + pgPrune + pgBlobs + pgPutResult
 	// pgPutLeasedNoBlobs is pgPutLeased for a checkpoint without blobs,
 	// the most common write: it leaves out the two inserts that would
@@ -330,25 +331,25 @@ const (
 		SELECT $1::text, u.ref FROM ins, unnest($17::text[]) AS u(ref)
 		ON CONFLICT DO NOTHING
 	)`
-	// pgClaimPut is ClaimPut's statement: pgPut's, but the lease CTE
-	// locks the thread's row (FOR UPDATE, so racing claims take turns and
-	// each sees the one before it), and the claimed CTE takes the lease,
-	// on the same conditions as pgClaim ($24: now; $11: the new expiry, 0
-	// when the write releases it too, $15; $23: a new thread's
-	// incarnation), only when the seq and the incarnation ($10, for a
-	// thread with checkpoints: its row's, else its latest checkpoint's)
-	// are right, recording the new seq in the row (see pgPut). As in
-	// pgPut, the latest CTE reads only once the lease CTE has locked the
-	// row: a DeleteThread, or a Put that prunes the checkpoint it reads,
-	// holds the row and then deletes that checkpoint, so a ClaimPut that
-	// locked the checkpoint first and then waited for the row would
-	// deadlock with it. The checkpoint goes in only with the claim, and
-	// takes its incarnation. A
-	// checkpoint another writer committed since the statement began (the
-	// old lease holder's, whose lease expired) makes the insert fail with
-	// a unique violation: the batch is rolled back, the claim with it, and
-	// ClaimPut reports ErrConflict. The outer SELECT returns the token
-	// claimed (0: none) and what the caller needs to say why not.
+	// pgClaimPut is ClaimPut's statement: pgPut's, but the lease CTE locks
+	// the thread's row (FOR UPDATE, so racing claims take turns and each
+	// sees the one before it), and the claimed CTE takes the lease, on the
+	// same conditions as pgClaim ($24: now; $11: the new expiry, 0 when
+	// the write releases it too, $15; $23: a new thread's incarnation),
+	// only when the seq and the incarnation ($10, for a thread with
+	// checkpoints: its row's, else its latest checkpoint's) are right,
+	// recording the new seq in the row (see pgPut). As in pgPut, the
+	// latest CTE reads only once the lease CTE has locked the row: a
+	// DeleteThread, or a Put that prunes the checkpoint it reads, holds
+	// the row and then deletes that checkpoint, so a ClaimPut that locked
+	// the checkpoint first and then waited for the row would deadlock with
+	// it. The checkpoint goes in only with the claim, and takes its
+	// incarnation. A checkpoint another writer committed since the
+	// statement began (the old lease holder's, whose lease expired) makes
+	// the insert fail with a unique violation: the batch is rolled back,
+	// the claim with it, and ClaimPut reports ErrConflict. The outer
+	// SELECT returns the token claimed (0: none) and what the caller needs
+	// to say why not.
 	pgClaimPut = `WITH lease AS (
 		SELECT incarnation, lease_until FROM tenxgraph_threads
 		WHERE thread_id = $1::text
