@@ -134,7 +134,7 @@ func SQLiteQueued(s *SQLite) int { return len(s.puts) }
 
 // ClaimInPostgresBatch claims thread and then runs Puts of cps, as one
 // batch of p's writer, and returns the claim's outcome and the Puts'.
-func ClaimInPostgresBatch(p *Postgres, thread string, ttl time.Duration, cps []Checkpoint) (Lease, error, []error) {
+func ClaimInPostgresBatch(p *Postgres, thread string, ttl time.Duration, cps []Checkpoint) (Lease, []error, error) {
 	now := time.Now()
 	l := Lease{ThreadID: thread, Expires: now.Add(ttl)}
 	args := []any{thread, newIncarnation(), leaseMillis(now), leaseMillis(l.Expires)}
@@ -164,5 +164,5 @@ func ClaimInPostgresBatch(p *Postgres, thread string, ttl time.Duration, cps []C
 			out[i] = ErrConflict
 		}
 	}
-	return l, claimErr, out
+	return l, out, claimErr
 }

@@ -734,7 +734,7 @@ func TestPostgresUnleasedPutMeetsAClaim(t *testing.T) {
 		}
 		batch := make(chan claimed, 1)
 		go func() {
-			l, err, puts := checkpoint.ClaimInPostgresBatch(a, "a-new", time.Minute, []checkpoint.Checkpoint{other})
+			l, puts, err := checkpoint.ClaimInPostgresBatch(a, "a-new", time.Minute, []checkpoint.Checkpoint{other})
 			batch <- claimed{l, err, puts}
 		}()
 		untilWaiting(t, tx, blockedByMe, "the batch")
@@ -828,7 +828,7 @@ func TestPostgresSweepWaitsForTheWrite(t *testing.T) {
 			batch := make(chan []error, 1)
 			go func() {
 				if claim {
-					_, err, puts := checkpoint.ClaimInPostgresBatch(a, "a-idle", time.Minute, []checkpoint.Checkpoint{other})
+					_, puts, err := checkpoint.ClaimInPostgresBatch(a, "a-idle", time.Minute, []checkpoint.Checkpoint{other})
 					batch <- append(puts, err)
 					return
 				}
