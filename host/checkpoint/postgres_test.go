@@ -570,52 +570,21 @@ func TestPostgresClaimSeesTheDelete(t *testing.T) {
 	}
 }
 
-// TestPostgresUnleasedPutWaitsForTheDelete checks that an unleased Put
-// arriving while a DeleteThread holds the thread's row waits for the
-// delete, then conflicts, and that neither fails otherwise. Were the Put to
-// lock the thread's latest checkpoint before it waits for the row, the
-// delete, which deletes that checkpoint next, would wait for the Put: a
-// deadlock, which PostgreSQL ends by failing one of them.
-func TestPostgresUnleasedPutWaitsForTheDelete(t *testing.T) {
-	ctx := context.Background()
-	dsn, a, b := twoReplicas(t)
-	for seq := int64(1); seq <= 2; seq++ {
-		if err := a.Put(ctx, checkpoint.Checkpoint{ThreadID: "racing", Seq: seq}); err != nil {
-			t.Fatal(err)
-		}
-	}
-	tx, deleted := deleteHalfway(t, dsn, a, "racing", 2)
-	put := make(chan error, 1)
-	go func() { put <- b.Put(ctx, checkpoint.Checkpoint{ThreadID: "racing", Seq: 3}) }()
-	untilWaiting(t, tx, blockedBehindMe, "the other replica's Put")
-	if err := tx.Rollback(ctx); err != nil {
-		t.Fatal(err)
-	}
-	if err := <-deleted; err != nil {
-		t.Fatalf("the delete: %v", err)
-	}
-	if err := <-put; !errors.Is(err, checkpoint.ErrConflict) {
-		t.Fatalf("the Put behind the delete = %v, want ErrConflict", err)
-	}
-	if hd, err := a.Head(ctx, "racing"); err != nil || hd.Seq != 0 {
-		t.Fatalf("Head after the delete = seq %d, %v; want 0", hd.Seq, err)
-	}
-}
-
-// TestPostgresWritesWaitForTheDelete checks that a ClaimPut, or the lease
-// holder's Put, arriving while a DeleteThread holds the thread's row waits
-// for the delete, then is refused, and that neither fails otherwise; the
-// ClaimPut on a thread written without a lease (which has a row since
-// schema 8) and on one claimed before. Were the write to lock the thread's
+// TestPostgresWritesWaitForTheDelete checks that a Put (unleased, or the
+// lease holder's) or a ClaimPut, arriving while a DeleteThread holds the
+// thread's row, waits for the delete, then is refused, and that neither
+// fails otherwise; the ClaimPut on a thread written without a lease
+// (which has a row since schema 8) and on one claimed before. Were the write to lock the thread's
 // latest checkpoint before it waits for the row, the delete, which deletes
 // that checkpoint next, would wait for the write: a deadlock, which
 // PostgreSQL ends by failing one of them.
 func TestPostgresWritesWaitForTheDelete(t *testing.T) {
 	for _, c := range []struct {
-		name           string
-		leased, holder bool // claimed before; the write is the holder's Put, not a ClaimPut
-		want           error
+		name        string
+		leased, put bool // claimed before; the write is a Put (the holder's when claimed), not a ClaimPut
+		want        error
 	}{
+		{"an unleased Put", false, true, checkpoint.ErrConflict},
 		{"ClaimPut of a thread written without a lease", false, false, checkpoint.ErrConflict},
 		{"ClaimPut of a released thread", true, false, checkpoint.ErrConflict},
 		{"the lease holder's Put", true, true, checkpoint.ErrLeaseLost},
@@ -632,7 +601,7 @@ func TestPostgresWritesWaitForTheDelete(t *testing.T) {
 			}
 			for seq := int64(1); seq <= 2; seq++ {
 				cp := checkpoint.Checkpoint{ThreadID: "racing", Seq: seq, Incarnation: l.Incarnation, Token: l.Token,
-					Release: c.leased && !c.holder && seq == 2}
+					Release: c.leased && !c.put && seq == 2}
 				if err := a.Put(ctx, cp); err != nil {
 					t.Fatal(err)
 				}
@@ -641,7 +610,7 @@ func TestPostgresWritesWaitForTheDelete(t *testing.T) {
 			written := make(chan error, 1)
 			go func() {
 				cp := checkpoint.Checkpoint{ThreadID: "racing", Seq: 3, Incarnation: l.Incarnation}
-				if c.holder {
+				if c.put {
 					cp.Token = l.Token
 					written <- b.Put(ctx, cp)
 					return
