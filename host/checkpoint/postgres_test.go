@@ -511,21 +511,15 @@ func TestPostgresClaimSeesTheReleasingPut(t *testing.T) {
 	// releases the lease), then a write on "b-slow" waits for the locker,
 	// so the batch's transaction holds "a-released" uncommitted meanwhile
 	// (a batch takes its writes in thread order).
-	batch := make(chan []error, 1)
-	go func() {
-		batch <- checkpoint.CommitPostgresBatch(a, []checkpoint.Checkpoint{
+	batch := blockedOn(t, tx, "the batch", func() []error {
+		return checkpoint.CommitPostgresBatch(a, []checkpoint.Checkpoint{
 			{ThreadID: "a-released", Seq: 1, Status: checkpoint.StatusInterrupted, Incarnation: held.Incarnation, Token: held.Token, Release: true},
 			{ThreadID: "b-slow", Seq: 1, Incarnation: slow.Incarnation, Token: slow.Token},
 		}, false)
-	}()
-	untilWaiting(t, tx, blockedByMe, "the batch")
+	})
 	// The claim waits for the batch, which holds the lease's row.
 	claimed := claimBehind(t, tx, b, "a-released")
-	for i, err := range <-batch {
-		if err != nil {
-			t.Fatalf("the batch's write %d: %v", i, err)
-		}
-	}
+	batchOK(t, <-batch)
 	got := <-claimed
 	if got.err != nil {
 		t.Fatalf("the claim once the lease was released: %v", got.err)
@@ -574,10 +568,10 @@ func TestPostgresClaimSeesTheDelete(t *testing.T) {
 // lease holder's) or a ClaimPut, arriving while a DeleteThread holds the
 // thread's row, waits for the delete, then is refused, and that neither
 // fails otherwise; the ClaimPut on a thread written without a lease
-// (which has a row since schema 8) and on one claimed before. Were the write to lock the thread's
-// latest checkpoint before it waits for the row, the delete, which deletes
-// that checkpoint next, would wait for the write: a deadlock, which
-// PostgreSQL ends by failing one of them.
+// (which has a row since schema 8) and on one claimed before. Were the
+// write to lock the thread's latest checkpoint before it waits for the
+// row, the delete, which deletes that checkpoint next, would wait for the
+// write: a deadlock, which PostgreSQL ends by failing one of them.
 func TestPostgresWritesWaitForTheDelete(t *testing.T) {
 	for _, c := range []struct {
 		name        string
@@ -607,20 +601,13 @@ func TestPostgresWritesWaitForTheDelete(t *testing.T) {
 				}
 			}
 			tx, deleted := deleteHalfway(t, dsn, a, "racing", 2)
-			written := make(chan error, 1)
-			go func() {
-				cp := checkpoint.Checkpoint{ThreadID: "racing", Seq: 3, Incarnation: l.Incarnation}
-				if c.put {
-					cp.Token = l.Token
-					written <- b.Put(ctx, cp)
-					return
-				}
-				_, err := b.ClaimPut(ctx, cp, time.Minute)
-				written <- err
-			}()
-			untilWaiting(t, tx, blockedBehindMe, "the other replica's write")
-			if err := tx.Rollback(ctx); err != nil {
-				t.Fatal(err)
+			cp := checkpoint.Checkpoint{ThreadID: "racing", Seq: 3, Incarnation: l.Incarnation}
+			var written <-chan error
+			if c.put {
+				cp.Token = l.Token
+				written = behind(t, tx, "the other replica's Put", func() error { return b.Put(ctx, cp) })
+			} else {
+				written = claimPutBehind(t, tx, b, cp)
 			}
 			if err := <-deleted; err != nil {
 				t.Fatalf("the delete: %v", err)
@@ -668,9 +655,7 @@ func TestPostgresClaimPutWaitsForThePrune(t *testing.T) {
 	tx := lockRows(t, dsn, `INSERT INTO tenxgraph_checkpoints (thread_id, seq, run_id, step, status, next, state, metadata, created_at)
 		VALUES ($1, 3, 'blocker', 0, 'running', '{}', '', '{}', now())`, "held")
 	defer tx.Conn().Close(ctx) // and so the transaction, if still open
-	put := make(chan error, 1)
-	go func() { put <- a.Put(ctx, leased(3)) }()
-	untilWaiting(t, tx, blockedByMe, "the lease holder's Put")
+	put := blockedOn(t, tx, "the lease holder's Put", func() error { return a.Put(ctx, leased(3)) })
 	claimed := claimPutBehind(t, tx, b, checkpoint.Checkpoint{ThreadID: "held", Seq: 3, Incarnation: l.Incarnation})
 	if err := <-put; err != nil {
 		t.Fatalf("the lease holder's Put: %v", err)
@@ -701,18 +686,11 @@ func TestPostgresUnleasedPutMeetsAClaim(t *testing.T) {
 			err  error
 			puts []error
 		}
-		batch := make(chan claimed, 1)
-		go func() {
+		batch := blockedOn(t, tx, "the batch", func() claimed {
 			l, puts, err := checkpoint.ClaimInPostgresBatch(a, "a-new", time.Minute, []checkpoint.Checkpoint{other})
-			batch <- claimed{l, err, puts}
-		}()
-		untilWaiting(t, tx, blockedByMe, "the batch")
-		put := make(chan error, 1)
-		go func() { put <- b.Put(ctx, unleased) }()
-		untilWaiting(t, tx, blockedBehindMe, "the other replica's Put")
-		if err := tx.Rollback(ctx); err != nil {
-			t.Fatal(err)
-		}
+			return claimed{l, err, puts}
+		})
+		put := behind(t, tx, "the other replica's Put", func() error { return b.Put(ctx, unleased) })
 		got := <-batch
 		if got.err != nil || got.puts[0] != nil {
 			t.Fatalf("the batch: claim %v, write %v", got.err, got.puts[0])
@@ -734,15 +712,11 @@ func TestPostgresUnleasedPutMeetsAClaim(t *testing.T) {
 	t.Run("put first", func(t *testing.T) {
 		dsn, a, b := twoReplicas(t)
 		tx, other := slowWrite(t, dsn, a)
-		batch := make(chan []error, 1)
-		go func() { batch <- checkpoint.CommitPostgresBatch(a, []checkpoint.Checkpoint{unleased, other}, false) }()
-		untilWaiting(t, tx, blockedByMe, "the batch")
+		batch := blockedOn(t, tx, "the batch", func() []error {
+			return checkpoint.CommitPostgresBatch(a, []checkpoint.Checkpoint{unleased, other}, false)
+		})
 		claimed := claimBehind(t, tx, b, "a-new")
-		for i, err := range <-batch {
-			if err != nil {
-				t.Fatalf("the batch's write %d: %v", i, err)
-			}
-		}
+		batchOK(t, <-batch)
 		got := <-claimed
 		if got.err != nil || got.l.Seq != 1 || got.l.Token != 1 || got.l.Incarnation != unleased.Incarnation {
 			t.Fatalf("the claim behind the Put = %+v, %v; want token 1 at seq 1 in incarnation %s", got.l, got.err, unleased.Incarnation)
@@ -763,9 +737,7 @@ func TestPostgresUnleasedPutMeetsAClaimPut(t *testing.T) {
 	tx := lockRows(t, dsn, `INSERT INTO tenxgraph_log (thread_id, idx, entry) VALUES ($1, 0, '\x00')`, "new")
 	defer tx.Conn().Close(ctx) // and so the transaction, if still open
 	unleased := checkpoint.Checkpoint{ThreadID: "new", Seq: 1, RunID: "unleased", Incarnation: "inc-unleased", Append: [][]byte{[]byte("a")}}
-	put := make(chan error, 1)
-	go func() { put <- a.Put(ctx, unleased) }()
-	untilWaiting(t, tx, blockedByMe, "the Put")
+	put := blockedOn(t, tx, "the Put", func() error { return a.Put(ctx, unleased) })
 	claimed := claimPutBehind(t, tx, b, checkpoint.Checkpoint{ThreadID: "new", Seq: 1, RunID: "claimed"})
 	if err := <-put; err != nil {
 		t.Fatalf("the unleased Put: %v", err)
@@ -794,34 +766,22 @@ func TestPostgresSweepWaitsForTheWrite(t *testing.T) {
 				t.Fatal(err)
 			}
 			tx, other := slowWrite(t, dsn, a)
-			batch := make(chan []error, 1)
-			go func() {
+			batch := blockedOn(t, tx, "the batch", func() []error {
 				if claim {
 					_, puts, err := checkpoint.ClaimInPostgresBatch(a, "a-idle", time.Minute, []checkpoint.Checkpoint{other})
-					batch <- append(puts, err)
-					return
+					return append(puts, err)
 				}
-				batch <- checkpoint.CommitPostgresBatch(a, []checkpoint.Checkpoint{{ThreadID: "a-idle", Seq: 2}, other}, false)
-			}()
-			untilWaiting(t, tx, blockedByMe, "the batch")
+				return checkpoint.CommitPostgresBatch(a, []checkpoint.Checkpoint{{ThreadID: "a-idle", Seq: 2}, other}, false)
+			})
 			type swept struct {
 				n   int
 				err error
 			}
-			sweep := make(chan swept, 1)
-			go func() {
+			sweep := behind(t, tx, "the other replica's sweep", func() swept {
 				n, err := b.DeleteIdle(ctx, long.Add(time.Hour), 100)
-				sweep <- swept{n, err}
-			}()
-			untilWaiting(t, tx, blockedBehindMe, "the other replica's sweep")
-			if err := tx.Rollback(ctx); err != nil {
-				t.Fatal(err)
-			}
-			for i, err := range <-batch {
-				if err != nil {
-					t.Fatalf("the batch's write %d: %v", i, err)
-				}
-			}
+				return swept{n, err}
+			})
+			batchOK(t, <-batch)
 			if got := <-sweep; got.err != nil || got.n != 0 {
 				t.Fatalf("DeleteIdle behind the write = %d, %v; want 0", got.n, got.err)
 			}
@@ -842,10 +802,7 @@ func deleteHalfway(t *testing.T, dsn string, s *checkpoint.Postgres, thread stri
 	t.Helper()
 	tx := lockRows(t, dsn, fmt.Sprintf("SELECT 1 FROM tenxgraph_checkpoints WHERE thread_id = $1 AND seq = %d FOR KEY SHARE", seq), thread)
 	t.Cleanup(func() { tx.Conn().Close(context.Background()) })
-	deleted := make(chan error, 1)
-	go func() { deleted <- s.DeleteThread(context.Background(), thread) }()
-	untilWaiting(t, tx, blockedByMe, "the delete")
-	return tx, deleted
+	return tx, blockedOn(t, tx, "the delete", func() error { return s.DeleteThread(context.Background(), thread) })
 }
 
 // Queries for untilWaiting, run in the locking transaction: how many
@@ -885,21 +842,53 @@ type claimResult struct {
 	err error
 }
 
-// claimBehind claims thread on s in the background, waits until the claim
-// is in the server, waiting behind a backend tx holds up, then rolls tx
-// back; the claim's outcome comes on the channel it returns.
-func claimBehind(t *testing.T, tx pgx.Tx, s *checkpoint.Postgres, thread string) <-chan claimResult {
+// blockedOn runs op in the background and returns once it is in the
+// server, waiting for a lock tx holds (what names it, for the failure);
+// op's outcome comes on the channel it returns.
+func blockedOn[T any](t *testing.T, tx pgx.Tx, what string, op func() T) <-chan T {
 	t.Helper()
-	claimed := make(chan claimResult, 1)
-	go func() {
-		l, err := s.Claim(context.Background(), thread, time.Minute)
-		claimed <- claimResult{l, err}
-	}()
-	untilWaiting(t, tx, blockedBehindMe, "the other replica's claim")
+	return started(t, tx, blockedByMe, what, op)
+}
+
+// behind runs op in the background, waits until it is in the server,
+// waiting behind a backend tx holds up (what names it), then rolls tx
+// back; op's outcome comes on the channel it returns.
+func behind[T any](t *testing.T, tx pgx.Tx, what string, op func() T) <-chan T {
+	t.Helper()
+	out := started(t, tx, blockedBehindMe, what, op)
 	if err := tx.Rollback(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	return claimed
+	return out
+}
+
+// started runs op in the background and returns once count, run in tx,
+// counts a waiting backend (see untilWaiting).
+func started[T any](t *testing.T, tx pgx.Tx, count, what string, op func() T) <-chan T {
+	t.Helper()
+	out := make(chan T, 1)
+	go func() { out <- op() }()
+	untilWaiting(t, tx, count, what)
+	return out
+}
+
+// batchOK fails the test unless every write of a batch succeeded.
+func batchOK(t *testing.T, errs []error) {
+	t.Helper()
+	for i, err := range errs {
+		if err != nil {
+			t.Fatalf("the batch's write %d: %v", i, err)
+		}
+	}
+}
+
+// claimBehind is behind for a claim of thread on s.
+func claimBehind(t *testing.T, tx pgx.Tx, s *checkpoint.Postgres, thread string) <-chan claimResult {
+	t.Helper()
+	return behind(t, tx, "the other replica's claim", func() claimResult {
+		l, err := s.Claim(context.Background(), thread, time.Minute)
+		return claimResult{l, err}
+	})
 }
 
 // slowWrite claims thread "b-slow" on s and locks its row in a
@@ -919,20 +908,13 @@ func slowWrite(t *testing.T, dsn string, s *checkpoint.Postgres) (pgx.Tx, checkp
 	return tx, checkpoint.Checkpoint{ThreadID: "b-slow", Seq: 1, Incarnation: l.Incarnation, Token: l.Token}
 }
 
-// claimPutBehind is claimBehind for a ClaimPut of cp: the ClaimPut's
-// outcome comes on the channel.
+// claimPutBehind is behind for a ClaimPut of cp on s.
 func claimPutBehind(t *testing.T, tx pgx.Tx, s *checkpoint.Postgres, cp checkpoint.Checkpoint) <-chan error {
 	t.Helper()
-	claimed := make(chan error, 1)
-	go func() {
+	return behind(t, tx, "the other replica's ClaimPut", func() error {
 		_, err := s.ClaimPut(context.Background(), cp, time.Minute)
-		claimed <- err
-	}()
-	untilWaiting(t, tx, blockedBehindMe, "the other replica's ClaimPut")
-	if err := tx.Rollback(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	return claimed
+		return err
+	})
 }
 
 // lockLease begins a transaction on a connection of its own and locks
