@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"fmt"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -474,4 +475,69 @@ func TestPostgresMigratesToThreadRows(t *testing.T) {
 	if le, err := p.Claim(ctx, "claimed", time.Minute); err != nil || le.Incarnation != "inc-c" || le.Token != 2 || le.Seq != 0 {
 		t.Fatalf("Claim of claimed = %+v, %v; want incarnation inc-c, token 2, seq 0", le, err)
 	}
+}
+
+// A Postgres store from the release before a thread's row recorded its
+// log's length (schema 8): "t1", claimed and written under leases, its
+// log two entries long; "old", whose row has no seq (written before rows
+// kept one), its log one entry long; "claimed", claimed by a run that
+// wrote nothing.
+const postgresV8 = `
+	CREATE TABLE tenxgraph_checkpoint_schema (singleton boolean PRIMARY KEY DEFAULT true CHECK (singleton), version integer NOT NULL);
+	INSERT INTO tenxgraph_checkpoint_schema VALUES (true, 8);
+	INSERT INTO tenxgraph_checkpoints (thread_id, seq, run_id, step, status, next, state, metadata, created_at, incarnation, log_len, wake_at) VALUES
+		('t1', 1, 'r1', 0, 'running', '{a}', '\x7b7d', '{}', 'epoch', 'inc-a', 1, 0),
+		('t1', 2, 'r1', 1, 'completed', '{}', '\x7b7d', '{}', 'epoch', 'inc-a', 2, 0),
+		('old', 1, 'r2', 1, 'completed', '{}', '\x7b7d', '{}', 'epoch', 'inc-o', 1, 0);
+	INSERT INTO tenxgraph_log (thread_id, idx, entry) VALUES ('t1', 0, '\x61'), ('t1', 1, '\x62'), ('old', 0, '\x78');
+	INSERT INTO tenxgraph_threads (thread_id, incarnation, token, lease_until, seq, wake_at, touched_at) VALUES
+		('t1', 'inc-a', 1, 0, 2, 0, 1), ('old', 'inc-o', 1, 0, NULL, 0, 1), ('claimed', 'inc-c', 1, 0, NULL, 0, 1);`
+
+// After the migration every thread's row has the seq and log length of its
+// latest checkpoint (0 for none): a write under a lease, which reads only
+// the row, continues each thread's log where it stopped, a write at the
+// wrong seq is refused naming the thread's seq, and each claim reports the
+// seq the thread has.
+func TestPostgresMigratesToLogLength(t *testing.T) {
+	ctx := context.Background()
+	p := oldPostgres(t, strings.Join(checkpoint.PostgresSchema(8), ";\n")+";\n"+postgresV8)
+	defer p.Close()
+	for _, c := range []struct {
+		thread      string
+		seq         int64
+		log         []string
+		incarnation string
+	}{
+		{"t1", 2, []string{"a", "b"}, "inc-a"},
+		{"old", 1, []string{"x"}, "inc-o"},
+		{"claimed", 0, nil, "inc-c"},
+	} {
+		le, err := p.Claim(ctx, c.thread, time.Minute)
+		if err != nil || le.Seq != c.seq || le.Token != 2 || le.Incarnation != c.incarnation {
+			t.Fatalf("Claim of %s = %+v, %v; want seq %d, token 2, incarnation %s", c.thread, le, err, c.seq, c.incarnation)
+		}
+		cp := checkpoint.Checkpoint{ThreadID: c.thread, Seq: c.seq, RunID: "r9", Status: checkpoint.StatusCompleted,
+			Incarnation: le.Incarnation, Token: le.Token, Append: [][]byte{[]byte("late")}}
+		if err := p.Put(ctx, cp); !errors.Is(err, checkpoint.ErrConflict) || !strings.Contains(err.Error(), fmt.Sprintf("latest is %d", c.seq)) {
+			t.Fatalf("a leased Put of %s at seq %d, its latest = %v; want ErrConflict naming seq %d", c.thread, c.seq, err, c.seq)
+		}
+		cp.Seq, cp.Append = c.seq+1, [][]byte{[]byte("y"), []byte("z")}
+		if err := p.Put(ctx, cp); err != nil {
+			t.Fatalf("a leased Put of %s at seq %d: %v", c.thread, c.seq+1, err)
+		}
+		got, err := p.Latest(ctx, c.thread)
+		want := append(c.log, "y", "z")
+		if err != nil || got.Seq != c.seq+1 || !slices.Equal(logStrings(got.Log), want) {
+			t.Fatalf("%s after the write: seq %d, log %q, %v; want seq %d, log %q", c.thread, got.Seq, logStrings(got.Log), err, c.seq+1, want)
+		}
+	}
+}
+
+// logStrings is a checkpoint's log as strings, for comparing.
+func logStrings(log [][]byte) []string {
+	out := make([]string, len(log))
+	for i, e := range log {
+		out[i] = string(e)
+	}
+	return out
 }
