@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/tenxgraph/tenxgraph/host/checkpoint"
 	"github.com/tenxgraph/tenxgraph/host/checkpoint/checkpointtest"
@@ -347,6 +348,59 @@ func TestPostgresBatchConflictCommitsOthers(t *testing.T) {
 	}
 	if cp, err := p.Latest(ctx, "existing"); err != nil || cp.Seq != 1 || cp.RunID != "" {
 		t.Fatalf("Latest of the existing thread = seq %d run %q, %v; want seq 1 unchanged", cp.Seq, cp.RunID, err)
+	}
+}
+
+// TestPostgresLeasedPutAtATakenSeq: a write under a lease inserts its
+// checkpoint without ON CONFLICT, since the thread's row, locked and at
+// the seq before, rules out a checkpoint of its seq. On a store where one
+// exists all the same (made here by moving the row's seq back by hand; no
+// write of the store leaves a row so), the write fails alone: the writes
+// that shared its batch commit, Put reports ErrConflict, and the thread
+// keeps the checkpoint it had.
+func TestPostgresLeasedPutAtATakenSeq(t *testing.T) {
+	ctx := context.Background()
+	dsn := postgresDSN(t)
+	p := openPostgres(t, dsn)
+	defer p.Close()
+	le, err := p.Claim(ctx, "skewed", time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	first := checkpoint.Checkpoint{ThreadID: "skewed", Seq: 1, RunID: "first", Incarnation: le.Incarnation, Token: le.Token,
+		Append: [][]byte{[]byte("a")}}
+	if err := p.Put(ctx, first); err != nil {
+		t.Fatal(err)
+	}
+	conn, err := pgx.Connect(ctx, dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	if _, err := conn.Exec(ctx, "UPDATE tenxgraph_threads SET seq = 0, log_len = 0 WHERE thread_id = 'skewed'"); err != nil {
+		t.Fatal(err)
+	}
+	second := first
+	second.RunID = "second"
+	var cps []checkpoint.Checkpoint
+	for i := range 8 {
+		cps = append(cps, checkpoint.Checkpoint{ThreadID: fmt.Sprintf("other-%d", i), Seq: 1, RunID: "ok"})
+	}
+	errs := checkpoint.CommitPostgresBatch(p, append(cps, second), false)
+	for i := range 8 {
+		if cp, err := p.Latest(ctx, cps[i].ThreadID); errs[i] != nil || err != nil || cp.RunID != "ok" {
+			t.Errorf("Put %d: %v; its Latest = run %q, %v; want it committed", i, errs[i], cp.RunID, err)
+		}
+	}
+	var pe *pgconn.PgError
+	if !errors.As(errs[8], &pe) || pe.Code != "23505" || pe.TableName != "tenxgraph_checkpoints" {
+		t.Errorf("the leased Put at the taken seq, in the batch = %v; want a unique violation on tenxgraph_checkpoints", errs[8])
+	}
+	if err := p.Put(ctx, second); !errors.Is(err, checkpoint.ErrConflict) {
+		t.Errorf("the leased Put at the taken seq = %v; want ErrConflict", err)
+	}
+	if cp, err := p.Latest(ctx, "skewed"); err != nil || cp.Seq != 1 || cp.RunID != "first" || len(cp.Log) != 1 {
+		t.Fatalf("Latest(skewed) = seq %d run %q log %d, %v; want seq 1, run first, one entry", cp.Seq, cp.RunID, len(cp.Log), err)
 	}
 }
 
