@@ -233,18 +233,16 @@ const (
 	// Only once the checkpoint went in, the same statement appends its log
 	// entries ($12, numbered after the previous checkpoint's log_len),
 	// deletes the checkpoints KeepHistory drops (seq <= $16) and, when the
-	// thread had a row, records the new seq (for pgClaim), the log's
-	// length (for pgPutLeased), the wake-up ($13) and the time ($14) in
-	// it (the recorded CTE; the made CTE gives a new row the same),
-	// releasing its lease for a run's last write ($15). It also stores the
-	// checkpoint's
-	// blobs ($17 to $22, one array per column, sorted by ref) the store
-	// does not keep yet, and links the thread to each. A blob the store
-	// keeps already is locked, not written (DO UPDATE ... WHERE false
-	// locks the row and changes nothing): a delete of its last other
-	// holder, which locks it too before it looks for holders, then either
-	// sees this link or is seen by this insert, which inserts the row
-	// again.
+	// thread had a row, records the new seq (for pgClaim), the log's length
+	// (for pgPutLeased), the wake-up ($13) and the time ($14) in it (the
+	// recorded CTE; the made CTE gives a new row the same), releasing its
+	// lease for a run's last write ($15). It also stores the checkpoint's
+	// blobs ($17 to $22, one array per column, sorted by ref) the store does
+	// not keep yet, and links the thread to each. A blob the store keeps
+	// already is locked, not written (DO UPDATE ... WHERE false locks the
+	// row and changes nothing): a delete of its last other holder, which
+	// locks it too before it looks for holders, then either sees this link
+	// or is seen by this insert, which inserts the row again.
 	//
 	// The row is locked for the update from the start, not share-locked:
 	// two writers of one seq holding share locks would each wait for the
