@@ -428,6 +428,9 @@ func (m *Memory) Claim(ctx context.Context, threadID string, ttl time.Duration) 
 		fallthrough
 	case !th.claimed():
 		th.inc = newIncarnation()
+		if th.latest > 0 { // written, never claimed: its checkpoints' incarnation, as ClaimPut keeps
+			th.inc = th.cps[len(th.cps)-1].incarnation
+		}
 	case th.until > leaseMillis(now):
 		return Lease{}, fmt.Errorf("checkpoint: claim thread %q: %w", threadID, ErrLeased)
 	}

@@ -62,6 +62,7 @@ func Run(t *testing.T, open func(t *testing.T) checkpoint.Checkpointer) {
 		{"SchedulerDue", testSchedulerDue},
 		{"LogAppendsOnce", testLog},
 		{"LogConflictAppendsNothing", testLogConflict},
+		{"LogContinuesAcrossWrites", testLogAcrossWrites},
 		{"LogDeleteStartsEmpty", testLogDelete},
 		{"LogLarge", testLogLarge},
 		{"LogTail", testLogTail},
@@ -998,6 +999,65 @@ func testLog(t *testing.T, s checkpoint.Checkpointer) {
 	// A checkpoint without entries keeps the log as it was.
 	put(t, s, sample(th, 4))
 	wantEqual(t, "Latest after a Put without entries", latest(t, s, th), withLog(sample(th, 4), all))
+}
+
+// testLogAcrossWrites: the log continues across every kind of write that
+// appends to it, one after another on one thread: one or two unleased Puts
+// (the first makes the thread, a second writes to it as it is), leased
+// Puts after a claim, one without entries and the last releasing the
+// lease, a ClaimPut, and a leased Put under that claim. Each checkpoint
+// reads back with the whole log as of it, in order.
+func testLogAcrossWrites(t *testing.T, s checkpoint.Checkpointer) {
+	l := leaser(t, s)
+	for _, unleased := range []int64{1, 2} {
+		th := threadID(t, fmt.Sprintf("log-%d", unleased))
+		var (
+			log     [][]byte
+			want    []checkpoint.Checkpoint // newest first, as History returns them
+			claimed checkpoint.Lease        // the ClaimPut's
+		)
+		write := func(cp checkpoint.Checkpoint, add [][]byte) {
+			t.Helper()
+			cp.Append = add
+			if cp.Token == 0 && len(want) > 0 && want[0].Release {
+				claimed = claimPut(t, s, cp, time.Minute)
+				cp.Incarnation = claimed.Incarnation
+			} else {
+				put(t, s, cp)
+			}
+			log = append(log, add...)
+			want = append([]checkpoint.Checkpoint{withLog(cp, slices.Clone(log))}, want...)
+		}
+		for seq := range unleased {
+			cp := sample(th, seq+1)
+			cp.Incarnation = "inc-log"
+			write(cp, entries(fmt.Sprint("unleased-", seq), int(seq)+2))
+		}
+		le := claim(t, l, th, time.Minute)
+		if le.Seq != unleased || le.Incarnation != "inc-log" {
+			t.Fatalf("Claim after %d unleased Puts = %+v; want seq %d in incarnation inc-log", unleased, le, unleased)
+		}
+		write(leased(le, unleased+1), entries("c", 3))
+		write(leased(le, unleased+2), nil)
+		last := leased(le, unleased+3)
+		last.Release = true
+		write(last, entries("d", 1))
+		reclaim := leased(le, unleased+4)
+		reclaim.Token = 0 // a ClaimPut: write claims the thread with it
+		write(reclaim, entries("e", 2))
+		write(leased(claimed, unleased+5), entries("f", 1))
+		if _, err := l.Claim(context.Background(), th, time.Minute); !errors.Is(err, checkpoint.ErrLeased) {
+			t.Fatalf("Claim after the ClaimPut = %v, want ErrLeased", err)
+		}
+		wantEqual(t, "Latest", latest(t, s, th), want[0])
+		cps := history(t, s, th, 0)
+		if len(cps) != len(want) {
+			t.Fatalf("History has %d checkpoints, want %d", len(cps), len(want))
+		}
+		for i, cp := range cps {
+			wantEqual(t, fmt.Sprintf("History[%d]", i), cp, want[i])
+		}
+	}
 }
 
 // testLogConflict: a refused Put appends nothing, so the log never holds
