@@ -162,12 +162,8 @@ func (m *Memory) ClaimPut(ctx context.Context, cp Checkpoint, ttl time.Duration)
 	if cp.Seq != latest+1 {
 		return Lease{}, fmt.Errorf("checkpoint: claim thread %q with seq %d: latest is %d: %w", cp.ThreadID, cp.Seq, latest, ErrConflict)
 	}
-	switch {
-	case l.claimed():
-	case latest > 0: // written, never claimed: its checkpoints' incarnation
-		l.inc = th.cps[len(th.cps)-1].incarnation
-	default:
-		l.inc = newIncarnation()
+	if !l.claimed() {
+		l.inc = th.firstIncarnation()
 	}
 	if latest > 0 && l.inc != w.cp.Incarnation {
 		return Lease{}, fmt.Errorf("checkpoint: claim thread %q with seq %d: %w", cp.ThreadID, cp.Seq, errIncarnation(w.cp.Incarnation))
@@ -208,6 +204,16 @@ func newMemWrite(cp Checkpoint) (memWrite, error) {
 		w.cp.CreatedAt = time.Now().UTC()
 	}
 	return w, nil
+}
+
+// firstIncarnation is the incarnation a thread's first claim gives it:
+// its checkpoints' when it was written without a lease, as the other
+// stores keep, else a new one (th may be nil: a new thread).
+func (th *memThread) firstIncarnation() string {
+	if th.latestSeq() > 0 {
+		return th.cps[len(th.cps)-1].incarnation
+	}
+	return newIncarnation()
 }
 
 // latestSeq is the thread's latest seq, 0 for none (th nil included).
@@ -427,10 +433,7 @@ func (m *Memory) Claim(ctx context.Context, threadID string, ttl time.Duration) 
 		m.threads[threadID] = th
 		fallthrough
 	case !th.claimed():
-		th.inc = newIncarnation()
-		if th.latest > 0 { // written, never claimed: its checkpoints' incarnation, as ClaimPut keeps
-			th.inc = th.cps[len(th.cps)-1].incarnation
-		}
+		th.inc = th.firstIncarnation()
 	case th.until > leaseMillis(now):
 		return Lease{}, fmt.Errorf("checkpoint: claim thread %q: %w", threadID, ErrLeased)
 	}
