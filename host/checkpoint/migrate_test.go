@@ -497,7 +497,7 @@ const postgresV8 = `
 // latest checkpoint (0 for none): a write under a lease, which reads only
 // the row, continues each thread's log where it stopped, a write at the
 // wrong seq is refused naming the thread's seq, and each claim reports the
-// seq the thread has.
+// seq the thread has. The log reads whole, and from any index on.
 func TestPostgresMigratesToLogLength(t *testing.T) {
 	ctx := context.Background()
 	p := oldPostgres(t, strings.Join(checkpoint.PostgresSchema(8), ";\n")+";\n"+postgresV8)
@@ -529,6 +529,15 @@ func TestPostgresMigratesToLogLength(t *testing.T) {
 		want := append(c.log, "y", "z")
 		if err != nil || got.Seq != c.seq+1 || !slices.Equal(logStrings(got.Log), want) {
 			t.Fatalf("%s after the write: seq %d, log %q, %v; want seq %d, log %q", c.thread, got.Seq, logStrings(got.Log), err, c.seq+1, want)
+		}
+		// The log's entries from before the migration stay where they
+		// were, the write's are in its checkpoint's row (schema 10): every
+		// end of the log reads across both.
+		for from := range want {
+			got, n, err := p.LatestTail(ctx, c.thread, from)
+			if err != nil || n != len(want) || !slices.Equal(logStrings(got.Log), want[from:]) {
+				t.Fatalf("%s: LatestTail(from %d) = log %q of %d, %v; want %q of %d", c.thread, from, logStrings(got.Log), n, err, want[from:], len(want))
+			}
 		}
 	}
 }

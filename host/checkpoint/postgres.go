@@ -20,7 +20,7 @@ import (
 
 // postgresSchemaVersion is the schema this build writes, kept in the one row
 // of tenxgraph_checkpoint_schema. It is len(postgresMigrations).
-const postgresSchemaVersion = 9
+const postgresSchemaVersion = 10
 
 // postgresMigrations[i] moves a database from schema version i to i+1.
 // Append to it (never edit an entry that has shipped) and the version
@@ -167,6 +167,15 @@ var postgresMigrations = [...]string{
 		WHERE thread_id = r.thread_id ORDER BY seq DESC LIMIT 1) c ON true
 	WHERE r.thread_id = t.thread_id;
 	ALTER TABLE tenxgraph_threads ALTER COLUMN seq SET NOT NULL`,
+	// 9 -> 10: a checkpoint keeps the log entries it appends in its own
+	// row (entries, NULL for none) for as long as it is kept; when
+	// KeepHistory drops it, the same statement moves them into
+	// tenxgraph_log, which also keeps every entry written before this
+	// version (the migration moves nothing). A write so inserts one row,
+	// not one row and one index entry per log entry: the log's rows were
+	// the largest part of PostgreSQL's work in a round trip that a change
+	// could cut. A read takes a thread's log from both, by index.
+	`ALTER TABLE tenxgraph_checkpoints ADD COLUMN entries bytea[]`,
 }
 
 // postgresTenancy is the migration that moves each thread whose latest
@@ -230,9 +239,10 @@ const (
 	// nothing of the write lands in the thread the claim took (Put reports
 	// ErrConflict).
 	//
-	// Only once the checkpoint went in, the same statement appends its log
-	// entries ($12, numbered after the previous checkpoint's log_len),
-	// deletes the checkpoints KeepHistory drops (seq <= $16) and, when the
+	// The checkpoint's row keeps the log entries it appends ($12, which
+	// follow the previous checkpoint's log_len). Only once it went in, the
+	// same statement deletes the checkpoints KeepHistory drops (seq <= $16,
+	// their entries moved to tenxgraph_log) and, when the
 	// thread had a row, records the new seq (for pgClaim), the log's length
 	// (for pgPutLeased), the wake-up ($13) and the time ($14) in it (the
 	// recorded CTE; the made CTE gives a new row the same), releasing its
@@ -267,14 +277,14 @@ const (
 		UPDATE tenxgraph_threads SET seq = $2::bigint, log_len = (SELECT log_len FROM ins), wake_at = $13::bigint,
 			touched_at = $14::bigint, lease_until = CASE WHEN $15::boolean THEN 0 ELSE lease_until END
 		WHERE thread_id = $1::text AND EXISTS (SELECT 1 FROM ins)
-	)` + pgLogged + pgPrune + pgBlobs + pgPutResult
+	)` + pgPrune + pgBlobs + pgPutResult
 	// pgPutLeased is pgPut for a write under a lease (Token > 0). Its
 	// lease CTE takes the lease row by updating it, on the checks pgPut
 	// makes (the token and incarnation are the lease's, the new seq is
 	// the row's plus one), recording the new seq, the log's new length,
 	// the wake-up and the time, and releasing the lease for a run's last
-	// write. The checkpoint and its log entries go in only when it did,
-	// numbered from the log's length it returns, so the write reads
+	// write. The checkpoint, its log entries in its row, goes in only when
+	// it did, at the log's length it returns, so the write reads
 	// nothing but the row it updates (the row's seq and log_len are its
 	// latest checkpoint's: every write of a checkpoint records them in the
 	// same statement). The row's lock orders the write against a
@@ -286,18 +296,18 @@ const (
 	// one there all the same, the insert would fail with a unique
 	// violation, the batch would run again write by write, and Put would
 	// report ErrConflict. A write refused reports the seq the row had.
-	pgPutLeased = pgLeasedLease + pgLeasedIns + pgLogged + pgPrune + pgBlobs + pgLeasedResult
+	pgPutLeased = pgLeasedLease + pgLeasedIns + pgPrune + pgBlobs + pgLeasedResult
 	// pgPutLeasedNoBlobs is pgPutLeased for a checkpoint without blobs,
 	// the most common write: it leaves out the two inserts that would
 	// store none, and their arguments ($17 to $22).
-	pgPutLeasedNoBlobs = pgLeasedLease + pgLeasedIns + pgLogged + pgPrune + pgLeasedResult
+	pgPutLeasedNoBlobs = pgLeasedLease + pgLeasedIns + pgPrune + pgLeasedResult
 	// pgPutLeasedKeepAll is pgPutLeasedNoBlobs for a write that drops no
 	// checkpoint (no KeepHistory, or fewer checkpoints than it keeps): it
 	// leaves out the delete, and its argument ($16). Each data-modifying
 	// CTE is a ModifyTable node that PostgreSQL sets up (opening the table
 	// and its indexes) and runs on every execution, even when it has
 	// nothing to do.
-	pgPutLeasedKeepAll = pgLeasedLease + pgLeasedIns + pgLogged + pgLeasedResult
+	pgPutLeasedKeepAll = pgLeasedLease + pgLeasedIns + pgLeasedResult
 	pgLeasedLease      = `WITH lease AS (
 		UPDATE tenxgraph_threads SET seq = $2::bigint, log_len = log_len + cardinality($12::bytea[]),
 			wake_at = $13::bigint, touched_at = $14::bigint,
@@ -307,9 +317,9 @@ const (
 	)`
 	pgLeasedIns = `, ins AS (
 		INSERT INTO tenxgraph_checkpoints
-			(thread_id, seq, run_id, step, status, next, state, metadata, created_at, incarnation, log_len, wake_at)
+			(thread_id, seq, run_id, step, status, next, state, metadata, created_at, incarnation, log_len, wake_at, entries)
 		SELECT $1::text, $2::bigint, $3::text, $4::bigint, $5::text, $6::text[], $7::bytea, $8::jsonb, $9::timestamptz, $10::text,
-			lease.log_len, $13::bigint
+			lease.log_len, $13::bigint, ` + pgEntries + `
 		FROM lease
 		RETURNING seq, log_len
 	)`
@@ -323,9 +333,9 @@ const (
 	)`
 	pgPutInsert = `, ins AS (
 		INSERT INTO tenxgraph_checkpoints
-			(thread_id, seq, run_id, step, status, next, state, metadata, created_at, incarnation, log_len, wake_at)
+			(thread_id, seq, run_id, step, status, next, state, metadata, created_at, incarnation, log_len, wake_at, entries)
 		SELECT $1::text, $2::bigint, $3::text, $4::bigint, $5::text, $6::text[], $7::bytea, $8::jsonb, $9::timestamptz, $10::text,
-			COALESCE((SELECT log_len FROM latest), 0) + cardinality($12::bytea[]), $13::bigint
+			COALESCE((SELECT log_len FROM latest), 0) + cardinality($12::bytea[]), $13::bigint, ` + pgEntries + `
 		WHERE COALESCE((SELECT seq FROM latest), 0) = $2::bigint - 1
 		AND CASE WHEN $11::bigint = 0
 			THEN NOT EXISTS (SELECT 1 FROM lease WHERE token <> 0 OR incarnation <> $10::text)
@@ -336,17 +346,22 @@ const (
 	)`
 	pgPutResult = `
 	SELECT EXISTS (SELECT 1 FROM ins), COALESCE((SELECT seq FROM latest), 0)`
-	// pgLogged, pgPrune and pgBlobs are what a checkpoint write does once
-	// its checkpoint went in (the ins CTE): its log entries, the
-	// checkpoints KeepHistory drops, its blobs and their links (see pgPut).
-	pgLogged = `, logged AS (
-		INSERT INTO tenxgraph_log (thread_id, idx, entry)
-		SELECT $1::text, ins.log_len - cardinality($12::bytea[]) + u.o - 1, u.e
-		FROM ins, unnest($12::bytea[]) WITH ORDINALITY AS u(e, o)
-	)`
+	// pgEntries is what a checkpoint's row keeps of the log entries it
+	// appends ($12): the entries, or NULL for none.
+	pgEntries = `CASE WHEN cardinality($12::bytea[]) > 0 THEN $12::bytea[] END`
+	// pgPrune and pgBlobs are what a checkpoint write does once its
+	// checkpoint went in (the ins CTE): delete the checkpoints KeepHistory
+	// drops, moving the log entries their rows kept into tenxgraph_log
+	// (the thread's log is kept whole), and store its blobs and their
+	// links (see pgPut).
 	pgPrune = `, pruned AS (
 		DELETE FROM tenxgraph_checkpoints
 		WHERE thread_id = $1::text AND seq <= $16::bigint AND EXISTS (SELECT 1 FROM ins)
+		RETURNING log_len, entries
+	), kept AS (
+		INSERT INTO tenxgraph_log (thread_id, idx, entry)
+		SELECT $1::text, pruned.log_len - cardinality(pruned.entries) + u.o - 1, u.e
+		FROM pruned, unnest(pruned.entries) WITH ORDINALITY AS u(e, o)
 	)`
 	pgBlobs = `, blobbed AS (
 		INSERT INTO tenxgraph_blobs AS b (ref, mime_type, size, width, height, data)
@@ -401,21 +416,37 @@ const (
 		RETURNING incarnation, token
 	), ins AS (
 		INSERT INTO tenxgraph_checkpoints
-			(thread_id, seq, run_id, step, status, next, state, metadata, created_at, incarnation, log_len, wake_at)
+			(thread_id, seq, run_id, step, status, next, state, metadata, created_at, incarnation, log_len, wake_at, entries)
 		SELECT $1::text, $2::bigint, $3::text, $4::bigint, $5::text, $6::text[], $7::bytea, $8::jsonb, $9::timestamptz, claimed.incarnation,
-			COALESCE((SELECT log_len FROM latest), 0) + cardinality($12::bytea[]), $13::bigint
+			COALESCE((SELECT log_len FROM latest), 0) + cardinality($12::bytea[]), $13::bigint, ` + pgEntries + `
 		FROM claimed
 		RETURNING seq, log_len
-	)` + pgLogged + pgPrune + pgBlobs + `
+	)` + pgPrune + pgBlobs + `
 	SELECT COALESCE((SELECT token FROM claimed), 0), COALESCE((SELECT incarnation FROM claimed), ''),
 		COALESCE((SELECT seq FROM latest), 0), COALESCE((SELECT lease_until FROM lease), 0),
 		COALESCE((SELECT incarnation FROM lease), (SELECT incarnation FROM latest), '')`
 	// pgHistory takes LIMIT NULL as no limit. The newest row carries the
 	// log up to its length from index $3 (the others' logs are prefixes of
-	// it), read by the same statement, so from the same snapshot.
+	// it), read by the same statement, so from the same snapshot. The
+	// entries are in two places (see 9 -> 10), each read by index: the
+	// rows of the checkpoints kept, and tenxgraph_log for those dropped
+	// and those written before. A tail ($3 > 0) reads the kept rows only
+	// from the newest that ends at or before $3, which a backward scan of
+	// the thread's checkpoints finds after the rows it reads anyway, so a
+	// reader that holds most of a long thread reads what it lacks and no
+	// more.
 	pgHistory = `SELECT seq, run_id, step, status, next, state, metadata, created_at, incarnation, log_len, wake_at,
-		CASE WHEN seq = MAX(seq) OVER () AND log_len > 0 THEN
-			(SELECT array_agg(l.entry ORDER BY l.idx) FROM tenxgraph_log l WHERE l.thread_id = $1::text AND l.idx >= $3::bigint AND l.idx < c.log_len) END
+		CASE WHEN seq = MAX(seq) OVER () AND log_len > $3::bigint THEN (
+			SELECT array_agg(x.e ORDER BY x.i) FROM (
+				SELECT l.idx AS i, l.entry AS e FROM tenxgraph_log l
+				WHERE l.thread_id = $1::text AND l.idx >= $3::bigint AND l.idx < c.log_len
+				UNION ALL
+				SELECT k.log_len - cardinality(k.entries) + u.o - 1, u.e
+				FROM tenxgraph_checkpoints k, unnest(k.entries) WITH ORDINALITY AS u(e, o)
+				WHERE k.thread_id = $1::text AND k.log_len > $3::bigint AND k.seq > CASE WHEN $3::bigint = 0 THEN 0 ELSE COALESCE(
+					(SELECT b.seq FROM tenxgraph_checkpoints b WHERE b.thread_id = $1::text AND b.log_len <= $3::bigint
+					ORDER BY b.seq DESC LIMIT 1), 0) END
+			) x WHERE x.i >= $3::bigint) END
 	FROM tenxgraph_checkpoints c WHERE thread_id = $1::text ORDER BY seq DESC LIMIT $2::bigint`
 	// pgUnlink drops a deleted thread's links and returns the blobs they
 	// named; pgLockBlobs locks those blobs (in ref order, as Puts do), so

@@ -780,17 +780,19 @@ func TestPostgresUnleasedPutMeetsAClaim(t *testing.T) {
 
 // TestPostgresUnleasedPutMeetsAClaimPut races an unleased Put of a new
 // thread with a ClaimPut of it: the Put has inserted its checkpoint and
-// waits (for the test's uncommitted log entry at its first index) when
-// the ClaimPut arrives and waits for it. Once the Put goes on, it commits
+// waits (for the test's uncommitted link of the thread to the Put's blob)
+// when the ClaimPut arrives and waits for it. Once the Put goes on, it commits
 // and the ClaimPut conflicts. Were the Put to make the thread's row after
 // its checkpoint, while the ClaimPut makes it before its own, each would
 // wait for the other: a deadlock, which PostgreSQL ends by failing one.
 func TestPostgresUnleasedPutMeetsAClaimPut(t *testing.T) {
 	ctx := context.Background()
 	dsn, a, b := twoReplicas(t)
-	tx := lockRows(t, dsn, `INSERT INTO tenxgraph_log (thread_id, idx, entry) VALUES ($1, 0, '\x00')`, "new")
+	x := blobOf(10)
+	tx := lockRows(t, dsn, `INSERT INTO tenxgraph_blob_links (thread_id, ref) VALUES ($1, '`+x.Ref+`')`, "new")
 	defer tx.Conn().Close(ctx) // and so the transaction, if still open
-	unleased := checkpoint.Checkpoint{ThreadID: "new", Seq: 1, RunID: "unleased", Incarnation: "inc-unleased", Append: [][]byte{[]byte("a")}}
+	unleased := checkpoint.Checkpoint{ThreadID: "new", Seq: 1, RunID: "unleased", Incarnation: "inc-unleased",
+		Append: [][]byte{[]byte("a")}, Blobs: []checkpoint.Blob{x}}
 	put := blockedOn(t, tx, "the Put", func() error { return a.Put(ctx, unleased) })
 	claimed := claimPutBehind(t, tx, b, checkpoint.Checkpoint{ThreadID: "new", Seq: 1, RunID: "claimed"})
 	if err := <-put; err != nil {

@@ -1202,6 +1202,22 @@ func RunRetention(t *testing.T, open func(t *testing.T, opts ...checkpoint.Optio
 			}
 			put(t, s, sample(th, 7))
 			wantEqual(t, "Latest after pruning", latest(t, s, th), withLog(sample(th, 7), log))
+			// Every end of the log reads alike, whether it starts in
+			// what the dropped checkpoints appended or in what the kept
+			// ones did, or inside either.
+			if tr, ok := s.(checkpoint.TailReader); ok {
+				for from := 0; from <= len(log)+1; from++ {
+					got, n, err := tr.LatestTail(context.Background(), th, from)
+					if err != nil || n != len(log) {
+						t.Fatalf("LatestTail(from %d) after pruning = log length %d, %v; want %d", from, n, err, len(log))
+					}
+					var want [][]byte
+					if from < len(log) {
+						want = log[from:]
+					}
+					wantEqual(t, fmt.Sprintf("LatestTail(from %d) after pruning", from), got, withLog(sample(th, 7), want))
+				}
+			}
 			// The first checkpoint's blob is its thread's still: the log
 			// that refers to it is kept whole.
 			if bs, ok := s.(checkpoint.BlobStore); ok {
