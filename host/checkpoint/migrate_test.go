@@ -550,3 +550,97 @@ func logStrings(log [][]byte) []string {
 	}
 	return out
 }
+
+// A store from the release before a checkpoint kept its log entries in its
+// row (SQLite schema 7, Postgres schema 9): "t1", its log three entries
+// long in the log table, written by two checkpoints.
+const (
+	sqliteV7 = `
+	INSERT INTO checkpoints (thread_id, seq, run_id, step, status, next, state, metadata, created_at, incarnation, log_len, wake_at) VALUES
+		('t1', 1, 'r1', 0, 'running', '["a"]', x'7b7d', '{}', 1000000, 'inc-a', 2, 0),
+		('t1', 2, 'r1', 1, 'completed', '[]', x'7b7d', '{}', 1000000, 'inc-a', 3, 0);
+	INSERT INTO log (thread_id, idx, entry) VALUES ('t1', 0, x'61'), ('t1', 1, x'62'), ('t1', 2, x'63');
+	INSERT INTO threads (thread_id, incarnation, token, lease_until, wake_at, touched_at) VALUES ('t1', 'inc-a', 1, 0, 0, 1);
+	PRAGMA user_version = 7;`
+	postgresV9 = `
+	CREATE TABLE tenxgraph_checkpoint_schema (singleton boolean PRIMARY KEY DEFAULT true CHECK (singleton), version integer NOT NULL);
+	INSERT INTO tenxgraph_checkpoint_schema VALUES (true, 9);
+	INSERT INTO tenxgraph_checkpoints (thread_id, seq, run_id, step, status, next, state, metadata, created_at, incarnation, log_len, wake_at) VALUES
+		('t1', 1, 'r1', 0, 'running', '{a}', '\x7b7d', '{}', 'epoch', 'inc-a', 2, 0),
+		('t1', 2, 'r1', 1, 'completed', '{}', '\x7b7d', '{}', 'epoch', 'inc-a', 3, 0);
+	INSERT INTO tenxgraph_log (thread_id, idx, entry) VALUES ('t1', 0, '\x61'), ('t1', 1, '\x62'), ('t1', 2, '\x63');
+	INSERT INTO tenxgraph_threads (thread_id, incarnation, token, lease_until, seq, log_len, wake_at, touched_at) VALUES
+		('t1', 'inc-a', 1, 0, 2, 3, 0, 1);`
+)
+
+func TestSQLiteMigratesToRowEntries(t *testing.T) {
+	path := oldSQLite(t, strings.Join(checkpoint.SQLiteSchema(7), ";\n")+";\n"+sqliteV7)
+	s, err := checkpoint.OpenSQLite(context.Background(), path, checkpoint.KeepHistory(1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	testMigratedRowEntries(t, s)
+}
+
+func TestPostgresMigratesToRowEntries(t *testing.T) {
+	ctx := context.Background()
+	dsn := postgresDSN(t)
+	conn, err := pgx.Connect(ctx, dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	if _, err := conn.Exec(ctx, strings.Join(checkpoint.PostgresSchema(9), ";\n")+";\n"+postgresV9); err != nil {
+		t.Fatal(err)
+	}
+	p, err := checkpoint.OpenPostgres(ctx, dsn, checkpoint.KeepHistory(1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	testMigratedRowEntries(t, p)
+}
+
+// testMigratedRowEntries writes three checkpoints under a lease to the
+// migrated thread, on a store keeping one checkpoint before the latest:
+// the first two writes drop the checkpoints from before the migration
+// (whose entries are in the log table already), the third one written
+// after it (whose entries move there). After each write the whole log,
+// and every end of it, reads as written.
+func testMigratedRowEntries(t *testing.T, s interface {
+	checkpoint.Checkpointer
+	checkpoint.Leaser
+	checkpoint.TailReader
+}) {
+	ctx := context.Background()
+	le, err := s.Claim(ctx, "t1", time.Minute)
+	if err != nil || le.Seq != 2 {
+		t.Fatalf("Claim = %+v, %v; want seq 2", le, err)
+	}
+	want := []string{"a", "b", "c"}
+	for _, w := range []struct {
+		seq int64
+		add []string
+	}{{3, []string{"d", "e"}}, {4, nil}, {5, []string{"f"}}} {
+		cp := checkpoint.Checkpoint{ThreadID: "t1", Seq: w.seq, RunID: "r2", Status: checkpoint.StatusRunning,
+			Incarnation: le.Incarnation, Token: le.Token}
+		for _, e := range w.add {
+			cp.Append = append(cp.Append, []byte(e))
+		}
+		if err := s.Put(ctx, cp); err != nil {
+			t.Fatalf("seq %d: %v", w.seq, err)
+		}
+		want = append(want, w.add...)
+		got, err := s.Latest(ctx, "t1")
+		if err != nil || got.Seq != w.seq || !slices.Equal(logStrings(got.Log), want) {
+			t.Fatalf("after seq %d: seq %d, log %q, %v; want log %q", w.seq, got.Seq, logStrings(got.Log), err, want)
+		}
+		for from := range len(want) + 1 {
+			got, n, err := s.LatestTail(ctx, "t1", from)
+			if err != nil || n != len(want) || !slices.Equal(logStrings(got.Log), want[from:]) {
+				t.Fatalf("after seq %d: LatestTail(from %d) = log %q of %d, %v; want %q of %d", w.seq, from, logStrings(got.Log), n, err, want[from:], len(want))
+			}
+		}
+	}
+}

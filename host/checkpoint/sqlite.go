@@ -1,9 +1,11 @@
 package checkpoint
 
 import (
+	"bytes"
 	"context"
 	"database/sql"
 	"database/sql/driver"
+	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -12,6 +14,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -23,7 +26,7 @@ import (
 
 // sqliteSchemaVersion is the schema this build writes, kept in the
 // database's PRAGMA user_version. It is len(sqliteMigrations).
-const sqliteSchemaVersion = 7
+const sqliteSchemaVersion = 8
 
 // sqliteMigrations[i] moves a database from schema version i to i+1. Append
 // to it (never edit an entry that has shipped) and the version follows.
@@ -105,6 +108,15 @@ var sqliteMigrations = [...]string{
 		PRIMARY KEY (thread_id, ref)
 	) WITHOUT ROWID;
 	CREATE INDEX blob_links_ref ON blob_links (ref)`,
+	// 7 -> 8: a checkpoint keeps the log entries it appends in its own
+	// row (entries, see encodeEntries; NULL for none) for as long as it is
+	// kept; when KeepHistory drops it, the same write moves them into the
+	// log table, which also keeps every entry written before this version
+	// (the migration moves nothing). A write so adds one row, at the
+	// checkpoints' end, instead of one more per entry in its thread's
+	// place in the log's tree, whose leaves filled and were rebalanced
+	// every few writes. A read takes a thread's log from both, by index.
+	`ALTER TABLE checkpoints ADD COLUMN entries BLOB`,
 }
 
 // sqliteTenancy is the migration that moves each thread whose latest
@@ -147,18 +159,17 @@ const (
 	// statement's cost.)
 	//
 	// It records the log's length after the checkpoint: the previous
-	// checkpoint's plus ?12, the entries appended. sqlAppendRows numbers
-	// the entries from it, so that neither returns a row (a row costs
-	// database/sql a watcher goroutine inside a transaction).
+	// checkpoint's plus ?12, the entries appended, which the row keeps
+	// (?14, encoded).
 	sqlPut = `INSERT OR IGNORE INTO checkpoints
-		(thread_id, seq, run_id, step, status, next, state, metadata, created_at, incarnation, log_len, wake_at)
+		(thread_id, seq, run_id, step, status, next, state, metadata, created_at, incarnation, log_len, wake_at, entries)
 	VALUES (?1,
 		CASE WHEN (SELECT COALESCE(MAX(seq), 0) FROM checkpoints WHERE thread_id = ?1) = ?2 - 1
 		AND CASE WHEN ?11 = 0 THEN NOT EXISTS (SELECT 1 FROM threads WHERE thread_id = ?1 AND (token <> 0 OR incarnation <> ?10))
 			ELSE EXISTS (SELECT 1 FROM threads WHERE thread_id = ?1 AND token = ?11 AND incarnation = ?10) END
 		THEN ?2 END,
 		?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10,
-		COALESCE((SELECT log_len FROM checkpoints WHERE thread_id = ?1 AND seq = ?2 - 1), 0) + ?12, ?13)`
+		COALESCE((SELECT log_len FROM checkpoints WHERE thread_id = ?1 AND seq = ?2 - 1), 0) + ?12, ?13, ?14)`
 	// sqlTouch records the new latest checkpoint on the thread's row
 	// (creating it, never claimed, for an unleased write), and releases
 	// the lease of token ?5 when it is the thread's (a run's last write:
@@ -175,8 +186,10 @@ const (
 	// write by less than a minute, never leads it, and DeleteIdle checks
 	// the latest checkpoint's own time.
 	sqlTouchAt = `UPDATE threads SET touched_at = ?2 WHERE thread_id = ?1 AND touched_at <= ?2 - 60000`
-	// sqlPrune drops the checkpoints KeepHistory does not keep.
-	sqlPrune = `DELETE FROM checkpoints WHERE thread_id = ? AND seq <= ?`
+	// sqlPrune drops the checkpoints KeepHistory does not keep, once
+	// sqlPruned has listed those whose entries move to the log table.
+	sqlPrune  = `DELETE FROM checkpoints WHERE thread_id = ? AND seq <= ?`
+	sqlPruned = `SELECT seq, entries FROM checkpoints WHERE thread_id = ? AND seq <= ? AND entries IS NOT NULL ORDER BY seq`
 	// sqlClaim takes a free or expired lease (?3: now, ?4: expiry), or
 	// returns no row. A thread without a row is new (or deleted): its
 	// first claim starts a new incarnation (?2), touched now, so that its
@@ -203,7 +216,18 @@ const (
 	sqlLatestSeq   = `SELECT COALESCE(MAX(seq), 0) FROM checkpoints WHERE thread_id = ?`
 	sqlHistory     = `SELECT seq, run_id, step, status, next, state, metadata, created_at, incarnation, log_len, wake_at
 	FROM checkpoints WHERE thread_id = ? ORDER BY seq DESC LIMIT ?`
-	sqlLog       = `SELECT entry FROM log WHERE thread_id = ? AND idx >= ? AND idx < ? ORDER BY idx`
+	// sqlLog reads the entries of a thread's log from index ?2 to ?3 that
+	// the log table keeps; sqlRowEntries those that checkpoints up to seq
+	// ?4 keep in their rows. A tail (?2 > 0) reads the rows only from the
+	// newest that ends at or before ?2, which a backward scan of the
+	// thread's checkpoints finds after the rows it reads anyway, so a
+	// reader that holds most of a long thread reads what it lacks and no
+	// more.
+	sqlLog        = `SELECT idx, entry FROM log WHERE thread_id = ?1 AND idx >= ?2 AND idx < ?3 ORDER BY idx`
+	sqlRowEntries = `SELECT log_len, entries FROM checkpoints WHERE thread_id = ?1 AND entries IS NOT NULL
+	AND log_len > ?2 AND seq <= ?4 AND seq > CASE WHEN ?2 = 0 THEN 0 ELSE COALESCE((SELECT seq FROM checkpoints
+		WHERE thread_id = ?1 AND log_len <= ?2 AND seq <= ?4 ORDER BY seq DESC LIMIT 1), 0) END
+	ORDER BY seq`
 	sqlDelete    = `DELETE FROM checkpoints WHERE thread_id = ?`
 	sqlDeleteLog = `DELETE FROM log WHERE thread_id = ?`
 	sqlDue       = `SELECT thread_id FROM threads WHERE wake_at > 0 AND wake_at <= ? ORDER BY wake_at LIMIT ?`
@@ -240,9 +264,10 @@ const (
 const maxAppendRows = 8
 
 // sqlAppendRows appends n log entries, ?4 to ?(n+3), to thread ?1,
-// numbered from the log length of its checkpoint ?2 (sqlPut's), the first
-// ?3 entries from the end; were the checkpoint missing, the NULL index
-// would fail the insert. The checkpoint is looked up once for all n.
+// numbered from the log length of its checkpoint ?2 (one KeepHistory is
+// about to drop, see prune), the first ?3 entries from the end; were the
+// checkpoint missing, the NULL index would fail the insert. The
+// checkpoint is looked up once for all n.
 //
 // OR FAIL spares SQLite the statement journal a statement of several rows
 // keeps to undo its own rows when one fails (a tenth of its cost): a
@@ -284,13 +309,14 @@ type SQLite struct {
 	r    *sql.DB // a read-only pool; WAL readers do not block the writer
 
 	// The writes' statements are the writer's (see wstmt).
-	head      *sql.Stmt // on r
-	latestSeq *sql.Stmt // on r
-	history   *sql.Stmt // on r
-	log       *sql.Stmt // on r
-	due       *sql.Stmt // on r
-	statBlob  *sql.Stmt // on r
-	readBlob  *sql.Stmt // on r
+	head       *sql.Stmt // on r
+	latestSeq  *sql.Stmt // on r
+	history    *sql.Stmt // on r
+	log        *sql.Stmt // on r
+	rowEntries *sql.Stmt // on r
+	due        *sql.Stmt // on r
+	statBlob   *sql.Stmt // on r
+	readBlob   *sql.Stmt // on r
 
 	// Writes queue up, and whichever caller holds the write connection's
 	// turn commits what has queued as one transaction (group commit):
@@ -403,6 +429,7 @@ func openSQLite(ctx context.Context, path string, opts options) (_ *SQLite, err 
 		{s.r, sqlLatestSeq, &s.latestSeq},
 		{s.r, sqlHistory, &s.history},
 		{s.r, sqlLog, &s.log},
+		{s.r, sqlRowEntries, &s.rowEntries},
 		{s.r, sqlDue, &s.due},
 		{s.r, sqlStatBlob, &s.statBlob},
 		{s.r, sqlReadBlob, &s.readBlob},
@@ -591,30 +618,11 @@ func (s *SQLite) Put(ctx context.Context, cp Checkpoint) error {
 	return nil
 }
 
-// putTx writes a checkpoint, its log entries and its thread's row, and
-// drops what KeepHistory does not keep, all or nothing.
+// putTx writes a checkpoint (its log entries in its row) and its thread's
+// row, and drops what KeepHistory does not keep, all or nothing.
 func (s *SQLite) putTx(ctx context.Context, tx *wtx, cp Checkpoint, args []any) error {
-	if err := tx.exec(ctx, wPut, args[:13]...); err != nil {
+	if err := tx.exec(ctx, wPut, args[:14]...); err != nil {
 		return err
-	}
-	for i := 0; i < len(cp.Append); i += maxAppendRows {
-		rows := cp.Append[i:min(i+maxAppendRows, len(cp.Append))]
-		vals := append(tx.vals[:0], args[0], args[1], len(cp.Append)-i) // the thread and seq as putArgs boxed them
-		for _, e := range rows {
-			if e == nil {
-				e = []byte{} // NOT NULL
-			}
-			vals = append(vals, e)
-		}
-		tx.vals = vals
-		n, err := tx.run(ctx, wAppend+wstmt(len(rows)-1), vals...)
-		clear(vals) // keeps no entry alive
-		if err == nil && n != int64(len(rows)) {
-			err = fmt.Errorf("%d of %d entries written", n, len(rows))
-		}
-		if err != nil {
-			return fmt.Errorf("append to the log: %w", err)
-		}
 	}
 	for _, b := range cp.Blobs { // checked by putArgs
 		if _, err := tx.run(ctx, wBlob, b.Ref, b.MimeType, b.Size, b.Width, b.Height, b.Data); err != nil {
@@ -628,18 +636,110 @@ func (s *SQLite) putTx(ctx context.Context, tx *wtx, cp Checkpoint, args []any) 
 	if cp.Release {
 		release = args[10] // the token
 	}
-	if _, err := tx.run(ctx, wTouch, args[0], args[9], args[12], args[13], release); err != nil {
+	if _, err := tx.run(ctx, wTouch, args[0], args[9], args[12], args[14], release); err != nil {
 		return fmt.Errorf("touch the thread: %w", err)
 	}
-	if _, err := tx.run(ctx, wTouchAt, args[0], args[13]); err != nil {
+	if _, err := tx.run(ctx, wTouchAt, args[0], args[14]); err != nil {
 		return fmt.Errorf("touch the thread: %w", err)
 	}
 	if k := s.opts.keep; k >= 0 && cp.Seq > int64(k)+1 {
-		if _, err := tx.run(ctx, wPrune, cp.ThreadID, cp.Seq-int64(k)-1); err != nil {
+		if err := prune(ctx, tx, cp.ThreadID, cp.Seq-int64(k)-1); err != nil {
 			return fmt.Errorf("drop old checkpoints: %w", err)
 		}
 	}
 	return nil
+}
+
+// prune drops the thread's checkpoints up to seq upTo, moving the log
+// entries their rows keep into the log table first: the thread's log is
+// kept whole.
+func prune(ctx context.Context, tx *wtx, threadID string, upTo int64) error {
+	type kept struct {
+		seq     int64
+		entries [][]byte
+	}
+	var moving []kept
+	err := tx.query(ctx, wPruned, []any{threadID, upTo}, func(row []driver.Value) error {
+		seq, ok := row[0].(int64)
+		b, _ := row[1].([]byte)
+		if !ok {
+			return fmt.Errorf("a checkpoint's seq is %T", row[0])
+		}
+		entries, err := decodeEntries(b) // copies: b is valid only during the call
+		if err != nil {
+			return fmt.Errorf("seq %d: %w", seq, err)
+		}
+		moving = append(moving, kept{seq, entries})
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	for _, k := range moving {
+		if err := appendLog(ctx, tx, threadID, k.seq, k.entries); err != nil {
+			return err
+		}
+	}
+	_, err = tx.run(ctx, wPrune, threadID, upTo)
+	return err
+}
+
+// appendLog writes the entries checkpoint seq appended into the log
+// table, numbered from its log length, a statement for up to
+// maxAppendRows of them.
+func appendLog(ctx context.Context, tx *wtx, threadID string, seq int64, entries [][]byte) error {
+	for i := 0; i < len(entries); i += maxAppendRows {
+		rows := entries[i:min(i+maxAppendRows, len(entries))]
+		vals := append(tx.vals[:0], threadID, seq, len(entries)-i)
+		for _, e := range rows {
+			vals = append(vals, e)
+		}
+		tx.vals = vals
+		n, err := tx.run(ctx, wAppend+wstmt(len(rows)-1), vals...)
+		clear(vals) // keeps no entry alive
+		if err == nil && n != int64(len(rows)) {
+			err = fmt.Errorf("%d of %d entries written", n, len(rows))
+		}
+		if err != nil {
+			return fmt.Errorf("move seq %d's entries to the log: %w", seq, err)
+		}
+	}
+	return nil
+}
+
+// encodeEntries is what a checkpoint's row keeps of the log entries it
+// appends: each entry's length (a uvarint) and bytes, one after another;
+// nil for none (NULL).
+func encodeEntries(entries [][]byte) []byte {
+	if len(entries) == 0 {
+		return nil
+	}
+	n := 0
+	for _, e := range entries {
+		n += binary.MaxVarintLen64 + len(e)
+	}
+	b := make([]byte, 0, n)
+	for _, e := range entries {
+		b = binary.AppendUvarint(b, uint64(len(e)))
+		b = append(b, e...)
+	}
+	return b
+}
+
+// decodeEntries reads what encodeEntries wrote into new memory, an entry
+// an empty slice at least (never nil).
+func decodeEntries(b []byte) ([][]byte, error) {
+	b = bytes.Clone(b)
+	var out [][]byte
+	for len(b) > 0 {
+		n, k := binary.Uvarint(b)
+		if k <= 0 || n > uint64(len(b)-k) {
+			return nil, errors.New("its log entries are cut short; the database was changed outside tenxgraph")
+		}
+		out = append(out, b[k:k+int(n):k+int(n)])
+		b = b[k+int(n):]
+	}
+	return out, nil
 }
 
 // minNanos and maxNanos bound the times a unix-nanosecond column can hold
@@ -679,10 +779,14 @@ func putArgs(cp *Checkpoint) ([]any, error) {
 	if !cp.WakeAt.IsZero() {
 		wake = max(1, cp.WakeAt.UnixMilli())
 	}
-	// The 14th is not the INSERT's: it is when the thread was touched, in
+	var entries any // NULL for none
+	if b := encodeEntries(cp.Append); b != nil {
+		entries = b
+	}
+	// The 15th is not the INSERT's: it is when the thread was touched, in
 	// milliseconds, for the statement that records it (putTx).
 	return []any{cp.ThreadID, cp.Seq, cp.RunID, cp.Step, string(cp.Status), next, state, meta, created.UnixNano(), cp.Incarnation, cp.Token, len(cp.Append), wake,
-		created.UnixMilli()}, nil
+		entries, created.UnixMilli()}, nil
 }
 
 // Claim implements Leaser; the claim is one statement through the writer.
@@ -883,7 +987,7 @@ func (s *SQLite) query(ctx context.Context, threadID string, limit, from int) (_
 		}
 		return out, lens[0], nil
 	}
-	log, err := readLog(ctx, tx.StmtContext(ctx, s.log), threadID, int64(from), lens[0])
+	log, err := readLog(ctx, tx.StmtContext(ctx, s.log), tx.StmtContext(ctx, s.rowEntries), threadID, int64(from), lens[0], out[0].Seq)
 	if err != nil {
 		return nil, 0, err
 	}
@@ -899,30 +1003,72 @@ func (s *SQLite) query(ctx context.Context, threadID string, limit, from int) (_
 	return out, lens[0], nil
 }
 
-// readLog reads a thread's log entries from index from to n, and fails
-// unless they are all there.
-func readLog(ctx context.Context, st *sql.Stmt, threadID string, from, n int64) ([][]byte, error) {
-	rows, err := st.QueryContext(ctx, threadID, from, n)
-	if err != nil {
-		return nil, fmt.Errorf("read the log: %w", err)
-	}
-	defer rows.Close()
-	log := make([][]byte, 0, n-from)
-	for rows.Next() {
-		var e []byte
-		if err := rows.Scan(&e); err != nil {
-			return nil, fmt.Errorf("read the log: %w", err)
+// readLog reads a thread's log entries from index from to n, as of its
+// checkpoint seq, from the log table and the checkpoints' rows (see
+// sqlLog), and fails unless they are all there.
+func readLog(ctx context.Context, logSt, rowSt *sql.Stmt, threadID string, from, n, seq int64) ([][]byte, error) {
+	log := make([][]byte, n-from)
+	put := func(idx int64, e []byte) error {
+		if idx < from || idx >= n {
+			return nil // the part of a checkpoint's entries before from
+		}
+		if log[idx-from] != nil {
+			return fmt.Errorf("entry %d is there twice; the database was changed outside tenxgraph", idx)
 		}
 		if e == nil {
 			e = []byte{}
 		}
-		log = append(log, e)
+		log[idx-from] = e
+		return nil
+	}
+	rows, err := logSt.QueryContext(ctx, threadID, from, n)
+	if err != nil {
+		return nil, fmt.Errorf("read the log: %w", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var (
+			idx int64
+			e   []byte
+		)
+		if err := rows.Scan(&idx, &e); err != nil {
+			return nil, fmt.Errorf("read the log: %w", err)
+		}
+		if err := put(idx, e); err != nil {
+			return nil, fmt.Errorf("read the log: %w", err)
+		}
 	}
 	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("read the log: %w", err)
 	}
-	if int64(len(log)) != n-from {
-		return nil, fmt.Errorf("the log holds %d entries from %d where the checkpoint needs %d; the database was changed outside tenxgraph", len(log), from, n-from)
+	rows.Close()
+	if rows, err = rowSt.QueryContext(ctx, threadID, from, n, seq); err != nil {
+		return nil, fmt.Errorf("read the log: %w", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var (
+			end int64
+			b   []byte
+		)
+		if err := rows.Scan(&end, &b); err != nil {
+			return nil, fmt.Errorf("read the log: %w", err)
+		}
+		entries, err := decodeEntries(b)
+		if err != nil {
+			return nil, fmt.Errorf("read the log: %w", err)
+		}
+		for i, e := range entries {
+			if err := put(end-int64(len(entries)-i), e); err != nil {
+				return nil, fmt.Errorf("read the log: %w", err)
+			}
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("read the log: %w", err)
+	}
+	if missing := slices.IndexFunc(log, func(e []byte) bool { return e == nil }); missing >= 0 {
+		return nil, fmt.Errorf("the log lacks entry %d of the %d from %d the checkpoint needs; the database was changed outside tenxgraph", from+int64(missing), n-from, from)
 	}
 	return log, nil
 }
@@ -1104,7 +1250,7 @@ func (s *SQLite) Close() error {
 
 func (s *SQLite) closeAll() error {
 	var errs []error
-	for _, st := range []*sql.Stmt{s.head, s.latestSeq, s.history, s.log, s.due, s.statBlob, s.readBlob} {
+	for _, st := range []*sql.Stmt{s.head, s.latestSeq, s.history, s.log, s.rowEntries, s.due, s.statBlob, s.readBlob} {
 		if st != nil {
 			errs = append(errs, st.Close())
 		}

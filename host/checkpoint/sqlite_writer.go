@@ -48,6 +48,7 @@ const (
 	wTouch
 	wTouchAt
 	wPrune
+	wPruned
 	wDelete
 	wDeleteLog
 	wDeleteLease
@@ -72,6 +73,7 @@ var wstmtSQL = func() [nWstmt]string {
 		wTouch:       sqlTouch,
 		wTouchAt:     sqlTouchAt,
 		wPrune:       sqlPrune,
+		wPruned:      sqlPruned,
 		wDelete:      sqlDelete,
 		wDeleteLog:   sqlDeleteLog,
 		wDeleteLease: sqlDeleteLease,
