@@ -186,10 +186,10 @@ const (
 	// write by less than a minute, never leads it, and DeleteIdle checks
 	// the latest checkpoint's own time.
 	sqlTouchAt = `UPDATE threads SET touched_at = ?2 WHERE thread_id = ?1 AND touched_at <= ?2 - 60000`
-	// sqlPrune drops the checkpoints KeepHistory does not keep, once
-	// sqlPruned has listed those whose entries move to the log table.
-	sqlPrune  = `DELETE FROM checkpoints WHERE thread_id = ? AND seq <= ?`
-	sqlPruned = `SELECT seq, entries FROM checkpoints WHERE thread_id = ? AND seq <= ? AND entries IS NOT NULL ORDER BY seq`
+	// sqlPrune drops the checkpoints KeepHistory does not keep, and
+	// returns the log entries their rows kept, for prune to move them to
+	// the log table (with the log's length at each, where they end).
+	sqlPrune = `DELETE FROM checkpoints WHERE thread_id = ? AND seq <= ? RETURNING log_len, entries`
 	// sqlClaim takes a free or expired lease (?3: now, ?4: expiry), or
 	// returns no row. A thread without a row is new (or deleted): its
 	// first claim starts a new incarnation (?2), touched now, so that its
@@ -263,11 +263,8 @@ const (
 // VM's set-up), a third of an entry's when it appends three.
 const maxAppendRows = 8
 
-// sqlAppendRows appends n log entries, ?4 to ?(n+3), to thread ?1,
-// numbered from the log length of its checkpoint ?2 (one KeepHistory is
-// about to drop, see prune), the first ?3 entries from the end; were the
-// checkpoint missing, the NULL index would fail the insert. The
-// checkpoint is looked up once for all n.
+// sqlAppendRows appends n log entries, ?3 to ?(n+2), to thread ?1,
+// numbered from ?2.
 //
 // OR FAIL spares SQLite the statement journal a statement of several rows
 // keeps to undo its own rows when one fails (a tenth of its cost): a
@@ -275,16 +272,16 @@ const maxAppendRows = 8
 // whole (see commit).
 func sqlAppendRows(n int) string {
 	if n == 1 {
-		return `INSERT INTO log (thread_id, idx, entry) VALUES (?1, (SELECT log_len FROM checkpoints WHERE thread_id = ?1 AND seq = ?2) - ?3, ?4)`
+		return `INSERT INTO log (thread_id, idx, entry) VALUES (?1, ?2, ?3)`
 	}
 	var b strings.Builder
 	b.WriteString(`INSERT OR FAIL INTO log (thread_id, idx, entry)
-	SELECT ?1, (SELECT log_len FROM checkpoints WHERE thread_id = ?1 AND seq = ?2) - ?3 + column1, column2 FROM (VALUES `)
+	SELECT ?1, ?2 + column1, column2 FROM (VALUES `)
 	for i := range n {
 		if i > 0 {
 			b.WriteString(", ")
 		}
-		fmt.Fprintf(&b, "(%d, ?%d)", i, i+4)
+		fmt.Fprintf(&b, "(%d, ?%d)", i, i+3)
 	}
 	b.WriteString(")")
 	return b.String()
@@ -650,47 +647,48 @@ func (s *SQLite) putTx(ctx context.Context, tx *wtx, cp Checkpoint, args []any) 
 	return nil
 }
 
-// prune drops the thread's checkpoints up to seq upTo, moving the log
-// entries their rows keep into the log table first: the thread's log is
-// kept whole.
+// prune drops the thread's checkpoints up to seq upTo, and moves the log
+// entries their rows kept into the log table: the thread's log is kept
+// whole.
 func prune(ctx context.Context, tx *wtx, threadID string, upTo int64) error {
 	type kept struct {
-		seq     int64
+		end     int64 // the log's length at the checkpoint
 		entries [][]byte
 	}
 	var moving []kept
-	err := tx.query(ctx, wPruned, []any{threadID, upTo}, func(row []driver.Value) error {
-		seq, ok := row[0].(int64)
+	err := tx.query(ctx, wPrune, []any{threadID, upTo}, func(row []driver.Value) error {
+		end, ok := row[0].(int64)
 		b, _ := row[1].([]byte)
 		if !ok {
-			return fmt.Errorf("a checkpoint's seq is %T", row[0])
+			return fmt.Errorf("a checkpoint's log length is %T", row[0])
+		}
+		if len(b) == 0 {
+			return nil
 		}
 		entries, err := decodeEntries(b) // copies: b is valid only during the call
 		if err != nil {
-			return fmt.Errorf("seq %d: %w", seq, err)
+			return fmt.Errorf("the checkpoint ending the log at %d: %w", end, err)
 		}
-		moving = append(moving, kept{seq, entries})
+		moving = append(moving, kept{end, entries})
 		return nil
 	})
 	if err != nil {
 		return err
 	}
 	for _, k := range moving {
-		if err := appendLog(ctx, tx, threadID, k.seq, k.entries); err != nil {
+		if err := appendLog(ctx, tx, threadID, k.end-int64(len(k.entries)), k.entries); err != nil {
 			return err
 		}
 	}
-	_, err = tx.run(ctx, wPrune, threadID, upTo)
-	return err
+	return nil
 }
 
-// appendLog writes the entries checkpoint seq appended into the log
-// table, numbered from its log length, a statement for up to
-// maxAppendRows of them.
-func appendLog(ctx context.Context, tx *wtx, threadID string, seq int64, entries [][]byte) error {
+// appendLog writes entries into the log table at index from on, a
+// statement for up to maxAppendRows of them.
+func appendLog(ctx context.Context, tx *wtx, threadID string, from int64, entries [][]byte) error {
 	for i := 0; i < len(entries); i += maxAppendRows {
 		rows := entries[i:min(i+maxAppendRows, len(entries))]
-		vals := append(tx.vals[:0], threadID, seq, len(entries)-i)
+		vals := append(tx.vals[:0], threadID, from+int64(i))
 		for _, e := range rows {
 			vals = append(vals, e)
 		}
@@ -701,7 +699,7 @@ func appendLog(ctx context.Context, tx *wtx, threadID string, seq int64, entries
 			err = fmt.Errorf("%d of %d entries written", n, len(rows))
 		}
 		if err != nil {
-			return fmt.Errorf("move seq %d's entries to the log: %w", seq, err)
+			return fmt.Errorf("move entries %d on to the log: %w", from+int64(i), err)
 		}
 	}
 	return nil

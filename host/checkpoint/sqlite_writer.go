@@ -48,7 +48,6 @@ const (
 	wTouch
 	wTouchAt
 	wPrune
-	wPruned
 	wDelete
 	wDeleteLog
 	wDeleteLease
@@ -73,7 +72,6 @@ var wstmtSQL = func() [nWstmt]string {
 		wTouch:       sqlTouch,
 		wTouchAt:     sqlTouchAt,
 		wPrune:       sqlPrune,
-		wPruned:      sqlPruned,
 		wDelete:      sqlDelete,
 		wDeleteLog:   sqlDeleteLog,
 		wDeleteLease: sqlDeleteLease,
