@@ -79,7 +79,7 @@ func oldSQLite(t *testing.T, script string) string {
 
 // oldPostgres runs script (an earlier release's schema and rows) in a
 // database of its own and opens the store on it, which migrates it.
-func oldPostgres(t *testing.T, script string) *checkpoint.Postgres {
+func oldPostgres(t *testing.T, script string, opts ...checkpoint.Option) *checkpoint.Postgres {
 	t.Helper()
 	ctx := context.Background()
 	dsn := postgresDSN(t)
@@ -91,7 +91,7 @@ func oldPostgres(t *testing.T, script string) *checkpoint.Postgres {
 	if _, err := conn.Exec(ctx, script); err != nil {
 		t.Fatal(err)
 	}
-	return openPostgres(t, dsn)
+	return openPostgres(t, dsn, opts...)
 }
 
 func TestPostgresMigratesVersion1(t *testing.T) {
@@ -584,20 +584,7 @@ func TestSQLiteMigratesToRowEntries(t *testing.T) {
 }
 
 func TestPostgresMigratesToRowEntries(t *testing.T) {
-	ctx := context.Background()
-	dsn := postgresDSN(t)
-	conn, err := pgx.Connect(ctx, dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close(ctx)
-	if _, err := conn.Exec(ctx, strings.Join(checkpoint.PostgresSchema(9), ";\n")+";\n"+postgresV9); err != nil {
-		t.Fatal(err)
-	}
-	p, err := checkpoint.OpenPostgres(ctx, dsn, checkpoint.KeepHistory(1))
-	if err != nil {
-		t.Fatal(err)
-	}
+	p := oldPostgres(t, strings.Join(checkpoint.PostgresSchema(9), ";\n")+";\n"+postgresV9, checkpoint.KeepHistory(1))
 	defer p.Close()
 	testMigratedRowEntries(t, p)
 }

@@ -74,9 +74,9 @@ func withSearchPath(t testing.TB, dsn, schema string) string {
 	return dsn + " search_path=" + schema
 }
 
-func openPostgres(t testing.TB, dsn string) *checkpoint.Postgres {
+func openPostgres(t testing.TB, dsn string, opts ...checkpoint.Option) *checkpoint.Postgres {
 	t.Helper()
-	p, err := checkpoint.OpenPostgres(context.Background(), dsn)
+	p, err := checkpoint.OpenPostgres(context.Background(), dsn, opts...)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -667,7 +667,7 @@ func prune(ctx context.Context, tx *wtx, threadID string, upTo int64) error {
 		}
 		entries, err := decodeEntries(b) // copies: b is valid only during the call
 		if err != nil {
-			return fmt.Errorf("the checkpoint ending the log at %d: %w", end, err)
+			return fmt.Errorf("the one ending the log at %d: %w", end, err)
 		}
 		moving = append(moving, kept{end, entries})
 		return nil
@@ -732,7 +732,7 @@ func decodeEntries(b []byte) ([][]byte, error) {
 	for len(b) > 0 {
 		n, k := binary.Uvarint(b)
 		if k <= 0 || n > uint64(len(b)-k) {
-			return nil, errors.New("its log entries are cut short; the database was changed outside tenxgraph")
+			return nil, errors.New("a checkpoint's log entries are cut short; the database was changed outside tenxgraph")
 		}
 		out = append(out, b[k:k+int(n):k+int(n)])
 		b = b[k+int(n):]
@@ -1047,7 +1047,7 @@ func readLog(ctx context.Context, logSt, rowSt *sql.Stmt, threadID string, from,
 	for rows.Next() {
 		var (
 			end int64
-			b   []byte
+			b   sql.RawBytes // valid until Next: decodeEntries copies it
 		)
 		if err := rows.Scan(&end, &b); err != nil {
 			return nil, fmt.Errorf("read the log: %w", err)
