@@ -434,16 +434,22 @@ const (
 	// from the newest that ends at or before $3, which a backward scan of
 	// the thread's checkpoints finds after the rows it reads anyway, so a
 	// reader that holds most of a long thread reads what it lacks and no
-	// more.
+	// more. The newest is found by its own index lookup (an InitPlan),
+	// not a window over the thread's rows, so Latest and LatestTail read
+	// one checkpoint, not every one the thread keeps. The kept rows' scan
+	// is bounded on both sides (k.seq <= c.seq, which changes nothing
+	// else): the planner cannot estimate a bound it computes, and with
+	// one side only, on a table most of whose rows are one thread's, it
+	// chose to read the whole table.
 	pgHistory = `SELECT seq, run_id, step, status, next, state, metadata, created_at, incarnation, log_len, wake_at,
-		CASE WHEN seq = MAX(seq) OVER () AND log_len > $3::bigint THEN (
+		CASE WHEN seq = (SELECT max(seq) FROM tenxgraph_checkpoints WHERE thread_id = $1::text) AND log_len > $3::bigint THEN (
 			SELECT array_agg(x.e ORDER BY x.i) FROM (
 				SELECT l.idx AS i, l.entry AS e FROM tenxgraph_log l
 				WHERE l.thread_id = $1::text AND l.idx >= $3::bigint AND l.idx < c.log_len
 				UNION ALL
 				SELECT k.log_len - cardinality(k.entries) + u.o - 1, u.e
 				FROM tenxgraph_checkpoints k, unnest(k.entries) WITH ORDINALITY AS u(e, o)
-				WHERE k.thread_id = $1::text AND k.log_len > $3::bigint AND k.seq > CASE WHEN $3::bigint = 0 THEN 0 ELSE COALESCE(
+				WHERE k.thread_id = $1::text AND k.log_len > $3::bigint AND k.seq <= c.seq AND k.seq > CASE WHEN $3::bigint = 0 THEN 0 ELSE COALESCE(
 					(SELECT b.seq FROM tenxgraph_checkpoints b WHERE b.thread_id = $1::text AND b.log_len <= $3::bigint
 					ORDER BY b.seq DESC LIMIT 1), 0) END
 			) x WHERE x.i >= $3::bigint) END
