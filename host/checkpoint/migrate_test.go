@@ -11,8 +11,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5"
-
 	"github.com/tenxgraph/tenxgraph/host/checkpoint"
 )
 
@@ -81,16 +79,8 @@ func oldSQLite(t *testing.T, script string) string {
 // database of its own and opens the store on it, which migrates it.
 func oldPostgres(t *testing.T, script string, opts ...checkpoint.Option) *checkpoint.Postgres {
 	t.Helper()
-	ctx := context.Background()
 	dsn := postgresDSN(t)
-	conn, err := pgx.Connect(ctx, dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close(ctx)
-	if _, err := conn.Exec(ctx, script); err != nil {
-		t.Fatal(err)
-	}
+	pgExec(t, dsn, script)
 	return openPostgres(t, dsn, opts...)
 }
 

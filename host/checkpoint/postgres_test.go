@@ -58,6 +58,21 @@ func postgresDSN(t testing.TB) string {
 	return withSearchPath(t, dsn, schema)
 }
 
+// pgExec runs sql on the test database dsn names, on a connection of its
+// own, as a test's hand-made change (an older schema, a skewed row).
+func pgExec(t testing.TB, dsn, sql string) {
+	t.Helper()
+	ctx := context.Background()
+	conn, err := pgx.Connect(ctx, dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	if _, err := conn.Exec(ctx, sql); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // withSearchPath adds search_path to a URL or keyword/value DSN; pgx sends
 // settings it does not know to the server as run-time parameters.
 func withSearchPath(t testing.TB, dsn, schema string) string {
@@ -203,15 +218,7 @@ func TestPostgresRefusesNewerSchema(t *testing.T) {
 	ctx := context.Background()
 	dsn := postgresDSN(t)
 	openPostgres(t, dsn).Close()
-
-	conn, err := pgx.Connect(ctx, dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close(ctx)
-	if _, err := conn.Exec(ctx, "UPDATE tenxgraph_checkpoint_schema SET version = 99"); err != nil {
-		t.Fatal(err)
-	}
+	pgExec(t, dsn, "UPDATE tenxgraph_checkpoint_schema SET version = 99")
 
 	p, err := checkpoint.OpenPostgres(ctx, dsn)
 	if err == nil {
@@ -372,14 +379,7 @@ func TestPostgresLeasedPutAtATakenSeq(t *testing.T) {
 	if err := p.Put(ctx, first); err != nil {
 		t.Fatal(err)
 	}
-	conn, err := pgx.Connect(ctx, dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close(ctx)
-	if _, err := conn.Exec(ctx, "UPDATE tenxgraph_threads SET seq = 0, log_len = 0 WHERE thread_id = 'skewed'"); err != nil {
-		t.Fatal(err)
-	}
+	pgExec(t, dsn, "UPDATE tenxgraph_threads SET seq = 0, log_len = 0 WHERE thread_id = 'skewed'")
 	second := first
 	second.RunID = "second"
 	var cps []checkpoint.Checkpoint
