@@ -144,7 +144,7 @@ func (m *Memory) ClaimPut(ctx context.Context, cp Checkpoint, ttl time.Duration)
 		return Lease{}, fmt.Errorf("checkpoint: claim thread %q with seq %d: %w", cp.ThreadID, cp.Seq, err)
 	}
 	now := time.Now()
-	exp := now.Add(ttl)
+	exp := leaseExpiry(now, ttl)
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.closed {
@@ -438,7 +438,7 @@ func (m *Memory) Claim(ctx context.Context, threadID string, ttl time.Duration) 
 		return Lease{}, fmt.Errorf("checkpoint: claim thread %q: %w", threadID, ErrLeased)
 	}
 	th.token++
-	exp := now.Add(ttl)
+	exp := leaseExpiry(now, ttl)
 	th.until = leaseMillis(exp)
 	return Lease{ThreadID: threadID, Incarnation: th.inc, Token: th.token, Seq: th.latest, Expires: exp}, nil
 }
@@ -448,7 +448,7 @@ func (m *Memory) Extend(ctx context.Context, le Lease, ttl time.Duration) (Lease
 	if err := ctx.Err(); err != nil {
 		return le, fmt.Errorf("checkpoint: extend lease of thread %q: %w", le.ThreadID, err)
 	}
-	exp := time.Now().Add(ttl)
+	exp := leaseExpiry(time.Now(), ttl)
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.closed {
