@@ -407,10 +407,9 @@ fill:
 // and a commit is most of a write's cost. (gRPC's writer yields the same
 // way before it flushes.) writeBatch gathers only when the store is busy:
 // others queued, or a batch shared its commit in the last busyBatches. A
-// yield is not free
-// when a processor is idle: the runtime wakes a thread to take the
-// yielded turn (a futex call), which cost a lone writer a fifth of its CPU
-// (docs/benchmarks.md).
+// yield is not free when a processor is idle: the runtime wakes a thread
+// to take the yielded turn (a futex call), which cost a lone writer a
+// fifth of its CPU (docs/benchmarks.md).
 func (s *SQLite) gather() {
 	for n, i := len(s.puts), 0; n+1 < maxBatch && i < maxYields; i++ {
 		runtime.Gosched()
