@@ -58,6 +58,7 @@ const (
 	wDeleteLog
 	wDeleteLease
 	wClaim
+	wClaimed
 	wClaimable
 	wExtend
 	wRelease
@@ -82,6 +83,7 @@ var wstmtSQL = func() [nWstmt]string {
 		wDeleteLog:   sqlDeleteLog,
 		wDeleteLease: sqlDeleteLease,
 		wClaim:       sqlClaim,
+		wClaimed:     sqlClaimed,
 		wClaimable:   sqlClaimable,
 		wExtend:      sqlExtend,
 		wRelease:     sqlRelease,
@@ -234,6 +236,18 @@ func (w *wtx) row(ctx context.Context, st wstmt, args []any, dest ...any) error 
 		err = errNoRow
 	}
 	return err
+}
+
+// claim takes the lease of args' thread (sqlClaim's arguments) into l, or
+// returns errNoRow when another holds it.
+func (w *wtx) claim(ctx context.Context, args []any, l *Lease) error {
+	if err := w.exec(ctx, wClaim, args...); err != nil {
+		return err
+	}
+	if err := w.row(ctx, wClaimed, args[:1], &l.Incarnation, &l.Token, &l.Seq); err != nil {
+		return fmt.Errorf("read the claim: %w", noRowFails(err))
+	}
+	return nil
 }
 
 // sql runs a statement given as text (a PRAGMA, VACUUM), prepared for this
