@@ -166,3 +166,9 @@ func ClaimInPostgresBatch(p *Postgres, thread string, ttl time.Duration, cps []C
 	}
 	return l, out, claimErr
 }
+
+// The SQLite store's checkpoint sizes, for tests of its WAL.
+const (
+	SQLiteCheckpointEvery = checkpointEvery
+	SQLiteWALBackstop     = walBackstop
+)

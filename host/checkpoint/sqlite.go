@@ -302,7 +302,9 @@ func sqlAppendRows(n int) string {
 // loss or OS crash may be rolled back (the database itself stays intact).
 // Writes go through one connection, since SQLite has a single writer anyway
 // and queuing in Go is cheaper than spinning on the busy lock; reads use a
-// separate pool and, in WAL mode, never wait for the writer.
+// separate pool and, in WAL mode, never wait for the writer. The WAL is
+// copied into the file by a connection of its own, in the background (see
+// checkpointer), so that a write seldom waits for that copy's fsync.
 type SQLite struct {
 	path string
 	opts options
@@ -327,6 +329,12 @@ type SQLite struct {
 	turn    chan *wtx // the write connection, while no write holds it (see send)
 	stop    chan struct{}
 	stopped chan struct{}
+
+	// The background checkpointer (see checkpointer): its connection,
+	// the writer's nudge, and closed once it has returned.
+	ck        *sql.DB
+	ckWake    chan struct{}
+	ckStopped chan struct{}
 
 	closeOnce sync.Once
 	closeErr  error
@@ -389,7 +397,7 @@ func openSQLite(ctx context.Context, path string, opts options) (_ *SQLite, err 
 	// The writer: one connection, kept open, whose explicit transactions
 	// start with BEGIN IMMEDIATE so they take the write lock up front and
 	// wait under busy_timeout instead of failing on a lock upgrade.
-	if s.w, err = sql.Open("sqlite", base+"&_txlock=immediate"); err != nil {
+	if s.w, err = sql.Open("sqlite", base+"&_txlock=immediate"+fmt.Sprintf("&_pragma=wal_autocheckpoint(%d)", walBackstop)); err != nil {
 		return nil, err
 	}
 	s.w.SetMaxOpenConns(1)
@@ -438,6 +446,18 @@ func openSQLite(ctx context.Context, path string, opts options) (_ *SQLite, err 
 		if *p.stmt, err = p.db.PrepareContext(ctx, p.query); err != nil {
 			return nil, fmt.Errorf("prepare: %w", err)
 		}
+	}
+
+	// The checkpointer's connection: one, kept open.
+	if s.ck, err = sql.Open("sqlite", base); err != nil {
+		return nil, err
+	}
+	s.ck.SetMaxOpenConns(1)
+	s.ck.SetMaxIdleConns(1)
+	s.ck.SetConnMaxLifetime(0)
+	s.ck.SetConnMaxIdleTime(0)
+	if err := s.ck.PingContext(ctx); err != nil {
+		return nil, fmt.Errorf("connect the checkpointer: %w", err)
 	}
 	return s, nil
 }
@@ -1189,12 +1209,12 @@ func (s *SQLite) Compact(ctx context.Context) (int64, error) {
 		if mode != 2 { // 2: incremental
 			stmts = []string{"PRAGMA auto_vacuum = INCREMENTAL", "VACUUM"}
 		}
-		for _, q := range append(stmts, "PRAGMA wal_checkpoint(TRUNCATE)") {
+		for _, q := range stmts {
 			if err := c.sql(ctx, q); err != nil {
 				return fmt.Errorf("%s: %w", q, err)
 			}
 		}
-		return nil
+		return truncateWAL(ctx, c)
 	}})
 	if err != nil {
 		return 0, fmt.Errorf("checkpoint: compact sqlite %q: %w", s.path, err)
@@ -1243,6 +1263,7 @@ func (s *SQLite) Close() error {
 		if s.stop != nil {
 			close(s.stop)
 			<-s.stopped
+			<-s.ckStopped
 		}
 		if err := s.closeAll(); err != nil {
 			s.closeErr = fmt.Errorf("checkpoint: close sqlite %q: %w", s.path, err)
@@ -1258,9 +1279,9 @@ func (s *SQLite) closeAll() error {
 			errs = append(errs, st.Close())
 		}
 	}
-	// Readers first, so the writer's connection is the last one and
-	// checkpoints the WAL as it closes.
-	for _, db := range []*sql.DB{s.r, s.w} {
+	// The checkpointer and readers first, so the writer's connection is
+	// the last one and checkpoints the WAL as it closes.
+	for _, db := range []*sql.DB{s.ck, s.r, s.w} {
 		if db != nil {
 			errs = append(errs, db.Close())
 		}

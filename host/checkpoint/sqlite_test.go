@@ -651,3 +651,58 @@ func TestSQLiteEncodeNext(t *testing.T) {
 		t.Error("EncodeNext of invalid UTF-8: no error")
 	}
 }
+
+// The checkpointer copies the WAL into the database file while the writes
+// go on, without waiting for walBackstop: a few times checkpointEvery
+// writes, too few pages for the writer's own checkpoint, reach the file.
+func TestSQLiteCheckpointsInTheBackground(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "checkpoints.db")
+	s := openSQLite(t, path)
+	defer s.Close()
+	start := mustStat(t, path).Size()
+	cp := checkpoint.Checkpoint{RunID: "r", Status: checkpoint.StatusRunning, Seq: 1, State: make([]byte, 2048)}
+	n := 2 * checkpoint.SQLiteCheckpointEvery
+	for i := range n {
+		cp.ThreadID = fmt.Sprintf("t%d", i)
+		if err := s.Put(ctx, cp); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Each checkpoint's state is a page of the WAL at least, so the WAL
+	// holds fewer than walBackstop pages and only the checkpointer copies
+	// them: the file grows by most of the states.
+	if wal := mustStat(t, path+"-wal").Size(); wal >= checkpoint.SQLiteWALBackstop*4096 {
+		t.Fatalf("the WAL is %d bytes, enough for the writer's own checkpoint: the test proves nothing", wal)
+	}
+	want := start + int64(n)*2048/2
+	deadline := time.Now().Add(10 * time.Second)
+	for mustStat(t, path).Size() < want {
+		if time.Now().After(deadline) {
+			t.Fatalf("the database file is %d bytes after %d writes of 2 KiB states, want %d: the WAL was not copied into it", mustStat(t, path).Size(), n, want)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// A store written without a pause still starts its WAL over: the
+// checkpointer's copies alone never find it all copied when a write
+// begins, which is when SQLite starts it over, and the writer's own
+// checkpoint at walBackstop makes it so.
+func TestSQLiteWALStaysBounded(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "checkpoints.db")
+	s := openSQLite(t, path)
+	defer s.Close()
+	cp := checkpoint.Checkpoint{ThreadID: "t", RunID: "r", Status: checkpoint.StatusRunning, State: make([]byte, 2048)}
+	// About five times walBackstop pages in all.
+	for i := range 5 * checkpoint.SQLiteWALBackstop / 2 {
+		cp.Seq = int64(i + 1)
+		if err := s.Put(ctx, cp); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if wal, limit := mustStat(t, path+"-wal").Size(), int64(2*checkpoint.SQLiteWALBackstop*(4096+24)); wal > limit {
+		t.Fatalf("the WAL grew to %d bytes, past twice walBackstop (%d): it was never started over", wal, limit)
+	}
+}

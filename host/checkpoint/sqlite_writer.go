@@ -8,6 +8,7 @@ import (
 	"io"
 	"runtime"
 	"sync"
+	"time"
 )
 
 // The SQLite store's writes are made by one writer at a time, the holder
@@ -33,6 +34,20 @@ const busyBatches = 64
 
 // maxYields bounds how many turns gather gives up before a batch.
 const maxYields = 8
+
+// checkpointEvery is how many writes the writer commits between two
+// nudges to the checkpointer: a write adds about three pages to the WAL,
+// so a checkpoint copies about a thousand, SQLite's own default.
+const checkpointEvery = 300
+
+// walBackstop is the WAL's length, in pages, at which the writer copies it
+// into the file itself after a commit (SQLite's wal_autocheckpoint): the
+// checkpointer's copies run beside the writes, and SQLite starts the WAL
+// over only when a write finds all of it copied, which a store written
+// without pause never does. The writer's own copy, of the few pages the
+// checkpointer has not copied yet, lets it start over, so the WAL stays
+// under about 16 MB.
+const walBackstop = 4000
 
 // writeReq is a write (a Put, a lease change) waiting for the writer.
 type writeReq struct {
@@ -114,6 +129,9 @@ type wtx struct {
 	// busy counts down the batches since one last shared its commit:
 	// while it is above 0 the store is taken to be busy (see gather).
 	busy int
+	// written counts the writes committed since the checkpointer's last
+	// nudge (see checkpointEvery).
+	written int
 }
 
 // The driver interfaces the writer needs of a connection and its statements
@@ -331,9 +349,69 @@ var errSQLiteClosed = errors.New("the store is closed")
 func (s *SQLite) startWriter() error {
 	s.puts, s.turn = make(chan writeReq, maxBatch), make(chan *wtx, 1)
 	s.stop, s.stopped = make(chan struct{}), make(chan struct{})
+	s.ckWake, s.ckStopped = make(chan struct{}, 1), make(chan struct{})
+	go s.checkpointer()
 	ready := make(chan error, 1)
 	go s.holdConn(ready)
 	return <-ready
+}
+
+// checkpointer copies the WAL's pages into the database file (a PASSIVE
+// checkpoint, which waits for no reader or writer) each time the writer
+// nudges it, until the store closes. It runs beside the writes, on its
+// own connection, so that a write does not wait for the copy and its two
+// fsyncs: with the writer making every checkpoint after its commit, the
+// fsyncs were a fifth of an embedded round trip's time. A checkpoint that
+// fails, or finds another under way (another process's), is left to the
+// next nudge, or to the writer's own at walBackstop.
+func (s *SQLite) checkpointer() {
+	defer close(s.ckStopped)
+	for {
+		select {
+		case <-s.ckWake:
+		case <-s.stop:
+			return
+		}
+		_, _ = s.ck.Exec("PRAGMA wal_checkpoint(PASSIVE)") //nolint:errcheck // see above
+	}
+}
+
+// truncateWAL copies the whole WAL into the database file and empties it
+// (a TRUNCATE checkpoint), on c, the writer's connection. SQLite refuses at
+// once, with no wait, a checkpoint while another is under way (the
+// checkpointer's), so it tries again until one goes through or its
+// deadline passes.
+func truncateWAL(ctx context.Context, c *wtx) error {
+	const q = "PRAGMA wal_checkpoint(TRUNCATE)"
+	deadline := time.Now().Add(sqliteBusyTimeout)
+	for {
+		rows, err := c.conn.(wdriverConn).QueryContext(ctx, q, nil)
+		if err != nil {
+			return fmt.Errorf("%s: %w", q, err)
+		}
+		var busy int64
+		err = eachRow(rows, func(row []driver.Value) error {
+			if len(row) == 0 {
+				return fmt.Errorf("%s: no columns", q)
+			}
+			return assign(&busy, row[0])
+		})
+		switch {
+		case err != nil:
+			return fmt.Errorf("%s: %w", q, err)
+		case busy == 0:
+			return nil
+		case time.Now().After(deadline):
+			return fmt.Errorf("%s: another checkpoint held the WAL for %s", q, sqliteBusyTimeout)
+		}
+		t := time.NewTimer(time.Millisecond)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return ctx.Err()
+		case <-t.C:
+		}
+	}
 }
 
 // holdConn holds the write connection as the driver has it (sql.Conn.Raw)
@@ -406,6 +484,13 @@ fill:
 		w.busy = busyBatches
 	} else if w.busy > 0 {
 		w.busy--
+	}
+	if w.written += len(batch); w.written >= checkpointEvery {
+		w.written = 0
+		select {
+		case s.ckWake <- struct{}{}:
+		default: // the checkpointer has a nudge waiting already
+		}
 	}
 	clear(batch) // keeps no write's closure alive
 	w.batch = batch[:0]
