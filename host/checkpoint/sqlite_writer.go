@@ -379,11 +379,14 @@ func (s *SQLite) checkpointer() {
 // truncateWAL copies the whole WAL into the database file and empties it
 // (a TRUNCATE checkpoint), on c, the writer's connection. SQLite refuses at
 // once, with no wait, a checkpoint while another is under way (the
-// checkpointer's), so it tries again until one goes through or its
-// deadline passes.
+// checkpointer's, which takes milliseconds), so it tries again for up to a
+// second. A reader holding an old snapshot keeps the WAL from being
+// emptied, as it always has (SQLite waits for it under busy_timeout first):
+// the WAL is then left as it is, to be reused, and Compact frees what it
+// can.
 func truncateWAL(ctx context.Context, c *wtx) error {
 	const q = "PRAGMA wal_checkpoint(TRUNCATE)"
-	deadline := time.Now().Add(sqliteBusyTimeout)
+	deadline := time.Now().Add(time.Second)
 	for {
 		rows, err := c.conn.(wdriverConn).QueryContext(ctx, q, nil)
 		if err != nil {
@@ -396,13 +399,11 @@ func truncateWAL(ctx context.Context, c *wtx) error {
 			}
 			return assign(&busy, row[0])
 		})
-		switch {
-		case err != nil:
+		if err != nil {
 			return fmt.Errorf("%s: %w", q, err)
-		case busy == 0:
+		}
+		if busy == 0 || time.Now().After(deadline) {
 			return nil
-		case time.Now().After(deadline):
-			return fmt.Errorf("%s: another checkpoint held the WAL for %s", q, sqliteBusyTimeout)
 		}
 		t := time.NewTimer(time.Millisecond)
 		select {
