@@ -405,12 +405,8 @@ func truncateWAL(ctx context.Context, c *wtx) error {
 		if busy == 0 || time.Now().After(deadline) {
 			return nil
 		}
-		t := time.NewTimer(time.Millisecond)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return ctx.Err()
-		case <-t.C:
+		if err := sleep(ctx, time.Millisecond); err != nil {
+			return err
 		}
 	}
 }
