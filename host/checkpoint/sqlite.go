@@ -397,7 +397,7 @@ func openSQLite(ctx context.Context, path string, opts options) (_ *SQLite, err 
 	// The writer: one connection, kept open, whose explicit transactions
 	// start with BEGIN IMMEDIATE so they take the write lock up front and
 	// wait under busy_timeout instead of failing on a lock upgrade.
-	if s.w, err = sql.Open("sqlite", base+"&_txlock=immediate"+fmt.Sprintf("&_pragma=wal_autocheckpoint(%d)", walBackstop)); err != nil {
+	if s.w, err = sql.Open("sqlite", base+"&_txlock=immediate"+fmt.Sprintf("&_pragma=wal_autocheckpoint(%d)", 4*walBackstop)); err != nil {
 		return nil, err
 	}
 	s.w.SetMaxOpenConns(1)

@@ -40,13 +40,16 @@ const maxYields = 8
 // so a checkpoint copies about a thousand, SQLite's own default.
 const checkpointEvery = 300
 
-// walBackstop is the WAL's length, in pages, at which the writer copies it
-// into the file itself after a commit (SQLite's wal_autocheckpoint): the
-// checkpointer's copies run beside the writes, and SQLite starts the WAL
-// over only when a write finds all of it copied, which a store written
-// without pause never does. The writer's own copy, of the few pages the
-// checkpointer has not copied yet, lets it start over, so the WAL stays
-// under about 16 MB.
+// walBackstop is the WAL's length, in pages, past which the checkpointer
+// has the writer finish its copy. SQLite starts the WAL over only when a
+// write begins with all of it copied into the file, which a store written
+// without pause never sees: the checkpointer's copies run beside the
+// writes. The writer's own copy, of the few pages written since the
+// checkpointer's, made while it holds the write turn and no checkpoint of
+// this process runs beside it, lets the next write start the WAL over, so
+// it stays under about 16 MB. At four times this
+// length the writer copies it after a commit of its own accord (SQLite's
+// wal_autocheckpoint), in case the checkpointer cannot.
 const walBackstop = 4000
 
 // writeReq is a write (a Put, a lease change) waiting for the writer.
@@ -361,9 +364,12 @@ func (s *SQLite) startWriter() error {
 // nudges it, until the store closes. It runs beside the writes, on its
 // own connection, so that a write does not wait for the copy and its two
 // fsyncs: with the writer making every checkpoint after its commit, the
-// fsyncs were a fifth of an embedded round trip's time. A checkpoint that
-// fails, or finds another under way (another process's), is left to the
-// next nudge, or to the writer's own at walBackstop.
+// fsyncs were a fifth of an embedded round trip's time. When the WAL has
+// grown past walBackstop, it then has the writer copy the rest (a RESTART
+// checkpoint, which also waits for readers to leave the WAL), taking the
+// write turn for it as a write does, so the next write starts the WAL
+// over. A checkpoint that fails, or finds another under way (another
+// process's), is left to the next nudge.
 func (s *SQLite) checkpointer() {
 	defer close(s.ckStopped)
 	for {
@@ -372,7 +378,12 @@ func (s *SQLite) checkpointer() {
 		case <-s.stop:
 			return
 		}
-		_, _ = s.ck.Exec("PRAGMA wal_checkpoint(PASSIVE)") //nolint:errcheck // see above
+		var busy, pages, copied int64
+		if s.ck.QueryRow("PRAGMA wal_checkpoint(PASSIVE)").Scan(&busy, &pages, &copied) != nil || pages < walBackstop {
+			continue
+		}
+		_ = s.send(context.Background(), writeReq{ctx: context.Background(), done: make(chan error, 1), //nolint:errcheck // see above
+			alone: func(ctx context.Context, c *wtx) error { return c.sql(ctx, "PRAGMA wal_checkpoint(RESTART)") }})
 	}
 }
 
