@@ -397,13 +397,10 @@ func openSQLite(ctx context.Context, path string, opts options) (_ *SQLite, err 
 	// The writer: one connection, kept open, whose explicit transactions
 	// start with BEGIN IMMEDIATE so they take the write lock up front and
 	// wait under busy_timeout instead of failing on a lock upgrade.
-	if s.w, err = sql.Open("sqlite", base+"&_txlock=immediate"+fmt.Sprintf("&_pragma=wal_autocheckpoint(%d)", 4*walBackstop)); err != nil {
+	if s.w, err = sql.Open("sqlite", fmt.Sprintf("%s&_txlock=immediate&_pragma=wal_autocheckpoint(%d)", base, 4*walBackstop)); err != nil {
 		return nil, err
 	}
-	s.w.SetMaxOpenConns(1)
-	s.w.SetMaxIdleConns(1)
-	s.w.SetConnMaxLifetime(0)
-	s.w.SetConnMaxIdleTime(0)
+	keepOpen(s.w, 1)
 
 	if err := s.connectWriter(ctx); err != nil {
 		return nil, fmt.Errorf("connect: %w", err)
@@ -421,10 +418,7 @@ func openSQLite(ctx context.Context, path string, opts options) (_ *SQLite, err 
 		return nil, err
 	}
 	readers := max(4, runtime.GOMAXPROCS(0))
-	s.r.SetMaxOpenConns(readers)
-	s.r.SetMaxIdleConns(readers)
-	s.r.SetConnMaxLifetime(0)
-	s.r.SetConnMaxIdleTime(0)
+	keepOpen(s.r, readers)
 	if err := s.r.PingContext(ctx); err != nil {
 		return nil, fmt.Errorf("connect reader: %w", err)
 	}
@@ -452,14 +446,21 @@ func openSQLite(ctx context.Context, path string, opts options) (_ *SQLite, err 
 	if s.ck, err = sql.Open("sqlite", base); err != nil {
 		return nil, err
 	}
-	s.ck.SetMaxOpenConns(1)
-	s.ck.SetMaxIdleConns(1)
-	s.ck.SetConnMaxLifetime(0)
-	s.ck.SetConnMaxIdleTime(0)
+	keepOpen(s.ck, 1)
 	if err := s.ck.PingContext(ctx); err != nil {
 		return nil, fmt.Errorf("connect the checkpointer: %w", err)
 	}
 	return s, nil
+}
+
+// keepOpen has db hold n connections open for the store's life, none
+// closed for being idle or old: each connection has its statements
+// prepared, and SQLite's page cache.
+func keepOpen(db *sql.DB, n int) {
+	db.SetMaxOpenConns(n)
+	db.SetMaxIdleConns(n)
+	db.SetConnMaxLifetime(0)
+	db.SetConnMaxIdleTime(0)
 }
 
 // createMu serialises createPrivate, so no OpenSQLite in this process
@@ -819,7 +820,8 @@ func putArgs(cp *Checkpoint) ([]any, error) {
 		entries, created.UnixMilli()}, nil
 }
 
-// Claim implements Leaser; the claim is one statement through the writer.
+// Claim implements Leaser; the claim is one write through the writer: the
+// claim's statement, then the read of what it made (see sqlClaimed).
 func (s *SQLite) Claim(ctx context.Context, threadID string, ttl time.Duration) (Lease, error) {
 	now := time.Now()
 	l := Lease{ThreadID: threadID, Expires: leaseExpiry(now, ttl)}
