@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"maps"
 	"os"
+	"runtime"
 	"slices"
 	"strings"
 	"sync"
@@ -362,8 +363,9 @@ func DefaultLogger() hclog.Logger {
 }
 
 // ServePlugin serves one of the providers this binary holds, by name; it is
-// what `tenxgraph plugin NAME` runs.
+// what `tenxgraph plugin NAME` runs, on one processor (oneProcessor).
 func ServePlugin(name string) error {
+	oneProcessor()
 	switch name {
 	case builtinName:
 		sdk.Serve(sdk.Configured(func(_ context.Context, raw json.RawMessage) (sdk.Provider, error) {
@@ -401,6 +403,22 @@ func ServePlugin(name string) error {
 		return fmt.Errorf("no provider named %q (this binary serves %s, %s and %s)", name, builtinName, bridgeName, mcpName)
 	}
 	return nil
+}
+
+// oneProcessor has the Go runtime run this process's goroutines on one
+// processor, unless its environment sets GOMAXPROCS (provider_defaults.env,
+// an entry's own env). The providers this binary ships do little CPU work
+// per call, and a runtime with an idle processor wakes a thread to look
+// for work each time a call arrives, which on a virtual machine costs more
+// than the call: at 100 round trips in flight it was about a third of
+// their CPU (docs/benchmarks.md). One call's work still runs at full
+// speed; only calls that compute at the same moment share the processor.
+// MCP servers the bridge starts are not affected: it is not an
+// environment variable.
+func oneProcessor() {
+	if _, set := os.LookupEnv("GOMAXPROCS"); !set {
+		runtime.GOMAXPROCS(1)
+	}
 }
 
 // Profile is one provider process's effective sandbox profile, and the
