@@ -410,7 +410,7 @@ func ServePlugin(name string) error {
 // an entry's own env). The providers this binary ships do little CPU work
 // per call, and a runtime with an idle processor wakes a thread to look
 // for work each time a call arrives, which on a virtual machine costs more
-// than the call: at 100 round trips in flight it was about a third of
+// than the call: at 100 round trips in flight it was a fifth to a third of
 // their CPU (docs/benchmarks.md). One call's work still runs at full
 // speed; only calls that compute at the same moment share the processor.
 // MCP servers the bridge starts are not affected: it is not an

@@ -14,7 +14,6 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
 )
 
@@ -26,16 +25,7 @@ func StartAndRead(cmd *exec.Cmd, pattern string) (string, error) {
 		return "", err
 	}
 	cmd.Stderr = os.Stderr
-	// A benchmark killed before it stops what it started (its output
-	// closed under it, as `| grep -m1` does, which kills it with SIGPIPE)
-	// takes the process with it: left running, a server and its plugins
-	// would share the machine with the next measurement. (The signal comes
-	// when the thread that started it exits; Go ends no thread it has not
-	// locked, so that is when the benchmark does.)
-	if cmd.SysProcAttr == nil {
-		cmd.SysProcAttr = &syscall.SysProcAttr{}
-	}
-	cmd.SysProcAttr.Pdeathsig = syscall.SIGTERM
+	dieWithParent(cmd)
 	if err := cmd.Start(); err != nil {
 		return "", err
 	}
