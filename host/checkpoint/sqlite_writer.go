@@ -278,7 +278,9 @@ func (w *wtx) sql(ctx context.Context, q string) error {
 	return err
 }
 
-// sqlInt runs a statement given as text that returns one integer.
+// sqlInt runs a statement given as text that returns one row, and returns
+// the integer in its first column (PRAGMA auto_vacuum's mode, a
+// checkpoint's busy flag).
 func (w *wtx) sqlInt(ctx context.Context, q string) (int64, error) {
 	rows, err := w.conn.(wdriverConn).QueryContext(ctx, q, nil)
 	if err != nil {
@@ -287,8 +289,8 @@ func (w *wtx) sqlInt(ctx context.Context, q string) (int64, error) {
 	var n int64
 	found := false
 	err = eachRow(rows, func(row []driver.Value) error {
-		if found || len(row) != 1 {
-			return fmt.Errorf("%s: want one integer", q)
+		if found || len(row) == 0 {
+			return fmt.Errorf("%s: want one row", q)
 		}
 		found = true
 		return assign(&n, row[0])
@@ -399,17 +401,7 @@ func truncateWAL(ctx context.Context, c *wtx) error {
 	const q = "PRAGMA wal_checkpoint(TRUNCATE)"
 	deadline := time.Now().Add(time.Second)
 	for {
-		rows, err := c.conn.(wdriverConn).QueryContext(ctx, q, nil)
-		if err != nil {
-			return fmt.Errorf("%s: %w", q, err)
-		}
-		var busy int64
-		err = eachRow(rows, func(row []driver.Value) error {
-			if len(row) == 0 {
-				return fmt.Errorf("%s: no columns", q)
-			}
-			return assign(&busy, row[0])
-		})
+		busy, err := c.sqlInt(ctx, q)
 		if err != nil {
 			return fmt.Errorf("%s: %w", q, err)
 		}
